@@ -1,0 +1,176 @@
+"""Typed loader for matrix/*.toml: the project's data (models, packages, regimes, breakages)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+@functools.lru_cache(maxsize=1)
+def _root() -> Path:
+    """matrix/ beside the package in a checkout; `kernelcheck._matrix` when installed from a wheel."""
+    here = Path(__file__).resolve().parent.parent / "matrix"
+    if (here / "models.toml").exists():
+        return here
+    return Path(str(resources.files("kernelcheck._matrix")))
+
+
+def _load(name: str) -> dict[str, Any]:
+    with open(_root() / name, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    name: str
+    package: str
+    phase: str
+    backward: bool
+    module: str
+    torch_fallback: str
+
+
+@dataclass(frozen=True)
+class PackageInfo:
+    name: str  # import name
+    title: str
+    distributions: tuple[str, ...]
+    install_distribution: str
+    probe_modules: tuple[str, ...]
+    devices: tuple[str, ...]
+    kind: str
+    needs: tuple[str, ...] = ()
+    extension: str = ""
+    release_wheel: str = ""
+    env_prefix: str = ""
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class ModelType:
+    name: str
+    family: str
+    module: str
+    functions: tuple[str, ...]
+    layer: str = ""
+    text_model_type: str = ""
+
+
+@dataclass(frozen=True)
+class Alias:
+    name: str
+    id: str
+    config: str = ""
+    model_type: str = ""
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    id: str
+    title: str
+    severity: str
+    functions: tuple[str, ...]
+    when: dict[str, Any]
+    message: str
+    fix: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class ImportErrorRule:
+    id: str
+    pattern: str
+    title: str
+    message: str
+    fix: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    functions: dict[str, FunctionInfo]
+    packages: dict[str, PackageInfo]
+    families: dict[str, dict[str, Any]]
+    model_types: dict[str, ModelType]
+    aliases: dict[str, Alias]
+    attention: dict[str, str]
+    breakages: tuple[Breakage, ...]
+    import_errors: tuple[ImportErrorRule, ...]
+    transformers: dict[str, Any]
+    verified: tuple[dict[str, Any], ...] = field(default=())
+
+    def shipped_config(self, relpath: str) -> dict[str, Any]:
+        with open(_root() / relpath, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def package_of_distribution(self, dist: str) -> PackageInfo | None:
+        norm = dist.lower().replace("_", "-")
+        for pkg in self.packages.values():
+            if norm in pkg.distributions:
+                return pkg
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> Matrix:
+    """Load and type-check all matrix files once per process."""
+    funcs = {n: FunctionInfo(name=n, **d) for n, d in _load("functions.toml").items()}
+    pkgs = {}
+    for n, d in _load("packages.toml").items():
+        d = dict(d)
+        for key in ("distributions", "probe_modules", "devices", "needs"):
+            if key in d:
+                d[key] = tuple(d[key])
+        pkgs[n] = PackageInfo(name=n, **d)
+    models = _load("models.toml")
+    families = models["families"]
+    mtypes = {}
+    for n, d in models["model_types"].items():
+        fam = families[d["family"]]
+        mtypes[n] = ModelType(
+            name=n,
+            family=d["family"],
+            module=d["module"],
+            functions=tuple(fam["functions"]),
+            layer=d.get("layer", ""),
+            text_model_type=d.get("text_model_type", ""),
+        )
+    aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
+    attention = {n: d["package"] for n, d in models["attention"].items()}
+    br = _load("breakages.toml")
+    breakages = tuple(
+        Breakage(
+            id=b["id"], title=b["title"], severity=b["severity"], functions=tuple(b["functions"]),
+            when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
+        )
+        for b in br.get("breakage", [])
+    )
+    import_errors = tuple(ImportErrorRule(**r) for r in br.get("import_error", []))
+    verified_path = _root() / "verified.toml"
+    verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
+    m = Matrix(
+        functions=funcs, packages=pkgs, families=families, model_types=mtypes, aliases=aliases,
+        attention=attention, breakages=breakages, import_errors=import_errors,
+        transformers=_load("transformers.toml"), verified=verified,
+    )
+    _validate(m)
+    return m
+
+
+def _validate(m: Matrix) -> None:
+    for mt in m.model_types.values():
+        for f in mt.functions:
+            if f not in m.functions:
+                raise ValueError(f"matrix: model type {mt.name} needs unknown function {f}")
+    for f in m.functions.values():
+        if f.package not in m.packages:
+            raise ValueError(f"matrix: function {f.name} names unknown package {f.package}")
+    for a in m.aliases.values():
+        if not a.config and a.model_type not in m.model_types:
+            raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")

@@ -1,0 +1,1 @@
+"""Data, not code: models, kernel packages, transformers regimes, known breakages, verified runs."""
