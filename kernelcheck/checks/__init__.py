@@ -1,0 +1,1 @@
+"""Checks: each takes plain data (environment, model, matrix) and returns plain results."""

@@ -1,0 +1,153 @@
+"""The command line: a thin click layer that wires modules together and maps outcomes to exit codes.
+
+Exit codes, identical for every command: 0 ready · 3 a slow fallback path would run ·
+4 broken (crash, refusal, wrong results) · 2 bad usage or bad input · 1 internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+import click
+
+from kernelcheck import SCHEMA, __version__
+from kernelcheck.errors import KernelcheckError
+from kernelcheck.report import EXIT_INTERNAL, Report, render_json, render_text
+
+MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
+              "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
+MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+
+
+def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
+    if as_json:
+        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
+                               "exit_code": exc.exit_code, "error": exc.message}, indent=2))
+    click.echo(f"kernelcheck {command}: {exc.message}", err=True)
+
+
+def guarded(command: str) -> Callable:
+    """Turn known errors into their exit code and message; unknown ones into exit 1, no traceback."""
+
+    def deco(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> None:
+            as_json = bool(kwargs.get("as_json"))
+            try:
+                code = fn(*args, **kwargs)
+            except KernelcheckError as exc:
+                _emit_error(command, as_json, exc)
+                sys.exit(exc.exit_code)
+            except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the documented exit 1
+                if os.environ.get("KERNELCHECK_DEBUG"):
+                    traceback.print_exc()
+                err = KernelcheckError(f"internal error ({type(exc).__name__}: {exc}). This is a kernelcheck bug; "
+                                       "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
+                err.exit_code = EXIT_INTERNAL
+                _emit_error(command, as_json, err)
+                sys.exit(EXIT_INTERNAL)
+            sys.exit(code or 0)
+
+        return wrapper
+
+    return deco
+
+
+def _finish(report: Report, as_json: bool, junit: str | None = None) -> int:
+    if junit:
+        from kernelcheck import junit as junit_mod
+
+        junit_mod.write(report, junit)
+    click.echo(render_json(report) if as_json else render_text(report))
+    return report.exit_code
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="kernelcheck")
+def main() -> None:
+    """Will the fast kernels of your transformers model really run here? If not, why, and the exact fix.
+
+    \b
+    Typical use:
+      kernelcheck doctor --model qwen3.8-27b            # static check, seconds
+      kernelcheck install --model qwen3.8-27b --dry-run # what would be installed, and why
+      kernelcheck verify --model qwen3.8-27b            # run the real layers under the profiler
+      kernelcheck trace step.json.gz                    # why a "98% busy" GPU is starved
+
+    Exit codes (every command): 0 ready, 3 a slow fallback path would run, 4 broken (crash, refusal or
+    wrong results), 2 bad usage or input, 1 internal error. Use `kernelcheck doctor --model M --mode train`
+    as a pipeline gate.
+    """
+
+
+@main.command()
+@click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@guarded("doctor")
+def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None) -> int:
+    """Check, without running anything, whether each fast kernel of MODEL will really run.
+
+    Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
+    implementation transformers binds for each function (the fast kernel or its torch fallback) and why,
+    known breakages for this GPU/triton/fla combination, and the fix for each.
+
+    \b
+    Examples:
+      kernelcheck doctor
+      kernelcheck doctor --model qwen3.8-27b --mode train
+      kernelcheck doctor --model ./my-model --mode infer --json
+    """
+    from kernelcheck.doctor import doctor as run_doctor
+
+    report = run_doctor(model, mode)
+    if live and model:
+        from kernelcheck import live as live_mod
+
+        live_mod.merge_into(report, model, mode)
+    return _finish(report, as_json, junit)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+@guarded("models")
+def models(as_json: bool) -> int:
+    """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
+    from kernelcheck import matrix
+
+    m = matrix.load()
+    if as_json:
+        click.echo(json.dumps({
+            "schema": SCHEMA, "command": "models",
+            "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
+                         m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
+            "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
+                            for t in m.model_types.values()],
+        }, indent=2))
+        return 0
+    click.echo("aliases")
+    for a in m.aliases.values():
+        mt = a.model_type or m.shipped_config(a.config)["model_type"]
+        click.echo(f"  {a.name:<22} {a.id:<42} {mt}")
+    click.echo("model types (by family)")
+    for fam, d in m.families.items():
+        types = [t.name for t in m.model_types.values() if t.family == fam]
+        click.echo(f"  {fam}: {d['title']}")
+        click.echo(f"    functions: {', '.join(d['functions'])}")
+        click.echo(f"    model_type: {', '.join(types)}")
+    click.echo("Any other model_type the installed transformers knows is checked by asking its modeling module.")
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""doctor: environment + model needs + what transformers will really bind + known breakages."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kernelcheck import environment as environment_mod
+from kernelcheck import manifest
+from kernelcheck import matrix as matrix_mod
+from kernelcheck import models as models_mod
+from kernelcheck.checks import bindings as bindings_mod
+from kernelcheck.checks import rules as rules_mod
+from kernelcheck.errors import BadInput
+from kernelcheck.report import Finding, FunctionStatus, Report
+
+
+def _install_fix(query: str | None, dist: str) -> str:
+    if query:
+        return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
+    return f"kernelcheck install --package {dist}"
+
+
+def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
+    if "cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda:
+        return True
+    return False
+
+
+def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
+    if env.torch and not env.torch.cuda:
+        return (f"torch {env.torch.version} is a CPU build and no CUDA GPU is usable here; {pkg.title}'s kernels "
+                f"run only on {'/'.join(pkg.devices)}")
+    return f"no CUDA GPU is visible to torch here; {pkg.title}'s kernels run only on {'/'.join(pkg.devices)}"
+
+
+def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
+               m: matrix_mod.Matrix) -> tuple[str, str | None, str]:
+    """(reason, fix, status) for a function transformers bound to its torch reference path."""
+    info = m.functions.get(fn)
+    pkg = m.packages.get(b.package or (info.package if info else ""))
+    if pkg is None:
+        return f"transformers bound the torch path; package '{b.package}' is unknown to kernelcheck", None, "fallback"
+    st = env.packages.get(pkg.name)
+    dist = pkg.install_distribution
+    if b.registered_as:
+        for e in m.transformers.get("misnamed", []):
+            if e["registered"] == b.registered_as:
+                return (e["reason"].format(transformers=env.transformers), e["fix"], "fallback")
+    if st is None or not st.installed:
+        reason = f"{pkg.title} is not installed (pip distribution {dist})"
+        if not _device_ok(pkg, env):
+            reason += f"; and {_no_device_reason(env, pkg)}"
+            return reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", "fallback"
+        return reason, _install_fix(query, dist), "fallback"
+    if not st.imports:
+        rule = rules_mod.match_import_error(st.error or "")
+        reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
+        if rule:
+            fill = {"dist": st.distribution, "package": pkg.name, "model": query or "M",
+                    "torch": env.torch.version if env.torch else "?",
+                    "torch_mm": ".".join((env.torch.version if env.torch else "0.0").split(".")[:2])}
+            reason += f" ({rule.title})"
+            return reason, rule.fix.format(**fill), "fallback"
+        return reason, _install_fix(query, dist), "fallback"
+    if info is not None:
+        try:
+            mod = importlib.import_module(info.module)
+            if not hasattr(mod, fn):
+                return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
+                        f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
+                        "compatible version)", "fallback")
+        except Exception as exc:  # noqa: BLE001
+            return (f"`import {info.module}` fails: {type(exc).__name__}: {exc}", _install_fix(query, dist), "fallback")
+    if not _device_ok(pkg, env):
+        return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
+                f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
+                "unsupported")
+    return (f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
+            "was the package installed after the modeling module was imported? Restart the process.",
+            None, "fallback")
+
+
+def function_statuses(
+    needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
+    mode: str, query: str | None,
+) -> list[FunctionStatus]:
+    m = matrix_mod.load()
+    out = []
+    for fn, b in result.bindings.items():
+        info = m.functions.get(fn)
+        pkg = m.packages.get(b.package or (info.package if info else ""))
+        dist = pkg.install_distribution if pkg else b.package
+        phase = info.phase if info else ""
+        used = not (mode == "train" and phase == "decode")
+        if b.bound == "unbound":
+            out.append(FunctionStatus(fn, dist, "unsupported", "-",
+                                      f"transformers {env.transformers}'s {result.module} does not call `{fn}`: "
+                                      "nothing to check for this version", None, phase, used=False))
+            continue
+        if b.bound == "package":
+            if pkg is not None and not _device_ok(pkg, env):
+                out.append(FunctionStatus(fn, dist, "unsupported", b.implementation,
+                                          f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}",
+                                          "run on a machine with an NVIDIA GPU", phase, used))
+            else:
+                out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
+            continue
+        reason, fix, status = _why_torch(fn, b, env, query, m)
+        out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
+    return out
+
+
+def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment, query: str | None) -> FunctionStatus:
+    m = matrix_mod.load()
+    impl = needs.attn_implementation
+    if not needs.attention_package:
+        return FunctionStatus(f"attention:{impl}", "torch", "fast",
+                              "torch.nn.functional.scaled_dot_product_attention" if impl == "sdpa" else "eager",
+                              None, None, "attention")
+    pkg = m.packages[needs.attention_package]
+    st = env.packages.get(pkg.name)
+    if st is None or not st.installed:
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+                              f"config asks for attn_implementation={impl} but {pkg.title} is not installed: "
+                              "from_pretrained raises ImportError",
+                              _install_fix(query, pkg.install_distribution) + "  (or use attn_implementation='sdpa')",
+                              "attention")
+    if not st.imports:
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+                              f"{st.distribution} {st.version} does not import: {st.error}",
+                              _install_fix(query, pkg.install_distribution), "attention")
+    if not _device_ok(pkg, env):
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "unsupported", st.location or "-",
+                              _no_device_reason(env, pkg), "use attn_implementation='sdpa' here", "attention")
+    return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "fast", pkg.name, None, None, "attention")
+
+
+def environment_findings(env: environment_mod.Environment) -> list[Finding]:
+    out = []
+    if env.torch and not env.torch.cuda:
+        out.append(Finding("torch-cpu-build", "info",
+                           f"torch {env.torch.version} is a CPU build: no CUDA kernel can run in this environment."))
+    elif env.torch and env.torch.cuda and not env.cuda_gpu:
+        out.append(Finding("no-gpu", "info", f"torch {env.torch.version} is built for CUDA {env.torch.cuda} but no "
+                           "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
+    for name, st in env.packages.items():
+        if st.installed and not st.imports:
+            rule = rules_mod.match_import_error(st.error or "")
+            fill = {"dist": st.distribution or name, "package": name, "model": "M",
+                    "torch": env.torch.version if env.torch else "?",
+                    "torch_mm": ".".join((env.torch.version if env.torch else "0.0").split(".")[:2])}
+            out.append(Finding(rule.id if rule else f"{name}-import-fails", "warning",
+                               (rule.message.format(**fill) + " " if rule else "")
+                               + f"`import` of {st.distribution} {st.version} fails: {st.error}",
+                               rule.fix.format(**fill) if rule else None, rule.reference if rule else None))
+    return out
+
+
+def _transformers_findings(env: environment_mod.Environment, regime: str) -> list[Finding]:
+    m = matrix_mod.load()
+    out = []
+    if not env.transformers:
+        return out
+    minv = maxv = None
+    try:
+        from transformers.utils import import_utils
+
+        minv = getattr(import_utils, "KERNELS_MIN_VERSION", None)
+        maxv = getattr(import_utils, "KERNELS_MAX_VERSION", None)
+    except Exception:
+        pass
+    window = f">={minv},<{maxv}" if minv and maxv else None
+    if window is None:
+        for w in m.transformers.get("kernels_window", []):
+            if rules_mod.version_in(env.transformers, w["transformers"]):
+                window = w["kernels"]
+    if window and env.kernels and not rules_mod.version_in(env.kernels, window):
+        out.append(Finding("kernels-window", "info",
+                           f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
+                           f"({window}): Hub kernels (use_kernels=True) are treated as absent.",
+                           f"pip install 'kernels{window}'  (only needed for Hub kernels)",
+                           "transformers.utils.import_utils KERNELS_MIN_VERSION/KERNELS_MAX_VERSION"))
+    if regime == "decorator":
+        out.append(Finding("bound-at-import", "info",
+                           f"transformers {env.transformers} picks each kernel once, when the modeling module is "
+                           "imported, and warns once per process: a package installed later is used only after a "
+                           "restart, and a second model in the same process logs nothing."))
+    return out
+
+
+def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None) -> Report:
+    """Build the doctor report. Raises BadInput for bad models or a missing torch."""
+    if mode not in ("train", "infer"):
+        raise BadInput(f"--mode must be train or infer, not '{mode}'.")
+    env = env or environment_mod.probe()
+    if env.torch is None:
+        raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
+                       "cannot load the model. Install the torch build you will train with (for example "
+                       "`pip install torch` with the index URL for your CUDA version), then run kernelcheck again.")
+    if env.torch.version.startswith("unimportable"):
+        raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
+    report = Report("doctor", env.to_json(), None, mode if query else None)
+    report.findings.extend(environment_findings(env))
+    if query is None:
+        report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
+        return report
+    if not env.transformers:
+        raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
+                       "Install the transformers version your job uses, then run again.")
+    model = models_mod.resolve(query)
+    report.model = model.to_json()
+    result = bindings_mod.bind(model.spec.module, model.spec.functions)
+    needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
+    report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
+                             "attn_implementation": needs.attn_implementation}
+    report.extra["bindings"] = {"regime": result.regime, "module": result.module}
+    if result.module_error:
+        report.findings.append(Finding(
+            "modeling-import-fails", "broken",
+            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
+            _module_error_fix(result.module_error, env, query),
+        ))
+        for fn in needs.functions:
+            info = matrix_mod.load().functions.get(fn)
+            report.functions.append(FunctionStatus(
+                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
+                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
+    else:
+        report.functions.extend(function_statuses(needs, result, env, mode, query))
+    report.functions.append(_attention_status(needs, env, query))
+    report.findings.extend(_transformers_findings(env, result.regime))
+    bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
+                      and any(f.name == fn and f.used for f in report.functions))
+    facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
+    for hit in rules_mod.evaluate(facts):
+        sev = hit.rule.severity if hit.certain else "warning"
+        msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
+        report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
+        if hit.certain:
+            for fs in report.functions:
+                if fs.name in hit.rule.functions and fs.used and _RANK[hit.rule.severity] > _RANK.get(fs.status, 0):
+                    fs.status = hit.rule.severity
+                    fs.reason = f"{hit.rule.title}: {hit.message}"
+                    fs.fix = hit.fix
+    return report
+
+
+_RANK = {"fast": 0, "unsupported": 1, "fallback": 1, "warning": 0, "broken": 2}
+
+
+def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
+    rule = rules_mod.match_import_error(error)
+    if rule:
+        return rule.fix.format(dist="the failing package", package="", model=query,
+                               torch=env.torch.version if env.torch else "?",
+                               torch_mm=".".join((env.torch.version if env.torch else "0.0").split(".")[:2]))
+    return "reinstall the package named in the error, or remove it to get the (slow) torch path"
+
+
+def _built_nvcc() -> dict[str, str]:
+    """What compiled each installed kernel package, from kernelcheck's install manifest (if any)."""
+    return manifest.built_nvcc()
+
+
+def as_dict(report: Report) -> dict[str, Any]:
+    return report.to_json()

@@ -1,0 +1,199 @@
+"""Findings, function statuses, the verdict, and the two renderers (text for people, JSON for tools)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernelcheck import SCHEMA
+
+EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4
+_RANK = {"ready": 0, "fallback": 1, "broken": 2}
+_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str  # broken | fallback | warning | info
+    message: str
+    fix: str | None = None
+    reference: str | None = None
+    functions: tuple[str, ...] = ()
+
+
+@dataclass
+class FunctionStatus:
+    name: str
+    package: str  # distribution a user installs
+    status: str  # fast | fallback | broken | unsupported
+    implementation: str
+    reason: str | None = None
+    fix: str | None = None
+    phase: str = ""
+    used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
+    evidence: dict[str, Any] | None = None
+
+
+@dataclass
+class Report:
+    command: str
+    environment: dict[str, Any]
+    model: dict[str, Any] | None
+    mode: str | None
+    functions: list[FunctionStatus] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # plan, hub, summary, steps ...
+
+    @property
+    def verdict(self) -> str:
+        v = "ready"
+        for f in self.functions:
+            if not f.used:
+                continue
+            s = {"fast": "ready", "broken": "broken"}.get(f.status, "fallback")
+            v = max(v, s, key=_RANK.__getitem__)
+        for fd in self.findings:
+            if fd.severity in ("broken", "fallback"):
+                v = max(v, fd.severity, key=_RANK.__getitem__)
+        return v
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "schema": SCHEMA,
+            "command": self.command,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "environment": self.environment,
+            "model": self.model,
+            "mode": self.mode,
+            "functions": [_drop_none(asdict(f)) for f in self.functions],
+            "findings": [_finding_json(f) for f in self.findings],
+        }
+        out.update(self.extra)
+        return out
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    keep = {"reason", "fix", "implementation", "status", "name", "package"}
+    return {k: v for k, v in d.items() if v is not None or k in keep}
+
+
+def _finding_json(f: Finding) -> dict[str, Any]:
+    d = asdict(f)
+    d["functions"] = list(f.functions)
+    return d
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report.to_json(), indent=2, default=str)
+
+
+_MARK = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "UNSUPPORTED"}
+_SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
+
+
+def environment_lines(env: dict[str, Any]) -> list[str]:
+    t = env.get("torch")
+    if t:
+        torch_s = f"torch {t['version']} (CUDA {t['cuda'] or 'none: CPU build'}, cxx11abi {t['cxx11abi']})"
+    else:
+        torch_s = "torch not installed"
+    gpus = env.get("gpus") or []
+    gpu_s = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})" for g in gpus) or "none"
+    lines = [
+        f"  python {env['python']} · {env['platform']} · {torch_s}",
+        f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
+        f"kernels {env.get('kernels') or 'absent'}",
+        f"  GPUs: {gpu_s} · driver {env.get('driver') or 'none'} · nvcc {env.get('nvcc') or 'absent'}"
+        + (f" ({env['cuda_home']})" if env.get("cuda_home") else ""),
+    ]
+    pk = env.get("packages") or {}
+    if pk:
+        parts = []
+        for name, st in pk.items():
+            if not st["installed"]:
+                continue
+            parts.append(f"{st['distribution'] or name} {st['version'] or '?'}"
+                         + ("" if st["imports"] else " (import fails)"))
+        lines.append("  kernel packages: " + (", ".join(parts) if parts else "none installed"))
+    return lines
+
+
+def render_text(report: Report) -> str:
+    out: list[str] = []
+    head = f"kernelcheck {report.command}"
+    if report.model:
+        mm = report.model
+        head += f" · {mm.get('id') or mm.get('query')} ({mm.get('model_type')}, from {mm.get('source')})"
+    if report.mode:
+        head += f" · mode {report.mode}"
+    out.append(head)
+    if report.environment:
+        out.append("environment")
+        out.extend(environment_lines(report.environment))
+    if report.functions:
+        out.append("functions")
+        width = max(len(f.name) for f in report.functions)
+        for f in report.functions:
+            note = "" if f.used else "  (not used in this mode)"
+            out.append(f"  {_MARK.get(f.status, f.status.upper()):<11} {f.name:<{width}}  {f.package:<22} "
+                       f"{f.implementation}{note}")
+            if f.reason:
+                out.append(f"              why: {f.reason}")
+            if f.fix:
+                out.append(f"              fix: {f.fix}")
+            if f.evidence:
+                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items() if k not in ("kernels",))
+                out.append(f"              evidence: {ev}")
+                if f.evidence.get("kernels"):
+                    out.append(f"              kernels: {', '.join(f.evidence['kernels'][:6])}")
+    for section, render in (("plan", _render_plan), ("hub", _render_hub), ("summary", _render_summary)):
+        if section in report.extra and report.extra[section]:
+            out.extend(render(report.extra[section]))
+    if report.findings:
+        out.append("findings")
+        for fd in report.findings:
+            out.append(f"  {_SEV.get(fd.severity, fd.severity):<6} [{fd.id}] {fd.message}")
+            if fd.fix:
+                out.append(f"         fix: {fd.fix}")
+            if fd.reference:
+                out.append(f"         ref: {fd.reference}")
+    v = report.verdict
+    words = {"ready": "READY: every fast kernel this job uses will run",
+             "fallback": "FALLBACK: a slow torch path would run",
+             "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
+    out.append(f"verdict: {words[v]} (exit {report.exit_code})")
+    return "\n".join(out)
+
+
+def _render_plan(plan: list[dict[str, Any]]) -> list[str]:
+    out = ["plan"]
+    for i, step in enumerate(plan, 1):
+        out.append(f"  {i}. {step['action']:<8} {step['package']:<16} {step.get('spec') or ''}  [{step['source']}]")
+        out.append(f"     why: {step['reason']}")
+        if step.get("command"):
+            out.append(f"     run: {step['command']}")
+        for rej in step.get("rejected", []):
+            out.append(f"     rejected {rej['candidate']}: {rej['reason']}")
+    return out
+
+
+def _render_hub(hub: dict[str, Any]) -> list[str]:
+    out = ["hub"]
+    for line in hub.get("lines", []):
+        out.append(f"  {line}")
+    return out
+
+
+def _render_summary(summary: dict[str, Any]) -> list[str]:
+    out = ["summary"]
+    for k, v in summary.items():
+        if not isinstance(v, (dict, list)):
+            out.append(f"  {k}: {v}")
+    return out

@@ -1,0 +1,74 @@
+"""Real test environments without mocks: extra site dirs made with `pip install --target`.
+
+A test that needs transformers 5.15.1, or fla-core without triton, gets a folder holding exactly
+those distributions and runs kernelcheck in a subprocess with that folder first on PYTHONPATH.
+The base venv (torch CPU build, the project's deps) stays untouched. Folders are cached under
+KERNELCHECK_TEST_CACHE (default ~/.cache/kernelcheck-tests) so a second run reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("KERNELCHECK_TEST_CACHE", Path.home() / ".cache" / "kernelcheck-tests"))
+
+
+def site(*requirements: str, deps: bool = False) -> Path:
+    """A folder with `requirements` pip-installed into it (--target), built once and cached."""
+    key = hashlib.sha256(json.dumps([requirements, deps, sys.version]).encode()).hexdigest()[:16]
+    target = CACHE / f"site-{key}"
+    done = target / ".complete"
+    if done.exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+           "--target", str(target), "--upgrade", *requirements]
+    if not deps:
+        cmd.insert(4, "--no-deps")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.fail(f"could not build test site {requirements}: {res.stderr[-2000:]}")
+    done.write_text(" ".join(requirements))
+    return target
+
+
+def run(args: list[str], *sites: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `python -m kernelcheck ARGS` with `sites` first on sys.path, like a user's environment."""
+    e = dict(os.environ)
+    e.pop("KERNELCHECK_DEBUG", None)
+    paths = [str(s) for s in sites] + [str(REPO)]
+    if e.get("PYTHONPATH"):
+        paths.append(e["PYTHONPATH"])
+    e["PYTHONPATH"] = os.pathsep.join(paths)
+    e.setdefault("HF_HUB_OFFLINE", "1")
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "kernelcheck", *args], capture_output=True, text=True,
+                          env=e, cwd=str(cwd or REPO), timeout=timeout)
+
+
+def run_json(args: list[str], *sites: Path, **kw) -> tuple[int, dict]:
+    res = run([*args, "--json"], *sites, **kw)
+    try:
+        data = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"not JSON (exit {res.returncode}):\nstdout={res.stdout[-3000:]}\n"
+                             f"stderr={res.stderr[-3000:]}") from None
+    return res.returncode, data
+
+
+def function(report: dict, name: str) -> dict:
+    for f in report["functions"]:
+        if f["name"] == name:
+            return f
+    raise AssertionError(f"{name} not in report functions: {[f['name'] for f in report['functions']]}")
