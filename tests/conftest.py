@@ -1,4 +1,7 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+# This checkout's kernelcheck first (also in git worktrees), then the test helpers.
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
