@@ -11,7 +11,9 @@ Two regimes, detected from the installed code rather than from version numbers:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,22 +48,43 @@ def _dotted(fn: Any) -> str:
 
 
 def detect_regime() -> str:
+    """Read the installed source (no import: a broken dependency must not change the answer)."""
     try:
-        from transformers.integrations import hub_kernels
+        spec = importlib.util.find_spec("transformers.integrations.hub_kernels")
+        with open(spec.origin, encoding="utf-8") as fh:  # type: ignore[union-attr, arg-type]
+            src = fh.read()
     except Exception:
         return "module-globals"
-    return "decorator" if hasattr(hub_kernels, "use_kernel_func_from_hub_with_fallback") else "module-globals"
+    return "decorator" if "def use_kernel_func_from_hub_with_fallback" in src else "module-globals"
+
+
+_DECORATOR = re.compile(r"use_kernel_func_from_hub_with_fallback\(\s*[\"']([\w.]+)[\"']\s*,\s*[\"']([\w.]+)[\"']")
 
 
 def _wrapper_state(obj: Any) -> dict[str, Any] | None:
-    """The closure of a `use_kernel_func_from_hub_with_fallback` wrapper, or None."""
+    """The closure of a `use_kernel_func_from_hub_with_fallback` wrapper, or None.
+
+    5.17+ keeps `func_name`/`package` in the closure; 5.15-5.16 keep only `implementation`, so the
+    registered name is read from the decorator line in the source of the wrapped torch function.
+    """
     seen = 0
     while obj is not None and seen < 4:
         try:
-            nl = inspect.getclosurevars(obj).nonlocals
+            nl = dict(inspect.getclosurevars(obj).nonlocals)
         except (TypeError, ValueError):
             return None
-        if "implementation" in nl and "func_name" in nl:
+        if "implementation" in nl:
+            torch_fn = nl.get("torch_function") or getattr(obj, "__wrapped__", None)
+            nl.setdefault("torch_function", torch_fn)
+            if "func_name" not in nl:
+                try:
+                    src = inspect.getsource(torch_fn) if torch_fn is not None else ""
+                except (OSError, TypeError):
+                    src = ""
+                m = _DECORATOR.search(src)
+                if not m:
+                    return None
+                nl["func_name"], nl["package"] = m.group(1), m.group(2)
             return nl
         obj = nl.get("wrapped") or nl.get("func")  # a decorator stacked on top
         seen += 1
