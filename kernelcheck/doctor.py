@@ -18,7 +18,7 @@ from kernelcheck.report import Finding, FunctionStatus, Report
 def _install_fix(query: str | None, dist: str) -> str:
     if query:
         return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
-    return f"kernelcheck install --package {dist}"
+    return f"pip install {dist}  (with a constraints file pinning your torch)"
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
