@@ -194,7 +194,8 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
     return out
 
 
-def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None) -> Report:
+def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
+           exact: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch."""
     if mode not in ("train", "infer"):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
@@ -219,7 +220,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                        "Install the transformers version your job uses, then run again.")
     model = models_mod.resolve(query)
     report.model = model.to_json()
-    result = bindings_mod.bind(model.spec.module, model.spec.functions)
+    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=exact)
     env = environment_mod.with_packages(env)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)

@@ -269,3 +269,19 @@ def test_no_torch_installed_at_all(tmp_path):
                          text=True, env={**os.environ, **env})
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "torch is not installed" in res.stderr and "Traceback" not in res.stderr
+
+
+# --- the fast static reading agrees with transformers' own closures --------------------------------
+
+@pytest.mark.parametrize("sites", [
+    (), (("transformers==5.15.1",),), (("transformers==5.17.0",),),
+    (("transformers==5.15.1",), ("fla-core==0.6.0", "einops", "triton==3.6.0")),
+    ((("fla-core==0.6.0", "einops", "triton==3.6.0")),),
+])
+def test_static_binding_equals_exact_binding(sites):
+    paths = [site(*reqs, deps=reqs[0].startswith("transformers")) for reqs in sites]
+    for model in ("qwen3.8-27b", "mamba2"):
+        _, fast = run_json(["doctor", "--model", model, "--mode", "infer"], *paths)
+        _, exact = run_json(["doctor", "--model", model, "--mode", "infer", "--exact"], *paths)
+        view = lambda r: [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
+        assert view(fast) == view(exact), model
