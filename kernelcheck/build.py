@@ -151,14 +151,15 @@ def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], sta
             what = Path(src[-1]).name if src else ("link" if " -shared " in m[3] or "g++" in m[3] else m[3][:60])
             progress(f"  [{m[1]}/{m[2]}] {what}  ({time.monotonic() - started:.0f} s)")
             last[0] = time.monotonic()
-        elif "error" in line.lower() and ("error:" in line or "Error " in line):
+        elif re.search(r"\berror:", line) or re.search(r"\(\d+\): error", line):
             progress(f"  {line.rstrip()[:200]}")
     done.set()
 
 
 def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_prefix: str, torch_mm: str,
                 cuda_major: int, cxx11abi: bool, python: str = sys.executable, jobs: int | None = None,
-                progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None) -> BuiltWheel:
+                progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None,
+                cuda_home: str | None = None) -> BuiltWheel:
     """Build `sdist` for `arches` against the installed torch; the wheel lands in `wheelhouse`."""
     wheelhouse.mkdir(parents=True, exist_ok=True)
     logs = wheelhouse / "logs"
@@ -181,6 +182,8 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
         })
         if cxx11abi:
             env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
+        if cuda_home and not env.get("CUDA_HOME"):
+            env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
         env.update(extra_env or {})
         out_dir = Path(tmp) / "dist"
         log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{'_'.join(a.replace('.', '') for a in arches)}.log"

@@ -248,8 +248,10 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[R
 
 def render(report: Report, code: int, dry_run: bool) -> str:
     """Text for people: the plan, findings and the verdict line with the real exit code."""
-    text = render_text(report)
-    lines = text.splitlines()
+    shown = report
+    if not dry_run:  # the plan was printed before anything ran
+        shown = dataclasses.replace(report, extra={k: v for k, v in report.extra.items() if k != "plan"})
+    lines = render_text(shown).splitlines()
     if lines and lines[-1].startswith("verdict:"):
         words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
         pre = "predicted after this plan" if dry_run else "after install"

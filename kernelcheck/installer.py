@@ -235,11 +235,11 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
         if step.action == "build":
             assert pkg is not None and env.torch is not None
             t = plan.target
-            log(f"build {step.package}: {step.reason}")
+            log(f"build {step.package} from {Path(step.artifact).name} for {', '.join(step.arches)}")
             built = build_mod.build_wheel(
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
-                progress=log)
+                progress=log, cuda_home=env.cuda_home)
             log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
                 f"sha256 {built.sha256[:16]}...")
             path, expected = Path(built.path), built.sha256
