@@ -159,7 +159,7 @@ def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], sta
 def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_prefix: str, torch_mm: str,
                 cuda_major: int, cxx11abi: bool, python: str = sys.executable, jobs: int | None = None,
                 progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None,
-                cuda_home: str | None = None) -> BuiltWheel:
+                cuda_home: str | None = None, constraints: Path | None = None) -> BuiltWheel:
     """Build `sdist` for `arches` against the installed torch; the wheel lands in `wheelhouse`."""
     wheelhouse.mkdir(parents=True, exist_ok=True)
     logs = wheelhouse / "logs"
@@ -189,6 +189,8 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
         log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{'_'.join(a.replace('.', '') for a in arches)}.log"
         cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
                "--disable-pip-version-check", "-w", str(out_dir), str(src)]
+        if constraints is not None:
+            cmd[4:4] = ["-c", str(constraints)]  # torch/triton/transformers pinned, as in every pip call
         progress(f"  building {sdist.name} for {', '.join(patch.kept)} with MAX_JOBS={jobs} (log: {log_path})")
         started = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log_fh:

@@ -223,7 +223,7 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | No
 
 
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
-            jobs: int | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            jobs: int | None = None, constraints: Path | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
     m = matrix_mod.load()
     out = []
@@ -239,7 +239,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             built = build_mod.build_wheel(
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
-                progress=log, cuda_home=env.cuda_home)
+                progress=log, cuda_home=env.cuda_home, constraints=constraints)
             log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
                 f"sha256 {built.sha256[:16]}...")
             path, expected = Path(built.path), built.sha256
@@ -275,16 +275,16 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
     """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged."""
     started = time.monotonic()
     outcome = Outcome()
-    ready = prepare(plan, env, wheelhouse, log, jobs)
-    if not ready:
-        outcome.seconds = time.monotonic() - started
-        return outcome
     site = site_dir(target)
     m = matrix_mod.load()
     with tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
+        ready = prepare(plan, env, wheelhouse, log, jobs, constraints)
+        if not ready:
+            outcome.seconds = time.monotonic() - started
+            return outcome
         backup = Backup(Path(tmp) / "backup")
         dists = [info.name.name for _, info, _ in ready]
         for d in dists:

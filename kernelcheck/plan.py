@@ -187,19 +187,21 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
                          import_name=pkg.name, severity="broken" if hits else "")] + \
                 _remedies(hits, env, opts, found)
     pool: list[tuple[wheels.WheelInfo, str]] = []
-    if opts.source in ("auto", "wheelhouse"):
+    # --source release/build name how compiled packages are obtained; a pure-Python package has no
+    # release wheel or build, so it still comes from the wheelhouse or PyPI.
+    source = "auto" if opts.source in ("release", "build") else opts.source
+    if source in ("auto", "wheelhouse"):
         pool += [(w, "wheelhouse") for w in cands.wheels if w.name.name == dist]
     elif any(w.name.name == dist for w in cands.wheels):
         rejected.append(Rejected("wheelhouse", f"--source {opts.source}"))
-    if opts.source in ("auto", "pypi"):
+    if source in ("auto", "pypi"):
         if cands.pypi_wheel is not None:
             pool.append((cands.pypi_wheel, "pypi"))
         elif cands.pypi_error:
             rejected.append(Rejected(f"pypi:{dist}", cands.pypi_error))
-    for src in ("release", "build", "hub"):
-        if opts.source == src:
-            rejected.append(Rejected(src, f"{pkg.title} is pure Python (Triton JIT): there is nothing to build "
-                                     "and no release wheel; use --source wheelhouse, pypi or auto"))
+    if opts.source == "hub":
+        rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
+                                 "not installed with pip"))
     pool.sort(key=lambda p: (_ver(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
     chosen: tuple[wheels.WheelInfo, str] | None = None
     chosen_hits: list[rules_mod.RuleHit] = []

@@ -56,14 +56,30 @@ def scan_wheelhouse(wheelhouse: Path) -> tuple[dict[str, list[wheels.WheelInfo]]
     return whl, sd
 
 
+_CONSTRAINTS: list[Path] = []
+
+
+def _constraints_file(env: Environment) -> Path:
+    """The pins every pip call carries (torch, triton, transformers as installed)."""
+    import tempfile
+
+    from kernelcheck.installer import constraints_text
+
+    fd, name = tempfile.mkstemp(prefix="kernelcheck-constraints-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(constraints_text(env, frozenset()))
+    _CONSTRAINTS[:] = [Path(name)]
+    return Path(name)
+
+
 def _pip_download(args: list[str], dest: Path, env_extra: dict[str, str] | None = None) -> tuple[Path | None, str]:
     """Run `pip download`; (the new file, "") or (None, the reason in one line)."""
     dest.mkdir(parents=True, exist_ok=True)
-    before = {p.name for p in dest.iterdir()}
     env = dict(os.environ)
     env.update(env_extra or {})
+    pins = ["-c", str(_CONSTRAINTS[0])] if _CONSTRAINTS else []
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", *PIP_NET,
-           "-d", str(dest), *args]
+           *pins, "-d", str(dest), *args]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -75,7 +91,6 @@ def _pip_download(args: list[str], dest: Path, env_extra: dict[str, str] | None 
     path = Path(saved[-1])
     if not path.is_absolute():
         path = dest / path.name
-    del before
     return path, ""
 
 
@@ -108,6 +123,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
     m = matrix_mod.load()
     versions = versions or {}
     whl, sdists = scan_wheelhouse(wheelhouse)
+    pins = _constraints_file(env)
     found: dict[str, Candidates] = {}
     target = target_of(env, opts)
     can_write = os.access(wheelhouse, os.W_OK) if wheelhouse.exists() else True
@@ -126,7 +142,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
         own = pinned_version(dist, whl.get(dist, []))
         c = Candidates(wheels=tuple(own))
         if pkg.kind == "triton":
-            if opts.source in ("auto", "pypi") and not opts.offline:
+            if opts.source in ("auto", "pypi", "build", "release") and not opts.offline:
                 spec = f"{dist}=={versions[dist]}" if dist in versions else dist
                 path, err = _pip_download(["--only-binary", ":all:", spec], dl_dir)
                 info = wheels.inspect_wheel(path) if path else None
@@ -198,6 +214,8 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
     for extra in opts.with_packages:
         if extra not in found:
             found[extra] = _pure_candidates(extra, extra, whl, opts, dl_dir, fetch=True)
+    pins.unlink(missing_ok=True)
+    _CONSTRAINTS.clear()
     return found
 
 

@@ -202,3 +202,27 @@ def test_target_dir_install(cuda_venv: Path, tmp_path: Path):
     assert not (site_packages(cuda_venv) / "causal_conv1d").exists()
     kinds = {p["distribution"]: p for p in data["doctor_after"]["environment"]["packages"].values() if p["installed"]}
     assert "causal-conv1d" in kinds
+
+
+def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tmp_path: Path):
+    """The real CLI with a real triton 3.6.0 first on the path (the H200's triton) and --arch 9.0."""
+    from envs import site
+
+    tri = site("triton==3.6.0")
+    wh = tmp_path / "wh"
+    _fla_wheels(wh)
+    scratch = scratch_venv(cuda_venv, tmp_path / "s")
+    env = {"PYTHONPATH": f"{tri}:{Path(__file__).resolve().parent.parent}"}
+    args = ["install", "--model", MODEL, "--package", "fla-core", "--arch", "9.0", "--offline", "--wheelhouse",
+            str(wh), "--dry-run"]
+    res = kc(_py(scratch), [*args, "--mode", "train"], env=env)
+    assert res.returncode == 4, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "triton 3.6.0" in res.stdout and "fla-640-refuses" in res.stdout and "RuntimeError in the backward" in res.stdout
+    assert "offer    tilelang" in res.stdout and "--allow-change triton" in res.stdout
+    assert "dry run: nothing was changed" in res.stdout
+    data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json"], env=env))
+    offers = {s["package"]: s for s in data["plan"] if s["action"] == "offer"}
+    assert offers["triton"]["spec"] == "triton>=3.7.1" and "tilelang" in offers
+    infer = kc(_py(scratch), [*args, "--mode", "infer"], env=env)
+    assert infer.returncode == 0 and "fla-640" not in infer.stdout
+    assert not (site_packages(scratch) / "fla").exists()  # dry run
