@@ -8,7 +8,8 @@
 #   .carry/fla_core-0.6.0-py3-none-any.whl     pip download --no-deps fla-core==0.6.0 -d .carry
 #   .carry/einops-*.whl (optional: the image has einops)
 # Run from the repo root:   bash benchmarks/gpu_install_causal_conv1d.sh
-# Writes logs and JSON to $OUT (default out/gpu-install). Budget: ~7-8 min, most of it the sm_90 compile.
+# Writes logs and JSON to $OUT (default out/gpu-install). Budget: ~8 min, most of it the sm_90 compile
+# (FACTS: 394-433 s on 16 cores); run it with timeout_s=600.
 set -uo pipefail
 OUT=${OUT:-out/gpu-install}
 PY=${PYTHON:-python3}
@@ -16,6 +17,9 @@ SITE=${SITE:-/tmp/kc-site}
 SITE2=${SITE2:-/tmp/kc-site2}
 WH=${WH:-/tmp/kc-wheelhouse}
 MODEL=qwen3.8-27b
+SDIST=${SDIST:-.carry/causal_conv1d-1.7.0.tar.gz}
+# Rehearsal on a CPU machine: KC_EXTRA="--arch 9.0" SDIST=<a tiny test sdist> PYTHON=<CUDA-torch venv python>
+KC_EXTRA=${KC_EXTRA:-}
 mkdir -p "$OUT" "$WH" "$SITE"
 rm -rf "$SITE2"
 cp .carry/fla_core-*.whl "$WH"/
@@ -26,7 +30,7 @@ now() { date +%s.%N; }
 secs() { python3 -c "print(round($2 - $1, 1))"; }
 
 {
-  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader || echo "no nvidia-smi"
   echo "nproc $(nproc)"; free -g | head -2
   $PY -c "import torch, triton, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, 'transformers', transformers.__version__)"
   nvcc --version | tail -2
@@ -34,14 +38,15 @@ secs() { python3 -c "print(round($2 - $1, 1))"; }
 cat "$OUT/machine.txt"
 
 echo "== 1. doctor before (expect FALLBACK, exit 3)"
-$PY -m kernelcheck doctor --model $MODEL --mode infer > "$OUT/doctor_before_infer.txt"; echo "doctor before (infer) exit $?" | tee "$OUT/doctor_before.exit"
-$PY -m kernelcheck doctor --model $MODEL --mode train --json > "$OUT/doctor_before_train.json"; echo "doctor before (train) exit $?" | tee -a "$OUT/doctor_before.exit"
+$PY -m kernelcheck doctor --model $MODEL --mode infer > "$OUT/doctor_before_infer.txt"
+echo "doctor before (infer) exit $?" | tee "$OUT/doctor_before.exit"
 grep -E "FALLBACK|FAST|BROKEN|verdict" "$OUT/doctor_before_infer.txt"
 
-echo "== 2. install: causal-conv1d built for sm_90 from the sdist, fla-core from the wheelhouse"
+echo "== 2. install (train): causal-conv1d built for sm_90 from the sdist, fla-core from the wheelhouse"
+echo "   the install ends with doctor in a fresh process: expect causal-conv1d FAST and fla#640 BROKEN (exit 4)"
 t0=$(now)
-$PY -m kernelcheck install --model $MODEL --mode train --source build --sdist .carry/causal_conv1d-1.7.0.tar.gz \
-  --wheelhouse "$WH" --offline --target "$SITE" 2>&1 | tee "$OUT/install1.txt"
+$PY -m kernelcheck install --model $MODEL --mode train --source build --sdist "$SDIST" \
+  --wheelhouse "$WH" --offline --target "$SITE" $KC_EXTRA 2>&1 | tee "$OUT/install1.txt"
 rc1=${PIPESTATUS[0]}
 t1=$(now)
 echo "install 1 exit $rc1 (expect 4: fla#640 in train mode on triton 3.6), $(secs $t0 $t1) s" | tee "$OUT/install1.summary"
@@ -51,22 +56,18 @@ cp "$WH"/*.kernelcheck.json "$OUT"/ 2>/dev/null
 cp "$SITE"/.kernelcheck-manifest.json "$OUT"/manifest.json 2>/dev/null
 command -v cuobjdump >/dev/null && cuobjdump --list-elf "$SITE"/causal_conv1d_cuda*.so > "$OUT/cuobjdump.txt" 2>&1
 
-echo "== 3. doctor after (expect FAST for every function in infer; train: BROKEN by fla#640)"
-$PY -m kernelcheck doctor --model $MODEL --mode infer > "$OUT/doctor_after_infer.txt"; echo "doctor after (infer) exit $?" | tee "$OUT/doctor_after.exit"
-$PY -m kernelcheck doctor --model $MODEL --mode train > "$OUT/doctor_after_train.txt"; echo "doctor after (train) exit $?" | tee -a "$OUT/doctor_after.exit"
-$PY -m kernelcheck doctor --model $MODEL --mode infer --json > "$OUT/doctor_after_infer.json"
-grep -E "FALLBACK|FAST|BROKEN|verdict|fla-640" "$OUT/doctor_after_infer.txt" "$OUT/doctor_after_train.txt"
-# the dry-run plan for the fla#640 fixes, as data
-$PY -m kernelcheck install --model $MODEL --mode train --wheelhouse "$WH" --offline --target "$SITE" --dry-run --json \
-  > "$OUT/plan_after.json" 2>/dev/null
+echo "== 3. doctor after, infer mode (expect every function FAST, exit 0)"
+$PY -m kernelcheck doctor --model $MODEL --mode infer > "$OUT/doctor_after_infer.txt"
+echo "doctor after (infer) exit $?" | tee "$OUT/doctor_after.exit"
+grep -E "FALLBACK|FAST|BROKEN|verdict" "$OUT/doctor_after_infer.txt"
 
-echo "== 4. second install into a fresh folder: reuses the built wheel, no compile"
+echo "== 4. second install (infer) into a fresh folder: reuses the built wheel, no compile (expect exit 0)"
 t2=$(now)
-PYTHONPATH="$SITE2:$PWD" $PY -m kernelcheck install --model $MODEL --mode infer --package causal-conv1d \
-  --wheelhouse "$WH" --offline --target "$SITE2" 2>&1 | tee "$OUT/install2.txt"
+PYTHONPATH="$SITE2:$PWD" $PY -m kernelcheck install --model $MODEL --mode infer \
+  --wheelhouse "$WH" --offline --target "$SITE2" $KC_EXTRA 2>&1 | tee "$OUT/install2.txt"
 rc2=${PIPESTATUS[0]}
 t3=$(now)
-echo "install 2 exit $rc2, $(secs $t2 $t3) s; compile lines: $(grep -c '^\s*\[[0-9]*/[0-9]*\]' "$OUT/install2.txt")" | tee "$OUT/install2.summary"
+echo "install 2 exit $rc2, $(secs $t2 $t3) s; compile lines: $(grep -cE '^ +\[[0-9]+/[0-9]+\]' "$OUT/install2.txt")" | tee "$OUT/install2.summary"
 
 python3 - "$OUT" <<'EOF'
 import json, pathlib, re, sys
@@ -76,8 +77,8 @@ side = [p for p in out.glob("*.kernelcheck.json")]
 built = json.loads(side[0].read_text()) if side else {}
 res = {"install1": s1.strip(), "install2": s2.strip(), "build_seconds": built.get("seconds"),
        "max_jobs": built.get("max_jobs"), "so_arches": built.get("so_arches"),
-       "doctor_before": (out / "doctor_before.exit").read_text().split("\n"),
-       "doctor_after": (out / "doctor_after.exit").read_text().split("\n")}
+       "doctor_before": (out / "doctor_before.exit").read_text().strip(),
+       "doctor_after": (out / "doctor_after.exit").read_text().strip()}
 (out / "summary.json").write_text(json.dumps(res, indent=2))
 print(json.dumps(res, indent=2))
 EOF

@@ -137,20 +137,25 @@ def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
     return out
 
 
-def _doctor_after(req: Request, log: Callable[[str], None]) -> tuple[dict | None, str]:
+def _doctor_after(req: Request) -> tuple[dict | None, str]:
     """doctor in a fresh process (a package installed now is only bound by a new process)."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     paths = ([req.target] if req.target else []) + [root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    base = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode]
-    text = subprocess.run(base, capture_output=True, text=True, env=env)
-    js = subprocess.run(base + ["--json"], capture_output=True, text=True, env=env)
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
-        data = json.loads(js.stdout)
+        data = json.loads(res.stdout)
     except json.JSONDecodeError:
-        data = None
-    return data, (text.stdout + text.stderr).rstrip()
+        return None, f"doctor did not run (exit {res.returncode}): {res.stderr.strip()[-1000:]}"
+    if not data.get("functions") and data.get("error"):
+        return data, f"doctor: {data['error']}"
+    rep = Report("doctor", data.get("environment") or {}, data.get("model"), data.get("mode"),
+                 [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
+                  for f in data.get("functions", [])],
+                 [Finding(**{**f, "functions": tuple(f.get("functions", ()))}) for f in data.get("findings", [])])
+    return data, render_text(rep)
 
 
 def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
@@ -208,7 +213,7 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     if outcome.manifest:
         progress(f"manifest: {outcome.manifest}")
     progress("doctor after install (fresh process):")
-    after, after_text = _doctor_after(req, progress)
+    after, after_text = _doctor_after(req)
     if not as_json:
         echo("\n".join("  " + ln for ln in after_text.splitlines()))
     report.extra["doctor_after"] = after

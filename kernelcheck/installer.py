@@ -291,12 +291,14 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
             backup.save(site, d)
         _pip_install([info.path for _, info, _ in ready], constraints, target, log)
         modules = []
+        real_gpu = env.gpu_source in ("torch", "nvidia-smi")
         for step, _, _ in ready:
             pkg = m.packages.get(step.import_name) if step.import_name else None
-            if pkg is not None:
-                modules.append(pkg.name.split(".")[0])
-                if pkg.extension:
-                    modules.append(pkg.extension)
+            if pkg is not None and real_gpu:
+                modules.extend(pkg.probe_modules)  # what doctor and transformers import
+            elif pkg is not None:
+                # no GPU here (a build stage): modules that may touch the device at import are not tried
+                modules.extend([pkg.name.split(".")[0]] + ([pkg.extension] if pkg.extension else []))
         err = _import_check(modules, target) if modules else None
         if err:
             for d in dists:

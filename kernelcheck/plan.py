@@ -182,8 +182,9 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         bad = [r for r in _reqs_of_installed(found, dist, st.version) if _pin_violation(r, env)]
         if not bad:
             hits = _breakage_hits(env, pkg.name, opts, bound)
-            return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
-                         f"{dist} {st.version} is installed and imports", rejected=tuple(rejected),
+            why = "; ".join([f"{dist} {st.version} is installed and imports"]
+                            + [f"WARNING {h.rule.id}: {h.message} Fixes offered below" for h in hits])
+            return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
                          import_name=pkg.name, severity="broken" if hits else "")] + \
                 _remedies(hits, env, opts, found)
     pool: list[tuple[wheels.WheelInfo, str]] = []
@@ -231,9 +232,10 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
             continue
         chosen, chosen_hits, chosen_deps = (w, src), hits, reqs
         break
-    if chosen is None and fallback_choice is not None:
+    if chosen is None and fallback_choice is not None:  # every candidate has the breakage: take the newest
         w, src, chosen_hits, chosen_deps = fallback_choice
         chosen = (w, src)
+        rejected = [r for r in rejected if r.candidate != f"{w.name.filename} ({src})"]
     if chosen is None:
         if needs_change:
             return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
@@ -250,6 +252,12 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         if name in PINNED or name == dist:
             continue
         steps.append(_dep_step(r, env, opts, found))
+    missing = [d.package for d in steps if d.action == "refuse"]
+    if missing:
+        return steps + [Step(dist, "refuse", "-", f"{dist}=={w.name.version}",
+                             f"its dependency {', '.join(missing)} cannot be installed (see above), and {dist} "
+                             "does not import without it", rejected=tuple(rejected), import_name=pkg.name,
+                             severity="fallback")]
     reasons = [f"newest compatible {dist}: its requirements ({', '.join(r.name + str(r.specifier) for r in chosen_deps) or 'none'}) "
                f"hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
                f"transformers {env.transformers or 'absent'}"]
@@ -290,7 +298,7 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     ok = [w for w in c.wheels if not w.error and (not req.specifier or req.specifier.contains(w.name.version))]
     rejected = tuple(Rejected(w.name.filename, w.error or f"version {w.name.version} not in {req}")
                      for w in c.wheels if w not in ok)
-    if ok and opts.source in ("auto", "wheelhouse", "pypi"):
+    if ok and opts.source != "hub":
         w = max(ok, key=lambda x: _ver(x.name.version) or Version("0"))
         return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
                     _pip_cmd(w.path, opts), rejected, w.path, w.sha256)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -172,22 +171,30 @@ def test_failed_build_or_bad_wheel_leaves_the_environment_as_it_was(cuda_venv: P
 
 
 def test_two_installs_at_once_wait_for_the_lock(cuda_venv: Path, tmp_path: Path):
+    import os
+
+    from envs import REPO
+
     scratch = scratch_venv(cuda_venv, tmp_path / "s")
     wh = tmp_path / "wh"
     causal_conv1d_wheel(wh)
     lock_paths = [wh / ".kernelcheck.lock", site_packages(scratch) / ".kernelcheck-install.lock"]
-    result: dict = {}
-    with installer.locked(lock_paths, progress=lambda s: None):
-        t = threading.Thread(target=lambda: result.update(res=kc(_py(scratch), [
-            "install", "--model", MODEL, "--package", "causal-conv1d", "--arch", "9.0", "--offline",
-            "--wheelhouse", str(wh)])))
-        t.start()
-        time.sleep(15)  # the other install plans nothing and installs nothing while we hold the lock
-        assert t.is_alive()
-        assert not (site_packages(scratch) / "causal_conv1d").exists()
-    t.join(300)
-    res = result["res"]
-    assert res.returncode == 0 and "waiting for another kernelcheck install" in res.stdout
+    log = tmp_path / "second.log"
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    with installer.locked(lock_paths, progress=lambda s: None):  # the "first" install holds the locks
+        with open(log, "w") as fh:
+            proc = subprocess.Popen([str(_py(scratch)), "-m", "kernelcheck", "install", "--model", MODEL,
+                                     "--package", "causal-conv1d", "--arch", "9.0", "--offline", "--wheelhouse",
+                                     str(wh)], stdout=fh, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 300
+        while "waiting for another kernelcheck install" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            time.sleep(1)
+        assert "waiting for another kernelcheck install" in log.read_text()
+        time.sleep(2)
+        assert proc.poll() is None and not (site_packages(scratch) / "causal_conv1d").exists()
+    assert proc.wait(300) == 0, log.read_text()[-3000:]
+    assert (site_packages(scratch) / "causal_conv1d").is_dir()
 
 
 def test_target_dir_install(cuda_venv: Path, tmp_path: Path):
