@@ -97,3 +97,23 @@ def test_causal_conv1d_refusals_and_build_reasons(tmp_path: Path):
     assert s.action == "refuse" and any("CUDA major mismatch" in r.reason for r in s.rejected)
     (s,) = plan.make_plan(env(cap="10.0"), ("causal_conv1d",), plan.Options(arches=("10.0",)), c).steps
     assert s.action == "refuse" and any("cannot target sm_100" in r.reason for r in s.rejected)
+
+
+def test_a_dependency_that_cannot_be_had_refuses_the_package(tmp_path: Path):
+    import importlib.util
+
+    if importlib.util.find_spec("einops") is not None:
+        import pytest
+
+        pytest.skip("einops is installed in this test environment")
+    c = fla_candidates(tmp_path)
+    c["einops"] = plan.Candidates(pypi_error="skipped: offline (--offline)")
+    p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"), c)
+    (dep,) = steps_of(p, "einops")
+    (fla,) = steps_of(p, "fla-core")
+    assert dep.action == "refuse" and "offline" in dep.reason
+    assert fla.action == "refuse" and "dependency einops" in fla.reason and p.predicted == "fallback"
+    # with the wheel in the wheelhouse, --source build still takes pure wheels from it
+    p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"),
+                       fla_candidates(tmp_path))
+    assert [s.action for s in p.steps] == ["install", "install"] and p.predicted == "ready"
