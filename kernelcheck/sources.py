@@ -198,6 +198,9 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
                 url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
                                                cxx11abi=str(bool(target.cxx11abi)).upper(), py=py,
                                                platform=env.platform)
+                mirror = os.environ.get("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
+                if mirror:
+                    url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
                 status = _release_status(url, opts.offline) if opts.source in ("auto", "release") else None
             elif pkg.release_wheel and target.cuda_major is None:
                 status = "torch is a CPU build: upstream wheels exist only for CUDA builds"

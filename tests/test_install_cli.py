@@ -233,3 +233,47 @@ def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tm
     infer = kc(_py(scratch), [*args, "--mode", "infer"], env=env)
     assert infer.returncode == 0 and "fla-640" not in infer.stdout
     assert not (site_packages(scratch) / "fla").exists()  # dry run
+
+
+def test_release_wheel_is_checked_before_download_and_verified(cuda_venv: Path, tmp_path: Path):
+    """The upstream release URL, served from a loopback mirror (KERNELCHECK_RELEASE_MIRROR)."""
+    import http.server
+    import socketserver
+    import threading
+
+    root = tmp_path / "mirror"
+    rel = root / "Dao-AILab" / "causal-conv1d" / "releases" / "download" / "v1.7.0"
+    causal_conv1d_wheel(rel)  # causal_conv1d-1.7.0+cu13torch2.14cxx11abiTRUE-cp311-...whl, as upstream names it
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(root), **kw)
+
+        def log_message(self, *a):
+            pass
+
+    with socketserver.TCPServer(("127.0.0.1", 0), Quiet) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        scratch = scratch_venv(cuda_venv, tmp_path / "s")
+        args = ["install", "--model", MODEL, "--package", "causal-conv1d==1.7.0", "--arch", "9.0", "--source",
+                "release", "--wheelhouse", str(tmp_path / "wh"), "--json"]
+        data = _json(res := kc(_py(scratch), args, env={"KERNELCHECK_RELEASE_MIRROR": base}))
+        assert res.returncode == 0, res.stderr[-3000:]
+        (step,) = data["plan"]
+        assert step["source"] == "release" and step["artifact"].startswith(base)
+        assert data["installed"][0]["so_arches"] == ["sm_90"]
+        assert (tmp_path / "wh" / step["spec"]).exists()  # kept in the wheelhouse
+        # a wheel upstream does not publish: HTTP 404 is a reason, not a crash
+        data = _json(res := kc(_py(scratch), [*args[:-3], "--wheelhouse", str(tmp_path / "wh2"), "--json",
+                                              "--arch", "8.0", "--dry-run"],
+                               env={"KERNELCHECK_RELEASE_MIRROR": base + "/nothing-here"}))
+        httpd.shutdown()
+    (step,) = data["plan"]
+    assert res.returncode == 3 and step["action"] == "refuse"
+    assert any("HTTP 404" in r["reason"] for r in step["rejected"])
+    # no network at all: also a reason
+    data = _json(res := kc(_py(scratch), [*args[:-3], "--wheelhouse", str(tmp_path / "wh3"), "--json", "--dry-run"],
+                           env={"KERNELCHECK_RELEASE_MIRROR": "http://127.0.0.1:9"}))
+    (step,) = data["plan"]
+    assert res.returncode == 3 and any("unreachable" in r["reason"] for r in step["rejected"])
