@@ -142,7 +142,8 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
         own = pinned_version(dist, whl.get(dist, []))
         c = Candidates(wheels=tuple(own))
         if pkg.kind == "triton":
-            if opts.source in ("auto", "pypi", "build", "release") and not opts.offline:
+            cuda_torch = bool(env.torch and env.torch.cuda)  # a CPU torch is refused: no download for it
+            if opts.source in ("auto", "pypi", "build", "release") and not opts.offline and cuda_torch:
                 spec = f"{dist}=={versions[dist]}" if dist in versions else dist
                 path, err = _pip_download(["--only-binary", ":all:", spec], dl_dir)
                 info = wheels.inspect_wheel(path) if path else None
