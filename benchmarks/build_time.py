@@ -9,7 +9,9 @@ arch (sm_90) and for the upstream default list (nine arches with nvcc 13). Then 
 Usage (a CUDA build of torch is needed for the headers; the test venv has one):
   python benchmarks/build_time.py --python ~/.cache/kernelcheck-tests/venv-torch-2.14.1-cp311/bin/python \\
       --sdist .carry/causal_conv1d-1.7.0.tar.gz [--file causal_conv1d_update.cu] [--out out/build_time.json]
-Prints a side-by-side table and writes JSON.
+Prints a side-by-side table and writes JSON. On the H200 (about 1-2 minutes):
+  python3 benchmarks/build_time.py --python python3 --sdist .carry/causal_conv1d-1.7.0.tar.gz --skip-reuse \
+      --out $OUT/build_time_h200.json
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def main() -> None:
     ap.add_argument("--upstream", default=",".join(map(str, UPSTREAM)))
     ap.add_argument("--out", default=str(REPO / "out" / "build_time.json"))
     ap.add_argument("--skip-nvcc", action="store_true", help="only the install/reuse timing")
+    ap.add_argument("--skip-reuse", action="store_true", help="only the nvcc per-arch timing (e.g. on the GPU machine)")
     args = ap.parse_args()
     upstream = tuple(int(a) for a in args.upstream.split(","))
     incs = torch_includes(args.python)
@@ -122,7 +125,8 @@ def main() -> None:
             print(f"{'sm_90 only (kernelcheck)':<36}{one:>9.1f}{one_cpu:>9.1f}{1.0:>8.2f}{1.0:>8.2f}")
             print(f"{'upstream default (9 arches)':<36}{nine:>9.1f}{nine_cpu:>9.1f}{nine / one:>8.2f}"
                   f"{nine_cpu / one_cpu:>8.2f}\n")
-        results["reuse"] = reuse_timing(args.python, Path(tmp))
+        if not args.skip_reuse:
+            results["reuse"] = reuse_timing(args.python, Path(tmp))
         shutil.rmtree(Path(tmp) / "wh", ignore_errors=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2))
