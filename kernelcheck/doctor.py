@@ -213,6 +213,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         env = environment_mod.with_packages(env)
         report.environment = env.to_json()
         report.findings.extend(environment_findings(env))
+        report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
         return report
     if not env.transformers:
@@ -242,6 +243,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         report.functions.extend(function_statuses(needs, result, env, mode, query))
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
+    report.findings.extend(manifest.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))
