@@ -167,10 +167,11 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
         raise BadInput(f"{p} is JSON but not a Chrome trace: it has no \"traceEvents\" array (top-level keys: "
                        f"{keys}). Give the file written by torch.profiler's export_chrome_trace or "
                        "tensorboard_trace_handler.")
-    if acc.n_events == 0:
-        raise BadInput(f"{p} holds no events: the profiler recorded nothing. With a schedule, export from "
-                       "on_trace_ready (or after the active steps ran, with repeat=1): a profiler that cycles "
-                       "again clears what it recorded. Record again with prof.step() called once per step.")
+    if not acc.has_activity():
+        raise BadInput(f"{p} holds no profiled op, kernel or step ({acc.n_events} bookkeeping events only): the "
+                       "profiler recorded nothing. With a schedule, export from on_trace_ready, or use repeat=1 "
+                       "and export after the active steps ran: a profiler that starts a new cycle clears what it "
+                       "recorded. Call prof.step() once per step, then record again.")
     return acc.finish(reader.metadata, path=str(p), size=size, gz=reader.gzip)
 
 
@@ -219,6 +220,9 @@ class _Accumulator:
         pats = [p for s in sig.signatures for p in s.python_functions]
         self._py_rx = re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
         self._py_seen: dict[str, bool] = {}
+
+    def has_activity(self) -> bool:
+        return bool(len(self.cpu_ts) or len(self.g_ts) or self.steps)
 
     def _intern(self, name: str) -> int:
         i = self.names.get(name)
@@ -536,7 +540,7 @@ def _match_signature(s: matrix_mod.Signature, step: StepStats, py_names: set[str
         n, names = _count_matching(step.kernel_counts, _compile(g.patterns))
         if n < g.min:
             return None
-        parts.append(f"{n:,} {g.what} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
+        parts.append(f"{g.what}: {n:,} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
     return "; ".join(parts), False
 
 
@@ -624,7 +628,8 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
     for m in matches:
         s = next(x for x in sig.signatures if x.id == m.id)
         where = _where(m.steps, len(units), bool(steps))
-        examples = [p.strip("*") for p in sig.fast_kernels.get(m.package, ())[:3]]
+        examples = sig.fast_examples.get(m.package) or sig.fast_kernels.get(m.package, ())[:3]
+        named = m.title if m.title == m.distribution else f"{m.title} ({m.distribution})"
         if cpu_only:
             findings.append(Finding(
                 m.id, "info",
@@ -633,12 +638,11 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
             continue
         findings.append(Finding(
             m.id, "fallback",
-            f"{s.title} {where} ({s.what}): {m.evidence}, and no {m.title} kernel ran. Likely missing: "
-            f"{m.title} ({m.distribution}), so transformers used its torch reference for "
-            f"{', '.join(m.functions)}.",
+            f"{s.title} {where} ({s.what}). Evidence: {m.evidence}; no {m.title} kernel ran. Likely missing: "
+            f"{named}, so transformers used its torch reference for {' / '.join(m.functions)}.",
             f"pip install {m.distribution} into the job's environment (kernelcheck install --model M picks a build "
             f"for your torch/CUDA without touching torch), restart the process and record again: the trace should "
-            f"then show {', '.join(examples)} kernels. Check first with `kernelcheck doctor --model M`.",
+            f"then show {', '.join(examples)}. Check first with `kernelcheck doctor --model M`.",
             s.reference, m.functions))
 
     # launch-bound steps
@@ -651,8 +655,8 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
                  " Fewer, larger kernels (fused kernels, torch.compile, CUDA graphs, a larger batch) keep it busy.")
         findings.append(Finding(
             "launch-bound", "fallback",
-            f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi would still show the GPU as "
-            f"utilized, because a kernel was running most of the time.{cause}",
+            f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi's utilization only says that some "
+            f"kernel was running, not that the GPU was doing useful work, so it does not show this.{cause}",
             None, sig.launch_bound.reference))
     elif not cpu_only:
         bf = [st.busy_fraction for st, _ in units if st.busy_fraction is not None]
