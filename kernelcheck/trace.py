@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
+import operator
 import os
 import re
 import sys
@@ -34,6 +36,7 @@ from kernelcheck.report import Finding, Report
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays
 _KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
+_second = operator.itemgetter(1)
 _STEP_PREFIX = "ProfilerStep#"
 
 
@@ -325,15 +328,27 @@ class _Accumulator:
                 return k
             return -1
 
-        # CPU ops per step
+        # CPU ops per step: one step index per op (4 bytes), found by bisection only when the op leaves the
+        # previous op's step (ops come mostly in time order); then counts per (step, name) in C.
         cpu_counts = [0] * n_steps
         cpu_names: list[Counter[int]] = [Counter() for _ in range(n_steps)]
         if n_steps:
-            for t, ni in zip(self.cpu_ts, self.cpu_name):
-                k = step_of(t)
+            kidx = array("i")
+            put = kidx.append
+            k, s0, s1 = -1, 1.0, 0.0  # an empty window: the first op looks its step up
+            for t in self.cpu_ts:
+                if not s0 <= t <= s1:
+                    k = bisect.bisect_right(starts, t) - 1
+                    if k >= 0 and t <= steps[k][1]:
+                        s0, s1 = steps[k][0], steps[k][1]
+                    else:
+                        k, s0, s1 = -1, 1.0, 0.0
+                put(k)
+            for (k, ni), c in Counter(zip(kidx, self.cpu_name)).items():
                 if k >= 0:
-                    cpu_counts[k] += 1
-                    cpu_names[k][ni] += 1
+                    cpu_counts[k] += c
+                    cpu_names[k][ni] = c
+            del kidx
         all_cpu_names: Counter[int] = Counter(self.cpu_name)
 
         # GPU activities: assign each to the step whose CPU side launched it (the launch call's end),
@@ -497,9 +512,10 @@ def _r(v: float) -> float | int:
 # verdicts
 
 
-def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    pats = list(patterns)
-    return re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
+@functools.lru_cache(maxsize=256)
+def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a tuple of fnmatch globs (cached: the same tuples are matched for every step)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
 
 def _count_matching(counts: Mapping[str, int], rx: re.Pattern[str] | None) -> tuple[int, list[str]]:
