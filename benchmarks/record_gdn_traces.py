@@ -105,6 +105,13 @@ def child(mode: str, out_dir: Path, seq: int, device: str, tiny: bool, steps: in
     from torch.profiler import ProfilerActivity, profile, schedule
     from transformers.models.qwen3_5 import modeling_qwen3_5 as modeling
 
+    bound = _bound(modeling)
+    if mode == "fast" and device == "cuda":
+        torch_bound = [k for k, v in bound.items() if v.startswith("transformers.")]
+        if torch_bound:
+            sys.exit(f"fast child: transformers bound its torch path for {torch_bound} although fla and "
+                     f"causal_conv1d import ({bound}); this transformers does not use them, so a 'fast' trace "
+                     "would not be fast. Use a transformers whose bindings work (kernelcheck doctor says which).")
     torch.manual_seed(0)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     cfg = _config(tiny)
@@ -138,7 +145,7 @@ def child(mode: str, out_dir: Path, seq: int, device: str, tiny: bool, steps: in
         "torch": torch.__version__, "cuda": torch.version.cuda,
         "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
         "transformers": __import__("transformers").__version__,
-        "bound": _bound(modeling), "warmup_s": round(warm_s, 2), "step_ms": [round(t, 3) for t in times],
+        "bound": bound, "warmup_s": round(warm_s, 2), "step_ms": [round(t, 3) for t in times],
         "blocked": list(BLOCKED) if mode == "fallback" else [],
         "trace": trace_path.name, "trace_bytes": trace_path.stat().st_size if trace_path.exists() else None,
     }

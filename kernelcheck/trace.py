@@ -788,8 +788,13 @@ def render_text(report: Report) -> str:
     head = f"  {'step':<18} {'CPU ops':>9} {'kernels':>8} {'cpy/set':>8} {'CPU span':>10} {'GPU busy':>16} " \
            f"{'idle gaps':>18} {'launch delay p50/p90':>21}"
     out.append(head)
-    for row in (steps or []) + [s]:
+    shown = _steps_to_show(steps)
+    for row in shown:
         out.append("  " + _row(row))
+    if len(shown) < len(steps):
+        out.append(f"  ... {len(steps) - len(shown):,} more steps not shown (first, last and the least GPU-busy or "
+                   "longest are); --json lists all")
+    out.append("  " + _row(s))
     if not t.get("cpu_only"):
         for key, label in (("top_kernels_by_time", "top kernels by time"), ("top_kernels_by_count", "top kernels by count")):
             items = s.get(key) or []
@@ -819,6 +824,23 @@ def render_text(report: Report) -> str:
         words = "HEALTHY: no fallback signature, the GPU was kept busy"
     out.append(f"verdict: {words} (exit {report.exit_code})")
     return "\n".join(out)
+
+
+MAX_STEP_ROWS = 8
+
+
+def _steps_to_show(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """All steps when few; else the first two, the last two and the four that matter most, in order."""
+    if len(steps) <= MAX_STEP_ROWS:
+        return list(steps)
+    keep = {0, 1, len(steps) - 2, len(steps) - 1}
+
+    def badness(i: int) -> float:
+        bf = steps[i].get("gpu_busy_fraction")
+        return -bf if bf is not None else steps[i]["cpu_span_us"]
+
+    keep.update(sorted(range(len(steps)), key=badness, reverse=True)[: MAX_STEP_ROWS - len(keep)])
+    return [steps[i] for i in sorted(keep)]
 
 
 def _row(st: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -106,6 +107,35 @@ def test_cpu_trace_text_and_gzip(cpu_trace):
     # gzip and plain give the same numbers
     a, b = tr.analyze_file(plain), tr.analyze_file(gz)
     assert a.summary == b.summary and a.steps == b.steps and b.gzip and not a.gzip
+    # events already in memory (what verify passes) give the same analysis
+    with open(plain) as fh:
+        doc = json.load(fh)
+    c = tr.analyze_events(doc.pop("traceEvents"), doc)
+    assert c.summary == a.summary and c.steps == a.steps and c.verdict == a.verdict == "healthy"
+
+
+def test_kernel_names_from_the_h200_are_recognised():
+    """FACTS.md section 6 names, as the profiler writes them, against matrix/signatures.toml."""
+    fast = {
+        "fla": ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64", "chunk_gated_delta_rule_fwd_kkt_solve_kernel",
+                "chunk_fwd_kernel_o", "chunk_local_cumsum_scalar_kernel", "l2norm_fwd_kernel", "recompute_w_u_fwd_kernel"],
+        "causal_conv1d": ["void causal_conv1d_channellast_fwd_kernel<Causal_conv1d_channellast_fwd_kernel_traits<128, "
+                          "4, 4, true, c10::BFloat16, c10::BFloat16> >(ConvParamsBase)"],
+    }
+    slow = ["void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3",
+            "void at::native::triu_tril_kernel<bool, long, true, 4, true>(at::cuda::detail::TensorInfo<bool, long>)",
+            "void at::native::conv_depthwise2d_forward_kernel<1, c10::BFloat16, int>(...)"]
+    for pkg, names in fast.items():
+        for n in names:
+            g = Gpu()
+            g.launch(n, 0, 5, 10)
+            assert tr.analyze_events(g.events).fast_packages == (pkg,), n
+    g = Gpu()
+    for i, n in enumerate(slow):
+        g.launch(n, 20 * i, 20 * i + 5, 10)
+    assert tr.analyze_events(g.events).fast_packages == ()
 
 
 def test_python_stack_names_the_torch_path_on_cpu(tmp_path):
@@ -354,14 +384,14 @@ def test_record_script_blocks_installed_fla(tmp_path):
     env = {"PYTHONPATH": str(site)}
     # without the blocker, transformers binds fla's function (fla + triton import here) ...
     probe = subprocess.run(
-        [sys.executable, "-c", "from transformers.models.qwen3_5 import modeling_qwen3_5 as m, sys; "
+        [sys.executable, "-c", "import sys; from transformers.models.qwen3_5 import modeling_qwen3_5 as m; "
          "sys.path.insert(0, 'benchmarks'); import record_gdn_traces as r; print(r._bound(m))"],
-        capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ, **env}, timeout=600)
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, **env}, timeout=600)
     assert "fla.ops.gated_delta_rule" in probe.stdout, probe.stdout + probe.stderr
     # ... and the script's fallback child binds the torch reference and writes a gzip trace
     res = subprocess.run([sys.executable, "benchmarks/record_gdn_traces.py", "--out", str(tmp_path), "--device",
                           "cpu", "--tiny", "--seq", "128", "--warmup", "1", "--only", "fallback"],
-                         capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ, **env}, timeout=600)
+                         capture_output=True, text=True, cwd=REPO, env={**os.environ, **env}, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     meta = json.loads((tmp_path / "gdn_fallback.meta.json").read_text())
     assert meta["bound"]["torch_chunk_gated_delta_rule"].endswith("modeling_qwen3_5.torch_chunk_gated_delta_rule")
