@@ -351,6 +351,21 @@ def test_fast_step_is_healthy_and_conv_alone_is_not_a_fallback():
     assert tr.analyze_events(g2.events).fallbacks == ()
 
 
+def test_a_plain_transformer_step_is_not_a_gdn_fallback():
+    """triu masks, many matmuls and elementwise kernels but no short conv: a Llama, not Gated DeltaNet."""
+    g = Gpu()
+    g.step(1, 0, 20000)
+    g.launch("void at::native::triu_tril_kernel<float, long, true, 4, true>(...)", 5, 12, 3)
+    t = 20.0
+    for i in range(900):
+        name = "nvjet_sm90_tss_128x256_64x4_1x2_h_bz_coopA_TNT" if i % 3 == 0 else \
+            "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(int)"
+        g.launch(name, t, t + 7, 15)
+        t += 20
+    a = tr.analyze_events(g.events)
+    assert a.fallbacks == () and a.verdict != "fallback"
+
+
 def test_steps_are_judged_one_by_one():
     """Step 1 falls back, step 2 runs fla: the finding names the step, the fast kernels are noted."""
     g = Gpu()
