@@ -94,8 +94,14 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--hub/--no-hub", "hub", default=None,
+              help="--hub: the job loads with use_kernels=True (Kernel Hub); --no-hub: skip the Hub section. "
+                   "Default: what the installed transformers does. See `kernelcheck hub --help`.")
+@click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
+              help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None) -> int:
+def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None, hub: bool | None = None,
+           hub_device: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -110,7 +116,7 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode)
+    report = run_doctor(model, mode, hub=hub, hub_device=hub_device)
     if live and model:
         from kernelcheck import live as live_mod
 
@@ -148,6 +154,10 @@ def models(as_json: bool) -> int:
     click.echo("Any other model_type the installed transformers knows is checked by asking its modeling module.")
     return 0
 
+
+from kernelcheck.cli_hub import hub as _hub_command  # noqa: E402 - registered after main exists
+
+main.add_command(_hub_command)
 
 if __name__ == "__main__":
     main()
