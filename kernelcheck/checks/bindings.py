@@ -68,6 +68,19 @@ def _wrapper_state(obj: Any) -> dict[str, Any] | None:
     return None
 
 
+def _unwrap_kernels_func(obj: Any) -> Any:
+    """With a `kernels` inside transformers' window, each decorated function is wrapped once more by kernels'
+    `use_kernel_forward_from_hub(name)`: the module attribute is then an instance of kernels' `Func` module
+    (class from kernels.layer.layer) whose forward closes over transformers' wrapper. Return that wrapper."""
+    if inspect.isfunction(obj) or not hasattr(type(obj), "kernel_layer_name"):
+        return obj
+    try:
+        inner = inspect.getclosurevars(type(obj).forward).nonlocals.get("func")
+    except (TypeError, ValueError):
+        return obj
+    return inner if inner is not None else obj
+
+
 def bind(module_name: str, functions: tuple[str, ...]) -> BindingResult:
     """Import transformers.models.<module>.modeling_<module> and read each function's binding."""
     m = matrix_mod.load()
@@ -89,6 +102,7 @@ def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix
     found: dict[str, Binding] = {}
     discovered: list[str] = []
     for attr, obj in vars(mod).items():
+        obj = _unwrap_kernels_func(obj)
         if not callable(obj) or getattr(obj, "__module__", None) != dotted:
             continue
         st = _wrapper_state(obj)

@@ -138,7 +138,12 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                     "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
                     "problem": res.problem})
         rows.append(row)
-        _judge(findings, row, res, used, kind, fstatus.get(name), q, dev)
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if "repo" in row:
+            by_repo.setdefault(row["repo"], []).append(row)
+    for spec, group in by_repo.items():
+        _judge(findings, group, resolutions[spec], used, fstatus, q)
 
     for row in rows:
         head = f"{row['name']} ({row['kind']})"
@@ -192,24 +197,26 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     return section
 
 
-def _judge(findings: list[Finding], row: dict[str, Any], res: hub_mod.Resolution, used: bool, kind: str,
-           fs: Any, q: str, dev: str) -> None:
-    """The finding for one mapped name, and the function status when the Hub kernel will run."""
-    name = row["name"]
-    fns = (name,) if kind == "function" else ()
-    rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted)
+def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Resolution, used: bool,
+           fstatus: dict[str, Any], q: str) -> None:
+    """One finding per repository (naming the layers/functions mapped to it); function statuses are
+    upgraded to fast when the Hub kernel will really replace them."""
+    names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
+    fns = tuple(r["name"] for r in group if r["kind"] == "function")
     if res.chosen and not res.problem:
-        if used and fs is not None and fs.status != "fast":
-            fs.status = "fast"
-            fs.implementation = f"Hub kernel {res.spec} {row['layer']} ({res.chosen})"
-            fs.reason = None
-            fs.fix = None
+        for r in group:
+            fs = fstatus.get(r["name"])
+            if used and r["kind"] == "function" and fs is not None and fs.status != "fast":
+                fs.status = "fast"
+                fs.implementation = f"Hub kernel {res.spec} {r['layer']} ({res.chosen})"
+                fs.reason = None
+                fs.fix = None
         return
     if not used:
         return  # the section's lines say what use_kernels=True would meet; hub-not-used says why
     if res.problem:
         findings.append(Finding("hub-build-fails", "broken",
-                                f"{name}: {res.spec} build {res.chosen}: {res.problem}; the model load fails "
+                                f"{res.spec} (for {names}): build {res.chosen}: {res.problem}; the model load fails "
                                 "(kernelize falls back only when no file is found)",
                                 "load without use_kernels, or pass check_arch=False where you load the kernel yourself",
                                 "kernels validate.py ArchValidator/MinverValidator", fns))
@@ -217,21 +224,22 @@ def _judge(findings: list[Finding], row: dict[str, Any], res: hub_mod.Resolution
     if res.error:
         findings.append(Finding(
             "hub-not-listable", "broken",
-            f"{name}: {res.spec} cannot be resolved here ({res.error}). kernels raises instead of falling back "
+            f"{res.spec} (for {names}) cannot be resolved here: {res.error}. kernels raises instead of falling back "
             "(offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
             "load fails.",
             f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
             "then run the job with HF_HUB_OFFLINE=1",
             "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns))
         return
-    package_fast = fs is not None and fs.status == "fast"
-    sev = "info" if package_fast else "fallback"
-    tail = (" The package path still runs, so nothing is lost." if package_fast else
-            " kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path.")
+    slow = [r for r in group if r["kind"] == "layer" or getattr(fstatus.get(r["name"]), "status", "") != "fast"]
+    rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
+    tail = (" kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path"
+            + (f" for {', '.join(r['name'] for r in slow)}." if slow else ".")) if slow else \
+        " The package path transformers bound at import still runs, so nothing is lost."
     findings.append(Finding(
-        "hub-no-variant", sev,
-        f"{name}: {res.spec} has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "
+        "hub-no-variant", "fallback" if slow else "info",
+        f"{res.spec} (for {names}) has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "
         f"Nearest: {res.nearest}, which would match {res.would_match}.{tail}",
-        f"run the job on {res.would_match}; or install the package path (kernelcheck install --model {q}); "
-        f"kernelcheck never changes torch for you",
+        f"run the job on {res.would_match}; or use the package path (kernelcheck install --model {q}); "
+        "kernelcheck never changes torch for you",
         "kernels variants.py resolve_variants; layer.py kernelize_layer (KernelizeFallback.CANNOT_LOAD)", fns))
