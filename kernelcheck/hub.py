@@ -576,23 +576,21 @@ def would_match(variant: Any) -> str:
         return "any torch" if name == "universal" else f"any torch build for {name}"
     fw, arch = variant.framework, variant.arch
     if isinstance(fw, Torch):
-        parts = [f"torch {fw.version.major}.{fw.version.minor}"]
+        out = f"torch {fw.version.major}.{fw.version.minor}"
         if fw.cxx11_abi is not None:
-            parts.append(f"C++11 ABI {'on' if fw.cxx11_abi else 'off'}")
+            out += f" ({'cxx11' if fw.cxx11_abi else 'pre-cxx11'} ABI)"
     elif isinstance(fw, TorchStableAbi):
-        parts = [f"torch >= {fw.version.major}.{fw.version.minor}"]
+        out = f"torch >= {fw.version.major}.{fw.version.minor}"
     else:
-        parts = [f"tvm-ffi {fw.version.major}.{fw.version.minor}"]
+        out = f"tvm-ffi {fw.version.major}.{fw.version.minor}"
     b = arch.backend
     if b.name == "cuda":
-        parts.append(f"built for CUDA {b.version.major}.x with x >= {b.version.minor} "
-                     f"(e.g. the {b.variant_str} wheels: --index-url https://download.pytorch.org/whl/{b.variant_str})")
+        out += f" built for CUDA {b.version.major}.{b.version.minor} or a later {b.version.major}.x"
     elif b.name == "cpu":
-        parts.append("a CPU build")
+        out += " CPU build"
     else:
-        parts.append(f"built for {b.variant_str}")
-    parts.append(f"on {arch.platform}-{arch.os}")
-    return ", ".join(parts)
+        out += f" built for {b.variant_str}"
+    return out + f", on {arch.platform}-{arch.os}"
 
 
 def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environment | None) -> str | None:

@@ -159,8 +159,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         elif row["error"]:
             lines.append(f"{target}: could not list builds: {row['error']}")
         else:
-            lines.append(f"{target}: NO BUILD for this torch/CUDA; nearest {row['nearest']} "
-                         f"(would match {row['would_match']})")
+            lines.append(f"{target}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})")
     for spec, res in resolutions.items():
         loc = f" ({res.location})" if res.location else ""
         commit = f" commit {res.commit[:12]}" if res.commit else ""
@@ -172,6 +171,8 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                 lines.append(f"    rejected {d.variant}: {d.reason}")
         if res.error:
             lines.append(f"    {res.error}")
+        if res.nearest:
+            lines.append(f"    nearest {res.nearest} would match {res.would_match}")
         for n in res.notes:
             lines.append(f"    note: {n}")
     if not used and any(("repo" in r) for r in rows):
@@ -231,15 +232,29 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
             "then run the job with HF_HUB_OFFLINE=1",
             "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns))
         return
-    slow = [r for r in group if r["kind"] == "layer" or getattr(fstatus.get(r["name"]), "status", "") != "fast"]
+    def is_slow(r: dict[str, Any]) -> bool:
+        fs = fstatus.get(r["name"])
+        if r["kind"] == "layer" or fs is None:
+            return True
+        return fs.used and fs.status != "fast"  # a decode function in train mode, or a fast package path: no loss
+
+    slow = [r for r in group if is_slow(r)]
     rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
     tail = (" kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path"
             + (f" for {', '.join(r['name'] for r in slow)}." if slow else ".")) if slow else \
-        " The package path transformers bound at import still runs, so nothing is lost."
+        " Nothing is lost: the package path transformers bound at import runs, or the function is not used in this mode."
     findings.append(Finding(
         "hub-no-variant", "fallback" if slow else "info",
         f"{res.spec} (for {names}) has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "
         f"Nearest: {res.nearest}, which would match {res.would_match}.{tail}",
-        f"run the job on {res.would_match}; or use the package path (kernelcheck install --model {q}); "
-        "kernelcheck never changes torch for you",
+        f"run the job with {res.would_match}{_index_hint(res.nearest)}; or use the package path (kernelcheck "
+        f"install --model {q}); kernelcheck never changes torch for you",
         "kernels variants.py resolve_variants; layer.py kernelize_layer (KernelizeFallback.CANNOT_LOAD)", fns))
+
+
+def _index_hint(variant: str | None) -> str:
+    """pip's index for the torch build a CUDA variant wants (download.pytorch.org/whl/cuXY)."""
+    import re
+
+    m = re.search(r"-(cu\d+)-", variant or "")
+    return f" (pip install torch from https://download.pytorch.org/whl/{m.group(1)})" if m else ""
