@@ -827,7 +827,7 @@ def _forward_state(mod: Any) -> tuple[bool, str]:
     return applied, name
 
 
-def applied_kernels(model: Any) -> list[dict[str, Any]]:
+def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
     """For a model loaded with `use_kernels=True` (or passed through `kernels.kernelize`): per Hub name,
     whether the Hub kernel replaced the torch forward.
 
@@ -835,7 +835,11 @@ def applied_kernels(model: Any) -> list[dict[str, Any]]:
     type(m).forward`; on a fallback kernels re-binds the class's own forward). Functions: with kernels usable,
     transformers' `use_kernel_func_from_hub_with_fallback` wraps each function in a kernels `Func` module
     (attached to layers as `_kernel_funcs`), whose forward kernelize replaces the same way. Empty when the
-    classes carry no `kernel_layer_name` (transformers saw no usable `kernels`)."""
+    classes carry no `kernel_layer_name` (transformers saw no usable `kernels`).
+
+    Each row: {name, kind (layer|function), modules, applied (count), implementations, where, status}; status is
+    applied | partly | original (the original forward kept) | missed (in `expected`, e.g. the names doctor
+    found mapped for this device, but the original forward kept: the silent slow path)."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     seen_funcs: set[int] = set()
 
@@ -861,7 +865,13 @@ def applied_kernels(model: Any) -> list[dict[str, Any]]:
             add("layer", str(lname), path or type(model).__name__, mod)
     out = []
     for g in groups.values():
-        g["status"] = "applied" if g["applied"] == g["modules"] else ("partly" if g["applied"] else "torch")
+        g["expected"] = bool(expected and g["name"] in expected)
+        if g["applied"] == g["modules"]:
+            g["status"] = "applied"
+        elif g["applied"]:
+            g["status"] = "partly"
+        else:
+            g["status"] = "missed" if g["expected"] else "original"
         out.append(g)
     return sorted(out, key=lambda g: (g["kind"], g["name"]))
 
@@ -875,7 +885,7 @@ def applied_lines(rows: list[dict[str, Any]], use_kernels: bool | None = None) -
     if use_kernels is False:
         out.append("model.use_kernels is False: kernelize was not run")
     for g in rows:
-        word = {"applied": "APPLIED", "partly": "PARTLY", "torch": "torch"}[g["status"]]
+        word = {"applied": "APPLIED", "partly": "PARTLY", "original": "original", "missed": "MISSED"}[g["status"]]
         out.append(f"{word:<8} {g['kind']:<8} {g['name']}: {g['applied']}/{g['modules']} "
                    f"-> {', '.join(g['implementations'])}")
     return out
