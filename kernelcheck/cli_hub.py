@@ -83,26 +83,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         report.model = resolved.to_json()
         modeling = hub_mod.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)
-    section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
-                              source=source, query=model)
-    for repo_id, version, revision in parsed:
-        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env)
-        section["repos"].append(res.to_json())
-        section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
-                                + (f": build {res.chosen} will be used" if res.chosen else ""))
-        for d in res.decisions:
-            section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
-                                    f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
-        if res.error:
-            section["lines"].append(f"    {res.error}")
-            report.findings.append(Finding("hub-not-listable", "warning", f"{res.spec}: {res.error}"))
-        elif not res.chosen:
-            report.findings.append(Finding(
-                "hub-no-variant", "fallback",
-                f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
-                f"match {res.would_match}", f"run on {res.would_match}"))
-        elif res.problem:
-            report.findings.append(Finding("hub-build-fails", "broken", f"{res.spec} build {res.chosen}: {res.problem}"))
+    # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
         targets = []
         if model:
@@ -123,4 +104,29 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
                 elif st["action"] == "missing":
                     report.findings.append(Finding("hub-prefetch-missing", "fallback",
                                                    f"{st['spec']}: {st['reason']}"))
+    section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
+                              source=source, query=model)
+    for repo_id, version, revision in parsed:
+        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env)
+        section["repos"].append(res.to_json())
+        section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+                                + (f": build {res.chosen} will be used" if res.chosen else ""))
+        for d in res.decisions:
+            section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
+                                    f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+        if res.error:
+            section["lines"].append(f"    {res.error}")
+            report.findings.append(Finding("hub-not-listable", "warning", f"{res.spec}: {res.error}"))
+        elif not res.chosen:
+            report.findings.append(Finding(
+                "hub-no-variant", "fallback",
+                f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
+                f"match {res.would_match}", f"run on {res.would_match}"))
+        elif res.blocked:
+            section["lines"].append(f"    NOT LOADABLE offline: {res.blocked}")
+            report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
+                                           f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
+                                           f"kernelcheck hub --repo {res.spec} --prefetch"))
+        elif res.problem:
+            report.findings.append(Finding("hub-build-fails", "broken", f"{res.spec} build {res.chosen}: {res.problem}"))
     return _finish(report, as_json)

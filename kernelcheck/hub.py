@@ -123,6 +123,7 @@ class Resolution:
     problem: str | None = None  # arch / minimum kernels version: kernels raises RuntimeError (not a fallback)
     error: str | None = None  # the listing itself failed (offline and not cached, Hub unreachable ...)
     notes: tuple[str, ...] = ()
+    blocked: str | None = None  # the cached build exists but kernels' offline lookup will not return it
 
     @property
     def spec(self) -> str:
@@ -472,6 +473,23 @@ def _cache_snapshot(repo_id: str, version: int | None, revision: str | None) -> 
     return None, ref, None, f"not in the cache ({_repo_folders(repo_id)[0]})"
 
 
+def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
+    """(tree listing file, files it names that `snapshot` lacks). huggingface_hub >= 2.x caches the full tree
+    of a commit in `trees/COMMIT.json` on download; offline, `snapshot_download(local_files_only=True)` without
+    allow_patterns - which is how kernels looks up a cached kernel - raises IncompleteSnapshotError when any
+    listed file is missing. A one-variant download leaves every other variant missing."""
+    tree = snapshot.parent.parent / "trees" / f"{commit}.json"
+    if not tree.is_file():
+        return tree, []
+    try:
+        files = json.loads(tree.read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError):
+        return tree, []
+    missing = [f for f in files if not (snapshot / f).is_file()
+               and not f.endswith(".pyc") and "__pycache__/" not in f]  # kernels ignores bytecode
+    return tree, missing
+
+
 def _decide(variants: list[Any], target: "Target | None") -> tuple[list[VariantDecision], list[Any], list[Any]]:
     """kernels' resolver on a list of kernels.variants.Variant; returns (decisions, accepted, rejected)."""
     from kernels.variants import VariantAccepted, resolve_variants
@@ -672,30 +690,76 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
             notes.append(f"the Hub could not be asked ({msg}); the Hugging Face cache answered instead")
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
-        hint = "offline (HF_HUB_OFFLINE)" if offline() else "and the Hub did not answer"
+        hint = "offline (HF_HUB_OFFLINE)" if offline() else (notes[0] if notes else "the Hub was not asked")
         return Resolution(repo_id, version, revision, "none", str(cache_dir()), ref, commit,
-                          error=f"{why}; {hint}", notes=tuple(notes))
+                          error=f"{why}; {hint}", notes=tuple(notes[1:]))
     variants = get_variants_local(snap / "build")
     decisions, accepted, rejected = _decide(variants, target)
     near, match = (None, None) if accepted else _nearest(rejected)
     problem = _check_variant(snap / "build" / accepted[0].variant_str / "metadata.json", accepted[0].variant_str,
                              env) if accepted else None
+    blocked = None
+    tree, missing = incomplete_snapshot(snap, commit or "")
+    if accepted and missing:
+        blocked = (f"huggingface_hub's cached listing {tree} names {len(missing)} file(s) this snapshot lacks "
+                   f"(e.g. {missing[0]}), so offline kernels' cache lookup raises 'Cannot find a local snapshot' "
+                   "and kernelize keeps the torch forward; `kernelcheck hub --prefetch` repairs it")
     notes.append("the cache holds only the variants downloaded so far; the Hub may have more")
     return Resolution(repo_id, version, revision, "hf-cache", str(snap), ref, commit, tuple(decisions),
                       accepted[0].variant_str if accepted else None, near, match, problem,
-                      None if variants else f"{snap / 'build'} holds no build variant", tuple(notes))
+                      None if variants else f"{snap / 'build'} holds no build variant", tuple(notes), blocked)
+
+
+def _hub_api() -> Any:
+    """kernelcheck's own Hub client (huggingface_hub). Not kernels' `_get_hf_api`: with
+    HF_HUB_DISABLE_TELEMETRY=1 that one sends an invalid User-Agent (see `kernels_client_problem`)."""
+    from huggingface_hub import HfApi
+
+    from kernelcheck import __version__
+
+    return HfApi(library_name="kernelcheck", library_version=__version__)
+
+
+def kernels_client_problem() -> str | None:
+    """Whether kernels' own Hub client can send a request at all, asked from the installed packages.
+
+    kernels 0.17.2 builds its User-Agent as "; ".join(parts) and, with HF_HUB_DISABLE_TELEMETRY=1, passes an
+    empty string that huggingface_hub appends as "...; " - a header value with trailing whitespace, which
+    httpx refuses (LocalProtocolError) before anything is sent."""
+    try:
+        from huggingface_hub.utils import build_hf_headers
+        from kernels.hf_hub import _get_hf_api
+
+        api = _get_hf_api()
+        ua = build_hf_headers(token=False, library_name=api.library_name, library_version=api.library_version,
+                              user_agent=api.user_agent).get("user-agent", "")
+    except Exception:  # noqa: BLE001 - cannot tell: say nothing
+        return None
+    if ua != ua.strip():
+        return (f"kernels' Hub client sends the User-Agent {ua!r}, whose trailing whitespace httpx refuses "
+                "(LocalProtocolError): every Hub request kernels makes fails"
+                + (" - caused by HF_HUB_DISABLE_TELEMETRY=1" if os.environ.get("HF_HUB_DISABLE_TELEMETRY") else ""))
+    return None
+
+
+def _hub_versions(api: Any, repo_id: str) -> dict[int, Any]:
+    """Branches vN -> GitRefInfo, as kernels' `_get_available_versions` reads them."""
+    refs = api.list_repo_refs(repo_id=repo_id, repo_type="kernel")
+    out = {}
+    for b in refs.branches:
+        if b.name.startswith("v") and b.name[1:].isdigit():
+            out[int(b.name[1:])] = b
+    return out
 
 
 def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
                  env: environment_mod.Environment | None, target: Target | None) -> Resolution:
-    from kernels._versions import _get_available_versions
-    from kernels.hf_hub import _get_hf_api
     from kernels.variants import get_variants
 
-    api = _get_hf_api()
+    api = _hub_api()
     ref, commit = revision, None
     if version is not None:
-        versions = _get_available_versions(repo_id, local_files_only=False)
+        versions = _hub_versions(api, repo_id)
         info = versions.get(version)
         if info is None:
             avail = ", ".join(f"v{v}" for v in sorted(versions)) or "none"
@@ -706,7 +770,7 @@ def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
     variants = get_variants(api, repo_id=repo_id, revision=rev)
     decisions, accepted, rejected = _decide(variants, target)
     near, match = (None, None) if accepted else _nearest(rejected)
-    return Resolution(repo_id, version, revision, "hub", f"https://huggingface.co/kernels/{repo_id}", ref,
+    return Resolution(repo_id, version, revision, "hub", f"{api.endpoint}/kernels/{repo_id}", ref,
                       commit if commit else (revision if revision and _HEX40.match(revision) else None),
                       tuple(decisions), accepted[0].variant_str if accepted else None, near, match, None,
                       None if variants else "the Hub repository lists no build variant")
@@ -741,13 +805,29 @@ def write_lock(resolutions: list[Resolution], path: str | os.PathLike[str]) -> P
 def _download(r: Resolution) -> str:
     """Download exactly the chosen variant. By ref (vN) so the cache also records refs/vN -> commit: an
     offline `LayerRepository(version=N)` needs that ref to find the snapshot."""
-    from kernels.hf_hub import CACHE_DIR, _get_hf_api
+    from kernels.hf_hub import CACHE_DIR
     from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
 
-    api = _get_hf_api()
+    api = _hub_api()
     return str(api.snapshot_download(r.repo_id, repo_type="kernel", revision=r.ref or r.commit,
                                      allow_patterns=[f"build/{r.chosen}/*"], ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
                                      cache_dir=CACHE_DIR))
+
+
+def _repair(snapshot: Path, r: Resolution) -> str:
+    """Make a one-variant snapshot loadable offline by kernels: drop huggingface_hub's cached tree listing
+    when it names files of *other* variants only (it is an optimisation for later downloads; without it the
+    offline completeness check has nothing to compare and kernels gets the snapshot). Returns a note."""
+    commit = snapshot.name
+    tree, missing = incomplete_snapshot(snapshot, commit)
+    if not missing:
+        return ""
+    own = f"build/{r.chosen}/"
+    if any(m.startswith(own) for m in missing):
+        return f"; WARNING: files of {r.chosen} itself are missing ({[m for m in missing if m.startswith(own)][:3]})"
+    tree.unlink()
+    return (f"; removed {tree} (it lists the {len(missing)} files of the other variants, which would make "
+            "kernels' offline lookup call this snapshot incomplete)")
 
 
 def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
@@ -786,9 +866,10 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
             continue
         if r.source == "hf-cache":
             ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
+            fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
             steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
-                          "spec": spec, "reason": (f"already in the cache at {r.location}/build/{r.chosen}" if ok else
-                                                   f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
+                          "spec": spec, "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
+                                                   else f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
             if ok:
                 done.append(r)
             continue
@@ -799,8 +880,12 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
         try:
             say(f"downloading {spec}")
             where = _download(r)
+            if not (Path(where) / "build" / r.chosen / "metadata.json").is_file():
+                raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
+            fixed = _repair(Path(where), r)
             steps.append({"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
-                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where}"})
+                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref {r.ref or r.commit}"
+                                    f"{fixed}"})
             done.append(r)
         except Exception as exc:  # noqa: BLE001
             steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,

@@ -338,3 +338,105 @@ def test_applied_is_empty_when_transformers_ignores_kernels(tmp_path: Path) -> N
     assert got["error"].startswith("ValueError: Kernels are not available")
     assert got["rows"] == {}
     assert "did not see a usable `kernels`" in got["lines"][0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# online: a Hub on localhost (tests/fake_hub.py) that huggingface_hub and kernels talk to unchanged
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _online(tmp: Path, hub_url: str, **extra: str) -> dict[str, str]:
+    return {"HF_ENDPOINT": hub_url, "HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(tmp / "cache"),
+            "HF_HOME": str(tmp / "home"), **extra}
+
+
+def test_online_prefetch_downloads_only_the_chosen_build_and_offline_jobs_load_it(tmp_path: Path) -> None:
+    from fake_hub import FakeHub, publish
+
+    commit = publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(1, 2))
+    with FakeHub(tmp_path / "srv") as hub:
+        env = _online(tmp_path, hub.url)
+        code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch", "--lock", str(tmp_path)],
+                              env=env)
+        assert code == 0, data
+        r = data["hub"]["repos"][0]
+        assert r["source"] == "hub" and r["commit"] == commit and r["chosen"] == "torch213-cxx11-cpu-x86_64-linux"
+        assert data["plan"][0]["action"] == "download"
+        assert any("/tree/" in line for line in hub.log)  # the variants really came from the Hub listing
+    repo = tmp_path / "cache" / "kernels--kernels-community--fla"
+    assert (repo / "refs" / "v2").read_text().strip() == commit  # what an offline LayerRepository(version=2) needs
+    assert sorted(p.name for p in (repo / "snapshots" / commit / "build").iterdir()) == \
+        ["torch213-cxx11-cpu-x86_64-linux"]  # only the chosen variant was downloaded
+    # the Hub is gone: the job runs offline, through kernels' version lookup and through the lock
+    offline = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    res = _run_py("import kernels\nfrom pathlib import Path\n"
+                  "print(kernels.get_kernel('kernels-community/fla', version=2).__file__)\n"
+                  f"print(kernels.load_kernel('kernels-community/fla', lockfile=Path({str(tmp_path / 'kernels.lock')!r})).__file__)\n",
+                  env=offline)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.count("/build/torch213-cxx11-cpu-x86_64-linux/__init__.py") == 2
+    code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
+    assert code == 0 and data["hub"]["repos"][0]["source"] == "hf-cache"
+
+
+def test_online_miss_lists_the_hub_variants(tmp_path: Path) -> None:
+    from fake_hub import FakeHub, publish
+
+    publish(tmp_path / "srv", "kernels-community/fla", OTHER_TORCH, versions=(2,))
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch"],
+                              env=_online(tmp_path, hub.url))
+    assert code == 3
+    r = data["hub"]["repos"][0]
+    assert r["source"] == "hub" and r["nearest"] == "torch210-cxx11-cu128-x86_64-linux"
+    assert data["plan"][0]["action"] == "missing"
+    assert not (tmp_path / "cache" / "kernels--kernels-community--fla" / "snapshots").exists()
+
+
+def test_kernels_client_check_agrees_with_kernels(tmp_path: Path, t522: Path) -> None:
+    """HF_HUB_DISABLE_TELEMETRY=1: kernels 0.17.2's own Hub client sends an invalid User-Agent. doctor's
+    verdict must agree with what the real kernels does against the (local) Hub."""
+    from fake_hub import FakeHub, publish
+
+    publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(1, 2))
+    publish(tmp_path / "srv", "kernels-community/mamba-ssm", MATCHING, versions=(3, 5))
+    with FakeHub(tmp_path / "srv") as hub:
+        env = _online(tmp_path, hub.url, HF_HUB_DISABLE_TELEMETRY="1")
+        res = _run_py("import kernels\ntry:\n print(kernels.get_kernel('kernels-community/fla', version=2, "
+                      "trust_remote_code=True).__file__)\nexcept Exception as e:\n print('FAILED', type(e).__name__)\n",
+                      env=env)
+        kernels_fails = "FAILED" in res.stdout
+        code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
+    flagged = bool(_finding(data, "hub-client-broken"))
+    assert flagged == kernels_fails, (res.stdout, data["findings"])
+    if flagged:
+        assert code == 4 and "HF_HUB_DISABLE_TELEMETRY" in _finding(data, "hub-client-broken")[0]["fix"]
+    # kernelcheck's own client still resolved the variants from the Hub
+    assert {r["source"] for r in data["hub"]["repos"]} == {"hub"}
+
+
+def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_path: Path) -> None:
+    """`hf download --revision v2 --include 'build/torch213*'` style: the ref and the variant are cached, but
+    huggingface_hub's cached tree lists every variant, so kernels' offline lookup calls the snapshot incomplete
+    (FileNotFoundError -> kernelize keeps the torch forward). kernelcheck reports it and --prefetch repairs it."""
+    from fake_hub import FakeHub, publish
+
+    publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(2,))
+    with FakeHub(tmp_path / "srv") as hub:
+        res = _run_py("from huggingface_hub import snapshot_download\n"
+                      "snapshot_download('kernels-community/fla', repo_type='kernel', revision='v2', "
+                      "allow_patterns=['build/torch213-cxx11-cpu-x86_64-linux/*'])\n", env=_online(tmp_path, hub.url))
+        assert res.returncode == 0, res.stderr[-2000:]
+    offline = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    load = ("import kernels\ntry:\n print(kernels.get_kernel('kernels-community/fla', version=2).__file__)\n"
+            "except Exception as e:\n print('FAILED', type(e).__name__, e)\n")
+    before = _run_py(load, env=offline).stdout
+    assert "FAILED FileNotFoundError" in before  # the real kernels refuses the cached build
+    code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
+    assert code == 3
+    (f,) = _finding(data, "hub-snapshot-incomplete")
+    assert "Cannot find a local snapshot" in f["message"] and "--prefetch" in f["fix"]
+    code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch"], env=offline)
+    assert code == 0 and data["plan"][0]["action"] == "cached" and "removed" in data["plan"][0]["reason"]
+    after = _run_py(load, env=offline).stdout
+    assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in after, after

@@ -102,6 +102,17 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
             f"pip install 'kernels{th.window_text}', or set USE_HUB_KERNELS=0, or pass use_kernels=False",
             th.window_source))
 
+    if used and not hub_mod.offline():
+        problem = hub_mod.kernels_client_problem()
+        if problem:
+            findings.append(Finding(
+                "hub-client-broken", "broken",
+                f"{problem}; with use_kernels=True and the Hub online, the model load fails with that error "
+                "(kernelize falls back only when no file is found).",
+                "unset HF_HUB_DISABLE_TELEMETRY for the job, or pre-fetch (kernelcheck hub --model M --prefetch) "
+                "and run the job with HF_HUB_OFFLINE=1",
+                "kernels hf_hub.py _get_hf_api (user_agent_str stays empty when telemetry is disabled)"))
+
     names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
     for f in functions:
         names.setdefault(f, "function")
@@ -136,7 +147,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         res = resolutions[spec]
         row.update({"repo": spec, "layer": entry.repo.layer_name, "source": res.source, "variant": res.chosen,
                     "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
-                    "problem": res.problem})
+                    "problem": res.problem, "blocked": res.blocked})
         rows.append(row)
     by_repo: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -151,7 +162,9 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
             lines.append(f"{head}: {row['note']}")
             continue
         target = f"{head} -> {row['repo']} layer {row['layer']}"
-        if row["variant"] and not row["problem"]:
+        if row["variant"] and row["blocked"]:
+            lines.append(f"{target}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}")
+        elif row["variant"] and not row["problem"]:
             lines.append(f"{target}: build {row['variant']} {'will be used' if used else 'would be used'} "
                          f"(from {row['source']})")
         elif row["variant"]:
@@ -204,6 +217,15 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     upgraded to fast when the Hub kernel will really replace them."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
+    if res.chosen and res.blocked:
+        if used:
+            findings.append(Finding(
+                "hub-snapshot-incomplete", "fallback",
+                f"{res.spec} (for {names}): build {res.chosen} is in the cache, but {res.blocked}.",
+                f"kernelcheck hub --model {q} --prefetch  (repairs the cache entry, no download needed)",
+                "huggingface_hub _snapshot_download._raise_if_incomplete_snapshot; kernels resolver.py "
+                "resolve_hub_cache_kernel", fns))
+        return
     if res.chosen and not res.problem:
         for r in group:
             fs = fstatus.get(r["name"])
