@@ -36,6 +36,12 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--source", type=click.Choice(["auto", "cache", "hub"]), default="auto", show_default=True,
               help="Where build variants are listed from: auto = as kernels does (LOCAL_KERNELS, then the Hub, or "
                    "the HF cache when HF_HUB_OFFLINE=1); cache = never use the network.")
+@click.option("--torch", "torch_v", default=None, metavar="X.Y",
+              help="Resolve for this torch minor instead of the installed one (a build machine for another image).")
+@click.option("--cuda", "cuda_v", default=None, metavar="X.Y|cpu",
+              help="Resolve for a torch built for this CUDA (or cpu) instead of the installed build.")
+@click.option("--arch", "arch", default=None, metavar="X.Y",
+              help="GPU compute capability to check builds against (kernels' check_arch), e.g. 9.0 for H100/H200.")
 @click.option("--repo", "repos", multiple=True, metavar="ORG/NAME@vN",
               help="Also resolve this kernel repository directly (repeatable).")
 @click.option("--prefetch", is_flag=True, help="Download the chosen build variants into the cache for offline jobs.")
@@ -45,7 +51,8 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @guarded("hub")
 def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | None, source: str,
-        repos: tuple[str, ...], prefetch: bool, lock: str | None, dry_run: bool, as_json: bool) -> int:
+        torch_v: str | None, cuda_v: str | None, arch: str | None, repos: tuple[str, ...], prefetch: bool,
+        lock: str | None, dry_run: bool, as_json: bool) -> int:
     """Will transformers take MODEL's kernels from the Hugging Face Kernel Hub, and which build?
 
     Reads the installed transformers' Hub mapping, the `kernels` version window it accepts,
@@ -60,6 +67,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
       kernelcheck hub --model qwen3.8-27b
       kernelcheck hub --model qwen3.8-27b --use-kernels --device cuda --json
       kernelcheck hub --repo kernels-community/fla@v2
+      kernelcheck hub --model qwen3.8-27b --torch 2.11 --cuda 13.0 --arch 9.0 --prefetch   # CPU build box
       kernelcheck hub --model qwen3.8-27b --prefetch --lock /opt/job/kernels.lock
       HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
     """
@@ -74,7 +82,12 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if prefetch and not (model or repos):
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     parsed = [_parse_repo(r) for r in repos]
-    env = environment_mod.probe()
+    for name, val in (("--torch", torch_v), ("--cuda", cuda_v if cuda_v != "cpu" else None), ("--arch", arch)):
+        if val is not None and not re.fullmatch(r"\d+\.\d+", val):
+            raise BadInput(f"{name} '{val}' is not MAJOR.MINOR (e.g. --torch 2.11 --cuda 13.0 --arch 9.0).")
+    target = hub_mod.Target(torch=torch_v, cuda="" if cuda_v == "cpu" else cuda_v) if (torch_v or cuda_v) else None
+    gpus = (environment_mod.Gpu(f"--arch {arch}", arch),) if arch else None
+    env = environment_mod.probe(gpu_override=gpus)
     report = Report("hub", env.to_json(), None, mode)
     functions: tuple[str, ...] = ()
     modeling = None
@@ -87,15 +100,15 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if prefetch:
         targets = []
         if model:
-            targets.extend(hub_mod.model_repos(modeling, functions, mode, device or hub_check.default_device(env),
-                                               hub_check._capability(env)))
+            dev = device or ("cuda" if target is not None and target.cuda else hub_check.default_device(env))
+            targets.extend(hub_mod.model_repos(modeling, functions, mode, dev, hub_check._capability(env)))
         targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
         say = (lambda s: click.echo(f"kernelcheck hub: {s}", err=True))
         if not targets:
             report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                                      "reason": "no Hub kernel is mapped for this model, device and mode"}]
         else:
-            steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say)
+            steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
             report.extra["plan"] = steps
             for st in steps:
                 if st["action"] == "failed":
@@ -105,9 +118,10 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
                     report.findings.append(Finding("hub-prefetch-missing", "fallback",
                                                    f"{st['spec']}: {st['reason']}"))
     section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
-                              source=source, query=model)
+                              source=source, query=model, target=target)
     for repo_id, version, revision in parsed:
-        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env)
+        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
+                                   target=target)
         section["repos"].append(res.to_json())
         section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
                                 + (f": build {res.chosen} will be used" if res.chosen else ""))

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import inspect
 import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -539,9 +538,22 @@ class Target:
         return trace
 
 
-def _system() -> dict[str, Any]:
-    """This machine as kernels sees it (for the nearest-variant ranking)."""
+def _system(target: Target | None = None) -> dict[str, Any]:
+    """This machine as kernels sees it, or the `target` (for the nearest-variant ranking)."""
     from kernels.backends import _backend
+
+    if target is not None and (target.torch or target.cuda is not None):
+        base = _system()
+        if target.torch:
+            major, minor = target.torch.split(".")[:2]
+            base["torch"] = (int(major), int(minor))
+        if target.cuda is not None:
+            if target.cuda:
+                major, minor = target.cuda.split(".")[:2]
+                base.update(backend="cuda", cuda=(int(major), int(minor)))
+            else:
+                base.update(backend="cpu", cuda=None)
+        return base
 
     try:
         import torch
@@ -557,13 +569,13 @@ def _system() -> dict[str, Any]:
             "cuda": (b.version.major, b.version.minor) if b.name == "cuda" else None}
 
 
-def _nearest(rejected: list[Any]) -> tuple[str | None, str | None]:
+def _nearest(rejected: list[Any], target: Target | None = None) -> tuple[str | None, str | None]:
     """The rejected variant closest to this system, and the environment that would accept it."""
-    from kernels.variants import ArchVariant, NoarchVariant, Torch, TorchStableAbi, TvmFfi
+    from kernels.variants import NoarchVariant, Torch
 
     if not rejected:
         return None, None
-    sysinfo = _system()
+    sysinfo = _system(target)
 
     def score(d: Any) -> tuple[int, ...]:
         v = d.variant
@@ -587,7 +599,7 @@ def _nearest(rejected: list[Any]) -> tuple[str | None, str | None]:
 
 def would_match(variant: Any) -> str:
     """In words: the torch/CUDA environment in which kernels would accept `variant`."""
-    from kernels.variants import NoarchVariant, Torch, TorchStableAbi, TvmFfi
+    from kernels.variants import NoarchVariant, Torch, TorchStableAbi
 
     if isinstance(variant, NoarchVariant):
         name = variant.arch.backend_name
@@ -669,7 +681,7 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
             if more:
                 variants, base = more, path / "build"
         decisions, accepted, rejected = _decide(variants, target)
-        near, match = (None, None) if accepted else _nearest(rejected)
+        near, match = (None, None) if accepted else _nearest(rejected, target)
         problem = _check_variant(base / accepted[0].variant_str / "metadata.json", accepted[0].variant_str, env) \
             if accepted else None
         return Resolution(repo_id, version, revision, "LOCAL_KERNELS", str(path), None, None, tuple(decisions),
@@ -695,7 +707,7 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
                           error=f"{why}; {hint}", notes=tuple(notes[1:]))
     variants = get_variants_local(snap / "build")
     decisions, accepted, rejected = _decide(variants, target)
-    near, match = (None, None) if accepted else _nearest(rejected)
+    near, match = (None, None) if accepted else _nearest(rejected, target)
     problem = _check_variant(snap / "build" / accepted[0].variant_str / "metadata.json", accepted[0].variant_str,
                              env) if accepted else None
     blocked = None
@@ -769,7 +781,7 @@ def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
     rev = commit or revision or "main"
     variants = get_variants(api, repo_id=repo_id, revision=rev)
     decisions, accepted, rejected = _decide(variants, target)
-    near, match = (None, None) if accepted else _nearest(rejected)
+    near, match = (None, None) if accepted else _nearest(rejected, target)
     return Resolution(repo_id, version, revision, "hub", f"{api.endpoint}/kernels/{repo_id}", ref,
                       commit if commit else (revision if revision and _HEX40.match(revision) else None),
                       tuple(decisions), accepted[0].variant_str if accepted else None, near, match, None,
@@ -832,7 +844,7 @@ def _repair(snapshot: Path, r: Resolution) -> str:
 
 def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
-             progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+             progress: Callable[[str], None] | None = None, target: Target | None = None) -> list[dict[str, Any]]:
     """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
 
     Returns plan steps {package, action, source: "hub", spec, reason, command?} with action one of
@@ -848,7 +860,7 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
         seen.add(key)
         say = progress or (lambda s: None)
         say(f"resolving {repo.spec}")
-        r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env)
+        r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env, target=target)
         spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
         if r.source == "LOCAL_KERNELS":
             steps.append({"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
@@ -856,7 +868,7 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
             continue
         if r.error and not r.chosen:
             steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
-                          "reason": r.error, "command": f"kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"})
+                          "reason": r.error, "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"})
             continue
         if not r.chosen:
             steps.append({"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
@@ -1008,20 +1020,22 @@ def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: st
 def prefetch_model(query: str, *, mode: str = "train", device: str | None = None,
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
                    env: environment_mod.Environment | None = None,
-                   progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                   progress: Callable[[str], None] | None = None,
+                   target: Target | None = None) -> list[dict[str, Any]]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
     model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
-    kernels lock at `lock_path`. Returns plan steps {package, action, source, spec, reason}."""
+    kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
+    preparing a GPU image). Returns plan steps {package, action, source, spec, reason}."""
     from kernelcheck import models as models_mod
     from kernelcheck.checks.hub import _capability, default_device
 
     env = env or environment_mod.probe(packages=False)
     model = models_mod.resolve(query)
-    dev = device or default_device(env)
+    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
                         _capability(env))
     if not repos:
         return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                  "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "
                            f"{mode} mode: nothing to pre-fetch"}]
-    return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress)
+    return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress, target=target)

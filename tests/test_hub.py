@@ -440,3 +440,23 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
     assert code == 0 and data["plan"][0]["action"] == "cached" and "removed" in data["plan"][0]["reason"]
     after = _run_py(load, env=offline).stdout
     assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in after, after
+
+
+def test_resolving_for_another_torch_and_gpu_checks_the_arch(tmp_path: Path, t522: Path) -> None:
+    """A CPU build machine preparing a torch 2.10 + CUDA 12.9 image: kernels' resolver runs with those values;
+    the chosen build declares archs 8.0/9.0 (metadata.json), so sm_120 fails kernels' arch check (RuntimeError,
+    no fallback: broken) and sm_90 passes."""
+    env = _cache(tmp_path, OTHER_TORCH)
+    args = ["hub", "--model", "qwen3.8-27b", "--use-kernels", "--torch", "2.10", "--cuda", "12.9"]
+    code, data = run_json([*args, "--arch", "12.0"], t522, env=env)
+    assert code == 4
+    (f, *_) = _finding(data, "hub-build-fails")
+    assert "torch210-cxx11-cu128-x86_64-linux" in f["message"] and "sm_120" in f["message"]
+    code, data = run_json([*args, "--arch", "9.0"], t522, env=env)
+    assert code == 0, data["findings"]
+    assert {r["chosen"] for r in data["hub"]["repos"]} == {"torch210-cxx11-cu128-x86_64-linux"}
+    rejected = [d for r in data["hub"]["repos"] for d in r["decisions"] if not d["accepted"]]
+    assert {d["reason"] for d in rejected} == {
+        "Torch version (2.9) does not match environment Torch version (2.10)"}
+    res = run([*args, "--arch", "sm90"], t522, env=env)
+    assert res.returncode == 2 and "is not MAJOR.MINOR" in res.stderr

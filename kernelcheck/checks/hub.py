@@ -43,7 +43,7 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
     if th.transformers is None:
         return False, "transformers is not installed"
     wants = th.use_kernels_default if use_hub is None else use_hub
-    who = ("--hub (the job passes use_kernels=True)" if use_hub else
+    who = ("use_kernels=True (--hub / --use-kernels)" if use_hub else
            f"from_pretrained's use_kernels default is {th.use_kernels_default} ({th.use_kernels_source})")
     if not wants:
         return False, (f"{who}: transformers loads no Hub kernel unless the job passes use_kernels=True "
@@ -60,11 +60,12 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
 
 def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
-          source: str = "auto", query: str | None = None) -> dict[str, Any]:
+          source: str = "auto", query: str | None = None,
+          target: hub_mod.Target | None = None) -> dict[str, Any]:
     """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
-    dev = device or default_device(env)
+    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
     cap = _capability(env)
     lines: list[str] = []
     findings: list[Finding] = []
@@ -123,8 +124,14 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
             "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
         if source == "cache":
             listing = "LOCAL_KERNELS and the Hugging Face cache (--hub-source cache)"
-        lines.append(f"device {dev} ({'--hub-device' if device else 'from the torch build'}) · mode {mode} · "
+        origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
+        lines.append(f"device {dev} ({origin}) · mode {mode} · "
                      f"variants listed from {listing}")
+        if target is not None:
+            lines.append(f"resolving for torch {target.torch or 'as installed'}, "
+                         f"{'CUDA ' + target.cuda if target.cuda else ('CPU' if target.cuda == '' else 'CUDA as installed')}"
+                         f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
+                         "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
     fstatus = {f.name: f for f in report.functions}
     for name, kind in names.items():
         entries = [e for e in th.mapping if e.name == name]
@@ -143,7 +150,8 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         spec = entry.repo.spec
         if spec not in resolutions:
             resolutions[spec] = hub_mod.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
-                                                     revision=entry.repo.revision, source=source, env=env)
+                                                     revision=entry.repo.revision, source=source, env=env,
+                                                     target=target)
         res = resolutions[spec]
         row.update({"repo": spec, "layer": entry.repo.layer_name, "source": res.source, "variant": res.chosen,
                     "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
