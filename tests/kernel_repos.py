@@ -47,13 +47,14 @@ def _backend(variant: str) -> dict:
     return {"type": "cpu"}
 
 
-def write_variant(folder: Path, name: str, variant: str) -> None:
+def write_variant(folder: Path, name: str, variant: str, backend: dict | None = None) -> None:
+    """One pure-Python build variant; `backend` overrides the metadata.json backend (e.g. other CUDA archs)."""
     d = folder / variant
     d.mkdir(parents=True, exist_ok=True)
     ident = f"_{name.replace('-', '_')}_{hashlib.sha1(str(d).encode()).hexdigest()[:10]}"
     (d / "metadata.json").write_text(json.dumps({
         "id": ident, "name": name, "version": 1, "license": "apache-2.0", "python-depends": [],
-        "backend": _backend(variant)}))
+        "backend": backend or _backend(variant)}))
     (d / "__init__.py").write_text("from . import layers\n\n__all__ = ['layers']\n")
     (d / "layers.py").write_text(LAYERS_PY)
 
