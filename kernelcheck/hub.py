@@ -844,7 +844,8 @@ def _repair(snapshot: Path, r: Resolution) -> str:
 
 def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
-             progress: Callable[[str], None] | None = None, target: Target | None = None) -> list[dict[str, Any]]:
+             progress: Callable[[str], None] | None = None, target: Target | None = None,
+             offline_only: bool = False) -> list[dict[str, Any]]:
     """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
 
     Returns plan steps {package, action, source: "hub", spec, reason, command?} with action one of
@@ -860,7 +861,8 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
         seen.add(key)
         say = progress or (lambda s: None)
         say(f"resolving {repo.spec}")
-        r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env, target=target)
+        r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env, target=target,
+                         source="cache" if offline_only else "auto")
         spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
         if r.source == "LOCAL_KERNELS":
             steps.append({"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
@@ -1021,11 +1023,12 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
                    env: environment_mod.Environment | None = None,
                    progress: Callable[[str], None] | None = None,
-                   target: Target | None = None) -> list[dict[str, Any]]:
+                   target: Target | None = None, offline_only: bool = False) -> list[dict[str, Any]]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
     model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
-    preparing a GPU image). Returns plan steps {package, action, source, spec, reason}."""
+    preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
+    steps {package, action, source, spec, reason}."""
     from kernelcheck import models as models_mod
     from kernelcheck.checks.hub import _capability, default_device
 
@@ -1038,4 +1041,5 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
         return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                  "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "
                            f"{mode} mode: nothing to pre-fetch"}]
-    return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress, target=target)
+    return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress, target=target,
+                    offline_only=offline_only)

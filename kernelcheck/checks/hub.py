@@ -114,6 +114,9 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                 "and run the job with HF_HUB_OFFLINE=1",
                 "kernels hf_hub.py _get_hf_api (user_agent_str stays empty when telemetry is disabled)"))
 
+    if not used and source == "auto":
+        source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
+
     names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
     for f in functions:
         names.setdefault(f, "function")
@@ -122,8 +125,9 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     if names:
         listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if hub_mod.offline() else \
             "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
-        if source == "cache":
-            listing = "LOCAL_KERNELS and the Hugging Face cache (--hub-source cache)"
+        if source == "cache" and not hub_mod.offline():
+            listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
+                ("Hub kernels are not in use" if not used else "--source cache") + ")"
         origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
         lines.append(f"device {dev} ({origin}) · mode {mode} · "
                      f"variants listed from {listing}")
