@@ -91,6 +91,9 @@ def main() -> None:
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
+@click.option("--exact", is_flag=True,
+              help="Import the model's modeling module and read transformers' own bindings (slower; the default "
+                   "reads the same decorators from source and resolves them as transformers does).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
@@ -100,8 +103,8 @@ def main() -> None:
 @click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
               help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None, hub: bool | None = None,
-           hub_device: str | None = None) -> int:
+def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
+           hub: bool | None = None, hub_device: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -116,7 +119,7 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode, hub=hub, hub_device=hub_device)
+    report = run_doctor(model, mode, exact=exact, hub=hub, hub_device=hub_device)
     if live and model:
         from kernelcheck import live as live_mod
 

@@ -189,13 +189,18 @@ def _simple_record(name: str) -> type:
 
 
 def _module_source(dotted: str) -> tuple[str | None, str | None]:
+    """Source text of a transformers module, read from the installed files without importing transformers
+    (importing `transformers.utils` alone costs seconds; doctor stays static)."""
     try:
-        spec = importlib.util.find_spec(dotted)
+        spec = importlib.util.find_spec(dotted.split(".")[0])
     except (ImportError, ValueError):
         return None, None
-    if spec is None or not spec.origin or not os.path.exists(spec.origin):
+    if spec is None or not spec.origin:
         return None, None
-    return Path(spec.origin).read_text(encoding="utf-8"), spec.origin
+    path = Path(spec.origin).parent.joinpath(*dotted.split(".")[1:]).with_suffix(".py")
+    if not path.is_file():
+        return None, None
+    return path.read_text(encoding="utf-8"), str(path)
 
 
 def _mapping_from_source(src: str) -> dict[str, Any] | None:
@@ -298,12 +303,12 @@ def transformers_hub() -> TransformersHub:
             default = m.group(1)
     raw = os.environ.get("USE_HUB_KERNELS", default).upper()
     truthy = _TRUE
-    try:
-        from transformers.utils import ENV_VARS_TRUE_VALUES
-
-        truthy = set(ENV_VARS_TRUE_VALUES)
-    except Exception:  # noqa: BLE001
-        pass
+    m = re.search(r"^ENV_VARS_TRUE_VALUES\s*=\s*(\{[^}]*\})", iu_src or "", re.M)
+    if m:
+        try:
+            truthy = set(ast.literal_eval(m.group(1)))
+        except (ValueError, SyntaxError):
+            pass
     enabled = raw in truthy
     # use_kernels default: from_pretrained pops it from kwargs (5.x) or declares it as a parameter
     uk_default, uk_src, refuses = None, "not found in modeling_utils.py", False
