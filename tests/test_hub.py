@@ -460,3 +460,16 @@ def test_resolving_for_another_torch_and_gpu_checks_the_arch(tmp_path: Path, t52
         "Torch version (2.9) does not match environment Torch version (2.10)"}
     res = run([*args, "--arch", "sm90"], t522, env=env)
     assert res.returncode == 2 and "is not MAJOR.MINOR" in res.stderr
+
+
+def test_exact_binding_sees_through_kernels_func_modules(t522: Path) -> None:
+    """With kernels inside the window (5.22.2 + 0.17.2) every decorated function is a kernels `Func` module:
+    `doctor --exact` (imports the modeling module) must still find each binding, as the static reading does."""
+    _, fast = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer", "--no-hub"], t522)
+    _, exact = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer", "--no-hub", "--exact"], t522)
+
+    def view(r: dict) -> list[tuple]:
+        return [(f["name"], f["status"], f["implementation"]) for f in r["functions"]]
+
+    assert view(fast) == view(exact)
+    assert function(exact, "chunk_gated_delta_rule")["implementation"].endswith("torch_chunk_gated_delta_rule")
