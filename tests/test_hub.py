@@ -473,3 +473,14 @@ def test_exact_binding_sees_through_kernels_func_modules(t522: Path) -> None:
 
     assert view(fast) == view(exact)
     assert function(exact, "chunk_gated_delta_rule")["implementation"].endswith("torch_chunk_gated_delta_rule")
+
+
+def test_online_but_hub_unreachable_is_broken_even_with_a_cached_build(tmp_path: Path, t522: Path) -> None:
+    """Not offline: kernels asks the Hub first and raises on the connection error (it never falls back to
+    the cache), so a cached build does not help unless the job sets HF_HUB_OFFLINE=1."""
+    env = {**_cache(tmp_path, MATCHING), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}
+    code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
+    assert code == 4
+    f = _finding(data, "hub-unreachable")
+    assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and "torch213-cxx11-cpu-x86_64-linux" in f[0]["message"]
+    assert {r["source"] for r in data["hub"]["repos"]} == {"hf-cache"}

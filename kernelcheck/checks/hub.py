@@ -173,18 +173,18 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         if "repo" not in row:
             lines.append(f"{head}: {row['note']}")
             continue
-        target = f"{head} -> {row['repo']} layer {row['layer']}"
+        label = f"{head} -> {row['repo']} layer {row['layer']}"
         if row["variant"] and row["blocked"]:
-            lines.append(f"{target}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}")
+            lines.append(f"{label}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}")
         elif row["variant"] and not row["problem"]:
-            lines.append(f"{target}: build {row['variant']} {'will be used' if used else 'would be used'} "
+            lines.append(f"{label}: build {row['variant']} {'will be used' if used else 'would be used'} "
                          f"(from {row['source']})")
         elif row["variant"]:
-            lines.append(f"{target}: build {row['variant']} chosen but {row['problem']}")
+            lines.append(f"{label}: build {row['variant']} chosen but {row['problem']}")
         elif row["error"]:
-            lines.append(f"{target}: could not list builds: {row['error']}")
+            lines.append(f"{label}: could not list builds: {row['error']}")
         else:
-            lines.append(f"{target}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})")
+            lines.append(f"{label}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})")
     for spec, res in resolutions.items():
         loc = f" ({res.location})" if res.location else ""
         commit = f" commit {res.commit[:12]}" if res.commit else ""
@@ -229,6 +229,17 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     upgraded to fast when the Hub kernel will really replace them."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
+    hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
+    if used and hub_failed and not hub_mod.offline():
+        # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
+        cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""
+        findings.append(Finding(
+            "hub-unreachable", "broken",
+            f"{res.spec} (for {names}): {hub_failed.split(';')[0]}. With HF_HUB_OFFLINE unset kernels asks the Hub "
+            f"and raises on the connection error, so the model load fails{cached}.",
+            "export HF_HUB_OFFLINE=1 for the job (after kernelcheck hub --model M --prefetch where the Hub is "
+            "reachable)", "kernels load.py get_kernel (HubResolver when not offline)", fns))
+        return
     if res.chosen and res.blocked:
         if used:
             findings.append(Finding(
