@@ -97,8 +97,14 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--hub/--no-hub", "hub", default=None,
+              help="--hub: the job loads with use_kernels=True (Kernel Hub); --no-hub: skip the Hub section. "
+                   "Default: what the installed transformers does. See `kernelcheck hub --help`.")
+@click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
+              help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None) -> int:
+def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
+           hub: bool | None = None, hub_device: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -113,7 +119,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode, exact=exact)
+    report = run_doctor(model, mode, exact=exact, hub=hub, hub_device=hub_device)
     if live and model:
         from kernelcheck import live as live_mod
 
@@ -247,6 +253,10 @@ def trace(file: str, as_json: bool) -> int:
     click.echo(render_json(report) if as_json else trace_mod.render_text(report))
     return report.exit_code
 
+
+from kernelcheck.cli_hub import hub as _hub_command  # noqa: E402 - registered after main exists
+
+main.add_command(_hub_command)
 
 if __name__ == "__main__":
     main()

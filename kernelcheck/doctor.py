@@ -195,8 +195,13 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
 
 
 def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
-           exact: bool = False) -> Report:
-    """Build the doctor report. Raises BadInput for bad models or a missing torch."""
+           exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
+           hub_source: str = "auto") -> Report:
+    """Build the doctor report. Raises BadInput for bad models or a missing torch.
+
+    hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
+    use_kernels=True; False skips the Hub section. hub_device: the device type the job runs on (default:
+    the torch build's). hub_source: auto | cache | hub (where build variants are listed from)."""
     if mode not in ("train", "infer"):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
@@ -215,6 +220,8 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         report.findings.extend(environment_findings(env))
         report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
+        if hub is not False and env.transformers:
+            _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
         return report
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
@@ -258,7 +265,16 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                     fs.status = hit.rule.severity
                     fs.reason = f"{hit.rule.title}: {hit.message}"
                     fs.fix = hit.fix
+    if hub is not False:
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
+
+
+def _hub_check(report: Report, env: environment_mod.Environment, module: str | None, functions: tuple[str, ...],
+               mode: str, hub: bool | None, device: str | None, source: str, query: str | None) -> None:
+    from kernelcheck.checks import hub as hub_check
+
+    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
 
 
 _RANK = {"fast": 0, "unsupported": 1, "fallback": 1, "warning": 0, "broken": 2}

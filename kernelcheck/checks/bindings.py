@@ -93,6 +93,19 @@ def _wrapper_state(obj: Any) -> dict[str, Any] | None:
     return None
 
 
+def _unwrap_kernels_func(obj: Any) -> Any:
+    """With a `kernels` inside transformers' window, each decorated function is wrapped once more by kernels'
+    `use_kernel_forward_from_hub(name)`: the module attribute is then an instance of kernels' `Func` module
+    (class from kernels.layer.layer) whose forward closes over transformers' wrapper. Return that wrapper."""
+    if inspect.isfunction(obj) or not hasattr(type(obj), "kernel_layer_name"):
+        return obj
+    try:
+        inner = inspect.getclosurevars(type(obj).forward).nonlocals.get("func")
+    except (TypeError, ValueError):
+        return obj
+    return inner if inner is not None else obj
+
+
 def _transformers_dir() -> Path | None:
     spec = importlib.util.find_spec("transformers")
     if spec is None or not spec.origin:
@@ -217,6 +230,7 @@ def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix
     found: dict[str, Binding] = {}
     discovered: list[str] = []
     for attr, obj in vars(mod).items():
+        obj = _unwrap_kernels_func(obj)
         if not callable(obj) or getattr(obj, "__module__", None) != dotted:
             continue
         st = _wrapper_state(obj)
