@@ -176,6 +176,8 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     report.extra["before"] = {"verdict": before.verdict,
                               "functions": {f.name: f.status for f in before.functions}}
     progress = (lambda s: print(s, file=sys.stderr, flush=True)) if as_json else echo
+    if req.source == "hub":
+        return _install_from_hub(req, env, wheelhouse, offline, report, progress)
 
     def plan_now() -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
@@ -237,6 +239,34 @@ def _writable(p: Path) -> bool:
     while not p.exists():
         p = p.parent
     return os.access(p, os.W_OK)
+
+
+def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,
+                      report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
+    """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
+    write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
+    from kernelcheck import hub
+
+    lock = wheelhouse / "kernels.lock"
+    if not req.dry_run:
+        wheelhouse.mkdir(parents=True, exist_ok=True)
+    # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
+    steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
+                               dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
+    report.extra["plan"] = steps
+    report.extra["predicted"] = "ready"
+    report.extra["executed"] = not req.dry_run
+    report.extra["lock"] = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
+    code = 0
+    for st in steps:
+        if st.get("action") == "failed":
+            code = 4
+            report.findings.append(Finding("hub-prefetch-failed", "broken", f"{st['spec']}: {st['reason']}"))
+        elif st.get("action") == "missing" and code == 0:
+            code = 3
+            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+    report.extra["predicted"] = {0: "ready", 3: "fallback", 4: "broken"}[code]
+    return report, code
 
 
 def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[Report, int]:

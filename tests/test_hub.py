@@ -484,3 +484,17 @@ def test_online_but_hub_unreachable_is_broken_even_with_a_cached_build(tmp_path:
     f = _finding(data, "hub-unreachable")
     assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and "torch213-cxx11-cpu-x86_64-linux" in f[0]["message"]
     assert {r["source"] for r in data["hub"]["repos"]} == {"hf-cache"}
+
+
+def test_install_source_hub_prefetches_and_writes_the_lock_in_the_wheelhouse(tmp_path: Path) -> None:
+    """`kernelcheck install --source hub` is the same prefetch, from the install command (docker build stage)."""
+    env = _cache(tmp_path, MATCHING)
+    wh = tmp_path / "wheelhouse"
+    code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
+                           "--wheelhouse", str(wh)], env=env)
+    assert code == 0, data
+    assert [s["action"] for s in data["plan"]] == ["cached", "cached", "lock"]
+    assert data["lock"] == str(wh / "kernels.lock") and (wh / "kernels.lock").exists()
+    code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
+                           "--wheelhouse", str(tmp_path / "wh2")], env=_cache(tmp_path / "other", OTHER_TORCH))
+    assert code == 3 and any(f["id"] == "hub-prefetch-missing" for f in data["findings"])
