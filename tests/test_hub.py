@@ -498,3 +498,20 @@ def test_install_source_hub_prefetches_and_writes_the_lock_in_the_wheelhouse(tmp
     code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
                            "--wheelhouse", str(tmp_path / "wh2")], env=_cache(tmp_path / "other", OTHER_TORCH))
     assert code == 3 and any(f["id"] == "hub-prefetch-missing" for f in data["findings"])
+
+
+def test_doctor_without_an_importable_kernels_package_reports_instead_of_crashing(tmp_path: Path) -> None:
+    """The GPU image has no `kernels`; an import that fails (absent or broken) is a finding, never a crash."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Broken:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'kernels' or name.startswith('kernels.'):\n"
+        "            raise ImportError('kernels is broken in this environment')\n"
+        "sys.meta_path.insert(0, _Broken())\n")
+    code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub-device", "cuda"], tmp_path)
+    assert code == 3, data  # the functions' fallback, not an internal error
+    f = [x for x in data["findings"] if x["id"] == "hub-kernels-absent"]
+    assert f and f[0]["severity"] == "info"
+    code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub-device", "cuda", "--hub"], tmp_path)
+    assert code == 4 and any(x["id"] == "hub-kernels-absent" and x["severity"] == "broken" for x in data["findings"])

@@ -15,6 +15,7 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
+
 from typing import Any
 
 from kernelcheck import environment as environment_mod
@@ -56,6 +57,14 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
     if not th.hub_enabled_by_env:
         return False, f"{who}, but USE_HUB_KERNELS={th.use_hub_kernels} turns the Hub layer decorators off"
     return True, f"{who}; kernels {th.kernels} is inside transformers' window {th.window_text}; USE_HUB_KERNELS={th.use_hub_kernels}"
+
+
+def _kernels_importable() -> bool:
+    try:
+        import kernels  # noqa: F401
+    except Exception:  # absent or broken: either way transformers cannot use it
+        return False
+    return True
 
 
 def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
@@ -137,6 +146,16 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                          f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
                          "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
     fstatus = {f.name: f for f in report.functions}
+    if names and not _kernels_importable():
+        # Without the `kernels` package there is no resolver to ask and transformers loads no Hub kernel.
+        lines.append("kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved")
+        findings.append(Finding(
+            "hub-kernels-absent", "broken" if use_hub else "info",
+            "the `kernels` package is not installed (or does not import)" + (
+                ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
+                if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
+            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'  (only if you want Hub kernels)"))
+        names = {}
     for name, kind in names.items():
         entries = [e for e in th.mapping if e.name == name]
         row: dict[str, Any] = {"name": name, "kind": kind, "mapped": bool(entries)}
