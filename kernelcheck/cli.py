@@ -24,6 +24,18 @@ MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id
 MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
 
 
+def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) -> None:
+    """A run that ends before its report still leaves the --junit file, holding the reason."""
+    if not kwargs.get("junit"):
+        return
+    from kernelcheck import junit as junit_mod
+
+    try:
+        junit_mod.write_error(command, kwargs["junit"], exc.message, exc.exit_code, kwargs.get("model"))
+    except KernelcheckError:
+        pass  # the original error is the one to report
+
+
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
     if as_json:
         click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
@@ -41,6 +53,7 @@ def guarded(command: str) -> Callable:
             try:
                 code = fn(*args, **kwargs)
             except KernelcheckError as exc:
+                _junit_error(command, kwargs, exc)
                 _emit_error(command, as_json, exc)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
@@ -51,6 +64,7 @@ def guarded(command: str) -> Callable:
                 err = KernelcheckError(f"internal error ({type(exc).__name__}: {exc}). This is a kernelcheck bug; "
                                        "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
                 err.exit_code = EXIT_INTERNAL
+                _junit_error(command, kwargs, err)
                 _emit_error(command, as_json, err)
                 sys.exit(EXIT_INTERNAL)
             sys.exit(code or 0)
