@@ -16,8 +16,8 @@ from typing import Any, Callable
 import click
 
 from kernelcheck import SCHEMA, __version__
-from kernelcheck.errors import KernelcheckError
-from kernelcheck.report import EXIT_INTERNAL, Report, render_json, render_text
+from kernelcheck.errors import BadInput, KernelcheckError
+from kernelcheck.report import EXIT_INTERNAL, Finding, Report, render_json, render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
@@ -108,8 +108,12 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--arch", default=None, metavar="9.0[,10.0...]",
+              help="Check for these GPUs instead of the ones found here: for docker build stages and other "
+                   "machines without a GPU (see docs/pipelines.md).")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None) -> int:
+def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None,
+           arch: str | None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -121,10 +125,25 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
       kernelcheck doctor
       kernelcheck doctor --model qwen3.8-27b --mode train
       kernelcheck doctor --model ./my-model --mode infer --json
+      kernelcheck doctor --model qwen3.8-27b --arch 9.0 --junit doctor.xml   # docker build gate
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode)
+    env = None
+    if arch is not None:
+        from kernelcheck import environment, targets
+
+        if live:
+            raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
+                           "here. Use one or the other.")
+        env = environment.probe(gpu_override=targets.parse_arch(arch))
+    report = run_doctor(model, mode, env=env)
+    if env is not None:
+        report.findings.insert(0, Finding(
+            "gpu-target", "info", "GPUs from --arch "
+            + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
+            + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
+              "supports this torch's CUDA."))
     if live and model:
         from kernelcheck import live as live_mod
 
