@@ -57,7 +57,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         if not buf:
             start = n
         if raw.rstrip().endswith("\\"):
-            buf += raw.rstrip()[:-1] + "\n"
+            buf += raw.rstrip()[:-1]  # docker drops the escape and the newline
             continue
         buf += raw
         out.append((start, buf.strip()))
