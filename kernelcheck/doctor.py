@@ -202,6 +202,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
     report = Report("doctor", env.to_json(), None, mode if query else None)
     report.findings.extend(environment_findings(env))
+    report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
     if query is None:
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
         return report

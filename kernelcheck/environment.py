@@ -202,7 +202,10 @@ def _cuda_home() -> str | None:
             return os.environ[var]
     nvcc = shutil.which("nvcc")
     if nvcc:
-        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+        home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+        # /usr/local/bin/nvcc may be a wrapper script: a CUDA home has the runtime headers
+        if os.path.exists(os.path.join(home, "include", "cuda_runtime.h")) or not os.path.isdir("/usr/local/cuda"):
+            return home
     return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
 
 

@@ -49,6 +49,7 @@ class PackageInfo:
     release_wheel: str = ""
     env_prefix: str = ""
     reference: str = ""
+    skip_reason: str = ""  # why the other distributions in `distributions` are not installed
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Breakage:
     message: str
     fix: str
     reference: str
+    remedies: tuple[dict[str, str], ...] = ()  # fixes `install` can offer: {package, spec, kind, why}
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ def load() -> Matrix:
         Breakage(
             id=b["id"], title=b["title"], severity=b["severity"], functions=tuple(b["functions"]),
             when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
+            remedies=tuple(dict(r) for r in b.get("remedies", [])),
         )
         for b in br.get("breakage", [])
     )

@@ -1,0 +1,99 @@
+"""The planner on constructed environments (torch/triton/GPU values this CPU machine does not have).
+
+The plan is pure: an Environment value, the candidates found, options. These tests feed it the H200
+machine's versions (torch 2.11 + CUDA 13, triton 3.6, sm_90) and real wheel files made on disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kcfixtures import PY_TAG, make_wheel
+from kernelcheck import plan, wheels
+from kernelcheck.environment import Environment, Gpu, TorchInfo
+
+FLA_REQS = ("einops", 'torch>=2.7.0; extra == "cuda"', 'triton>=3.3; extra == "cuda"')
+
+
+def env(torch="2.11.0+cu130", cuda="13.0", triton="3.6.0", cap="9.0", nvcc="13.0", tilelang=False) -> Environment:
+    return Environment(
+        python="3.11.7", python_tag=PY_TAG, platform="linux_x86_64",
+        torch=TorchInfo(torch, cuda, True, None, bool(cap)), triton=triton, transformers="5.17.0", kernels=None,
+        gpus=(Gpu("NVIDIA H200", cap),) if cap else (), driver="580.1", nvcc=nvcc, cuda_home="/usr/local/cuda",
+        packages={}, present={"tilelang": tilelang}, gpu_source="override" if cap else "none")
+
+
+def fla_candidates(tmp: Path, reqs=FLA_REQS, version="0.6.0") -> dict[str, plan.Candidates]:
+    w = wheels.inspect_wheel(make_wheel(tmp, "fla-core", version, py="py3", plat="any",
+                                        files={"fla/__init__.py": b""}, requires=reqs))
+    e = wheels.inspect_wheel(make_wheel(tmp, "einops", "0.8.2", py="py3", plat="any", files={"einops/__init__.py": b""}))
+    return {"fla-core": plan.Candidates(wheels=(w,)), "einops": plan.Candidates(wheels=(e,))}
+
+
+def steps_of(p: plan.Plan, package: str) -> list[plan.Step]:
+    return [s for s in p.steps if s.package == package]
+
+
+def test_hopper_old_triton_train_says_fla_640_and_offers_both_fixes(tmp_path: Path):
+    opts = plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b")
+    p = plan.make_plan(env(), ("fla",), opts, fla_candidates(tmp_path))
+    (fla,) = steps_of(p, "fla-core")
+    assert fla.action == "install" and fla.spec == "fla-core==0.6.0" and fla.severity == "broken"
+    assert "fla-640-refuses" in fla.reason and "backward" in fla.reason
+    (tl,) = steps_of(p, "tilelang")
+    assert tl.action == "offer" and "--with tilelang" in tl.command
+    (tr,) = steps_of(p, "triton")
+    assert tr.action == "offer" and tr.spec == "triton>=3.7.1" and "--allow-change triton" in tr.command
+    assert p.predicted == "broken"
+    # einops is a dependency, installed first
+    assert p.steps[0].package == "einops" and p.steps[0].action == "install"
+
+
+def test_same_machine_infer_mode_or_new_triton_is_ready(tmp_path: Path):
+    c = fla_candidates(tmp_path)
+    p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",)), c)
+    assert steps_of(p, "fla-core")[0].severity == "" and not steps_of(p, "tilelang") and p.predicted == "ready"
+    p = plan.make_plan(env(triton="3.7.1"), ("fla",), plan.Options(mode="train", arches=("9.0",)), c)
+    assert p.predicted == "ready"
+    p = plan.make_plan(env(tilelang=True), ("fla",), plan.Options(mode="train", arches=("9.0",)), c)
+    assert p.predicted == "ready"  # the TileLang backend is there
+
+
+def test_triton_change_only_with_allow_change(tmp_path: Path):
+    c = fla_candidates(tmp_path)
+    t = wheels.inspect_wheel(make_wheel(tmp_path, "triton", "3.7.1", files={"triton/__init__.py": b""}))
+    c["triton"] = plan.Candidates(wheels=(t,))
+    p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"triton"})), c)
+    (tr,) = steps_of(p, "triton")
+    assert tr.action == "install" and "you allowed a triton change" in tr.reason
+
+
+def test_a_candidate_needing_a_torch_change_blocks_the_plan(tmp_path: Path):
+    c = fla_candidates(tmp_path, reqs=("einops", 'torch>=2.15; extra == "cuda"'), version="0.9.0")
+    p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",)), c)
+    (fla,) = steps_of(p, "fla-core")
+    assert fla.action == "blocked" and p.blocked and "torch>=2.15" in fla.reason and "--allow-change" in fla.reason
+    assert any("never changed" in r.reason for r in fla.rejected)
+    p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"torch"})), c)
+    assert steps_of(p, "fla-core")[0].action == "install" and not p.blocked
+
+
+def test_causal_conv1d_refusals_and_build_reasons(tmp_path: Path):
+    sd = tmp_path / "causal_conv1d-1.7.0.tar.gz"
+    sd.write_bytes(b"")
+    c = {"causal-conv1d": plan.Candidates(sdist=str(sd), sdist_origin="--sdist", release_url="https://x/y.whl",
+                                          release_status="unreachable: ConnectionError (offline or blocked)",
+                                          build_tools={"setuptools": True, "wheel": True, "ninja": True},
+                                          nvcc_arches=("compute_75", "compute_90"))}
+    cpu = env(torch="2.13.0+cpu", cuda=None, cap=None)
+    (s,) = plan.make_plan(cpu, ("causal_conv1d",), plan.Options(), c).steps
+    assert s.action == "refuse" and "CPU build" in s.reason
+    (s,) = plan.make_plan(env(cap=None), ("causal_conv1d",), plan.Options(), c).steps
+    assert s.action == "refuse" and "--arch 9.0" in s.reason
+    (s,) = plan.make_plan(env(), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
+    assert s.action == "build" and s.arches == ("sm_90",) and "sm_90 only" in s.reason
+    assert any("offline" in r.reason for r in s.rejected)  # the release wheel: a reason, not a crash
+    (s,) = plan.make_plan(env(nvcc="12.8"), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
+    assert s.action == "refuse" and any("CUDA major mismatch" in r.reason for r in s.rejected)
+    (s,) = plan.make_plan(env(cap="10.0"), ("causal_conv1d",), plan.Options(arches=("10.0",)), c).steps
+    assert s.action == "refuse" and any("cannot target sm_100" in r.reason for r in s.rejected)
