@@ -99,13 +99,13 @@ def test_dockerfile_build_stages_and_args():
     build, final = df.stage("build"), df.stage("final")
     assert build.base == final.base == "${BASE}"
     args = {s.name: {i.args.partition("=")[0]: i.args.partition("=")[2] for i in s.of("ARG")} for s in df.stages}
-    assert {"MODEL", "ARCH"} <= set(args["build"]) and {"MODEL", "ARCH", "MODE"} <= set(args["final"])
+    assert {"MODEL", "ARCH", "MODE"} <= set(args["build"]) and {"MODEL", "ARCH", "MODE"} <= set(args["final"])
     assert args["final"]["MODE"] == "train"
     # The build stage installs with no GPU, the wheelhouse in a cache mount.
     install = [r for r in build.of("RUN") if "kernelcheck install" in r.args]
     assert len(install) == 1
     assert install[0].flags.get("mount", "").startswith("type=cache,target=/wheelhouse")
-    assert '--model "$MODEL" --arch "$ARCH" --wheelhouse /wheelhouse' in install[0].args
+    assert '--model "$MODEL" --mode "$MODE" --arch "$ARCH" --wheelhouse /wheelhouse' in install[0].args
     # The final stage copies only the results (the kernels venv) from the build stage, nothing else.
     copies = final.of("COPY")
     assert [(c.flags.get("from"), c.args) for c in copies] == [("build", "/opt/kernels /opt/kernels")]
