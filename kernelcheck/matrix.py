@@ -174,3 +174,8 @@ def _validate(m: Matrix) -> None:
     for a in m.aliases.values():
         if not a.config and a.model_type not in m.model_types:
             raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")
+
+
+def table(name: str) -> dict[str, Any]:
+    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
+    return _load(name)
