@@ -273,7 +273,8 @@ class Instrument:
                 raise
             finally:
                 stack.pop()
-            rec.nonfinite = _nonfinite(out)
+            # NaN/Inf is blamed on the first function that makes it from finite inputs, not on everything after it
+            rec.nonfinite = _nonfinite(out) and not _nonfinite((args, tuple(kwargs.values())))
             if marking:
                 out = self._mark_outputs(rec.index, out)
             return out

@@ -107,6 +107,7 @@ class LiveRun:
     step_error: str | None = None  # the step failed outside any instrumented function
     direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
+    isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
     benchmark: dict[str, Any] | None = None
     timing: dict[str, float] = field(default_factory=dict)
     triton: dict[str, Any] = field(default_factory=dict)
@@ -337,6 +338,23 @@ def _compare_results(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, A
     return out
 
 
+def _isolate(steps: _Steps, inst: Instrument, run: LiveRun, ref: dict[str, dict[str, Any]],
+             tol: float) -> dict[str, dict[str, Any]]:
+    """The results disagree: run again with one function at a time on its bound path, the rest on the
+    reference, to name the function whose output or gradients are wrong (fla#640 before 0.5 was silent)."""
+    out: dict[str, dict[str, Any]] = {}
+    for fn, hook in inst.hooks.items():
+        if not hook.fast_bound or fn in run.failures:
+            continue
+        inst.forced = set(inst.hooks) - {fn}
+        inst.reset()
+        try:
+            out[fn] = _compare_results(_run_all(steps), ref, tol)
+        except Exception as exc:  # noqa: BLE001
+            out[fn] = {"error": f"{type(exc).__name__}: {_first_line(exc)}", "ok": None}
+    return out
+
+
 # -- benchmark ------------------------------------------------------------------------------------
 def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, device: str) -> dict[str, Any]:
     """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
@@ -514,6 +532,8 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
                 try:
                     ref = _run_all(steps)
                     run.model_compare = _compare_results(first, ref, tol)
+                    if run.model_compare.get("ok") is False:
+                        run.isolated = _isolate(steps, inst, run, ref, tol)
                 except Exception as exc:  # noqa: BLE001
                     run.model_compare = {"error": f"the torch reference run failed: {type(exc).__name__}: "
                                                   f"{_first_line(exc)}", "ok": None}
@@ -572,6 +592,8 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
                        "implementation": fail.implementation}
     if fn in run.direct:
         ev["vs_reference"] = run.direct[fn]
+    if fn in run.isolated:
+        ev["alone_on_fast_path_vs_reference"] = run.isolated[fn]
     return ev
 
 
@@ -581,6 +603,10 @@ def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None, str | No
         if fn in fd.functions and fd.severity == "broken":
             return fd.id, fd.fix, fd.message
     return None, None, None
+
+
+_UNKNOWN_FIX = ("not a known breakage: reinstall {dist} for this torch/CUDA (kernelcheck install --model {model}); "
+                "until then `pip uninstall {dist}` gives the slow but working torch path")
 
 
 def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> None:
@@ -598,21 +624,30 @@ def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run
         if rid:
             fs.reason += f" [known breakage {rid}]"
             fs.fix = fix
-        elif not fs.fix:
-            fs.fix = ("run `kernelcheck doctor --model M --mode train` for known causes; force the torch path by "
-                      "uninstalling the package if you must run now (slow)")
+        else:
+            fs.fix = _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
         return
     if ev.get("nonfinite_output") or direct.get("nonfinite"):
         fs.status, fs.reason = "broken", f"observed: {ev['implementation_called']} returned NaN/Inf"
         rid, fix, _ = _rule_fix(report, fn)
-        fs.fix = fix or fs.fix
+        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
         return
     if direct.get("compared") and not direct.get("ok"):
         fs.status = "broken"
         fs.reason = (f"observed: {ev['implementation_called']} disagrees with the torch reference on the same inputs "
                      f"(relative error {direct.get('rel_err')} > {direct.get('tolerance')})")
         rid, fix, _ = _rule_fix(report, fn)
-        fs.fix = fix or fs.fix
+        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
+        return
+    iso = run.isolated.get(fn)
+    if iso and iso.get("ok") is False:
+        bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in iso.items() if isinstance(v, dict)
+               for k in ("logits", "grads") if k in v and not v[k]["ok"]]
+        fs.status = "broken"
+        fs.reason = (f"observed: with only {fn} on its bound path ({ev['implementation_called']}), the model's results "
+                     f"disagree with the torch reference ({'; '.join(bad)}; tolerance {iso['tolerance']})")
+        rid, fix, _ = _rule_fix(report, fn)
+        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
         return
     if direct.get("error") and ev.get("path") == "fast":
         fs.status = "broken"
