@@ -10,12 +10,15 @@ The backward of a call is its own range (`...::backward`), opened on the autogra
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import fnmatch
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelcheck import matrix as matrix_mod
 from kernelcheck.instrument import RANGE_PREFIX
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -40,18 +43,23 @@ class RangeStats:
 
 @dataclass(frozen=True)
 class StepTrace:
-    """One profiled step: its ranges and the step-level counts."""
+    """One profiled step: its per-call ranges, plus the step-level analysis of the shared trace module
+    (the same numbers `kernelcheck trace` reports: ops, kernels, GPU busy vs wall time, launch delay)."""
 
     step: str
     ranges: tuple[RangeStats, ...]
-    cpu_ops: int
-    kernels: int
-    memcpy: int
-    memset: int
-    gpu_busy_us: float
-    cpu_span_us: float
-    kernel_names: dict[str, int] = field(default_factory=dict)
-    analysis: dict[str, Any] = field(default_factory=dict)  # kernelcheck.trace's summary, when available
+    stats: Any  # kernelcheck.trace.StepStats of the whole step
+    launch_bound: bool
+    fast_packages: tuple[str, ...]  # packages whose fast kernels ran in the step (matrix/signatures.toml)
+    fallbacks: tuple[str, ...]  # fallback signature ids the trace analysis matched
+
+    @property
+    def cpu_ops(self) -> int:
+        return int(self.stats.cpu_ops)
+
+    @property
+    def kernels(self) -> int:
+        return int(self.stats.kernels)
 
 
 def load_events(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -69,16 +77,6 @@ def _parse_range(name: str) -> tuple[str, str, int | None, bool]:
     fn, step = parts[0], parts[1] if len(parts) > 1 else "?"
     layer_s = (parts[2] if len(parts) > 2 else "L-").split("#")[0][1:]
     return fn, step, int(layer_s) if layer_s.isdigit() else None, backward
-
-
-def _union_us(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for s, e in sorted(intervals):
-        if e <= end:
-            continue
-        total += e - max(s, end)
-        end = e
-    return total
 
 
 def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> StepTrace:
@@ -115,14 +113,12 @@ def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | 
         fn, st, layer, bwd = _parse_range(r["name"])
         out.append(RangeStats(r["name"], fn, st, layer, bwd, len(ops), sum(names.values()), dict(names),
                               t1 - t0, sum(float(k.get("dur", 0)) for k in ks)))
-    kernels = [e for e in gpu if e.get("cat") == "kernel"]
-    span = (max(float(e["ts"]) + float(e.get("dur", 0)) for e in cpu) - min(float(e["ts"]) for e in cpu)) if cpu else 0.0
-    analysis = _shared_analysis(events, metadata)
-    return StepTrace(step, tuple(out), len(cpu), len(kernels),
-                     sum(1 for e in gpu if e.get("cat") == "gpu_memcpy"),
-                     sum(1 for e in gpu if e.get("cat") == "gpu_memset"),
-                     _union_us([(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in gpu]),
-                     span, dict(Counter(e["name"] for e in kernels).most_common(20)), analysis)
+    from kernelcheck import trace as trace_mod
+
+    an = trace_mod.analyze_events(events, metadata)
+    summary = dataclasses.replace(an.summary, name=f"the {step} step")
+    return StepTrace(step, tuple(out), summary, trace_mod.is_launch_bound(summary), tuple(an.fast_packages),
+                     tuple(m.id for m in an.fallbacks))
 
 
 def _within(items: list[tuple[float, dict[str, Any]]], t0: float, t1: float) -> list[dict[str, Any]]:
@@ -131,46 +127,24 @@ def _within(items: list[tuple[float, dict[str, Any]]], t0: float, t1: float) -> 
     return [e for _, e in items[lo:hi]]
 
 
-def _shared_analysis(events: list[dict[str, Any]], metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """kernelcheck.trace's step analysis (the `trace` command's), when that module is present."""
-    try:
-        from kernelcheck import trace as trace_mod  # written on the `trace` branch
-    except Exception:
-        return {}
-    fn = getattr(trace_mod, "analyze_events", None)
-    if fn is None:
-        return {}
-    try:
-        res = fn(events, metadata)
-    except Exception as exc:  # noqa: BLE001 - the attribution above stands on its own
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    to_json = getattr(res, "to_json", None)
-    if callable(to_json):
-        return to_json()
-    from dataclasses import asdict, is_dataclass
-
-    return asdict(res) if is_dataclass(res) else {}
+def fast_kernel_names(package: str, names: list[str]) -> list[str]:
+    """The names among `names` that are `package`'s fast kernels (patterns from matrix/signatures.toml)."""
+    pats = matrix_mod.load_signatures().fast_kernels.get(package, ())
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats)]
 
 
 def launch_sentence(st: StepTrace, device: str) -> str:
-    """Launch-bound signal in words: GPU busy vs the step's span, and kernels per step."""
-    if st.analysis.get("launch_bound_sentence"):
-        return str(st.analysis["launch_bound_sentence"])
+    """Launch-bound signal in words: GPU busy vs the step's wall time, and kernels per step."""
+    from kernelcheck import trace as trace_mod
+
+    s = st.stats
     if not device.startswith("cuda"):
-        return (f"{st.step}: {st.cpu_ops} CPU ops in {st.cpu_span_us / 1000:.1f} ms on the CPU; no GPU here, so "
+        return (f"{st.step}: {s.cpu_ops} CPU ops in {s.cpu_span_us / 1000:.1f} ms on the CPU; no GPU here, so "
                 "there is no GPU time to compare.")
-    if st.cpu_span_us <= 0 or st.kernels == 0:
-        return f"{st.step}: no GPU kernels were recorded."
-    busy = min(1.0, st.gpu_busy_us / st.cpu_span_us)
-    idle = 1.0 - busy
-    per = st.gpu_busy_us / max(1, st.kernels)
-    s = (f"{st.step}: {st.kernels} GPU kernels in {st.cpu_span_us / 1000:.1f} ms; the GPU was busy "
-         f"{busy:.0%} of the step")
-    if idle > 0.2 and per < 20:
-        s += (f" and sat idle {idle:.0%} waiting for launches (average kernel {per:.1f} us: launch-bound, the "
-              "signature of a torch fallback)")
-    elif idle > 0.2:
-        s += f" and idle {idle:.0%} (host work or synchronisation between kernels)"
-    else:
-        s += " (not launch-bound)"
-    return s + "."
+    if st.launch_bound:
+        return f"{st.step}: {trace_mod.launch_bound_sentence(s)} (launch-bound)."
+    bf = s.busy_fraction
+    if bf is None:
+        return f"{st.step}: no GPU kernel ran."
+    return (f"{st.step}: {s.kernels:,} GPU kernels, the GPU was busy {bf:.0%} of {s.wall_us / 1000:.1f} ms "
+            f"(median kernel {s.median_kernel_us:.1f} us): not launch-bound.")

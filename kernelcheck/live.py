@@ -110,6 +110,7 @@ class LiveRun:
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
     benchmark: dict[str, Any] | None = None
     timing: dict[str, float] = field(default_factory=dict)
+    package_of: dict[str, str] = field(default_factory=dict)  # function -> package import name
     triton: dict[str, Any] = field(default_factory=dict)
 
 
@@ -476,7 +477,8 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     t0 = time.perf_counter()
     _say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
     built = layers_mod.build(model, shape, device, dtype, _attn_impl(needs))
-    run = LiveRun(built=built, tokens=ntok, mode=mode)
+    run = LiveRun(built=built, tokens=ntok, mode=mode,
+                  package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
     fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}
     inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks)
@@ -580,6 +582,8 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
         "cpu_ms": round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
         "gpu_ms": round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
         "kernel_names": [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])][:12],
+        "fast_kernels_seen": evidence_mod.fast_kernel_names(
+            run.package_of.get(fn, ""), [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])])[:12],
         "per_layer": [{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
                        "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
     }
@@ -795,12 +799,9 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 def _step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
-    d = {"cpu_ops": tr.cpu_ops, "kernels": tr.kernels, "memcpy": tr.memcpy, "memset": tr.memset,
-         "gpu_busy_us": round(tr.gpu_busy_us, 1), "cpu_span_us": round(tr.cpu_span_us, 1),
-         "gpu_busy_fraction": round(tr.gpu_busy_us / tr.cpu_span_us, 3) if tr.cpu_span_us and tr.kernels else None,
-         "top_kernels": tr.kernel_names, "launch_bound": evidence_mod.launch_sentence(tr, device)}
-    if tr.analysis:
-        d["analysis"] = tr.analysis
+    d = tr.stats.to_json()
+    d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": evidence_mod.launch_sentence(tr, device),
+              "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})
     return d
 
 

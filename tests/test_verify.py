@@ -203,3 +203,25 @@ def test_local_folder_model(tmp_path: Path) -> None:
     assert code == 3, rep
     assert rep["live"]["model"]["class"] == "Qwen3NextForCausalLM"
     assert function(rep, "chunk_gated_delta_rule")["evidence"]["calls"] >= 1
+
+
+@pytest.mark.slow
+def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
+    """Real fla-core 0.6.0 + triton 3.6.0 on a machine without a GPU: imports fine, transformers 5.24 binds it,
+    the first call crashes in Triton. Static checks can only guess this; verify sees the exception."""
+    from envs import site
+
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "64"], fla)
+    assert code == 4, rep.get("error")
+    for name in ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"):
+        f = function(rep, name)
+        assert f["status"] == "broken"
+        err = f["evidence"]["error"]
+        assert err["phase"] == "forward" and err["implementation"].startswith("fla.ops.gated_delta_rule.")
+        assert "active drivers" in err["exception"]
+        assert "fla-cpu-crash" in f["reason"] and f["fix"].startswith("pip uninstall -y fla-core")
+    # after forcing fla's functions to torch the conv functions were still run and reported
+    assert function(rep, "causal_conv1d_fn")["evidence"]["calls"] >= 1
+    assert sorted(rep["live"]["forced_torch_after_failure"]) == ["chunk_gated_delta_rule",
+                                                                 "fused_recurrent_gated_delta_rule"]
