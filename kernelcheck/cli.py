@@ -16,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from kernelcheck import SCHEMA, __version__
-from kernelcheck.errors import KernelcheckError
+from kernelcheck.errors import BadInput, KernelcheckError
 from kernelcheck.report import EXIT_INTERNAL, Report, render_json, render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
@@ -150,8 +150,13 @@ def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | Non
       kernelcheck verify --model qwen3.8-27b --mode infer --json
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
     """
+    import importlib.util
+
     from kernelcheck.live import verify as run_verify
 
+    if junit and importlib.util.find_spec("kernelcheck.junit") is None:
+        raise BadInput("--junit needs kernelcheck.junit, which this kernelcheck build does not include; drop --junit "
+                       "or upgrade kernelcheck.")
     report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
     return _finish(report, as_json, junit)
 

@@ -59,6 +59,8 @@ class Hook:
     fast_bound: bool
     cells: dict[str, Any] = field(default_factory=dict)  # closure cells: implementation, torch_function
     attribute: str = ""
+    inline: str = ""  # old regime: the reference is inline code in this layer method (nothing to wrap)
+    layer_classes: set[str] = field(default_factory=set)
 
 
 def dotted(fn: Any) -> str:
@@ -159,7 +161,7 @@ class Instrument:
     """Wrap the fast functions of one modeling module (or model instance) while `active`."""
 
     def __init__(self, module_name: str, bindings: dict[str, Binding], model: Any, regime: str,
-                 torch_fallbacks: dict[str, str] | None = None):
+                 torch_fallbacks: dict[str, str] | None = None, aliases: dict[str, tuple[str, ...]] | None = None):
         self.module = importlib.import_module(module_name)
         self.model = model
         self.regime = regime
@@ -177,6 +179,7 @@ class Instrument:
         self.hooks: dict[str, Hook] = {}
         self._start, self._end = _autograd_marks()
         self._fallbacks = torch_fallbacks or {}
+        self._aliases = aliases or {}
         for fn, b in bindings.items():
             if b.bound == "unbound":
                 continue
@@ -220,20 +223,25 @@ class Instrument:
             self._restore.append(functools.partial(setattr, cell, "cell_contents", real))
 
     def _patch_layers(self, hook: Hook) -> None:
-        # <= 5.14: each layer stores the function (or None for the inline conv) on itself at init.
+        # <= 5.14: each layer stores the function (or None for the inline conv) on itself at init, sometimes
+        # under another name (`self.recurrent_gated_delta_rule = fused_recurrent_gated_delta_rule or ...`).
+        names = (hook.function, *self._aliases.get(hook.function, ()))
         for mod in self.model.modules():
-            if hook.function not in vars(mod):
+            attr = next((n for n in names if n in vars(mod)), None)
+            if attr is None:
                 continue
-            real = vars(mod)[hook.function]
+            real = vars(mod)[attr]
+            hook.layer_classes.add(type(mod).__name__)
+            if real is None:
+                hook.inline = f"{type(mod).__name__}.forward (its `{attr}` is None)"
+                continue  # inline torch code: nothing to wrap; the evidence says so
             if hook.original is None:
                 hook.original = real
-            if real is None:
-                continue  # inline torch code: nothing to wrap; evidence says so
             is_fast = (getattr(real, "__module__", "") or "").split(".")[0] == hook.package
             rec = self._recorder(real, is_fast)
             tf = self._recorder(hook.torch_function, False) if hook.torch_function else None
-            setattr(mod, hook.function, self._outer(hook, rec, tf))
-            self._restore.append(functools.partial(setattr, mod, hook.function, real))
+            setattr(mod, attr, self._outer(hook, rec, tf))
+            self._restore.append(functools.partial(setattr, mod, attr, real))
 
     def _recorder(self, real: Callable, is_fast: bool) -> Callable:
         name = dotted(real)

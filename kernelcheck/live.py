@@ -111,6 +111,7 @@ class LiveRun:
     benchmark: dict[str, Any] | None = None
     timing: dict[str, float] = field(default_factory=dict)
     package_of: dict[str, str] = field(default_factory=dict)  # function -> package import name
+    inline: dict[str, str] = field(default_factory=dict)  # old regime: function -> the layer code that inlines it
     triton: dict[str, Any] = field(default_factory=dict)
 
 
@@ -481,7 +482,10 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
     fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}
-    inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks)
+    aliases: dict[str, tuple[str, ...]] = {}
+    for e in m.transformers.get("misnamed", []):
+        aliases[e["function"]] = (*aliases.get(e["function"], ()), e["registered"])
+    inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks, aliases)
     steps = _Steps(built, inst, mode, ntok)
     cache = triton_cache_dir()
     before = cache_entries(cache)
@@ -525,6 +529,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
             run.timing["profile_s"] = round(time.perf_counter() - t2, 3)
             t3 = time.perf_counter()
             run.direct = _direct_compare(inst, tol)
+            run.inline = {f: h.inline for f, h in inst.hooks.items() if h.inline}
             fast_ran = any(r.fast and not r.forced for recs in run.records.values() for r in recs)
             if fast_ran:
                 _say("comparing with the torch reference path on the same weights and inputs")
@@ -558,6 +563,10 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
     """The evidence block for one function: what ran, how often, what it launched, how it compared."""
     calls = [r for recs in run.records.values() for r in recs if r.function == fn]
     fail = run.failures.get(fn)
+    if not calls and fail is None and fn in run.inline:
+        return {"device": run.built.device, "path": "torch", "calls": 0,
+                "implementation_called": f"inline torch code in {run.inline[fn]}",
+                "note": "transformers stored no function for it, so the layer ran its own torch code"}
     if not calls and fail is None:
         return None
     ranges = [rs for tr in run.traces.values() for rs in tr.ranges if rs.function == fn]
@@ -657,7 +666,7 @@ def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run
         fs.status = "broken"
         fs.reason = f"observed: calling {fn} again on the captured inputs raised {direct['error']}"
         return
-    if ev.get("path") == "fast":
+    if ev.get("path") == "fast" and ev.get("calls"):
         fs.status, fs.reason, fs.fix = "fast", None, None
         fs.implementation = ev["implementation_called"] if isinstance(ev["implementation_called"], str) else fs.implementation
         return

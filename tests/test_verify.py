@@ -58,7 +58,9 @@ def test_cpu_verify_exits_3_with_torch_evidence_for_every_function(cpu_train: tu
     assert live["model"]["class"] == "Qwen3_5ForCausalLM"
     assert set(live["steps"]) == {"train", "prefill", "decode"}
     assert all(s["kernels"] == 0 and s["cpu_ops"] > 0 for s in live["steps"].values())
-    assert "no GPU here" in live["steps"]["train"]["launch_bound"]
+    assert live["steps"]["train"]["launch_bound"] is False
+    assert "no GPU here" in live["steps"]["train"]["launch_bound_sentence"]
+    assert live["steps"]["train"]["top_ops_by_count"]  # the shared trace analysis ran on verify's trace
     assert "torch reference" in live["reference_comparison"]["skipped"]
     assert any(f["id"] == "verify-cpu" for f in rep["findings"])
     t = live["timing"]
@@ -225,3 +227,22 @@ def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
     assert function(rep, "causal_conv1d_fn")["evidence"]["calls"] >= 1
     assert sorted(rep["live"]["forced_torch_after_failure"]) == ["chunk_gated_delta_rule",
                                                                  "fused_recurrent_gated_delta_rule"]
+
+
+@pytest.mark.slow
+def test_module_globals_regime_transformers_5_14() -> None:
+    """transformers <= 5.14 stores the functions on each layer (or None: inline conv); verify reads those."""
+    from envs import site
+
+    old = site("transformers==5.14.1", "tokenizers==0.22.2", "huggingface_hub>=1.5,<2", "httpx", "httpcore",
+               "h11", "anyio", "sniffio")
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "32"], old)
+    assert code == 3, rep.get("error")
+    assert rep["environment"]["transformers"] == "5.14.1"
+    # the decode function lives on the layer as `recurrent_gated_delta_rule`
+    dec = function(rep, "fused_recurrent_gated_delta_rule")["evidence"]
+    assert dec["calls_by_step"] == {"decode": 1} and dec["implementation_called"].endswith(
+        "torch_recurrent_gated_delta_rule")
+    conv = function(rep, "causal_conv1d_fn")["evidence"]
+    assert conv["path"] == "torch" and "inline torch code in Qwen3_5GatedDeltaNet.forward" in conv[
+        "implementation_called"]
