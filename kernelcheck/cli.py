@@ -152,6 +152,49 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
 
 
 @main.command()
+@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--shape", type=click.Choice(["tiny", "full"]), default="tiny", show_default=True,
+              help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
+                   "of each type (GPU only).")
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--benchmark", is_flag=True,
+              help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
+@click.option("--tokens", type=int, default=None,
+              help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@guarded("verify")
+def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
+           junit: str | None) -> int:
+    """Run MODEL's real layers here under the profiler and prove which implementation ran.
+
+    Builds the model's own transformers layers from its config with random weights (no weight
+    download), runs a training step (train mode) and a prefill plus one cached decode step on the local
+    device (CUDA if present, else CPU), and reports for each fast function the implementation really
+    called, the GPU kernels and CPU ops it caused per layer, its error against the torch reference on
+    the same inputs, and a status: fast, fallback, broken (exception, refusal, NaN, mismatch) or
+    unsupported. Progress goes to stderr; the first run on a GPU compiles Triton kernels (minutes with
+    a cold cache: see docs/verify.md to warm it into an image).
+
+    \b
+    Examples:
+      kernelcheck verify --model qwen3.8-27b                      # tiny shape, train mode
+      kernelcheck verify --model qwen3.8-27b --mode infer --json
+      kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
+    """
+    import importlib.util
+
+    from kernelcheck.live import verify as run_verify
+
+    if junit and importlib.util.find_spec("kernelcheck.junit") is None:
+        raise BadInput("--junit needs kernelcheck.junit, which this kernelcheck build does not include; drop --junit "
+                       "or upgrade kernelcheck.")
+    report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
+    return _finish(report, as_json, junit)
+
+
+@main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 @guarded("models")
 def models(as_json: bool) -> int:
@@ -242,6 +285,40 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     report, code = install_mod.run(req, click.echo, as_json)
     click.echo(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run))
     return code
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@guarded("trace")
+def trace(file: str, as_json: bool) -> int:
+    """Diagnose a torch profiler trace (Chrome trace JSON, plain or .gz) of a real step.
+
+    Per ProfilerStep: CPU ops, GPU kernels (memcpy/memset apart), CPU span, GPU busy time (union of
+    kernel intervals), idle gaps, launch delays, top kernels; then whether the step carries the
+    signature of transformers' torch reference path (thousands of small elementwise/triu/depthwise-conv
+    kernels and no fla / causal-conv1d kernel: it names the missing package) or is launch-bound
+    (nvidia-smi reads ~100% while the GPU waits for launches). Large traces are streamed.
+
+    \b
+    Record one (see docs/trace.md):
+      with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+              schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+              on_trace_ready=lambda p: p.export_chrome_trace("step.json.gz")) as prof:
+          for batch in loader: train_step(batch); prof.step()
+
+    \b
+    Examples:
+      kernelcheck trace step.json.gz
+      kernelcheck trace rank0.pt.trace.json --json | jq .summary
+
+    Exit codes: 0 healthy, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
+    """
+    from kernelcheck import trace as trace_mod
+
+    report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr)
+    click.echo(render_json(report) if as_json else trace_mod.render_text(report))
+    return report.exit_code
 
 
 if __name__ == "__main__":

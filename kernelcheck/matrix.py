@@ -177,3 +177,82 @@ def _validate(m: Matrix) -> None:
     for a in m.aliases.values():
         if not a.config and a.model_type not in m.model_types:
             raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")
+
+
+# --- trace signatures (matrix/signatures.toml): what fast and fallback paths look like in a profiler trace ---
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """`min` kernels (per step) whose names match any of `patterns` (fnmatch globs)."""
+
+    what: str
+    patterns: tuple[str, ...]
+    min: int
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The torch reference path of a package's functions, as seen in a trace."""
+
+    id: str
+    package: str  # key in packages.toml
+    functions: tuple[str, ...]
+    title: str
+    what: str
+    kernels: tuple[KernelGroup, ...]
+    python_functions: tuple[str, ...] = ()
+    context_packages: tuple[str, ...] = ()
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class LaunchBound:
+    busy_fraction_below: float
+    min_kernels: int
+    median_kernel_us_below: float
+    launch_delay_p50_below_us: float
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class TraceSignatures:
+    fast_kernels: dict[str, tuple[str, ...]]  # package key -> fast kernel name patterns
+    fast_references: dict[str, str]
+    signatures: tuple[Signature, ...]
+    launch_bound: LaunchBound
+
+
+@functools.lru_cache(maxsize=1)
+def load_signatures() -> TraceSignatures:
+    """Load matrix/signatures.toml (kernel name patterns and thresholds used by `kernelcheck trace`)."""
+    d = _load("signatures.toml")
+    pk = d.get("package", {})
+    sigs = tuple(
+        Signature(
+            id=s["id"], package=s["package"], functions=tuple(s.get("functions", ())), title=s["title"],
+            what=s.get("what", ""),
+            kernels=tuple(KernelGroup(what=k.get("what", ""), patterns=tuple(k["patterns"]), min=int(k["min"]))
+                          for k in s.get("kernels", ())),
+            python_functions=tuple(s.get("python_functions", ())),
+            context_packages=tuple(s.get("context_packages", ())), reference=s.get("reference", ""),
+        )
+        for s in d.get("signature", ())
+    )
+    out = TraceSignatures(
+        fast_kernels={n: tuple(p["fast_kernels"]) for n, p in pk.items()},
+        fast_references={n: p.get("reference", "") for n, p in pk.items()},
+        signatures=sigs,
+        launch_bound=LaunchBound(**d["launch_bound"]),
+    )
+    known = load().packages
+    for s in sigs:
+        for name in (s.package, *s.context_packages):
+            if name not in known or name not in out.fast_kernels:
+                raise ValueError(f"matrix: signature {s.id} names package {name} missing from packages.toml "
+                                 "or from signatures.toml [package.*]")
+    return out
+
+
+def table(name: str) -> dict[str, Any]:
+    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
+    return _load(name)
