@@ -20,6 +20,7 @@ the dashboard and the exit code never disagree. The layout follows the common JU
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import re
 import socket
@@ -109,6 +110,18 @@ def _finding_lines(fd: Finding) -> list[str]:
     return out
 
 
+def _evidence_value(v: Any) -> str:
+    """Scalars as they are, lists of names comma-separated, nested data as compact JSON."""
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return "(none)"
+        if all(isinstance(x, (str, int, float, bool)) for x in v):
+            return ", ".join(map(str, v))
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, default=str, separators=(", ", ": "))
+    return str(v)
+
+
 def _function_text(fs: FunctionStatus, tied: list[Finding]) -> str:
     lines = [f"status: {fs.status}", f"package: {fs.package}", f"implementation: {fs.implementation}"]
     if fs.phase:
@@ -120,7 +133,7 @@ def _function_text(fs: FunctionStatus, tied: list[Finding]) -> str:
     if fs.evidence:
         lines.append("evidence:")
         for k, v in fs.evidence.items():
-            lines.append(f"  {k}: {', '.join(map(str, v)) if isinstance(v, (list, tuple)) else v}")
+            lines.append(f"  {k}: {_evidence_value(v)}")
     for fd in tied:
         lines.extend(_finding_lines(fd))
     return "\n".join(lines)

@@ -254,3 +254,18 @@ def test_the_schema_check_really_rejects_bad_files(schema):
     root = junit.build(Report("doctor", ENV, None, None))
     root.find("testsuite").set("tests", "-1")
     assert list(schema.iter_errors(ET.tostring(root, encoding="unicode")))
+
+
+def test_verify_junit_carries_the_observed_evidence(tmp_path, schema):
+    """verify (real layers under the profiler, here on the CPU): each case holds what was observed."""
+    out = tmp_path / "verify.xml"
+    res = envs.run(["verify", "--model", "qwen3.8-27b", "--junit", str(out)])
+    assert res.returncode == 3, res.stderr[-2000:]
+    root = _valid(schema, out)
+    _counts_match(root)
+    assert root.find("testsuite").get("name") == "kernelcheck.verify.Qwen_Qwen3_8-27B"
+    fail = _cases(root)["chunk_gated_delta_rule"].find("failure")
+    assert fail.get("type") == "fallback" and "the torch reference ran" in fail.get("message")
+    assert "implementation_called: transformers.models.qwen3_5.modeling_qwen3_5.torch_chunk_gated_delta_rule" \
+        in fail.text
+    assert "gpu_kernels: 0" in fail.text and "device: cpu" in fail.text
