@@ -105,6 +105,9 @@ def main() -> None:
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
+@click.option("--exact", is_flag=True,
+              help="Import the model's modeling module and read transformers' own bindings (slower; the default "
+                   "reads the same decorators from source and resolves them as transformers does).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
@@ -112,7 +115,7 @@ def main() -> None:
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None,
+def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
@@ -136,8 +139,9 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
         if live:
             raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
                            "here. Use one or the other.")
-        env = environment.probe(gpu_override=targets.parse_arch(arch))
-    report = run_doctor(model, mode, env=env)
+        # Packages are probed after binding, as doctor does without --arch.
+        env = environment.probe(packages=False, gpu_override=targets.parse_arch(arch))
+    report = run_doctor(model, mode, env=env, exact=exact)
     if env is not None:
         report.findings.insert(0, Finding(
             "gpu-target", "info", "GPUs from --arch "
