@@ -120,7 +120,16 @@ def nvcc_arches(nvcc: str) -> tuple[str, ...]:
 def _unpack(sdist: Path, dest: Path) -> Path:
     try:
         with tarfile.open(sdist) as tf:
-            tf.extractall(dest, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, filter="data")
+            else:
+                # Python < 3.11.4 (Debian bookworm's 3.11.2, common in CUDA base images) has no
+                # extraction filters: refuse what the "data" filter would, then extract.
+                root = dest.resolve()
+                for m in tf.getmembers():
+                    if not (m.isfile() or m.isdir()) or not (root / m.name).resolve().is_relative_to(root):
+                        raise tarfile.TarError(f"unsafe member {m.name!r} (link, device or outside the folder)")
+                tf.extractall(dest)
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise BuildFailed(f"cannot unpack {sdist.name}: {type(exc).__name__}: {exc}") from None
     tops = [p for p in dest.iterdir() if p.is_dir()]

@@ -16,12 +16,24 @@ from typing import Any, Callable
 import click
 
 from kernelcheck import SCHEMA, __version__
-from kernelcheck.errors import KernelcheckError
-from kernelcheck.report import EXIT_INTERNAL, Report, render_json, render_text
+from kernelcheck.errors import BadInput, KernelcheckError
+from kernelcheck.report import EXIT_INTERNAL, Finding, Report, render_json, render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
 MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+
+
+def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) -> None:
+    """A run that ends before its report still leaves the --junit file, holding the reason."""
+    if not kwargs.get("junit"):
+        return
+    from kernelcheck import junit as junit_mod
+
+    try:
+        junit_mod.write_error(command, kwargs["junit"], exc.message, exc.exit_code, kwargs.get("model"))
+    except KernelcheckError:
+        pass  # the original error is the one to report
 
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
@@ -41,6 +53,7 @@ def guarded(command: str) -> Callable:
             try:
                 code = fn(*args, **kwargs)
             except KernelcheckError as exc:
+                _junit_error(command, kwargs, exc)
                 _emit_error(command, as_json, exc)
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
@@ -51,6 +64,7 @@ def guarded(command: str) -> Callable:
                 err = KernelcheckError(f"internal error ({type(exc).__name__}: {exc}). This is a kernelcheck bug; "
                                        "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
                 err.exit_code = EXIT_INTERNAL
+                _junit_error(command, kwargs, err)
                 _emit_error(command, as_json, err)
                 sys.exit(EXIT_INTERNAL)
             sys.exit(code or 0)
@@ -102,9 +116,12 @@ def main() -> None:
                    "Default: what the installed transformers does. See `kernelcheck hub --help`.")
 @click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
               help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
+@click.option("--arch", default=None, metavar="9.0[,10.0...]",
+              help="Check for these GPUs instead of the ones found here: for docker build stages and other "
+                   "machines without a GPU (see docs/pipelines.md).")
 @guarded("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
-           hub: bool | None = None, hub_device: str | None = None) -> int:
+           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -116,14 +133,73 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
       kernelcheck doctor
       kernelcheck doctor --model qwen3.8-27b --mode train
       kernelcheck doctor --model ./my-model --mode infer --json
+      kernelcheck doctor --model qwen3.8-27b --arch 9.0 --junit doctor.xml   # docker build gate
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode, exact=exact, hub=hub, hub_device=hub_device)
+    env = None
+    if arch is not None:
+        from kernelcheck import environment, targets
+
+        if live:
+            raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
+                           "here. Use one or the other.")
+        # Packages are probed after binding, as doctor does without --arch.
+        env = environment.probe(packages=False, gpu_override=targets.parse_arch(arch))
+    report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device)
+    if env is not None:
+        report.findings.insert(0, Finding(
+            "gpu-target", "info", "GPUs from --arch "
+            + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
+            + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
+              "supports this torch's CUDA."))
     if live and model:
         from kernelcheck import live as live_mod
 
         live_mod.merge_into(report, model, mode)
+    return _finish(report, as_json, junit)
+
+
+@main.command()
+@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--shape", type=click.Choice(["tiny", "full"]), default="tiny", show_default=True,
+              help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
+                   "of each type (GPU only).")
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--benchmark", is_flag=True,
+              help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
+@click.option("--tokens", type=int, default=None,
+              help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@guarded("verify")
+def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
+           junit: str | None) -> int:
+    """Run MODEL's real layers here under the profiler and prove which implementation ran.
+
+    Builds the model's own transformers layers from its config with random weights (no weight
+    download), runs a training step (train mode) and a prefill plus one cached decode step on the local
+    device (CUDA if present, else CPU), and reports for each fast function the implementation really
+    called, the GPU kernels and CPU ops it caused per layer, its error against the torch reference on
+    the same inputs, and a status: fast, fallback, broken (exception, refusal, NaN, mismatch) or
+    unsupported. Progress goes to stderr; the first run on a GPU compiles Triton kernels (minutes with
+    a cold cache: see docs/verify.md to warm it into an image).
+
+    \b
+    Examples:
+      kernelcheck verify --model qwen3.8-27b                      # tiny shape, train mode
+      kernelcheck verify --model qwen3.8-27b --mode infer --json
+      kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
+    """
+    import importlib.util
+
+    from kernelcheck.live import verify as run_verify
+
+    if junit and importlib.util.find_spec("kernelcheck.junit") is None:
+        raise BadInput("--junit needs kernelcheck.junit, which this kernelcheck build does not include; drop --junit "
+                       "or upgrade kernelcheck.")
+    report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
     return _finish(report, as_json, junit)
 
 

@@ -253,3 +253,8 @@ def load_signatures() -> TraceSignatures:
                 raise ValueError(f"matrix: signature {s.id} names package {name} missing from packages.toml "
                                  "or from signatures.toml [package.*]")
     return out
+
+
+def table(name: str) -> dict[str, Any]:
+    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
+    return _load(name)

@@ -149,11 +149,15 @@ def render_text(report: Report) -> str:
             if f.fix:
                 out.append(f"              fix: {f.fix}")
             if f.evidence:
-                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items() if k not in ("kernels",))
+                # one line of scalars; nested evidence (per layer, comparisons) is in --json
+                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items()
+                               if k not in ("kernels", "kernel_names") and not isinstance(v, (dict, list)))
                 out.append(f"              evidence: {ev}")
-                if f.evidence.get("kernels"):
-                    out.append(f"              kernels: {', '.join(f.evidence['kernels'][:6])}")
-    for section, render in (("plan", _render_plan), ("hub", _render_hub), ("summary", _render_summary)):
+                names = f.evidence.get("kernel_names") or f.evidence.get("kernels")
+                if names:
+                    out.append(f"              kernels: {', '.join(names[:6])}")
+    for section, render in (("plan", _render_plan), ("hub", _render_hub), ("summary", _render_summary),
+                            ("live", _render_live)):
         if section in report.extra and report.extra[section]:
             out.extend(render(report.extra[section]))
     if report.findings:
@@ -197,3 +201,7 @@ def _render_summary(summary: dict[str, Any]) -> list[str]:
         if not isinstance(v, (dict, list)):
             out.append(f"  {k}: {v}")
     return out
+
+
+def _render_live(live: dict[str, Any]) -> list[str]:
+    return ["live (verify)"] + [f"  {line}" for line in live.get("lines", [])]

@@ -1,0 +1,248 @@
+"""`kernelcheck verify` and `doctor --live` on the CPU, for real: the real tiny Qwen3.5 model built from
+the shipped Qwen3.8-27B config, real transformers 5.24, real torch profiler, run as a subprocess.
+
+Where a fast kernel package must be bound, a stand-in causal-conv1d (tests/standin.py) plays the CUDA
+extension that cannot run here; everything else is real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from envs import function, run, run_json
+from standin import causal_conv1d_site
+
+MODEL = "qwen3.8-27b"
+GDN = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update")
+
+
+@pytest.fixture(scope="module")
+def standins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("standins")
+    return {b: causal_conv1d_site(root, b) for b in ("ok", "wrong", "backward-raises", "wrong-grads", "nan")}
+
+
+@pytest.fixture(scope="module")
+def cpu_train() -> tuple[int, dict]:
+    return run_json(["verify", "--model", MODEL])
+
+
+def test_cpu_verify_exits_3_with_torch_evidence_for_every_function(cpu_train: tuple[int, dict]) -> None:
+    code, rep = cpu_train
+    assert code == 3 and rep["exit_code"] == 3 and rep["verdict"] == "fallback"
+    assert rep["command"] == "verify" and rep["mode"] == "train"
+    for name in GDN:
+        f = function(rep, name)
+        ev = f["evidence"]
+        assert ev["device"] == "cpu"
+        assert ev["path"] == "torch"
+        # the callable that really ran is transformers' torch reference, named by its real module
+        assert ev["implementation_called"].startswith("transformers.models.qwen3_5.modeling_qwen3_5.")
+        assert ev["calls"] >= 1 and ev["cpu_ops"] > 0
+        assert ev["gpu_kernels"] == 0 and ev["kernel_names"] == []
+        assert f["status"] in ("fallback", "unsupported")
+        assert f["reason"].startswith("observed: the torch reference ran")
+    chunk = function(rep, "chunk_gated_delta_rule")["evidence"]
+    # train mode ran the chunk rule's backward under the profiler, attributed to its own range
+    assert chunk["backward_cpu_ops"] > 0
+    assert {p["pass"] for p in chunk["per_layer"]} == {"forward", "backward"}
+    assert all(p["layer"] == 0 for p in chunk["per_layer"])  # layer 0 is the GDN layer of the tiny model
+    assert chunk["calls_by_step"] == {"train": 1, "prefill": 1}
+    dec = function(rep, "fused_recurrent_gated_delta_rule")
+    assert dec["evidence"]["calls_by_step"] == {"decode": 1} and dec["used"] is False
+    live = rep["live"]
+    assert live["ran"] and live["device"] == "cpu" and live["dtype"] == "float32"
+    assert live["model"]["layers"] == ["linear_attention", "full_attention"]
+    assert live["model"]["class"] == "Qwen3_5ForCausalLM"
+    assert set(live["steps"]) == {"train", "prefill", "decode"}
+    assert all(s["kernels"] == 0 and s["cpu_ops"] > 0 for s in live["steps"].values())
+    assert live["steps"]["train"]["launch_bound"] is False
+    assert "no GPU here" in live["steps"]["train"]["launch_bound_sentence"]
+    assert live["steps"]["train"]["top_ops_by_count"]  # the shared trace analysis ran on verify's trace
+    assert "torch reference" in live["reference_comparison"]["skipped"]
+    assert any(f["id"] == "verify-cpu" for f in rep["findings"])
+    t = live["timing"]
+    assert t["total_s"] >= t["excluding_import_s"] > 0
+
+
+def test_cpu_verify_text_names_the_path_and_exit_code() -> None:
+    res = run(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "32"])
+    assert res.returncode == 3, res.stderr[-2000:]
+    out = res.stdout
+    assert "live (verify)" in out
+    assert "implementation_called=transformers.models.qwen3_5.modeling_qwen3_5.torch_chunk_gated_delta_rule" in out
+    assert "path=torch" in out and "32 tokens" in out
+    assert "verdict: FALLBACK" in out and "(exit 3)" in out
+    # progress for people goes to stderr, not into the report
+    assert "kernelcheck verify: building the tiny qwen3_5 model" in res.stderr
+
+
+def test_infer_mode_runs_prefill_and_decode_only() -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "64"])
+    assert code == 3
+    assert set(rep["live"]["steps"]) == {"prefill", "decode"}
+    assert function(rep, "fused_recurrent_gated_delta_rule")["used"] is True
+    assert function(rep, "causal_conv1d_update")["evidence"]["calls_by_step"] == {"decode": 1}
+    assert function(rep, "chunk_gated_delta_rule")["evidence"]["backward_cpu_ops"] == 0
+
+
+def test_benchmark_on_cpu_says_both_paths_are_torch() -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--benchmark", "--tokens", "64"])
+    assert code == 3
+    bm = rep["live"]["benchmark"]
+    assert bm["layer"] == "Qwen3_5GatedDeltaNet" and bm["pass"] == "forward" and bm["tokens"] == 64
+    assert bm["fast"]["ms"] > 0 and bm["reference"]["ms"] > 0 and bm["speedup"] > 0
+    assert set(bm["reference"]["forced_torch"]) == set(GDN)
+    assert bm["fast"]["kernels"] == 0 and "kernel_ratio" not in bm
+    assert any("both paths are the torch reference" in line for line in rep["live"]["lines"])
+
+
+def test_fast_package_bound_is_reported_fast_with_its_implementation(standins: dict[str, Path]) -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer"], standins["ok"])
+    assert code == 3  # fla is still missing
+    for name in ("causal_conv1d_fn", "causal_conv1d_update"):
+        f = function(rep, name)
+        assert f["status"] == "fast", f
+        assert f["evidence"]["path"] == "fast"
+        assert f["evidence"]["implementation_called"] == f"causal_conv1d.{name}"
+        vs = f["evidence"]["vs_reference"]
+        assert vs["compared"] and vs["ok"] and vs["rel_err"] <= vs["tolerance"]
+    assert function(rep, "chunk_gated_delta_rule")["status"] != "fast"
+    mc = rep["live"]["reference_comparison"]
+    assert mc["ok"] is True and mc["prefill"]["logits"]["rel_err"] == 0.0
+
+
+def test_wrong_results_are_broken_exit_4(standins: dict[str, Path]) -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer"], standins["wrong"])
+    assert code == 4 and rep["verdict"] == "broken"
+    f = function(rep, "causal_conv1d_fn")
+    assert f["status"] == "broken"
+    assert "disagrees with the torch reference" in f["reason"]
+    assert f["evidence"]["vs_reference"]["ok"] is False
+    assert any(fd["id"] == "verify-mismatch" for fd in rep["findings"])
+
+
+def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]) -> None:
+    """The fla#640 shape of failure: forward fine, RuntimeError at the first backward."""
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train"], standins["backward-raises"])
+    assert code == 4
+    f = function(rep, "causal_conv1d_fn")
+    assert f["status"] == "broken"
+    err = f["evidence"]["error"]
+    assert err["phase"] == "backward" and err["step"] == "train"
+    assert "RuntimeError: standin causal_conv1d: backward refused" in err["exception"]
+    assert err["implementation"] == "causal_conv1d.causal_conv1d_fn"
+    assert "its forward ran the fast path correctly" in f["reason"]
+    assert f["evidence"]["path"] == "fast"
+    assert "train-forward" in f["evidence"]["calls_by_step"]
+    assert f["fix"] and "uninstall causal-conv1d" in f["fix"]
+    # the run went on with that function forced to torch, so the others were still checked
+    assert rep["live"]["forced_torch_after_failure"] == ["causal_conv1d_fn"]
+    assert function(rep, "chunk_gated_delta_rule")["evidence"]["backward_cpu_ops"] > 0
+
+
+def test_silently_wrong_gradients_are_found_and_named(standins: dict[str, Path]) -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train"], standins["wrong-grads"])
+    assert code == 4
+    mc = rep["live"]["reference_comparison"]
+    assert mc["train"]["logits"]["ok"] is True and mc["train"]["grads"]["ok"] is False
+    f = function(rep, "causal_conv1d_fn")
+    assert f["status"] == "broken" and "with only causal_conv1d_fn on its bound path" in f["reason"]
+    assert function(rep, "causal_conv1d_update")["status"] == "fast"
+
+
+def test_nan_is_blamed_on_the_function_that_made_it(standins: dict[str, Path]) -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer"], standins["nan"])
+    assert code == 4
+    assert function(rep, "causal_conv1d_fn")["status"] == "broken"
+    assert "NaN/Inf" in function(rep, "causal_conv1d_fn")["reason"]
+    # the GDN rule downstream got NaN inputs: not its fault
+    assert function(rep, "chunk_gated_delta_rule")["status"] in ("fallback", "unsupported")
+
+
+def test_doctor_live_merges_evidence() -> None:
+    code, rep = run_json(["doctor", "--model", MODEL, "--mode", "infer", "--live"])
+    assert code == 3 and rep["command"] == "doctor"
+    ev = function(rep, "chunk_gated_delta_rule")["evidence"]
+    assert ev["path"] == "torch" and ev["cpu_ops"] > 0
+    assert rep["live"]["ran"] is True and rep["live"]["shape"] == "tiny"
+    static = run_json(["doctor", "--model", MODEL, "--mode", "infer"])[1]
+    assert "evidence" not in function(static, "chunk_gated_delta_rule") and "live" not in static
+
+
+@pytest.mark.parametrize("args, words", [
+    (["verify", "--model", "no-such-model-xyz"], "Unknown model"),
+    (["verify", "--model", MODEL, "--shape", "full"], "needs a CUDA GPU"),
+    (["verify", "--model", MODEL, "--tokens", "0"], "--tokens must be a positive"),
+    (["verify", "--model", MODEL, "--shape", "huge"], "Invalid value for '--shape'"),
+    (["verify"], "Missing option '--model'"),
+])
+def test_bad_input_exits_2_without_traceback(args: list[str], words: str) -> None:
+    res = run(args)
+    assert res.returncode == 2, (res.stdout[-1000:], res.stderr[-2000:])
+    assert words in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_bad_input_json_is_one_object() -> None:
+    code, rep = run_json(["verify", "--model", MODEL, "--shape", "full"])
+    assert code == 2 and rep["exit_code"] == 2 and rep["command"] == "verify" and "CUDA GPU" in rep["error"]
+
+
+def test_help_teaches() -> None:
+    res = run(["verify", "--help"])
+    assert res.returncode == 0
+    assert "kernelcheck verify --model qwen3.8-27b --shape full --benchmark" in res.stdout
+    assert "--junit" in res.stdout
+
+
+def test_local_folder_model(tmp_path: Path) -> None:
+    """A user's own folder with a qwen3_next config: same machinery, another family member."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_next", "num_hidden_layers": 4}))
+    code, rep = run_json(["verify", "--model", str(tmp_path), "--mode", "infer", "--tokens", "32"])
+    assert code == 3, rep
+    assert rep["live"]["model"]["class"] == "Qwen3NextForCausalLM"
+    assert function(rep, "chunk_gated_delta_rule")["evidence"]["calls"] >= 1
+
+
+@pytest.mark.slow
+def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
+    """Real fla-core 0.6.0 + triton 3.6.0 on a machine without a GPU: imports fine, transformers 5.24 binds it,
+    the first call crashes in Triton. Static checks can only guess this; verify sees the exception."""
+    from envs import site
+
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "64"], fla)
+    assert code == 4, rep.get("error")
+    for name in ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"):
+        f = function(rep, name)
+        assert f["status"] == "broken"
+        err = f["evidence"]["error"]
+        assert err["phase"] == "forward" and err["implementation"].startswith("fla.ops.gated_delta_rule.")
+        assert "active drivers" in err["exception"]
+        assert "fla-cpu-crash" in f["reason"] and f["fix"].startswith("pip uninstall -y fla-core")
+    # after forcing fla's functions to torch the conv functions were still run and reported
+    assert function(rep, "causal_conv1d_fn")["evidence"]["calls"] >= 1
+    assert sorted(rep["live"]["forced_torch_after_failure"]) == ["chunk_gated_delta_rule",
+                                                                 "fused_recurrent_gated_delta_rule"]
+
+
+@pytest.mark.slow
+def test_module_globals_regime_transformers_5_14() -> None:
+    """transformers <= 5.14 stores the functions on each layer (or None: inline conv); verify reads those."""
+    from envs import site
+
+    old = site("transformers==5.14.1", "tokenizers==0.22.2", "huggingface_hub>=1.5,<2", "httpx", "httpcore",
+               "h11", "anyio", "sniffio")
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "32"], old)
+    assert code == 3, rep.get("error")
+    assert rep["environment"]["transformers"] == "5.14.1"
+    # the decode function lives on the layer as `recurrent_gated_delta_rule`
+    dec = function(rep, "fused_recurrent_gated_delta_rule")["evidence"]
+    assert dec["calls_by_step"] == {"decode": 1} and dec["implementation_called"].endswith(
+        "torch_recurrent_gated_delta_rule")
+    conv = function(rep, "causal_conv1d_fn")["evidence"]
+    assert conv["path"] == "torch" and "inline torch code in Qwen3_5GatedDeltaNet.forward" in conv[
+        "implementation_called"]
