@@ -325,14 +325,23 @@ def _compare_results(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, A
         rel, ab = _rel_err(res["logits"], ref[step]["logits"])
         entry["logits"] = {"rel_err": _round(rel), "max_abs_err": _round(ab), "ok": rel <= tol}
         if "grads" in res:
-            worst, worst_name = 0.0, ""
+            # Global relative error over all gradients, plus the worst single parameter: in bf16 a tiny
+            # gradient (A_log, dt_bias) can carry a large relative error from rounding alone, so a single
+            # parameter only fails the check at 10x the tolerance; wrong kernels (fla#640) are off by O(1).
+            worst, worst_name, num, den = 0.0, "", 0.0, 0.0
             for name, g in res["grads"].items():
-                if name in ref[step]["grads"]:
-                    r, _ = _rel_err(g, ref[step]["grads"][name])
-                    if not r <= worst:
-                        worst, worst_name = r, name
-            entry["grads"] = {"rel_err": _round(worst), "worst_parameter": worst_name, "ok": worst <= tol,
-                              "parameters": len(res["grads"])}
+                r_g = ref[step]["grads"].get(name)
+                if r_g is None:
+                    continue
+                r, _ = _rel_err(g, r_g)
+                num += float((g - r_g).norm()) ** 2
+                den += float(r_g.norm()) ** 2
+                if not r <= worst:
+                    worst, worst_name = r, name
+            glob = math.sqrt(num) / (math.sqrt(den) or 1.0)
+            entry["grads"] = {"rel_err": _round(glob), "worst_parameter": worst_name,
+                              "worst_parameter_rel_err": _round(worst), "parameters": len(res["grads"]),
+                              "ok": glob <= tol and worst <= 10 * tol}
         entry["ok"] = all(v["ok"] for v in entry.values() if isinstance(v, dict))
         out[step] = entry
     out["tolerance"] = tol
