@@ -367,7 +367,8 @@ def _isolate(steps: _Steps, inst: Instrument, run: LiveRun, ref: dict[str, dict[
 
 
 # -- benchmark ------------------------------------------------------------------------------------
-def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, device: str) -> dict[str, Any]:
+def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, device: str,
+               bwd_broken: set[str]) -> dict[str, Any]:
     """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
     reference, on the same captured inputs, in this process."""
     import torch
@@ -396,61 +397,83 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
     data = layers_mod.verify_data()["benchmark"]
     gen = torch.Generator(device="cpu").manual_seed(7)
 
-    def once() -> None:
-        if mode == "train":
-            x = args[0].detach().requires_grad_(True)
-            out = layer(x, *args[1:], **kwargs)
-            out = out[0] if isinstance(out, tuple) else out
-            out.backward(grad)
+    def once_fwd() -> None:
+        with torch.no_grad():
+            layer(*args, **kwargs)
+
+    # the layer's input (hidden_states) comes positionally or by keyword depending on the decoder layer
+    key: int | str = next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()),
+                          next((k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.is_floating_point()),
+                               0))
+
+    def once_train() -> None:
+        a, kw = list(args), dict(kwargs)
+        if isinstance(key, int):
+            a[key] = a[key].detach().requires_grad_(True)
         else:
-            with torch.no_grad():
-                layer(*args, **kwargs)
+            kw[key] = kw[key].detach().requires_grad_(True)
+        out = layer(*a, **kw)
+        out = out[0] if isinstance(out, tuple) else out
+        out.backward(grad)
 
     with torch.no_grad():
         probe = layer(*args, **kwargs)
     probe = probe[0] if isinstance(probe, tuple) else probe
     grad = torch.randn(probe.shape, generator=gen).to(device=probe.device, dtype=probe.dtype)
-    results: dict[str, Any] = {"layer": type(layer).__name__, "tokens": int(steps.ids.shape[1]),
-                               "pass": "forward+backward" if mode == "train" else "forward"}
     everything = set(inst.hooks)
     saved = set(inst.forced)
+    # A function that failed only in backward still runs fast in a forward-only pass (fla#640 case).
+    passes = [("forward", once_fwd, saved - bwd_broken)]
+    if mode == "train":
+        passes.append(("forward+backward", once_train, saved))
+    out: dict[str, Any] = {"layer": type(layer).__name__, "tokens": int(steps.ids.shape[1]), "passes": {}}
     inst.step = "bench"
     try:
-        for path, forced in (("fast", saved), ("reference", everything)):
-            inst.forced = set(forced)
-            try:
-                for _ in range(int(data["warmup"])):
-                    once()
-                steps.sync()
-                times = []
-                t_all = time.perf_counter()
-                while len(times) < int(data["max_iters"]):
-                    t0 = time.perf_counter()
-                    once()
-                    steps.sync()
-                    times.append(time.perf_counter() - t0)
-                    if len(times) >= int(data["min_iters"]) and time.perf_counter() - t_all > float(data["min_seconds"]):
-                        break
-                _, tr = _profile(steps, f"bench-{path}", once, device)
-                times.sort()
-                results[path] = {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times),
-                                 "kernels": tr.kernels, "cpu_ops": tr.cpu_ops,
-                                 "forced_torch": sorted(forced)}
-            except Exception as exc:  # noqa: BLE001
-                results[path] = {"error": f"{type(exc).__name__}: {_first_line(exc)}", "forced_torch": sorted(forced)}
-            inst.reset()
+        for pname, once, fast_forced in passes:
+            res: dict[str, Any] = {}
+            for path, forced in (("fast", fast_forced), ("reference", everything)):
+                inst.forced = set(forced)
+                try:
+                    res[path] = _time(steps, once, data, device, f"bench-{pname}-{path}")
+                except Exception as exc:  # noqa: BLE001
+                    res[path] = {"error": f"{type(exc).__name__}: {_first_line(exc)}"}
+                res[path]["forced_torch"] = sorted(forced)
+                inst.reset()
+            f, r = res["fast"], res["reference"]
+            if "ms" in f and "ms" in r and f["ms"] > 0:
+                res["speedup"] = round(r["ms"] / f["ms"], 2)
+                if f["kernels"]:
+                    res["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
+                res["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
+            if fast_forced:
+                res["note"] = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: "
+                               "it failed in this environment")
+            out["passes"][pname] = res
     finally:
         inst.forced = saved
-    f, r = results.get("fast", {}), results.get("reference", {})
-    if "ms" in f and "ms" in r and f["ms"] > 0:
-        results["speedup"] = round(r["ms"] / f["ms"], 2)
-        if f["kernels"]:
-            results["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
-        results["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
-    if saved:
-        results["note"] = ("the 'fast' run keeps " + ", ".join(sorted(saved)) + " on the torch reference: "
-                           "it failed in this environment")
-    return results
+    main = "forward+backward" if mode == "train" else "forward"
+    out.update({"pass": main, **out["passes"][main]})
+    return out
+
+
+def _time(steps: _Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str) -> dict[str, Any]:
+    """Median wall time of `once` (synchronised), then one profiled call for its kernel and op counts."""
+    for _ in range(int(data["warmup"])):
+        once()
+    steps.sync()
+    times: list[float] = []
+    t_all = time.perf_counter()
+    while len(times) < int(data["max_iters"]):
+        t0 = time.perf_counter()
+        once()
+        steps.sync()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= int(data["min_iters"]) and time.perf_counter() - t_all > float(data["min_seconds"]):
+            break
+    _, tr = _profile(steps, name, once, device)
+    times.sort()
+    return {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times), "kernels": tr.kernels,
+            "cpu_ops": tr.cpu_ops}
 
 
 # -- orchestration --------------------------------------------------------------------------------
@@ -561,7 +584,8 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
             if benchmark:
                 t4 = time.perf_counter()
                 _say("benchmarking the layer: bound path vs forced torch reference")
-                run.benchmark = _benchmark(steps, inst, model.spec.layer, mode, device)
+                run.benchmark = _benchmark(steps, inst, model.spec.layer, mode, device,
+                                           {f for f, fl in run.failures.items() if fl.phase == "backward"})
                 run.timing["benchmark_s"] = round(time.perf_counter() - t4, 3)
     del torch
     return run
@@ -730,22 +754,22 @@ def _lines(run: LiveRun, report: Report) -> list[str]:
     elif mc.get("error"):
         lines.append(f"reference comparison: {mc['error']}")
     bm = run.benchmark
-    if bm:
-        if "skipped" in bm:
-            lines.append(f"benchmark: {bm['skipped']}")
-        else:
-            f, r = bm.get("fast", {}), bm.get("reference", {})
+    if bm and "skipped" in bm:
+        lines.append(f"benchmark: {bm['skipped']}")
+    elif bm:
+        for pname, res in bm["passes"].items():
+            f, r = res.get("fast", {}), res.get("reference", {})
             fs = f"{f['ms']} ms, {f['kernels']} kernels, {f['cpu_ops']} CPU ops" if "ms" in f else f"failed: {f.get('error')}"
             rs = f"{r['ms']} ms, {r['kernels']} kernels, {r['cpu_ops']} CPU ops" if "ms" in r else f"failed: {r.get('error')}"
-            lines.append(f"benchmark {bm['layer']} {bm['pass']} on {bm['tokens']} tokens: bound path {fs}; "
+            lines.append(f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {fs}; "
                          f"torch reference {rs}")
-            if "speedup" in bm:
-                kr = f", {bm['kernel_ratio']}x fewer kernels" if bm.get("kernel_ratio") else ""
-                lines.append(f"  -> bound path {bm['speedup']}x faster{kr}")
-            if bm.get("note"):
-                lines.append(f"  note: {bm['note']}")
-            if not b.device.startswith("cuda"):
-                lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
+            if "speedup" in res:
+                kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
+                lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
+            if res.get("note"):
+                lines.append(f"  note: {res['note']}")
+        if not b.device.startswith("cuda"):
+            lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
     t = run.timing
     lines.append("time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.items()))
     return lines

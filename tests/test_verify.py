@@ -126,7 +126,8 @@ def test_wrong_results_are_broken_exit_4(standins: dict[str, Path]) -> None:
 
 def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]) -> None:
     """The fla#640 shape of failure: forward fine, RuntimeError at the first backward."""
-    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train"], standins["backward-raises"])
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train", "--benchmark", "--tokens", "64"],
+                         standins["backward-raises"])
     assert code == 4
     f = function(rep, "causal_conv1d_fn")
     assert f["status"] == "broken"
@@ -141,6 +142,12 @@ def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]
     # the run went on with that function forced to torch, so the others were still checked
     assert rep["live"]["forced_torch_after_failure"] == ["causal_conv1d_fn"]
     assert function(rep, "chunk_gated_delta_rule")["evidence"]["backward_cpu_ops"] > 0
+    # benchmark: the forward pass still times the bound conv; forward+backward must keep it on torch
+    passes = rep["live"]["benchmark"]["passes"]
+    assert passes["forward"]["fast"]["forced_torch"] == [] and "note" not in passes["forward"]
+    assert passes["forward+backward"]["fast"]["forced_torch"] == ["causal_conv1d_fn"]
+    assert "failed in this environment" in passes["forward+backward"]["note"]
+    assert passes["forward+backward"]["fast"]["ms"] > 0 and passes["forward+backward"]["speedup"] > 0
 
 
 def test_silently_wrong_gradients_are_found_and_named(standins: dict[str, Path]) -> None:
