@@ -236,7 +236,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence_mod.StepTrace]:
-    import torch
+    """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace."""
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU]
@@ -252,7 +252,6 @@ def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tu
         path = Path(tmp) / f"{name}.json"
         prof.export_chrome_trace(str(path))
         events, meta = evidence_mod.load_events(path)
-    del torch
     return result, evidence_mod.analyze(name, events, meta)
 
 
@@ -496,8 +495,6 @@ def _attn_impl(needs: models_mod.Needs) -> str:
 def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult, needs: models_mod.Needs,
              mode: str, shape: str, tokens: int | None, benchmark: bool) -> LiveRun:
     """Build, run, profile and compare. Never raises for a kernel failure: that is a result."""
-    import torch
-
     m = matrix_mod.load()
     data = layers_mod.verify_data()
     device, dtype = _device()
@@ -587,7 +584,6 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
                 run.benchmark = _benchmark(steps, inst, model.spec.layer, mode, device,
                                            {f for f, fl in run.failures.items() if fl.phase == "backward"})
                 run.timing["benchmark_s"] = round(time.perf_counter() - t4, 3)
-    del torch
     return run
 
 
