@@ -105,6 +105,7 @@ class LiveRun:
     failures: dict[str, Failure] = field(default_factory=dict)
     forced: set[str] = field(default_factory=set)
     step_error: str | None = None  # the step failed outside any instrumented function
+    step_error_fast: bool = False  # ... after a fast kernel had run in that attempt
     direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
@@ -219,6 +220,7 @@ def _first_pass(steps: _Steps, inst: Instrument, run: LiveRun) -> dict[str, dict
             msg = f"{type(original).__name__}: {_first_line(original)}"
             if rec is None or rec.function in inst.forced:
                 run.step_error = f"step '{steps.inst.step}' failed: {msg}"
+                run.step_error_fast = any(r.fast for r in inst.records)
                 return None
             run.failures[rec.function] = Failure(rec.function, rec.error_phase or "forward", rec.step, msg,
                                                  rec.implementation)
@@ -484,12 +486,17 @@ def _device() -> tuple[str, str]:
     return "cpu", "float32"
 
 
-def _attn_impl(needs: models_mod.Needs) -> str:
+def _attn_impl(model: models_mod.ResolvedModel, needs: models_mod.Needs) -> str | None:
+    """The config's own attn_implementation when it names one that can load here; None: the class default."""
+    asked = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
+             or model.config.get("attn_implementation"))
+    if not asked:
+        return None
     if not needs.attention_package:
-        return needs.attn_implementation
+        return asked
     import importlib.util
 
-    return needs.attn_implementation if importlib.util.find_spec(needs.attention_package) else "sdpa"
+    return asked if importlib.util.find_spec(needs.attention_package) else None
 
 
 def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult, needs: models_mod.Needs,
@@ -506,7 +513,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     _say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
-    built = layers_mod.build(model, shape, device, dtype, _attn_impl(needs))
+    built = layers_mod.build(model, shape, device, dtype, _attn_impl(model, needs))
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
@@ -711,9 +718,19 @@ def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run
 def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
     out: list[Finding] = []
     if run.step_error:
-        out.append(Finding("verify-step-failed", "broken",
-                           f"the model's {run.built.shape} step failed outside the fast functions: {run.step_error}",
-                           "rerun with KERNELCHECK_DEBUG=1; check attn_implementation and the transformers version"))
+        if run.step_error_fast:
+            # a fast kernel ran before the failure: it may have left bad state (or the failure is real)
+            out.append(Finding("verify-step-failed", "broken",
+                               f"the model's {run.built.shape} step failed outside the fast functions after fast "
+                               f"kernels ran: {run.step_error}",
+                               "rerun with KERNELCHECK_DEBUG=1; check attn_implementation and the transformers version"))
+        else:
+            # only torch code ran: the shrunk model itself does not work, which says nothing about the kernels
+            out.append(Finding("verify-incomplete", "warning",
+                               f"the {run.built.shape} {run.built.model_type} model built from the shrunk config failed "
+                               f"in torch code, before any fast kernel ran, so nothing was verified: {run.step_error}",
+                               "adjust this family's entry in matrix/verify.toml [tiny] (shape relations), or use "
+                               "--shape full on a GPU"))
     mc = run.model_compare
     if mc.get("ok") is False:
         bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in mc.items() if isinstance(v, dict)
@@ -807,7 +824,8 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         ev = function_evidence(run, fs.name)
         if ev is None:
             if fs.used and not fs.name.startswith("attention:") and fs.status != "unsupported":
-                fs.evidence = {"calls": 0, "note": "not called by the built layers in this run"}
+                fs.evidence = {"calls": 0, "note": "not called in this run: none of the built layers "
+                               f"({', '.join(dict.fromkeys(run.built.layer_types))}) calls it"}
             continue
         fs.evidence = ev
         _observed_status(report, fs, ev, run)

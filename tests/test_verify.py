@@ -253,3 +253,14 @@ def test_module_globals_regime_transformers_5_14() -> None:
     conv = function(rep, "causal_conv1d_fn")["evidence"]
     assert conv["path"] == "torch" and "inline torch code in Qwen3_5GatedDeltaNet.forward" in conv[
         "implementation_called"]
+
+
+@pytest.mark.parametrize("model_type, prefill_fn", [("mamba2", "mamba_chunk_scan_combined"), ("kimi_linear", "chunk_kda")])
+def test_other_families_shrink_from_the_same_field_table(model_type: str, prefill_fn: str) -> None:
+    code, rep = run_json(["verify", "--model", model_type, "--mode", "infer", "--tokens", "16"])
+    assert code == 3, rep.get("error")
+    assert rep["live"]["model"]["parameters"] < 1_000_000  # tiny, from a real-size default config
+    ev = function(rep, prefill_fn)["evidence"]
+    assert ev["path"] == "torch" and ev["calls"] >= 1 and ev["cpu_ops"] > 0
+    assert ev["implementation_called"].startswith(f"transformers.models.{model_type}.")
+    assert not any(f["id"] == "verify-incomplete" for f in rep["findings"])
