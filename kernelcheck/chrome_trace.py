@@ -23,6 +23,7 @@ from kernelcheck.errors import BadInput
 CHUNK = 1 << 20
 # One event (or one metadata value) larger than this is not a profiler trace; stop before eating memory.
 MAX_VALUE = 64 << 20
+MARGIN = 64 << 10  # events are < 1 KiB; a longer one just takes the slow path
 _WS = re.compile(r"[ \t\n\r]*")
 _WS_COMMA = re.compile(r"[ \t\n\r,]*")
 _DECODER = json.JSONDecoder()
@@ -179,9 +180,12 @@ class TraceReader:
             while True:
                 buf, pos, eof = self._buf, self._pos, self._eof
                 n = len(buf)
+                # Refill before the last MARGIN chars rather than letting the scanner fail on a cut event:
+                # a JSONDecodeError costs a line count over the whole buffer.
+                stop = n if eof else n - min(MARGIN, CHUNK // 2)
                 while True:
                     pos = ws_comma(buf, pos).end()
-                    if pos >= n:
+                    if pos >= stop:
                         break
                     if buf[pos] == "]":
                         self._pos = pos + 1

@@ -215,6 +215,7 @@ class LaunchBound:
 class TraceSignatures:
     fast_kernels: dict[str, tuple[str, ...]]  # package key -> fast kernel name patterns
     fast_references: dict[str, str]
+    fast_examples: dict[str, tuple[str, ...]]  # kernel names a user should see once the package is used
     signatures: tuple[Signature, ...]
     launch_bound: LaunchBound
 
@@ -238,6 +239,7 @@ def load_signatures() -> TraceSignatures:
     out = TraceSignatures(
         fast_kernels={n: tuple(p["fast_kernels"]) for n, p in pk.items()},
         fast_references={n: p.get("reference", "") for n, p in pk.items()},
+        fast_examples={n: tuple(p.get("examples", ())) for n, p in pk.items()},
         signatures=sigs,
         launch_bound=LaunchBound(**d["launch_bound"]),
     )

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
+import operator
 import os
 import re
 import sys
@@ -34,6 +36,7 @@ from kernelcheck.report import Finding, Report
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays
 _KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
+_second = operator.itemgetter(1)
 _STEP_PREFIX = "ProfilerStep#"
 
 
@@ -167,10 +170,11 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
         raise BadInput(f"{p} is JSON but not a Chrome trace: it has no \"traceEvents\" array (top-level keys: "
                        f"{keys}). Give the file written by torch.profiler's export_chrome_trace or "
                        "tensorboard_trace_handler.")
-    if acc.n_events == 0:
-        raise BadInput(f"{p} holds no events: the profiler recorded nothing. With a schedule, export from "
-                       "on_trace_ready (or after the active steps ran, with repeat=1): a profiler that cycles "
-                       "again clears what it recorded. Record again with prof.step() called once per step.")
+    if not acc.has_activity():
+        raise BadInput(f"{p} holds no profiled op, kernel or step ({acc.n_events} bookkeeping events only): the "
+                       "profiler recorded nothing. With a schedule, export from on_trace_ready, or use repeat=1 "
+                       "and export after the active steps ran: a profiler that starts a new cycle clears what it "
+                       "recorded. Call prof.step() once per step, then record again.")
     return acc.finish(reader.metadata, path=str(p), size=size, gz=reader.gzip)
 
 
@@ -219,6 +223,9 @@ class _Accumulator:
         pats = [p for s in sig.signatures for p in s.python_functions]
         self._py_rx = re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
         self._py_seen: dict[str, bool] = {}
+
+    def has_activity(self) -> bool:
+        return bool(len(self.cpu_ts) or len(self.g_ts) or self.steps)
 
     def _intern(self, name: str) -> int:
         i = self.names.get(name)
@@ -321,15 +328,27 @@ class _Accumulator:
                 return k
             return -1
 
-        # CPU ops per step
+        # CPU ops per step: one step index per op (4 bytes), found by bisection only when the op leaves the
+        # previous op's step (ops come mostly in time order); then counts per (step, name) in C.
         cpu_counts = [0] * n_steps
         cpu_names: list[Counter[int]] = [Counter() for _ in range(n_steps)]
         if n_steps:
-            for t, ni in zip(self.cpu_ts, self.cpu_name):
-                k = step_of(t)
+            kidx = array("i")
+            put = kidx.append
+            k, s0, s1 = -1, 1.0, 0.0  # an empty window: the first op looks its step up
+            for t in self.cpu_ts:
+                if not s0 <= t <= s1:
+                    k = bisect.bisect_right(starts, t) - 1
+                    if k >= 0 and t <= steps[k][1]:
+                        s0, s1 = steps[k][0], steps[k][1]
+                    else:
+                        k, s0, s1 = -1, 1.0, 0.0
+                put(k)
+            for (k, ni), c in Counter(zip(kidx, self.cpu_name)).items():
                 if k >= 0:
-                    cpu_counts[k] += 1
-                    cpu_names[k][ni] += 1
+                    cpu_counts[k] += c
+                    cpu_names[k][ni] = c
+            del kidx
         all_cpu_names: Counter[int] = Counter(self.cpu_name)
 
         # GPU activities: assign each to the step whose CPU side launched it (the launch call's end),
@@ -493,9 +512,10 @@ def _r(v: float) -> float | int:
 # verdicts
 
 
-def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    pats = list(patterns)
-    return re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
+@functools.lru_cache(maxsize=256)
+def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a tuple of fnmatch globs (cached: the same tuples are matched for every step)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
 
 def _count_matching(counts: Mapping[str, int], rx: re.Pattern[str] | None) -> tuple[int, list[str]]:
@@ -536,7 +556,7 @@ def _match_signature(s: matrix_mod.Signature, step: StepStats, py_names: set[str
         n, names = _count_matching(step.kernel_counts, _compile(g.patterns))
         if n < g.min:
             return None
-        parts.append(f"{n:,} {g.what} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
+        parts.append(f"{g.what}: {n:,} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
     return "; ".join(parts), False
 
 
@@ -624,7 +644,8 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
     for m in matches:
         s = next(x for x in sig.signatures if x.id == m.id)
         where = _where(m.steps, len(units), bool(steps))
-        examples = [p.strip("*") for p in sig.fast_kernels.get(m.package, ())[:3]]
+        examples = sig.fast_examples.get(m.package) or sig.fast_kernels.get(m.package, ())[:3]
+        named = m.title if m.title == m.distribution else f"{m.title} ({m.distribution})"
         if cpu_only:
             findings.append(Finding(
                 m.id, "info",
@@ -633,12 +654,11 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
             continue
         findings.append(Finding(
             m.id, "fallback",
-            f"{s.title} {where} ({s.what}): {m.evidence}, and no {m.title} kernel ran. Likely missing: "
-            f"{m.title} ({m.distribution}), so transformers used its torch reference for "
-            f"{', '.join(m.functions)}.",
+            f"{s.title} {where} ({s.what}). Evidence: {m.evidence}; no {m.title} kernel ran. Likely missing: "
+            f"{named}, so transformers used its torch reference for {' / '.join(m.functions)}.",
             f"pip install {m.distribution} into the job's environment (kernelcheck install --model M picks a build "
             f"for your torch/CUDA without touching torch), restart the process and record again: the trace should "
-            f"then show {', '.join(examples)} kernels. Check first with `kernelcheck doctor --model M`.",
+            f"then show {', '.join(examples)}. Check first with `kernelcheck doctor --model M`.",
             s.reference, m.functions))
 
     # launch-bound steps
@@ -651,8 +671,8 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
                  " Fewer, larger kernels (fused kernels, torch.compile, CUDA graphs, a larger batch) keep it busy.")
         findings.append(Finding(
             "launch-bound", "fallback",
-            f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi would still show the GPU as "
-            f"utilized, because a kernel was running most of the time.{cause}",
+            f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi's utilization only says that some "
+            f"kernel was running, not that the GPU was doing useful work, so it does not show this.{cause}",
             None, sig.launch_bound.reference))
     elif not cpu_only:
         bf = [st.busy_fraction for st, _ in units if st.busy_fraction is not None]
