@@ -91,11 +91,14 @@ def main() -> None:
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
+@click.option("--exact", is_flag=True,
+              help="Import the model's modeling module and read transformers' own bindings (slower; the default "
+                   "reads the same decorators from source and resolves them as transformers does).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @guarded("doctor")
-def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str | None) -> int:
+def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -110,7 +113,7 @@ def doctor(model: str | None, mode: str, live: bool, as_json: bool, junit: str |
     """
     from kernelcheck.doctor import doctor as run_doctor
 
-    report = run_doctor(model, mode)
+    report = run_doctor(model, mode, exact=exact)
     if live and model:
         from kernelcheck import live as live_mod
 

@@ -18,7 +18,7 @@ from kernelcheck.report import Finding, FunctionStatus, Report
 def _install_fix(query: str | None, dist: str) -> str:
     if query:
         return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
-    return f"kernelcheck install --package {dist}"
+    return f"pip install {dist}  (with a constraints file pinning your torch)"
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
@@ -72,6 +72,11 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
                         "compatible version)", "fallback")
         except Exception as exc:  # noqa: BLE001
             return (f"`import {info.module}` fails: {type(exc).__name__}: {exc}", _install_fix(query, dist), "fallback")
+    for e in m.transformers.get("root_import", []):
+        if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
+                and environment_mod.dist_version(e["unless_distribution"]) is None:
+            fill = {"transformers": env.transformers, "function": fn, "version": st.version}
+            return e["reason"].format(**fill), e["fix"].format(**fill), "fallback"
     if not _device_ok(pkg, env):
         return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
                 f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
@@ -189,11 +194,14 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
     return out
 
 
-def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None) -> Report:
+def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
+           exact: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch."""
     if mode not in ("train", "infer"):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
-    env = env or environment_mod.probe()
+    # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
+    # what transformers finds, exactly as a package imported earlier in a user's process does.
+    env = env or environment_mod.probe(packages=False)
     if env.torch is None:
         raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
                        "cannot load the model. Install the torch build you will train with (for example "
@@ -201,8 +209,10 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     if env.torch.version.startswith("unimportable"):
         raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
     report = Report("doctor", env.to_json(), None, mode if query else None)
-    report.findings.extend(environment_findings(env))
     if query is None:
+        env = environment_mod.with_packages(env)
+        report.environment = env.to_json()
+        report.findings.extend(environment_findings(env))
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
         return report
     if not env.transformers:
@@ -210,7 +220,9 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                        "Install the transformers version your job uses, then run again.")
     model = models_mod.resolve(query)
     report.model = model.to_json()
-    result = bindings_mod.bind(model.spec.module, model.spec.functions)
+    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=exact)
+    env = environment_mod.with_packages(env)
+    report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
                              "attn_implementation": needs.attn_implementation}
@@ -229,6 +241,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     else:
         report.functions.extend(function_statuses(needs, result, env, mode, query))
     report.functions.append(_attention_status(needs, env, query))
+    report.findings.extend(environment_findings(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernelcheck import matrix as matrix_mod
@@ -248,6 +248,14 @@ def _safe_find(name: str) -> bool:
 
 _ENV_VARS = ("USE_HUB_KERNELS", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
              "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME")
+
+
+def with_packages(env: Environment) -> Environment:
+    """`env` with every kernel package of the matrix probed (imports them: call after binding checks)."""
+    if env.packages:
+        return env
+    m = matrix_mod.load()
+    return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
 
 
 def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None) -> Environment:

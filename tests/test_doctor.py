@@ -1,0 +1,287 @@
+"""doctor on this CPU machine, with real torch and real transformers in every regime we claim."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envs import function, run, run_json, site
+
+GDN = ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update"]
+
+
+def test_headline_cpu_json_lists_four_non_fast_functions_and_exits_3():
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b"])
+    assert code == 3, rep
+    assert rep["schema"] == "kernelcheck.report/1"
+    assert rep["command"] == "doctor" and rep["verdict"] == "fallback" and rep["exit_code"] == 3
+    assert rep["model"]["id"] == "Qwen/Qwen3.8-27B" and rep["model"]["model_type"] == "qwen3_5"
+    assert rep["mode"] == "train"
+    env = rep["environment"]
+    assert env["torch"]["version"].startswith("2.") and env["torch"]["cuda"] is None
+    assert env["gpus"] == [] and env["transformers"]
+    for name in GDN:
+        f = function(rep, name)
+        assert f["status"] != "fast"
+        assert f["reason"] and "not installed" in f["reason"]
+        assert f["fix"].startswith("kernelcheck install --model qwen3.8-27b")
+        assert "torch" in f["implementation"] or "conv1d" in f["implementation"]
+    assert function(rep, "chunk_gated_delta_rule")["package"] == "fla-core"
+    assert function(rep, "causal_conv1d_fn")["package"] == "causal-conv1d"
+    # decode functions are not used when training: listed, but marked
+    assert function(rep, "fused_recurrent_gated_delta_rule")["used"] is False
+    assert {f["id"] for f in rep["findings"]} >= {"torch-cpu-build"}
+
+
+def test_text_report_is_readable_one_line_per_function():
+    res = run(["doctor", "--model", "Qwen/Qwen3.8-27B", "--mode", "infer"])
+    assert res.returncode == 3, res.stderr
+    out = res.stdout
+    for name in GDN:
+        line = next(line for line in out.splitlines() if f" {name} " in line)
+        assert line.strip().startswith("FALLBACK"), line
+    assert "why: flash-linear-attention is not installed" in out
+    assert "fix: kernelcheck install --model Qwen/Qwen3.8-27B" in out
+    assert "verdict: FALLBACK" in out and "(exit 3)" in out
+    assert "not used in this mode" not in out  # infer uses prefill and decode
+    assert "Traceback" not in res.stderr
+
+
+def test_without_model_reports_environment_and_packages_only():
+    code, rep = run_json(["doctor"])
+    assert code == 0
+    assert rep["model"] is None and rep["functions"] == []
+    assert set(rep["environment"]["packages"]) >= {"fla", "causal_conv1d", "mamba_ssm", "flash_attn"}
+    assert rep["environment"]["packages"]["fla"]["installed"] is False
+
+
+def test_python_dash_m_and_console_script_agree():
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", "--version"], capture_output=True, text=True)
+    assert res.returncode == 0 and "kernelcheck" in res.stdout
+
+
+# --- transformers regimes, each installed for real -----------------------------------------------
+
+@pytest.mark.parametrize("version,regime", [("5.14.1", "module-globals"), ("5.17.0", "decorator")])
+def test_regimes_bind_torch_paths(version, regime):
+    tf = site(f"transformers=={version}", deps=True)
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], tf)
+    assert code == 3, rep
+    assert rep["environment"]["transformers"] == version
+    assert rep["bindings"]["regime"] == regime
+    for name in GDN:
+        f = function(rep, name)
+        assert f["status"] == "fallback", f
+        assert "not installed" in f["reason"]
+    assert "torch_chunk_gated_delta_rule" in function(rep, "chunk_gated_delta_rule")["implementation"]
+
+
+def test_transformers_5_15_decode_defect_is_named():
+    tf = site("transformers==5.15.1", deps=True)
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], tf)
+    assert code == 3
+    assert rep["bindings"]["regime"] == "decorator"
+    dec = function(rep, "fused_recurrent_gated_delta_rule")
+    assert dec["status"] == "fallback"
+    assert "recurrent_gated_delta_rule" in dec["reason"] and "transformers defect" in dec["reason"]
+    assert "transformers>=5.17" in dec["fix"]
+
+
+def test_transformers_5_15_with_fla_core_only_binds_torch_even_for_prefill():
+    tf = site("transformers==5.15.1", deps=True)
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "train"], tf, fla)
+    pre = function(rep, "chunk_gated_delta_rule")
+    assert pre["status"] == "fallback", pre
+    assert "package root" in pre["reason"] and "flash-linear-attention==0.6.0" in pre["fix"]
+
+
+def test_newest_transformers_fla_without_triton_quotes_the_import_error():
+    fla = site("fla-core==0.6.0", "einops")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], fla)
+    assert code == 3
+    f = function(rep, "chunk_gated_delta_rule")
+    assert f["status"] == "fallback"
+    assert "No module named 'triton'" in f["reason"]
+    assert f["fix"].startswith("pip install triton")
+    assert rep["environment"]["packages"]["fla"]["installed"] is True
+    assert rep["environment"]["packages"]["fla"]["imports"] is False
+    assert any(x["id"] == "missing-triton" for x in rep["findings"])
+
+
+def test_fla_with_triton_on_cpu_is_broken_under_5_24():
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], fla)
+    assert code == 4, rep
+    assert rep["verdict"] == "broken"
+    f = function(rep, "chunk_gated_delta_rule")
+    assert f["status"] == "broken"
+    assert f["implementation"].startswith("fla.ops.gated_delta_rule")
+    assert "no device check" in f["reason"]
+    assert any(x["id"] == "fla-cpu-crash" and x["severity"] == "broken" for x in rep["findings"])
+
+
+def test_fla_with_triton_on_cpu_under_5_14_is_disabled_not_broken():
+    tf = site("transformers==5.14.1", deps=True)
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], tf, fla)
+    assert code == 3, rep
+    f = function(rep, "chunk_gated_delta_rule")
+    assert f["status"] == "unsupported"
+    assert "only on a supported device" in f["reason"]
+    assert not any(x["id"] == "fla-cpu-crash" for x in rep["findings"])
+
+
+def test_broken_kernel_import_in_old_regime_breaks_the_modeling_module(tmp_path):
+    # A causal_conv1d whose import raises the way an ABI-mismatched extension does.
+    pkg = tmp_path / "causal_conv1d"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "raise ImportError('/x/causal_conv1d_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')\n")
+    dist = tmp_path / "causal_conv1d-1.7.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: causal-conv1d\nVersion: 1.7.0\n")
+    tf = site("transformers==5.17.0", deps=True)
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], tf, tmp_path)
+    f = function(rep, "causal_conv1d_fn")
+    assert f["status"] == "fallback"
+    assert "undefined symbol" in f["reason"] and "another torch" in f["reason"]
+    assert "--source build" in f["fix"]
+    assert any(x["id"] == "abi-mismatch" for x in rep["findings"])
+
+
+# --- model resolution ------------------------------------------------------------------------------
+
+def test_models_lists_aliases_and_families():
+    res = run(["models"])
+    assert res.returncode == 0
+    assert "qwen3.8-27b" in res.stdout and "Qwen/Qwen3.8-27B" in res.stdout
+    for mt in ("qwen3_next", "qwen3_5_moe", "qwen4_exp", "olmo_hybrid", "kimi_linear", "mamba2", "falcon_h1",
+               "lfm2"):
+        assert mt in res.stdout
+    code, data = run_json(["models"])
+    assert any(a["alias"] == "qwen3.8-27b" and a["model_type"] == "qwen3_5" for a in data["aliases"])
+
+
+@pytest.mark.parametrize("model_type,expect", [
+    ("kimi_linear", "chunk_kda"), ("mamba2", "mamba_chunk_scan_combined"), ("lfm2", "causal_conv1d_fn"),
+    ("qwen3_next", "chunk_gated_delta_rule"), ("falcon_h1", "selective_state_update"),
+    ("olmo_hybrid", "fused_recurrent_gated_delta_rule"),
+])
+def test_other_families_by_model_type(model_type, expect):
+    code, rep = run_json(["doctor", "--model", model_type, "--mode", "infer"])
+    assert code == 3, rep
+    assert rep["model"]["model_type"] == model_type
+    f = function(rep, expect)
+    assert f["status"] == "fallback" and f["reason"]
+
+
+def test_local_folder_with_config(tmp_path):
+    cfg = {"model_type": "qwen3_next", "hidden_size": 64}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, rep = run_json(["doctor", "--model", str(tmp_path)])
+    assert code == 3
+    assert rep["model"]["source"] == "local" and rep["model"]["model_type"] == "qwen3_next"
+
+
+def test_hub_id_resolved_from_hf_cache_offline(tmp_path):
+    cache = tmp_path / "hub"
+    snap = cache / "models--acme--tiny-hybrid" / "snapshots" / "0123456789abcdef0123456789abcdef01234567"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"model_type": "lfm2"}))
+    refs = cache / "models--acme--tiny-hybrid" / "refs"
+    refs.mkdir()
+    (refs / "main").write_text("0123456789abcdef0123456789abcdef01234567")
+    code, rep = run_json(["doctor", "--model", "acme/tiny-hybrid", "--mode", "infer"],
+                         env={"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"})
+    assert code == 3, rep
+    assert rep["model"]["source"] == "hf-cache" and rep["model"]["model_type"] == "lfm2"
+    assert function(rep, "causal_conv1d_update")["status"] == "fallback"
+
+
+# --- bad input: one paragraph, exit 2, no traceback ----------------------------------------------
+
+def _bad(args, *sites, env=None):
+    res = run(args, *sites, env=env)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout
+    return res.stderr
+
+
+def test_unknown_alias_suggests_closest():
+    err = _bad(["doctor", "--model", "qwen3.8-72b"])
+    assert "Unknown model 'qwen3.8-72b'" in err and "qwen3.8-27b" in err
+
+
+def test_malformed_config(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_5", ')
+    err = _bad(["doctor", "--model", str(tmp_path)])
+    assert "not valid JSON" in err and "line 1" in err
+
+
+def test_config_without_model_type(tmp_path):
+    (tmp_path / "config.json").write_text('{"hidden_size": 8}')
+    assert "no \"model_type\"" in _bad(["doctor", "--model", str(tmp_path)])
+
+
+def test_unreadable_config(tmp_path):
+    (tmp_path / "config.json").mkdir()  # a folder where the file should be: unreadable as a file
+    err = _bad(["doctor", "--model", str(tmp_path)])
+    assert "Cannot read" in err
+
+
+def test_unknown_model_type(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_55"}')
+    err = _bad(["doctor", "--model", str(tmp_path)])
+    assert "model_type 'qwen3_55'" in err and "qwen3_5" in err
+
+
+def test_missing_folder_and_missing_hub_id_offline(tmp_path):
+    assert "does not exist" in _bad(["doctor", "--model", str(tmp_path / "nope")])
+    err = _bad(["doctor", "--model", "acme/not-cached"], env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    assert "not in the Hugging Face cache" in err
+
+
+def test_bad_mode_is_usage_error():
+    res = run(["doctor", "--model", "qwen3.8-27b", "--mode", "serve"])
+    assert res.returncode == 2 and "Invalid value for '--mode'" in res.stderr
+
+
+def test_json_error_object_on_bad_input():
+    res = run(["doctor", "--model", "nope-model", "--json"])
+    assert res.returncode == 2
+    data = json.loads(res.stdout)
+    assert data["exit_code"] == 2 and "Unknown model" in data["error"]
+
+
+def test_no_torch_installed_at_all(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    deps = site("click", "packaging")
+    env = {"PYTHONPATH": f"{deps}:{Path(__file__).resolve().parent.parent}", "HF_HUB_OFFLINE": "1"}
+    import os
+    res = subprocess.run([str(py), "-m", "kernelcheck", "doctor", "--model", "qwen3.8-27b"], capture_output=True,
+                         text=True, env={**os.environ, **env})
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "torch is not installed" in res.stderr and "Traceback" not in res.stderr
+
+
+# --- the fast static reading agrees with transformers' own closures --------------------------------
+
+@pytest.mark.parametrize("sites", [
+    (), (("transformers==5.15.1",),), (("transformers==5.17.0",),),
+    (("transformers==5.15.1",), ("fla-core==0.6.0", "einops", "triton==3.6.0")),
+    ((("fla-core==0.6.0", "einops", "triton==3.6.0")),),
+])
+def test_static_binding_equals_exact_binding(sites):
+    paths = [site(*reqs, deps=reqs[0].startswith("transformers")) for reqs in sites]
+    for model in ("qwen3.8-27b", "mamba2"):
+        _, fast = run_json(["doctor", "--model", model, "--mode", "infer"], *paths)
+        _, exact = run_json(["doctor", "--model", model, "--mode", "infer", "--exact"], *paths)
+        view = lambda r: [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
+        assert view(fast) == view(exact), model

@@ -1,0 +1,74 @@
+"""The breakage rules of matrix/breakages.toml against environments as the probe would describe them.
+
+The probe's output is plain data (an Environment value); these tests describe machines we do not have
+here (an H200, a B200) as that data. The same rules run for real on the H200 (see README, verified.toml).
+"""
+
+from __future__ import annotations
+
+from kernelcheck.checks import rules
+from kernelcheck.environment import Environment, Gpu, PackageState, TorchInfo
+
+
+def env(cap: str | None, triton: str | None = "3.6.0", fla: str | None = "0.6.0", tilelang: bool = False,
+        transformers: str = "5.24.0") -> Environment:
+    pk = {}
+    if fla:
+        pk["fla"] = PackageState("fla", True, fla, "fla-core", True, None)
+    return Environment(
+        python="3.12.3", python_tag="cp312", platform="linux_x86_64",
+        torch=TorchInfo("2.11.0+cu130", "13.0", True, cuda_available=cap is not None),
+        triton=triton, transformers=transformers, kernels=None,
+        gpus=(Gpu("NVIDIA H200", cap),) if cap else (), driver="580.1", nvcc="13.0", cuda_home="/usr/local/cuda",
+        packages=pk, present={"tilelang": tilelang},
+    )
+
+
+def hits(e: Environment, mode: str = "train", bound=("fla",), nvcc=None) -> dict[str, rules.RuleHit]:
+    f = rules.Facts(env=e, mode=mode, bound=frozenset(bound), built_nvcc=nvcc or {}, model="qwen3.8-27b")
+    return {h.rule.id: h for h in rules.evaluate(f)}
+
+
+def test_fla_640_on_h200_with_triton_36_in_train_mode():
+    h = hits(env("9.0"))
+    assert set(h) == {"fla-640-refuses"}
+    assert h["fla-640-refuses"].certain
+    assert "triton 3.6.0" in h["fla-640-refuses"].message and "tilelang" in h["fla-640-refuses"].fix
+
+
+def test_fla_640_not_in_infer_not_with_tilelang_not_with_fixed_triton_not_on_ampere():
+    assert hits(env("9.0"), mode="infer") == {}
+    assert hits(env("9.0", tilelang=True)) == {}
+    assert hits(env("9.0", triton="3.7.1")) == {}
+    assert hits(env("8.0")) == {}
+    assert hits(env("9.0"), bound=()) == {}  # fla not bound: its kernel never runs
+
+
+def test_fla_640_old_fla_gives_silent_wrong_gradients():
+    assert set(hits(env("9.0", fla="0.4.2"))) == {"fla-640-wrong-grads"}
+    assert set(hits(env("9.0", fla="0.5.1", triton="3.8.0"))) == {"fla-640-refuses-any-triton"}
+
+
+def test_blackwell_with_old_triton():
+    assert "fla-blackwell-old-triton" in hits(env("10.0", triton="3.7.1"), mode="infer")
+    assert hits(env("10.0", triton="3.8.0"), mode="infer") == {}
+
+
+def test_sm103_causal_conv1d_needs_the_building_nvcc():
+    h = hits(env("10.3", triton="3.8.0"), bound=("causal_conv1d",))
+    assert not h["causal-conv1d-sm103-nvcc13"].certain  # unknown compiler: reported as "may apply"
+    h = hits(env("10.3", triton="3.8.0"), bound=("causal_conv1d",), nvcc={"causal_conv1d": "13.0"})
+    assert h["causal-conv1d-sm103-nvcc13"].certain
+    assert hits(env("10.3", triton="3.8.0"), bound=("causal_conv1d",), nvcc={"causal_conv1d": "12.9"}) == {}
+
+
+def test_fla_on_cpu_only_machine_by_transformers_version():
+    assert "fla-cpu-crash" in hits(env(None), mode="infer")
+    assert hits(env(None, transformers="5.25.0"), mode="infer") == {}
+    assert hits(env(None, transformers="5.14.1"), mode="infer") == {}
+
+
+def test_version_parsing_ignores_local_tags():
+    assert rules.version_in("2.11.0+cu130", ">=2.11,<2.12")
+    assert not rules.version_in(None, ">=1")
+    assert not rules.version_in("garbage", ">=1")
