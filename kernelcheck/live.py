@@ -798,7 +798,7 @@ def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
     t0 = time.perf_counter()
-    report = run_doctor(query, mode)
+    report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
     report.command = command
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
     return report
@@ -807,7 +807,7 @@ def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float) -> None:
     model = models_mod.resolve(query)
-    result = bindings_mod.bind(model.spec.module, model.spec.functions)
+    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
         report.findings.append(Finding("verify-not-run", "broken", "verify could not build the model: the modeling "
