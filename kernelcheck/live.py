@@ -106,6 +106,7 @@ class LiveRun:
     forced: set[str] = field(default_factory=set)
     step_error: str | None = None  # the step failed outside any instrumented function
     step_error_fast: bool = False  # ... after a fast kernel had run in that attempt
+    nonfinite: set[str] = field(default_factory=set)  # functions that made NaN/Inf from finite inputs
     direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
@@ -213,8 +214,11 @@ def _first_pass(steps: _Steps, inst: Instrument, run: LiveRun) -> dict[str, dict
         inst.reset()
         inst.capture = {}
         inst.capture_steps = {"prefill", "decode"}
+        inst.check_values = True
         try:
-            return _run_all(steps)
+            results = _run_all(steps)
+            run.nonfinite = {r.function for r in inst.records if r.nonfinite and not r.forced}
+            return results
         except Exception as exc:  # noqa: BLE001 - a failing kernel is what verify is looking for
             rec, original = _blame(inst, exc)
             msg = f"{type(original).__name__}: {_first_line(original)}"
@@ -229,6 +233,7 @@ def _first_pass(steps: _Steps, inst: Instrument, run: LiveRun) -> dict[str, dict
             inst.forced.add(rec.function)
         finally:
             inst.capture_steps = set()
+            inst.check_values = False
     return None
 
 
@@ -547,19 +552,24 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
         if first is not None:
             t2 = time.perf_counter()
             _say("profiling the steps")
-            for name in steps.names:
-                inst.reset()
-                _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)
-                run.traces[name] = tr
-                run.records[name] = list(inst.records)
             bwd_only = {f for f, fl in run.failures.items() if fl.phase == "backward"}
-            if bwd_only and mode == "train":
-                # The forward of a function that failed only in backward still ran the fast path: show it.
-                inst.forced -= bwd_only
-                inst.reset()
-                _, tr = _profile(steps, "train-forward", steps.train_forward, device)
-                run.traces["train-forward"] = tr
-                run.records["train-forward"] = list(inst.records)
+            try:
+                for name in steps.names:
+                    inst.reset()
+                    _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)
+                    run.traces[name] = tr
+                    run.records[name] = list(inst.records)
+                if bwd_only and mode == "train":
+                    # The forward of a function that failed only in backward ran the fast path: show it.
+                    inst.forced -= bwd_only
+                    inst.reset()
+                    _, tr = _profile(steps, "train-forward", steps.train_forward, device)
+                    run.traces["train-forward"] = tr
+                    run.records["train-forward"] = list(inst.records)
+            except Exception as exc:  # noqa: BLE001 - it passed unprofiled: report, keep what was recorded
+                run.step_error = f"the profiled step '{inst.step}' failed: {type(exc).__name__}: {_first_line(exc)}"
+                run.step_error_fast = any(r.fast for r in inst.records)
+            finally:
                 inst.forced |= bwd_only
             inst.reset()
             run.timing["profile_s"] = round(time.perf_counter() - t2, 3)
@@ -634,7 +644,7 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
     }
     if any(r.forced for r in calls):
         ev["forced_torch"] = "the torch reference was forced for the rest of the run after the failure below"
-    if any(r.nonfinite and not r.forced for r in calls):
+    if fn in run.nonfinite:
         ev["nonfinite_output"] = True
     if fail is not None:
         ev["error"] = {"phase": fail.phase, "step": fail.step, "exception": fail.error,
