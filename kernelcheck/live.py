@@ -478,8 +478,10 @@ def _time(steps: _Steps, once: Callable[[], None], data: dict[str, Any], device:
             break
     _, tr = _profile(steps, name, once, device)
     times.sort()
+    bf = tr.stats.busy_fraction
     return {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times), "kernels": tr.kernels,
-            "cpu_ops": tr.cpu_ops}
+            "cpu_ops": tr.cpu_ops, "gpu_busy_fraction": None if bf is None else round(bf, 3),
+            "launch_bound": tr.launch_bound}
 
 
 # -- orchestration --------------------------------------------------------------------------------
@@ -789,6 +791,9 @@ def _lines(run: LiveRun, report: Report) -> list[str]:
             if "speedup" in res:
                 kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
                 lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
+            if f.get("gpu_busy_fraction") is not None and r.get("gpu_busy_fraction") is not None:
+                lines.append(f"  GPU busy {f['gpu_busy_fraction']:.0%} on the bound path, {r['gpu_busy_fraction']:.0%} on "
+                             "the torch reference" + (" (launch-bound)" if r.get("launch_bound") else ""))
             if res.get("note"):
                 lines.append(f"  note: {res['note']}")
         if not b.device.startswith("cuda"):
