@@ -10,8 +10,9 @@
 # `cost` empties the Triton cache first (that is the cold measurement): run it first, not after the others.
 #
 # What to look for:
-#   tiny_infer.json  verdict ready (exit 0): all four GDN functions "fast", fla/causal_conv1d kernel names in
-#                    evidence.fast_kernels_seen, reference_comparison ok.
+#   tiny_infer.json  all four GDN functions "fast" with fla/causal_conv1d kernel names in
+#                    evidence.fast_kernels_seen and vs_reference ok; reference_comparison ok; exit 0 unless a
+#                    static finding (doctor's part of the report) says otherwise.
 #   tiny_train.json  exit 4: chunk_gated_delta_rule "broken", evidence.error.phase "backward", RuntimeError
 #                    naming #640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
 #   full_infer.json  live.benchmark.speedup around 9.5 and kernel_ratio in the tens (FACTS.md section 6).
