@@ -96,32 +96,25 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
 
 
 def _autograd_marks() -> tuple[Any, Any]:
-    """Identity autograd nodes: `Start` runs first in backward (opens the range), `End` after (closes it)."""
+    """Identity autograd nodes: `Start` (on a call's outputs) runs first in backward and opens the call's
+    backward range; `End` (on its inputs) runs after the call's own backward and closes it."""
     import torch
 
-    class Start(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
-            ctx.inst, ctx.idx = inst, idx
-            return tuple(t.view_as(t) for t in tensors)
+    def mark(hook: str) -> Any:
+        class Mark(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
+                ctx.inst, ctx.idx = inst, idx
+                return tuple(t.view_as(t) for t in tensors)
 
-        @staticmethod
-        def backward(ctx, *grads):  # type: ignore[override]
-            ctx.inst._bwd_start(ctx.idx)
-            return (None, None, *grads)
+            @staticmethod
+            def backward(ctx, *grads):  # type: ignore[override]
+                getattr(ctx.inst, hook)(ctx.idx)
+                return (None, None, *grads)
 
-    class End(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
-            ctx.inst, ctx.idx = inst, idx
-            return tuple(t.view_as(t) for t in tensors)
+        return Mark
 
-        @staticmethod
-        def backward(ctx, *grads):  # type: ignore[override]
-            ctx.inst._bwd_end(ctx.idx)
-            return (None, None, *grads)
-
-    return Start, End
+    return mark("_bwd_start"), mark("_bwd_end")
 
 
 def _caller_layer() -> int | None:

@@ -658,61 +658,51 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
     return ev
 
 
-def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None, str | None]:
-    """(rule id, fix, title) of a known breakage that names `fn`, from the static rule evaluation."""
+def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None]:
+    """(rule id, fix) of a known breakage that names `fn`, from the static rule evaluation."""
     for fd in report.findings:
         if fn in fd.functions and fd.severity == "broken":
-            return fd.id, fd.fix, fd.message
-    return None, None, None
+            return fd.id, fd.fix
+    return None, None
 
 
 _UNKNOWN_FIX = ("not a known breakage: reinstall {dist} for this torch/CUDA (kernelcheck install --model {model}); "
                 "until then `pip uninstall {dist}` gives the slow but working torch path")
 
 
-def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> None:
-    fn = fs.name
+def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
+    """Why the observed run shows `fn` broken (exception, NaN, mismatch), or None."""
     err = ev.get("error")
     direct = ev.get("vs_reference") or {}
+    impl = ev.get("implementation_called")
     if err:
-        rid, fix, _ = _rule_fix(report, fn)
-        fs.status = "broken"
-        phase = err["phase"]
-        fs.reason = (f"observed: {err['implementation']} raised in the {phase} of the {err['step']} step: "
-                     f"{err['exception']}")
-        if phase == "backward" and ev.get("path") == "fast":
-            fs.reason += " (its forward ran the fast path correctly; training fails at the first backward)"
-        if rid:
-            fs.reason += f" [known breakage {rid}]"
-            fs.fix = fix
-        else:
-            fs.fix = _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
-        return
+        reason = (f"observed: {err['implementation']} raised in the {err['phase']} of the {err['step']} step: "
+                  f"{err['exception']}")
+        if err["phase"] == "backward" and ev.get("path") == "fast":
+            reason += " (its forward ran the fast path correctly; training fails at the first backward)"
+        return reason
     if ev.get("nonfinite_output") or direct.get("nonfinite"):
-        fs.status, fs.reason = "broken", f"observed: {ev['implementation_called']} returned NaN/Inf"
-        rid, fix, _ = _rule_fix(report, fn)
-        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
-        return
+        return f"observed: {impl} returned NaN/Inf"
     if direct.get("compared") and not direct.get("ok"):
-        fs.status = "broken"
-        fs.reason = (f"observed: {ev['implementation_called']} disagrees with the torch reference on the same inputs "
-                     f"(relative error {direct.get('rel_err')} > {direct.get('tolerance')})")
-        rid, fix, _ = _rule_fix(report, fn)
-        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
-        return
+        return (f"observed: {impl} disagrees with the torch reference on the same inputs "
+                f"(relative error {direct.get('rel_err')} > {direct.get('tolerance')})")
     iso = run.isolated.get(fn)
     if iso and iso.get("ok") is False:
         bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in iso.items() if isinstance(v, dict)
                for k in ("logits", "grads") if k in v and not v[k]["ok"]]
-        fs.status = "broken"
-        fs.reason = (f"observed: with only {fn} on its bound path ({ev['implementation_called']}), the model's results "
-                     f"disagree with the torch reference ({'; '.join(bad)}; tolerance {iso['tolerance']})")
-        rid, fix, _ = _rule_fix(report, fn)
-        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
-        return
+        return (f"observed: with only {fn} on its bound path ({impl}), the model's results disagree with the torch "
+                f"reference ({'; '.join(bad)}; tolerance {iso['tolerance']})")
     if direct.get("error") and ev.get("path") == "fast":
-        fs.status = "broken"
-        fs.reason = f"observed: calling {fn} again on the captured inputs raised {direct['error']}"
+        return f"observed: calling {fn} again on the captured inputs raised {direct['error']}"
+    return None
+
+
+def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> None:
+    broken = _broken_reason(fs.name, ev, run)
+    if broken:
+        rid, fix = _rule_fix(report, fs.name)
+        fs.status, fs.reason = "broken", broken + (f" [known breakage {rid}]" if rid else "")
+        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
         return
     if ev.get("path") == "fast" and ev.get("calls"):
         fs.status, fs.reason, fs.fix = "fast", None, None
@@ -755,6 +745,10 @@ def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
     return out
 
 
+def _timed_words(d: dict[str, Any]) -> str:
+    return f"{d['ms']} ms, {d['kernels']} kernels, {d['cpu_ops']} CPU ops" if "ms" in d else f"failed: {d.get('error')}"
+
+
 def _lines(run: LiveRun, report: Report) -> list[str]:
     b = run.built
     lines = [f"built {b.model_class} ({b.shape}: {len(b.layer_types)} layers {', '.join(b.layer_types)}; "
@@ -784,10 +778,8 @@ def _lines(run: LiveRun, report: Report) -> list[str]:
     elif bm:
         for pname, res in bm["passes"].items():
             f, r = res.get("fast", {}), res.get("reference", {})
-            fs = f"{f['ms']} ms, {f['kernels']} kernels, {f['cpu_ops']} CPU ops" if "ms" in f else f"failed: {f.get('error')}"
-            rs = f"{r['ms']} ms, {r['kernels']} kernels, {r['cpu_ops']} CPU ops" if "ms" in r else f"failed: {r.get('error')}"
-            lines.append(f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {fs}; "
-                         f"torch reference {rs}")
+            lines.append(f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {_timed_words(f)}; "
+                         f"torch reference {_timed_words(r)}")
             if "speedup" in res:
                 kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
                 lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
