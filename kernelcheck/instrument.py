@@ -60,7 +60,6 @@ class Hook:
     cells: dict[str, Any] = field(default_factory=dict)  # closure cells: implementation, torch_function
     attribute: str = ""
     inline: str = ""  # old regime: the reference is inline code in this layer method (nothing to wrap)
-    layer_classes: set[str] = field(default_factory=set)
 
 
 def dotted(fn: Any) -> str:
@@ -225,7 +224,6 @@ class Instrument:
             if attr is None:
                 continue
             real = vars(mod)[attr]
-            hook.layer_classes.add(type(mod).__name__)
             if real is None:
                 hook.inline = f"{type(mod).__name__}.forward (its `{attr}` is None)"
                 continue  # inline torch code: nothing to wrap; the evidence says so
