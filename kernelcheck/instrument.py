@@ -60,7 +60,6 @@ class Hook:
     cells: dict[str, Any] = field(default_factory=dict)  # closure cells: implementation, torch_function
     attribute: str = ""
     inline: str = ""  # old regime: the reference is inline code in this layer method (nothing to wrap)
-    layer_classes: set[str] = field(default_factory=set)
 
 
 def dotted(fn: Any) -> str:
@@ -96,32 +95,25 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
 
 
 def _autograd_marks() -> tuple[Any, Any]:
-    """Identity autograd nodes: `Start` runs first in backward (opens the range), `End` after (closes it)."""
+    """Identity autograd nodes: `Start` (on a call's outputs) runs first in backward and opens the call's
+    backward range; `End` (on its inputs) runs after the call's own backward and closes it."""
     import torch
 
-    class Start(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
-            ctx.inst, ctx.idx = inst, idx
-            return tuple(t.view_as(t) for t in tensors)
+    def mark(hook: str) -> Any:
+        class Mark(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
+                ctx.inst, ctx.idx = inst, idx
+                return tuple(t.view_as(t) for t in tensors)
 
-        @staticmethod
-        def backward(ctx, *grads):  # type: ignore[override]
-            ctx.inst._bwd_start(ctx.idx)
-            return (None, None, *grads)
+            @staticmethod
+            def backward(ctx, *grads):  # type: ignore[override]
+                getattr(ctx.inst, hook)(ctx.idx)
+                return (None, None, *grads)
 
-    class End(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
-            ctx.inst, ctx.idx = inst, idx
-            return tuple(t.view_as(t) for t in tensors)
+        return Mark
 
-        @staticmethod
-        def backward(ctx, *grads):  # type: ignore[override]
-            ctx.inst._bwd_end(ctx.idx)
-            return (None, None, *grads)
-
-    return Start, End
+    return mark("_bwd_start"), mark("_bwd_end")
 
 
 def _caller_layer() -> int | None:
@@ -172,6 +164,7 @@ class Instrument:
         self.capture_steps: set[str] = set()
         self.mark_backward = False
         self.profiling = False
+        self.check_values = False
         self.bwd_current: CallRecord | None = None
         self._open: dict[int, Any] = {}
         self._stack = threading.local()
@@ -231,7 +224,6 @@ class Instrument:
             if attr is None:
                 continue
             real = vars(mod)[attr]
-            hook.layer_classes.add(type(mod).__name__)
             if real is None:
                 hook.inline = f"{type(mod).__name__}.forward (its `{attr}` is None)"
                 continue  # inline torch code: nothing to wrap; the evidence says so
@@ -281,8 +273,11 @@ class Instrument:
                 raise
             finally:
                 stack.pop()
-            # NaN/Inf is blamed on the first function that makes it from finite inputs, not on everything after it
-            rec.nonfinite = _nonfinite(out) and not _nonfinite((args, tuple(kwargs.values())))
+            if self.check_values:
+                # NaN/Inf is blamed on the first function that makes it from finite inputs, not on everything
+                # after it. Only in the unprofiled first pass: each check synchronises with the GPU, which would
+                # distort the profiled GPU idle time and the benchmark.
+                rec.nonfinite = _nonfinite(out) and not _nonfinite((args, tuple(kwargs.values())))
             if marking:
                 out = self._mark_outputs(rec.index, out)
             return out

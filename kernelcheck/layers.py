@@ -83,21 +83,35 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
         raise KernelcheckError(f"transformers cannot build a `{mt}` config from {model.query}'s config.json "
                                f"({type(exc).__name__}: {exc}). Is the installed transformers older than the "
                                "model?") from None
+    sub = getattr(real, "text_config", None)
+    if sub is not None and hasattr(sub, "to_dict") and getattr(sub, "model_type", None):
+        # A composite config (qwen3_5_moe, ...): the causal LM is built from its text part.
+        mt, fields = sub.model_type, {k: v for k, v in sub.to_dict().items() if k not in _DROP}
+        real = sub
     have = real.to_dict()
     data = verify_data()
     overrides: dict[str, Any] = {}
+    per_type = data["tiny"].get("model_types", {}).get(mt, {})
     if shape == "tiny":
         overrides.update({k: v for k, v in data["tiny"]["fields"].items() if k in have and have[k] is not None})
+        overrides.update(per_type.get("fields", {}))
     else:
         overrides.update({k: v for k, v in data["full"].items() if k in have})
+    vocab = overrides.get("vocab_size", have.get("vocab_size"))
+    for key in data["tiny"].get("token_id_fields", []):
+        # special token ids of the real vocabulary must stay inside the shrunk one (embedding padding_idx)
+        v = have.get(key)
+        if isinstance(vocab, int) and isinstance(v, int) and v >= vocab:
+            overrides[key] = vocab - 1
+        elif isinstance(vocab, int) and isinstance(v, list) and any(isinstance(x, int) and x >= vocab for x in v):
+            overrides[key] = [min(x, vocab - 1) for x in v]
     types = have.get("layer_types")
     if isinstance(types, list) and types:
         keep = _one_of_each(types)
         overrides["layer_types"] = keep
         overrides["num_hidden_layers"] = len(keep)
     else:
-        per = data["tiny"].get("model_types", {}).get(mt, {})
-        overrides["num_hidden_layers"] = int(per.get("layers", 2))
+        overrides["num_hidden_layers"] = int(per_type.get("layers", 2))
     try:
         cfg = AutoConfig.for_model(mt, **{**fields, **overrides})
     except Exception as exc:  # noqa: BLE001
@@ -106,17 +120,35 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
     return cfg, overrides
 
 
-def build(model: ResolvedModel, shape: str, device: str, dtype_name: str, attn_implementation: str) -> BuiltModel:
-    """Instantiate the real causal-LM class on `device` with random weights (seeded)."""
+def build(model: ResolvedModel, shape: str, device: str, dtype_name: str,
+          attn_implementation: str | None) -> BuiltModel:
+    """Instantiate the real causal-LM class on `device` with random weights (seeded). `attn_implementation`
+    None leaves transformers' default for the class (sdpa where supported, eager for Mamba)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     cfg, overrides = shaped_config(model, shape)
     dtype = getattr(torch, dtype_name)
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    limit = int(verify_data()["tiny"].get("max_parameters", 0))
+    if shape == "tiny" and limit:
+        # Count on the meta device first: a config field missing from the tiny table must not make the
+        # "tiny" model real-size (out of memory on a CI runner).
+        try:
+            with torch.device("meta"):
+                n = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg, **kwargs).parameters())
+        except Exception:  # noqa: BLE001 - the real build below reports the error
+            n = 0
+        if n > limit:
+            raise KernelcheckError(f"the tiny {type(cfg).__name__} would still have {n / 1e6:.0f} M parameters "
+                                   f"(limit {limit / 1e6:.0f} M): some size fields of this family are not in "
+                                   "matrix/verify.toml [tiny.fields]. Add them there.")
     torch.manual_seed(0)
     try:
         with torch.device(device):
-            lm = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation, dtype=dtype)
+            lm = AutoModelForCausalLM.from_config(cfg, **kwargs)
     except Exception as exc:  # noqa: BLE001
         raise KernelcheckError(f"could not build {type(cfg).__name__} ({shape} shape) as a causal LM: "
                                f"{type(exc).__name__}: {exc}") from None
@@ -126,7 +158,7 @@ def build(model: ResolvedModel, shape: str, device: str, dtype_name: str, attn_i
     params = sum(p.numel() for p in lm.parameters())
     sig = inspect.signature(lm.forward).parameters
     return BuiltModel(lm, getattr(cfg, "model_type", model.model_type), type(lm).__name__, shape, types, device,
-                      dtype_name, params, overrides, attn_implementation,
+                      dtype_name, params, overrides, getattr(lm.config, "_attn_implementation", None) or "default",
                       "cache" if "cache" in sig else "past_key_values")
 
 

@@ -126,7 +126,8 @@ def test_wrong_results_are_broken_exit_4(standins: dict[str, Path]) -> None:
 
 def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]) -> None:
     """The fla#640 shape of failure: forward fine, RuntimeError at the first backward."""
-    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train"], standins["backward-raises"])
+    code, rep = run_json(["verify", "--model", MODEL, "--mode", "train", "--benchmark", "--tokens", "64"],
+                         standins["backward-raises"])
     assert code == 4
     f = function(rep, "causal_conv1d_fn")
     assert f["status"] == "broken"
@@ -141,6 +142,12 @@ def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]
     # the run went on with that function forced to torch, so the others were still checked
     assert rep["live"]["forced_torch_after_failure"] == ["causal_conv1d_fn"]
     assert function(rep, "chunk_gated_delta_rule")["evidence"]["backward_cpu_ops"] > 0
+    # benchmark: the forward pass still times the bound conv; forward+backward must keep it on torch
+    passes = rep["live"]["benchmark"]["passes"]
+    assert passes["forward"]["fast"]["forced_torch"] == [] and "note" not in passes["forward"]
+    assert passes["forward+backward"]["fast"]["forced_torch"] == ["causal_conv1d_fn"]
+    assert "failed in this environment" in passes["forward+backward"]["note"]
+    assert passes["forward+backward"]["fast"]["ms"] > 0 and passes["forward+backward"]["speedup"] > 0
 
 
 def test_silently_wrong_gradients_are_found_and_named(standins: dict[str, Path]) -> None:
@@ -246,3 +253,29 @@ def test_module_globals_regime_transformers_5_14() -> None:
     conv = function(rep, "causal_conv1d_fn")["evidence"]
     assert conv["path"] == "torch" and "inline torch code in Qwen3_5GatedDeltaNet.forward" in conv[
         "implementation_called"]
+
+
+@pytest.mark.parametrize("model_type, prefill_fn", [("mamba2", "mamba_chunk_scan_combined"), ("kimi_linear", "chunk_kda")])
+def test_other_families_shrink_from_the_same_field_table(model_type: str, prefill_fn: str) -> None:
+    code, rep = run_json(["verify", "--model", model_type, "--mode", "infer", "--tokens", "16"])
+    assert code == 3, rep.get("error")
+    assert rep["live"]["model"]["parameters"] < 1_000_000  # tiny, from a real-size default config
+    ev = function(rep, prefill_fn)["evidence"]
+    assert ev["path"] == "torch" and ev["calls"] >= 1 and ev["cpu_ops"] > 0
+    assert ev["implementation_called"].startswith(f"transformers.models.{model_type}.")
+    assert not any(f["id"] == "verify-incomplete" for f in rep["findings"])
+
+
+def test_full_shape_is_the_real_27b_layer_shape() -> None:
+    """--shape full needs a GPU; its config is checked here: real layer sizes, one layer of each type."""
+    from kernelcheck import layers, models
+
+    cfg, overrides = layers.shaped_config(models.resolve(MODEL), "full")
+    assert type(cfg).__name__ == "Qwen3_5TextConfig"
+    assert (cfg.hidden_size, cfg.linear_num_key_heads, cfg.linear_num_value_heads) == (5120, 16, 48)
+    assert (cfg.linear_key_head_dim, cfg.linear_value_head_dim, cfg.linear_conv_kernel_dim) == (128, 128, 4)
+    assert (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim) == (24, 4, 256)
+    assert cfg.layer_types == ["linear_attention", "full_attention"] and cfg.num_hidden_layers == 2
+    assert cfg.vocab_size == 1024 and set(overrides) == {"vocab_size", "layer_types", "num_hidden_layers"}
+    tiny, _ = layers.shaped_config(models.resolve(MODEL), "tiny")
+    assert (tiny.hidden_size, tiny.linear_num_value_heads, tiny.vocab_size) == (64, 4, 128)
