@@ -163,29 +163,18 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
 
 
 def _transformers_findings(env: environment_mod.Environment, regime: str) -> list[Finding]:
-    m = matrix_mod.load()
-    out = []
+    out: list[Finding] = []
     if not env.transformers:
         return out
-    minv = maxv = None
-    try:
-        from transformers.utils import import_utils
+    from kernelcheck import hub as hub_mod  # reads transformers' source: no transformers import
 
-        minv = getattr(import_utils, "KERNELS_MIN_VERSION", None)
-        maxv = getattr(import_utils, "KERNELS_MAX_VERSION", None)
-    except Exception:
-        pass
-    window = f">={minv},<{maxv}" if minv and maxv else None
-    if window is None:
-        for w in m.transformers.get("kernels_window", []):
-            if rules_mod.version_in(env.transformers, w["transformers"]):
-                window = w["kernels"]
-    if window and env.kernels and not rules_mod.version_in(env.kernels, window):
+    th = hub_mod.transformers_hub()
+    if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", "info",
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
-                           f"({window}): Hub kernels (use_kernels=True) are treated as absent.",
-                           f"pip install 'kernels{window}'  (only needed for Hub kernels)",
-                           "transformers.utils.import_utils KERNELS_MIN_VERSION/KERNELS_MAX_VERSION"))
+                           f"({th.window_text}): Hub kernels (use_kernels=True) are treated as absent.",
+                           f"pip install 'kernels{th.window_text}'  (only needed for Hub kernels)",
+                           th.window_source))
     if regime == "decorator":
         out.append(Finding("bound-at-import", "info",
                            f"transformers {env.transformers} picks each kernel once, when the modeling module is "

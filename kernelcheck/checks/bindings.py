@@ -50,14 +50,22 @@ def _dotted(fn: Any) -> str:
 
 
 def detect_regime() -> str:
-    """Read the installed source (no import: a broken dependency must not change the answer)."""
+    """Read the installed source without importing transformers (its import alone costs seconds, and a
+    broken dependency must not change the answer)."""
+    tdir = _transformers_dir()
     try:
-        spec = importlib.util.find_spec("transformers.integrations.hub_kernels")
-        with open(spec.origin, encoding="utf-8") as fh:  # type: ignore[union-attr, arg-type]
-            src = fh.read()
-    except Exception:
+        src = (tdir / "integrations" / "hub_kernels.py").read_text(encoding="utf-8") if tdir else ""
+    except OSError:
         return "module-globals"
     return "decorator" if "def use_kernel_func_from_hub_with_fallback" in src else "module-globals"
+
+
+def _transformers_dir() -> Path | None:
+    """transformers' package folder, found without executing its __init__."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).parent
 
 
 _DECORATOR = re.compile(r"use_kernel_func_from_hub_with_fallback\(\s*[\"']([\w.]+)[\"']\s*,\s*[\"']([\w.]+)[\"']")
@@ -104,13 +112,6 @@ def _unwrap_kernels_func(obj: Any) -> Any:
     except (TypeError, ValueError):
         return obj
     return inner if inner is not None else obj
-
-
-def _transformers_dir() -> Path | None:
-    spec = importlib.util.find_spec("transformers")
-    if spec is None or not spec.origin:
-        return None
-    return Path(spec.origin).parent
 
 
 def _literal_mapping(tree: ast.Module, name: str) -> dict[str, str]:
