@@ -30,10 +30,10 @@ from kernelcheck import installer
 from kernelcheck import matrix as matrix_mod
 from kernelcheck import plan as plan_mod
 from kernelcheck import sources
+from kernelcheck import targets
 from kernelcheck.errors import BadInput, KernelcheckError
 from kernelcheck.report import EXIT_BROKEN, EXIT_FALLBACK, EXIT_READY, Finding, FunctionStatus, Report, render_text
 
-_ARCH = re.compile(r"^\d{1,2}\.\d$")
 _EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
 
 
@@ -52,21 +52,6 @@ class Request:
     target: str | None = None
     sdist: str | None = None
     jobs: int | None = None
-
-
-def _parse_arch(arch: str | None) -> tuple[str, ...]:
-    if not arch:
-        return ()
-    out = []
-    for a in arch.replace(";", ",").split(","):
-        a = a.strip().lower().removeprefix("sm_")
-        if a.isdigit() and len(a) in (2, 3):  # sm_90 / 90 / 103
-            a = f"{a[:-1]}.{a[-1]}"
-        if not _ARCH.match(a):
-            raise BadInput(f"--arch '{arch}' is not a list of compute capabilities. Use e.g. --arch 9.0 for "
-                           "H100/H200, --arch 8.0,9.0 for A100 and H100, --arch 10.0 for B200 (sm_90 is accepted too).")
-        out.append(a)
-    return tuple(dict.fromkeys(out))
 
 
 def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -97,7 +82,8 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
             raise BadInput(f"--package {spec}: unknown kernel package. Known: {', '.join(known)}.")
         if ver:
             versions[dist] = ver
-    return _parse_arch(req.arch), versions
+    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
+    return arches, versions
 
 
 def _probe(arches: tuple[str, ...], target: str | None) -> tuple[environment_mod.Environment, str]:

@@ -125,6 +125,21 @@ def environment_lines(env: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_findings(findings: list[Finding], width: int = 6, references: bool = True) -> list[str]:
+    """The `findings` block of a text report: severity, id, message, then its fix and reference."""
+    if not findings:
+        return []
+    out = ["findings"]
+    pad = " " * (width + 3)
+    for fd in findings:
+        out.append(f"  {_SEV.get(fd.severity, fd.severity):<{width}} [{fd.id}] {fd.message}")
+        if fd.fix:
+            out.append(f"{pad}fix: {fd.fix}")
+        if references and fd.reference:
+            out.append(f"{pad}ref: {fd.reference}")
+    return out
+
+
 def render_text(report: Report) -> str:
     out: list[str] = []
     head = f"kernelcheck {report.command}"
@@ -160,14 +175,7 @@ def render_text(report: Report) -> str:
                             ("live", _render_live)):
         if section in report.extra and report.extra[section]:
             out.extend(render(report.extra[section]))
-    if report.findings:
-        out.append("findings")
-        for fd in report.findings:
-            out.append(f"  {_SEV.get(fd.severity, fd.severity):<6} [{fd.id}] {fd.message}")
-            if fd.fix:
-                out.append(f"         fix: {fd.fix}")
-            if fd.reference:
-                out.append(f"         ref: {fd.reference}")
+    out.extend(render_findings(report.findings))
     v = report.verdict
     words = {"ready": "READY: every fast kernel this job uses will run",
              "fallback": "FALLBACK: a slow torch path would run",

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 from kernelcheck import matrix as matrix_mod
 from kernelcheck.chrome_trace import TraceReader
 from kernelcheck.errors import BadInput
-from kernelcheck.report import Finding, Report
+from kernelcheck.report import Finding, Report, render_findings
 
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays
@@ -774,7 +774,6 @@ def _short(name: str, width: int = 60) -> str:
     return s if len(s) <= width else s[: width - 3] + "..."
 
 
-_SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
 
 
 def render_text(report: Report) -> str:
@@ -809,12 +808,7 @@ def render_text(report: Report) -> str:
         if ops:
             out.append("top CPU ops by count (whole trace)")
             out.append("  " + ", ".join(f"{o['name']} {o['count']:,}" for o in ops[:6]))
-    if report.findings:
-        out.append("findings")
-        for fd in report.findings:
-            out.append(f"  {_SEV.get(fd.severity, fd.severity):<5} [{fd.id}] {fd.message}")
-            if fd.fix:
-                out.append(f"        fix: {fd.fix}")
+    out.extend(render_findings(report.findings, width=5, references=False))
     diag = t.get("diagnosis")
     if diag == "fallback":
         words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.get('missing_packages') or [])}"
