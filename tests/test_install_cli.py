@@ -63,7 +63,7 @@ def test_cpu_torch_is_refused_with_a_reason():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--arch", "banana"], "--arch 'banana'"),
+    (["--arch", "banana"], "--arch: 'banana' is not a CUDA compute capability"),
     (["--sdist", "/nonexistent/causal_conv1d-1.7.0.tar.gz"], "does not exist"),
     (["--package", "numpy"], "unknown kernel package"),
 ])
