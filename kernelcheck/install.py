@@ -129,6 +129,8 @@ def _doctor_after(req: Request) -> tuple[dict | None, str]:
     paths = ([req.target] if req.target else []) + [root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
+    if req.arch:  # judge the GPUs the install was for, not a build machine that has none
+        cmd += ["--arch", req.arch]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         data = json.loads(res.stdout)
@@ -204,6 +206,8 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     if not as_json:
         echo("\n".join("  " + ln for ln in after_text.splitlines()))
     report.extra["doctor_after"] = after
+    if after and after.get("environment"):
+        report.environment = after["environment"]  # what is installed now, not before
     if after and origin != "--arch":
         report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
                             for f in after.get("functions", [])]
@@ -216,7 +220,7 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     if origin == "--arch":
         report.findings.append(Finding("install-for-arch", "info",
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
-                                       "judges this machine, which may not have that GPU"))
+                                       "judged those GPUs (--arch), not this machine's"))
     return report, _EXIT[plan.predicted]
 
 
