@@ -34,6 +34,13 @@ def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageI
     return f"no CUDA GPU is visible to torch here; {pkg.title}'s kernels run only on {'/'.join(pkg.devices)}"
 
 
+def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
+    """The values an import_error rule's message and fix are formatted with."""
+    torch_v = env.torch.version if env.torch else None
+    return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
+            "torch_mm": ".".join((torch_v or "0.0").split(".")[:2])}
+
+
 def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
                m: matrix_mod.Matrix) -> tuple[str, str | None, str]:
     """(reason, fix, status) for a function transformers bound to its torch reference path."""
@@ -57,9 +64,7 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
         rule = rules_mod.match_import_error(st.error or "")
         reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
         if rule:
-            fill = {"dist": st.distribution, "package": pkg.name, "model": query or "M",
-                    "torch": env.torch.version if env.torch else "?",
-                    "torch_mm": ".".join((env.torch.version if env.torch else "0.0").split(".")[:2])}
+            fill = _import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
             reason += f" ({rule.title})"
             return reason, rule.fix.format(**fill), "fallback"
         return reason, _install_fix(query, dist), "fallback"
@@ -152,9 +157,7 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
     for name, st in env.packages.items():
         if st.installed and not st.imports:
             rule = rules_mod.match_import_error(st.error or "")
-            fill = {"dist": st.distribution or name, "package": name, "model": "M",
-                    "torch": env.torch.version if env.torch else "?",
-                    "torch_mm": ".".join((env.torch.version if env.torch else "0.0").split(".")[:2])}
+            fill = _import_error_fill(env, st.distribution or name, name, None)
             out.append(Finding(rule.id if rule else f"{name}-import-fails", "warning",
                                (rule.message.format(**fill) + " " if rule else "")
                                + f"`import` of {st.distribution} {st.version} fails: {st.error}",
@@ -272,9 +275,7 @@ _RANK = {"fast": 0, "unsupported": 1, "fallback": 1, "warning": 0, "broken": 2}
 def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
     rule = rules_mod.match_import_error(error)
     if rule:
-        return rule.fix.format(dist="the failing package", package="", model=query,
-                               torch=env.torch.version if env.torch else "?",
-                               torch_mm=".".join((env.torch.version if env.torch else "0.0").split(".")[:2]))
+        return rule.fix.format(**_import_error_fill(env, "the failing package", "", query))
     return "reinstall the package named in the error, or remove it to get the (slow) torch path"
 
 
