@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck import matrix as matrix_mod
 from kernelcheck import wheels
 from kernelcheck.checks import rules as rules_mod
-from kernelcheck.environment import Environment, PackageState
+from kernelcheck.environment import Environment, PackageState, dist_version
 
 PINNED = ("torch", "triton", "transformers")
 SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
@@ -287,11 +287,7 @@ def _avoids(hit: rules_mod.RuleHit, import_name: str, version: str, env: Environ
 
 def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str, Candidates]) -> Step:
     name = str(canonicalize_name(req.name))
-    try:
-        import importlib.metadata as md
-        have = md.version(name)
-    except Exception:  # noqa: BLE001
-        have = None
+    have = dist_version(name)
     if have and (not req.specifier or req.specifier.contains(have, prereleases=True)):
         return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed")
     c = found.get(name, Candidates())

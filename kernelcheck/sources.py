@@ -7,7 +7,6 @@ lookup becomes a rejected candidate with its reason (offline is a reason, not a 
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import importlib.util
 import os
 import re
@@ -22,7 +21,7 @@ from packaging.utils import canonicalize_name
 from kernelcheck import build as build_mod
 from kernelcheck import matrix as matrix_mod
 from kernelcheck import wheels
-from kernelcheck.environment import Environment
+from kernelcheck.environment import Environment, dist_version
 from kernelcheck.plan import PINNED, Candidates, Options, target_of
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
@@ -110,13 +109,6 @@ def _release_status(url: str, offline: bool) -> str:
     return f"unreachable: HTTP {r.status_code}"
 
 
-def _installed(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhouse: Path,
            sdist: Path | None = None, versions: dict[str, str] | None = None) -> dict[str, Candidates]:
     """Candidates for each needed package (import names), its dependencies and offered fixes."""
@@ -158,7 +150,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
                     dep = str(canonicalize_name(r.name))
                     if dep in PINNED or dep in found or dep == dist:
                         continue
-                    have = _installed(dep)
+                    have = dist_version(dep)
                     if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
                         continue
                     found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), whl, opts,
