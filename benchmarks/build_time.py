@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kernelcheck import wheels  # noqa: E402
+from kernelcheck.install import wheels  # noqa: E402
 
 # upstream causal-conv1d 1.7.0 setup.py with nvcc >= 13.0 (FACTS.md section 3)
 UPSTREAM = (75, 80, 87, 90, 100, 120, 103, 110, 121)

@@ -184,7 +184,7 @@ def main() -> int:
         return rc
     # Check what was written with kernelcheck's own analysis (this checkout's kernelcheck).
     sys.path.insert(0, str(REPO))
-    from kernelcheck import trace as trace_mod
+    from kernelcheck.trace import analysis as trace_mod
 
     for mode in ([a.only] if a.only else ["fast", "fallback"]):
         p = a.out / f"gdn_{mode}.json.gz"

@@ -1,4 +1,4 @@
-from kernelcheck.cli import main
+from kernelcheck.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -63,7 +63,8 @@ def main() -> int:
     repo("kc-test/gpu-norm", {good: here, newer: here, older_torch: here})
     repo("kc-test/gpu-norm-arch", {good: other})
 
-    from kernelcheck import environment, hub
+    from kernelcheck.core import environment
+    from kernelcheck.integrations import kernels_hub as hub
 
     env = environment.probe(packages=False)
     import kernels

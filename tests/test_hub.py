@@ -57,7 +57,7 @@ def test_mapping_window_and_defaults_are_read_from_the_installed_transformers(t5
     kernels is usable so `get_kernel_mapping_transformers()` exists), and the window is its constants."""
     code = r'''
 import json
-from kernelcheck import hub
+from kernelcheck.integrations import kernels_hub as hub
 from transformers.integrations import hub_kernels
 from transformers.utils import import_utils
 real = hub_kernels.get_kernel_mapping_transformers()
@@ -275,7 +275,7 @@ def test_bad_repo_and_option_misuse_exit_2(tmp_path: Path) -> None:
 
 APPLIED = r'''
 import json, sys, torch
-from kernelcheck import hub
+from kernelcheck.integrations import kernels_hub as hub
 from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM
 cfg = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
     num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,

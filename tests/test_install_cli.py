@@ -17,7 +17,8 @@ import pytest
 
 from kcfixtures import (causal_conv1d_wheel, cuda_torch_venv, extension_so, have_nvcc, kc, make_wheel,
                         scratch_venv, site_packages, tiny_sdist)
-from kernelcheck import installer, wheels
+from kernelcheck.install import apply as installer
+from kernelcheck.install import wheels
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")]
 MODEL = "qwen3.8-27b"

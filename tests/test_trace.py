@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import envs
-from kernelcheck import trace as tr
+from kernelcheck.trace import analysis as tr
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -201,7 +201,7 @@ def test_truncated_gzip_is_bad_input(cpu_trace, tmp_path):
 
 def test_reader_tolerates_layout(tmp_path, monkeypatch):
     """Unknown keys before and after traceEvents, an ERROR key (CPU-only traces), a bare array, tiny chunks."""
-    from kernelcheck import chrome_trace
+    from kernelcheck.trace import reader as chrome_trace
 
     evs = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "ts": 10.5 * i, "dur": 1.25,
             "args": {"External id": i, "weird": [1, {"x": "\u00e9"}]}} for i in range(50)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import envs
-from kernelcheck import trace as tr
+from kernelcheck.trace import analysis as tr
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FAST = GPU / "gdn_fast.json.gz"

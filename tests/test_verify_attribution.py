@@ -5,7 +5,7 @@ Triton's `cuLaunchKernelEx` driver launches follow FACTS.md section 7 and traces
 
 from __future__ import annotations
 
-from kernelcheck import evidence
+from kernelcheck.verify import evidence
 
 
 def _x(cat: str, name: str, ts: float, dur: float, tid: int = 1, **args) -> dict:

@@ -1,1 +1,0 @@
-"""Checks: each takes plain data (environment, model, matrix) and returns plain results."""

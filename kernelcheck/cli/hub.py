@@ -1,0 +1,146 @@
+"""`kernelcheck hub`: the Kernel Hub section alone, direct repo checks, and pre-fetching for offline jobs."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from kernelcheck.cli.main import MODE_HELP, MODEL_HELP, _finish, guarded
+from kernelcheck.core.errors import BadInput
+
+_REPO = re.compile(r"^([\w.-]+/[\w.-]+)(?:@(.+))?$")
+
+
+def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
+    m = _REPO.match(text.strip())
+    if not m:
+        raise BadInput(f"--repo '{text}' is not ORG/NAME, ORG/NAME@vN (a kernel version) or ORG/NAME@REVISION "
+                       "(a branch, tag or commit), e.g. kernels-community/fla@v2.")
+    ref = m.group(2)
+    if ref is None:
+        raise BadInput(f"--repo '{text}' needs a version or revision, as kernels does: {m.group(1)}@v1 "
+                       f"or {m.group(1)}@<commit>.")
+    if re.fullmatch(r"v\d+", ref):
+        return m.group(1), int(ref[1:]), None
+    return m.group(1), None, ref
+
+
+@click.command("hub")
+@click.option("--model", "-m", "model", default=None, help=MODEL_HELP)
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--use-kernels/--default-use-kernels", "use_kernels", default=None,
+              help="--use-kernels: the job passes use_kernels=True (default: what from_pretrained defaults to).")
+@click.option("--device", "device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
+              help="Device type the job runs on (default: from the torch build: cuda for CUDA builds, else cpu).")
+@click.option("--source", type=click.Choice(["auto", "cache", "hub"]), default="auto", show_default=True,
+              help="Where build variants are listed from: auto = as kernels does (LOCAL_KERNELS, then the Hub, or "
+                   "the HF cache when HF_HUB_OFFLINE=1); cache = never use the network.")
+@click.option("--torch", "torch_v", default=None, metavar="X.Y",
+              help="Resolve for this torch minor instead of the installed one (a build machine for another image).")
+@click.option("--cuda", "cuda_v", default=None, metavar="X.Y|cpu",
+              help="Resolve for a torch built for this CUDA (or cpu) instead of the installed build.")
+@click.option("--arch", "arch", default=None, metavar="X.Y",
+              help="GPU compute capability to check builds against (kernels' check_arch), e.g. 9.0 for H100/H200.")
+@click.option("--repo", "repos", multiple=True, metavar="ORG/NAME@vN",
+              help="Also resolve this kernel repository directly (repeatable).")
+@click.option("--prefetch", is_flag=True, help="Download the chosen build variants into the cache for offline jobs.")
+@click.option("--lock", "lock", type=click.Path(dir_okay=True), default=None,
+              help="With --prefetch: write a lock in kernels' format (a folder gets FOLDER/kernels.lock).")
+@click.option("--dry-run", is_flag=True, help="With --prefetch: say what would be downloaded, download nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@guarded("hub")
+def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | None, source: str,
+        torch_v: str | None, cuda_v: str | None, arch: str | None, repos: tuple[str, ...], prefetch: bool,
+        lock: str | None, dry_run: bool, as_json: bool) -> int:
+    """Will transformers take MODEL's kernels from the Hugging Face Kernel Hub, and which build?
+
+    Reads the installed transformers' Hub mapping, the `kernels` version window it accepts,
+    USE_HUB_KERNELS and the use_kernels default; then resolves each mapped repository with kernels'
+    own variant resolver for this torch/CUDA and lists every build variant with the reason it lost.
+    A repository with no build for this torch means a silent slow path (exit 3) when the job uses
+    Hub kernels. --prefetch downloads exactly the chosen builds (run it online, e.g. in a docker build
+    stage) and --lock pins them in kernels' lock format; then run jobs with HF_HUB_OFFLINE=1.
+
+    \b
+    Examples:
+      kernelcheck hub --model qwen3.8-27b
+      kernelcheck hub --model qwen3.8-27b --use-kernels --device cuda --json
+      kernelcheck hub --repo kernels-community/fla@v2
+      kernelcheck hub --model qwen3.8-27b --torch 2.11 --cuda 13.0 --arch 9.0 --prefetch   # CPU build box
+      kernelcheck hub --model qwen3.8-27b --prefetch --lock /opt/job/kernels.lock
+      HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
+    """
+    from kernelcheck.core import environment as environment_mod
+    from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.hub import check as hub_check
+    from kernelcheck.report.model import Finding, Report
+
+    if (lock or dry_run) and not prefetch:
+        raise BadInput("--lock and --dry-run go with --prefetch (kernelcheck hub --model M --prefetch --lock FILE).")
+    if prefetch and not (model or repos):
+        raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
+    parsed = [_parse_repo(r) for r in repos]
+    for name, val in (("--torch", torch_v), ("--cuda", cuda_v if cuda_v != "cpu" else None), ("--arch", arch)):
+        if val is not None and not re.fullmatch(r"\d+\.\d+", val):
+            raise BadInput(f"{name} '{val}' is not MAJOR.MINOR (e.g. --torch 2.11 --cuda 13.0 --arch 9.0).")
+    target = hub_mod.Target(torch=torch_v, cuda="" if cuda_v == "cpu" else cuda_v) if (torch_v or cuda_v) else None
+    gpus = (environment_mod.Gpu(f"--arch {arch}", arch),) if arch else None
+    env = environment_mod.probe(gpu_override=gpus)
+    report = Report("hub", env.to_json(), None, mode)
+    functions: tuple[str, ...] = ()
+    modeling = None
+    if model:
+        resolved = models_mod.resolve(model)
+        report.model = resolved.to_json()
+        modeling = hub_mod.modeling_module(resolved.spec.module)
+        functions = tuple(resolved.spec.functions)
+    # pre-fetch first, so the section below shows the cache as the job will find it
+    if prefetch:
+        targets = []
+        if model:
+            dev = device or ("cuda" if target is not None and target.cuda else hub_check.default_device(env))
+            targets.extend(hub_mod.model_repos(modeling, functions, mode, dev, hub_check._capability(env)))
+        targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
+        say = (lambda s: click.echo(f"kernelcheck hub: {s}", err=True))
+        if not targets:
+            report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
+                                     "reason": "no Hub kernel is mapped for this model, device and mode"}]
+        else:
+            steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
+            report.extra["plan"] = steps
+            for st in steps:
+                if st["action"] == "failed":
+                    report.findings.append(Finding("hub-prefetch-failed", "broken",
+                                                   f"{st['spec']}: {st['reason']}", st.get("command")))
+                elif st["action"] == "missing":
+                    report.findings.append(Finding("hub-prefetch-missing", "fallback",
+                                                   f"{st['spec']}: {st['reason']}"))
+    section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
+                              source=source, query=model, target=target)
+    for repo_id, version, revision in parsed:
+        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
+                                   target=target)
+        section["repos"].append(res.to_json())
+        section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+                                + (f": build {res.chosen} will be used" if res.chosen else ""))
+        for d in res.decisions:
+            section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
+                                    f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+        if res.error:
+            section["lines"].append(f"    {res.error}")
+            report.findings.append(Finding("hub-not-listable", "warning", f"{res.spec}: {res.error}"))
+        elif not res.chosen:
+            report.findings.append(Finding(
+                "hub-no-variant", "fallback",
+                f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
+                f"match {res.would_match}", f"run on {res.would_match}"))
+        elif res.blocked:
+            section["lines"].append(f"    NOT LOADABLE offline: {res.blocked}")
+            report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
+                                           f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
+                                           f"kernelcheck hub --repo {res.spec} --prefetch"))
+        elif res.problem:
+            report.findings.append(Finding("hub-build-fails", "broken", f"{res.spec} build {res.chosen}: {res.problem}"))
+    return _finish(report, as_json)

@@ -1,0 +1,304 @@
+"""Probe the machine: Python, torch, CUDA, GPUs, driver, nvcc and each kernel package.
+
+Detection only, no side effects: nothing is installed or changed. Anything absent is reported
+as absent (None / empty), never raised.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from kernelcheck.core import matrix as matrix_mod
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    capability: str  # "9.0"
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    version: str
+    cuda: str | None  # torch.version.cuda, None for CPU builds
+    cxx11abi: bool | None
+    hip: str | None = None
+    cuda_available: bool = False
+
+
+@dataclass(frozen=True)
+class PackageState:
+    """One kernel package as found: version per distribution, and whether it imports."""
+
+    name: str  # import name
+    installed: bool
+    version: str | None
+    distribution: str | None
+    imports: bool
+    error: str | None  # the real exception text when an import fails
+    location: str | None = None
+    extension_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    python: str
+    python_tag: str  # "cp311"
+    platform: str  # "linux_x86_64"
+    torch: TorchInfo | None
+    triton: str | None
+    transformers: str | None
+    kernels: str | None
+    gpus: tuple[Gpu, ...]
+    driver: str | None
+    nvcc: str | None
+    cuda_home: str | None
+    packages: dict[str, PackageState] = field(default_factory=dict)
+    present: dict[str, bool] = field(default_factory=dict)  # extra import names looked up (tilelang...)
+    env_vars: dict[str, str] = field(default_factory=dict)
+    gpu_source: str = "none"  # torch | nvidia-smi | override | none
+
+    @property
+    def cuda_gpu(self) -> bool:
+        return bool(self.gpus)
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return tuple(sorted({g.capability for g in self.gpus}))
+
+    def version_of(self, name: str) -> str | None:
+        """Version of torch/triton/transformers/kernels/nvcc or of a kernel package by import name."""
+        if name == "torch":
+            return self.torch.version if self.torch else None
+        if name in ("triton", "transformers", "kernels", "nvcc"):
+            return getattr(self, name)
+        st = self.packages.get(name)
+        return st.version if st and st.installed else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "python": self.python,
+            "python_tag": self.python_tag,
+            "platform": self.platform,
+            "torch": asdict(self.torch) if self.torch else None,
+            "triton": self.triton,
+            "transformers": self.transformers,
+            "kernels": self.kernels,
+            "gpus": [asdict(g) for g in self.gpus],
+            "gpu_source": self.gpu_source,
+            "driver": self.driver,
+            "nvcc": self.nvcc,
+            "cuda_home": self.cuda_home,
+            "packages": {k: asdict(v) for k, v in self.packages.items()},
+            "env": self.env_vars,
+        }
+
+
+def dist_version(name: str) -> str | None:
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+    except Exception:  # a broken dist-info must not crash the probe
+        return None
+
+
+def _probe_torch() -> TorchInfo | None:
+    if importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        import torch
+    except Exception as exc:  # torch present but broken: report as absent with the reason in version
+        return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
+    cuda = getattr(torch.version, "cuda", None)
+    hip = getattr(torch.version, "hip", None)
+    try:
+        abi = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+    except Exception:
+        abi = None
+    try:
+        avail = bool(torch.cuda.is_available())
+    except Exception:
+        avail = False
+    return TorchInfo(version=torch.__version__, cuda=cuda, cxx11abi=abi, hip=hip, cuda_available=avail)
+
+
+def _gpus_from_torch() -> tuple[Gpu, ...]:
+    import torch
+
+    out = []
+    for i in range(torch.cuda.device_count()):
+        major, minor = torch.cuda.get_device_capability(i)
+        out.append(Gpu(name=torch.cuda.get_device_name(i), capability=f"{major}.{minor}", index=i))
+    return tuple(out)
+
+
+def _run(cmd: list[str], timeout: float = 10) -> str | None:
+    exe = shutil.which(cmd[0])
+    if not exe:
+        return None
+    try:
+        res = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout if res.returncode == 0 else None
+
+
+def _nvidia_smi() -> tuple[tuple[Gpu, ...], str | None]:
+    out = _run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"])
+    if not out:
+        return (), None
+    gpus, driver = [], None
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 4:
+            gpus.append(Gpu(name=parts[1], capability=parts[2], index=int(parts[0]) if parts[0].isdigit() else 0))
+            driver = parts[3]
+    return tuple(gpus), driver
+
+
+def _driver_version() -> str | None:
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as fh:
+            m = re.search(r"Kernel Module\s+(?:for \S+\s+)?([\d.]+)", fh.read())
+            return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def nvcc_version(cuda_home: str | None = None) -> tuple[str | None, str | None]:
+    """(version, path) of nvcc: CUDA_HOME/bin/nvcc first, then PATH."""
+    candidates = []
+    if cuda_home:
+        candidates.append(os.path.join(cuda_home, "bin", "nvcc"))
+    which = shutil.which("nvcc")
+    if which:
+        candidates.append(which)
+    for path in candidates:
+        if os.path.exists(path):
+            out = _run([path, "--version"])
+            if out:
+                m = re.search(r"release ([\d.]+)", out)
+                if m:
+                    return m.group(1), path
+    return None, None
+
+
+def _cuda_home() -> str | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return os.environ[var]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+        # /usr/local/bin/nvcc may be a wrapper script: a CUDA home has the runtime headers
+        if os.path.exists(os.path.join(home, "include", "cuda_runtime.h")) or not os.path.isdir("/usr/local/cuda"):
+            return home
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
+
+
+def probe_package(info: matrix_mod.PackageInfo) -> PackageState:
+    """Version and import state of one kernel package; the real exception is kept."""
+    version = dist = None
+    for d in info.distributions:
+        v = dist_version(d)
+        if v:
+            version, dist = v, d
+            break
+    spec = importlib.util.find_spec(info.name) if _safe_find(info.name) else None
+    if spec is None and version is None:
+        return PackageState(info.name, installed=False, version=None, distribution=None, imports=False, error=None)
+    location = (spec.origin if spec else None) or None
+    error = None
+    ext_path = None
+    for mod in info.probe_modules:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = importlib.import_module(mod)
+            if info.extension and mod == info.extension:
+                ext_path = getattr(m, "__file__", None)
+        except BaseException as exc:  # noqa: BLE001 - any failure is the finding (SystemExit too)
+            error = f"{type(exc).__name__}: {exc}".strip()
+            break
+    if info.extension and ext_path is None and error is None:
+        s = importlib.util.find_spec(info.extension) if _safe_find(info.extension) else None
+        ext_path = s.origin if s else None
+    return PackageState(
+        info.name, installed=True, version=version, distribution=dist, imports=error is None,
+        error=error, location=location, extension_path=ext_path,
+    )
+
+
+def _safe_find(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+_ENV_VARS = ("USE_HUB_KERNELS", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
+             "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME")
+
+
+def with_packages(env: Environment) -> Environment:
+    """`env` with every kernel package of the matrix probed (imports them: call after binding checks)."""
+    if env.packages:
+        return env
+    m = matrix_mod.load()
+    return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
+
+
+def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None) -> Environment:
+    """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages)."""
+    m = matrix_mod.load()
+    torch_info = _probe_torch()
+    driver = _driver_version()
+    gpus: tuple[Gpu, ...] = ()
+    source = "none"
+    if gpu_override is not None:
+        gpus, source = gpu_override, "override"
+    elif torch_info and torch_info.cuda_available:
+        try:
+            gpus, source = _gpus_from_torch(), "torch"
+        except Exception:
+            gpus = ()
+    if not gpus and gpu_override is None:
+        smi_gpus, smi_driver = _nvidia_smi()
+        if smi_gpus:
+            gpus, source = smi_gpus, "nvidia-smi"
+        driver = driver or smi_driver
+    cuda_home = _cuda_home()
+    nvcc, _ = nvcc_version(cuda_home)
+    pkgs = {n: probe_package(p) for n, p in m.packages.items()} if packages else {}
+    present = {n: _safe_find(n) for n in ("tilelang",)}
+    py = sys.version_info
+    return Environment(
+        python=platform.python_version(),
+        python_tag=f"cp{py.major}{py.minor}",
+        platform=f"{sys.platform}_{platform.machine()}",
+        torch=torch_info,
+        triton=dist_version("triton") or dist_version("pytorch-triton"),
+        transformers=dist_version("transformers"),
+        kernels=dist_version("kernels"),
+        gpus=gpus,
+        driver=driver,
+        nvcc=nvcc,
+        cuda_home=cuda_home,
+        packages=pkgs,
+        present=present,
+        env_vars={k: os.environ[k] for k in _ENV_VARS if k in os.environ},
+        gpu_source=source,
+    )

@@ -1,0 +1,260 @@
+"""Typed loader for matrix/*.toml: the project's data (models, packages, regimes, breakages)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+@functools.lru_cache(maxsize=1)
+def _root() -> Path:
+    """matrix/ beside the package in a checkout; `kernelcheck._matrix` when installed from a wheel."""
+    here = Path(__file__).resolve().parents[2] / "matrix"
+    if (here / "models.toml").exists():
+        return here
+    return Path(str(resources.files("kernelcheck._matrix")))
+
+
+def _load(name: str) -> dict[str, Any]:
+    with open(_root() / name, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    name: str
+    package: str
+    phase: str
+    backward: bool
+    module: str
+    torch_fallback: str
+
+
+@dataclass(frozen=True)
+class PackageInfo:
+    name: str  # import name
+    title: str
+    distributions: tuple[str, ...]
+    install_distribution: str
+    probe_modules: tuple[str, ...]
+    devices: tuple[str, ...]
+    kind: str
+    needs: tuple[str, ...] = ()
+    extension: str = ""
+    release_wheel: str = ""
+    env_prefix: str = ""
+    reference: str = ""
+    skip_reason: str = ""  # why the other distributions in `distributions` are not installed
+
+
+@dataclass(frozen=True)
+class ModelType:
+    name: str
+    family: str
+    module: str
+    functions: tuple[str, ...]
+    layer: str = ""
+    text_model_type: str = ""
+
+
+@dataclass(frozen=True)
+class Alias:
+    name: str
+    id: str
+    config: str = ""
+    model_type: str = ""
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    id: str
+    title: str
+    severity: str
+    functions: tuple[str, ...]
+    when: dict[str, Any]
+    message: str
+    fix: str
+    reference: str
+    remedies: tuple[dict[str, str], ...] = ()  # fixes `install` can offer: {package, spec, kind, why}
+
+
+@dataclass(frozen=True)
+class ImportErrorRule:
+    id: str
+    pattern: str
+    title: str
+    message: str
+    fix: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    functions: dict[str, FunctionInfo]
+    packages: dict[str, PackageInfo]
+    families: dict[str, dict[str, Any]]
+    model_types: dict[str, ModelType]
+    aliases: dict[str, Alias]
+    attention: dict[str, str]
+    breakages: tuple[Breakage, ...]
+    import_errors: tuple[ImportErrorRule, ...]
+    transformers: dict[str, Any]
+    verified: tuple[dict[str, Any], ...] = field(default=())
+
+    def shipped_config(self, relpath: str) -> dict[str, Any]:
+        with open(_root() / relpath, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def package_of_distribution(self, dist: str) -> PackageInfo | None:
+        norm = dist.lower().replace("_", "-")
+        for pkg in self.packages.values():
+            if norm in pkg.distributions:
+                return pkg
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> Matrix:
+    """Load and type-check all matrix files once per process."""
+    funcs = {n: FunctionInfo(name=n, **d) for n, d in _load("functions.toml").items()}
+    pkgs = {}
+    for n, d in _load("packages.toml").items():
+        d = dict(d)
+        for key in ("distributions", "probe_modules", "devices", "needs"):
+            if key in d:
+                d[key] = tuple(d[key])
+        pkgs[n] = PackageInfo(name=n, **d)
+    models = _load("models.toml")
+    families = models["families"]
+    mtypes = {}
+    for n, d in models["model_types"].items():
+        fam = families[d["family"]]
+        mtypes[n] = ModelType(
+            name=n,
+            family=d["family"],
+            module=d["module"],
+            functions=tuple(fam["functions"]),
+            layer=d.get("layer", ""),
+            text_model_type=d.get("text_model_type", ""),
+        )
+    aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
+    attention = {n: d["package"] for n, d in models["attention"].items()}
+    br = _load("breakages.toml")
+    breakages = tuple(
+        Breakage(
+            id=b["id"], title=b["title"], severity=b["severity"], functions=tuple(b["functions"]),
+            when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
+            remedies=tuple(dict(r) for r in b.get("remedies", [])),
+        )
+        for b in br.get("breakage", [])
+    )
+    import_errors = tuple(ImportErrorRule(**r) for r in br.get("import_error", []))
+    verified_path = _root() / "verified.toml"
+    verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
+    m = Matrix(
+        functions=funcs, packages=pkgs, families=families, model_types=mtypes, aliases=aliases,
+        attention=attention, breakages=breakages, import_errors=import_errors,
+        transformers=_load("transformers.toml"), verified=verified,
+    )
+    _validate(m)
+    return m
+
+
+def _validate(m: Matrix) -> None:
+    for mt in m.model_types.values():
+        for f in mt.functions:
+            if f not in m.functions:
+                raise ValueError(f"matrix: model type {mt.name} needs unknown function {f}")
+    for f in m.functions.values():
+        if f.package not in m.packages:
+            raise ValueError(f"matrix: function {f.name} names unknown package {f.package}")
+    for a in m.aliases.values():
+        if not a.config and a.model_type not in m.model_types:
+            raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")
+
+
+# --- trace signatures (matrix/signatures.toml): what fast and fallback paths look like in a profiler trace ---
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """`min` kernels (per step) whose names match any of `patterns` (fnmatch globs)."""
+
+    what: str
+    patterns: tuple[str, ...]
+    min: int
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The torch reference path of a package's functions, as seen in a trace."""
+
+    id: str
+    package: str  # key in packages.toml
+    functions: tuple[str, ...]
+    title: str
+    what: str
+    kernels: tuple[KernelGroup, ...]
+    python_functions: tuple[str, ...] = ()
+    context_packages: tuple[str, ...] = ()
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class LaunchBound:
+    busy_fraction_below: float
+    min_kernels: int
+    median_kernel_us_below: float
+    launch_delay_p50_below_us: float
+    reference: str = ""
+
+
+@dataclass(frozen=True)
+class TraceSignatures:
+    fast_kernels: dict[str, tuple[str, ...]]  # package key -> fast kernel name patterns
+    fast_references: dict[str, str]
+    fast_examples: dict[str, tuple[str, ...]]  # kernel names a user should see once the package is used
+    signatures: tuple[Signature, ...]
+    launch_bound: LaunchBound
+
+
+@functools.lru_cache(maxsize=1)
+def load_signatures() -> TraceSignatures:
+    """Load matrix/signatures.toml (kernel name patterns and thresholds used by `kernelcheck trace`)."""
+    d = _load("signatures.toml")
+    pk = d.get("package", {})
+    sigs = tuple(
+        Signature(
+            id=s["id"], package=s["package"], functions=tuple(s.get("functions", ())), title=s["title"],
+            what=s.get("what", ""),
+            kernels=tuple(KernelGroup(what=k.get("what", ""), patterns=tuple(k["patterns"]), min=int(k["min"]))
+                          for k in s.get("kernels", ())),
+            python_functions=tuple(s.get("python_functions", ())),
+            context_packages=tuple(s.get("context_packages", ())), reference=s.get("reference", ""),
+        )
+        for s in d.get("signature", ())
+    )
+    out = TraceSignatures(
+        fast_kernels={n: tuple(p["fast_kernels"]) for n, p in pk.items()},
+        fast_references={n: p.get("reference", "") for n, p in pk.items()},
+        fast_examples={n: tuple(p.get("examples", ())) for n, p in pk.items()},
+        signatures=sigs,
+        launch_bound=LaunchBound(**d["launch_bound"]),
+    )
+    known = load().packages
+    for s in sigs:
+        for name in (s.package, *s.context_packages):
+            if name not in known or name not in out.fast_kernels:
+                raise ValueError(f"matrix: signature {s.id} names package {name} missing from packages.toml "
+                                 "or from signatures.toml [package.*]")
+    return out
+
+
+def table(name: str) -> dict[str, Any]:
+    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
+    return _load(name)

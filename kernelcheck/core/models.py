@@ -1,0 +1,200 @@
+"""Resolve what the user typed (alias, Hub id, local folder, model_type) to a config and its needs.
+
+Offline first: alias table and shipped configs, then a local folder, then the Hugging Face
+cache, then the Hub (config.json only, never weights) when the network may be used.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.errors import BadInput
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a model's layers call: fast functions, the packages behind them, attention impl."""
+
+    functions: tuple[str, ...]
+    packages: tuple[str, ...]
+    attn_implementation: str
+    attention_package: str  # import name, "" for torch built-ins (sdpa, eager)
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    query: str
+    id: str | None
+    model_type: str
+    source: str  # alias | shipped-config | local | hf-cache | hub | model_type
+    spec: matrix_mod.ModelType
+    config: dict[str, Any] = field(default_factory=dict)
+    alias: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def text_config(self) -> dict[str, Any]:
+        return self.config.get("text_config") or self.config
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query, "id": self.id, "model_type": self.model_type, "source": self.source,
+            "family": self.spec.family, "layer": self.spec.layer or None,
+        }
+
+
+def offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE") or \
+        os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _read_config(path: Path, query: str) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"Cannot read {path} for model '{query}': {exc.strerror or exc}. "
+                       "Check the path and its permissions.") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
+                       "A model folder needs the config.json that came with the model.") from None
+    if not isinstance(cfg, dict):
+        raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers config.json.")
+    if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"]:
+        raise BadInput(f"{path} has no \"model_type\" field: it is not a transformers config.json "
+                       "(every transformers config names its model_type).")
+    return cfg
+
+
+def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, matrix_mod.ModelType]:
+    m = matrix_mod.load()
+    if model_type in m.model_types:
+        return model_type, m.model_types[model_type]
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
+    if text and text.get("model_type") in m.model_types:
+        return text["model_type"], m.model_types[text["model_type"]]
+    if _transformers_knows(model_type):
+        # Not in our data: the installed transformers is asked which kernels its module binds.
+        return model_type, matrix_mod.ModelType(name=model_type, family="unknown", module=_module_name(model_type),
+                                                functions=())
+    close = difflib.get_close_matches(model_type, list(m.model_types), n=3, cutoff=0.6)
+    hint = f" Closest known: {', '.join(close)}." if close else ""
+    raise BadInput(f"model_type '{model_type}' (from '{query}') is unknown to kernelcheck and to the installed "
+                   f"transformers.{hint} Run `kernelcheck models` for the list, or upgrade transformers if the "
+                   "model is newer than it.")
+
+
+def _transformers_knows(model_type: str) -> bool:
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    except Exception:
+        return False
+    return model_type in CONFIG_MAPPING_NAMES
+
+
+def _module_name(model_type: str) -> str:
+    try:
+        from transformers.models.auto.configuration_auto import model_type_to_module_name
+        return model_type_to_module_name(model_type)
+    except Exception:
+        return model_type.replace("-", "_")
+
+
+def _from_cache(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except Exception:
+        return None
+    try:
+        got = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:
+        return None
+    return Path(got) if isinstance(got, str) and os.path.exists(got) else None
+
+
+def _from_hub(repo_id: str) -> tuple[Path | None, str]:
+    try:
+        from huggingface_hub import hf_hub_download
+        return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5)), ""
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def resolve(query: str) -> ResolvedModel:
+    """Resolve `query` to a model; raises BadInput with a helpful message when it cannot."""
+    m = matrix_mod.load()
+    q = query.strip()
+    if not q:
+        raise BadInput("--model is empty. Give an alias (kernelcheck models), a Hub id like Qwen/Qwen3.8-27B, "
+                       "or a folder with config.json.")
+    alias = m.aliases.get(q.lower())
+    if alias is None:  # a Hub id that an alias stands for
+        alias = next((a for a in m.aliases.values() if a.id.lower() == q.lower()), None)
+    if alias is not None:
+        if alias.config:
+            cfg = m.shipped_config(alias.config)
+            mt, spec = _spec_for(cfg["model_type"], cfg, q)
+            return ResolvedModel(q, alias.id, mt, "shipped-config", spec, cfg, alias=alias.name)
+        spec = m.model_types[alias.model_type]
+        return ResolvedModel(q, alias.id, alias.model_type, "alias", spec, {"model_type": alias.model_type},
+                             alias=alias.name)
+    path = Path(q).expanduser()
+    if path.exists() or q.startswith((".", "/", "~")) or q.endswith(".json"):
+        if path.is_dir():
+            cfg_path = path / "config.json"
+            if not cfg_path.exists():
+                raise BadInput(f"The folder {path} has no config.json. Point --model at the model folder "
+                               "(the one holding config.json), or use an alias or Hub id.")
+        elif path.is_file():
+            cfg_path = path
+        else:
+            raise BadInput(f"The path {path} does not exist. Give an existing model folder, an alias "
+                           "(kernelcheck models) or a Hub id.")
+        cfg = _read_config(cfg_path, q)
+        mt, spec = _spec_for(cfg["model_type"], cfg, q)
+        return ResolvedModel(q, None, mt, "local", spec, cfg)
+    if q in m.model_types:
+        return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
+    if _HUB_ID.match(q):
+        cached = _from_cache(q)
+        if cached:
+            cfg = _read_config(cached, q)
+            mt, spec = _spec_for(cfg["model_type"], cfg, q)
+            return ResolvedModel(q, q, mt, "hf-cache", spec, cfg)
+        if offline():
+            raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
+                           "is set). Download its config.json first (`hf download {q} config.json`), point --model "
+                           "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
+        got, why = _from_hub(q)
+        if got:
+            cfg = _read_config(got, q)
+            mt, spec = _spec_for(cfg["model_type"], cfg, q)
+            return ResolvedModel(q, q, mt, "hub", spec, cfg)
+        raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
+                       "Check the id, log in for gated models, or point --model at a folder with config.json.")
+    names = list(m.aliases) + list(m.model_types)
+    close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise BadInput(f"Unknown model '{q}'.{hint} Give an alias or model_type (see `kernelcheck models`), a Hub id "
+                   "like Qwen/Qwen3.8-27B, or a folder with config.json.")
+
+
+def needs(model: ResolvedModel, functions: tuple[str, ...] | None = None) -> Needs:
+    """The model's needs: functions from the installed transformers when known, else the matrix."""
+    m = matrix_mod.load()
+    funcs = functions if functions is not None else model.spec.functions
+    pkgs = tuple(dict.fromkeys(m.functions[f].package for f in funcs if f in m.functions))
+    attn = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
+            or model.config.get("attn_implementation") or "sdpa")
+    return Needs(functions=tuple(funcs), packages=pkgs, attn_implementation=attn,
+                 attention_package=m.attention.get(attn, ""))

@@ -1,0 +1,111 @@
+"""Evaluate matrix/breakages.toml against the probed environment and the bindings."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.environment import Environment
+
+_VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
+
+
+def base_version(v: str | None) -> Version | None:
+    if not v:
+        return None
+    try:
+        return Version(Version(v.split("+")[0]).base_version)
+    except InvalidVersion:
+        return None
+
+
+def version_in(v: str | None, spec: str) -> bool:
+    bv = base_version(v)
+    if bv is None:
+        return False
+    try:
+        return SpecifierSet(spec).contains(bv, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def _cap(c: str) -> tuple[int, int]:
+    a, _, b = c.partition(".")
+    return int(a), int(b or 0)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything a rule may look at, in one place."""
+
+    env: Environment
+    mode: str
+    bound: frozenset[str]  # packages transformers binds for a used function
+    built_nvcc: dict[str, str] = field(default_factory=dict)  # package -> nvcc that built it (manifest)
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class RuleHit:
+    rule: matrix_mod.Breakage
+    message: str
+    fix: str
+    certain: bool  # False when a condition could not be decided (e.g. unknown build compiler)
+
+
+def _holds(key: str, want: Any, facts: Facts) -> bool | None:
+    env = facts.env
+    if key == "gpu_capability":
+        return any(c in want for c in env.capabilities)
+    if key == "gpu_capability_min":
+        return any(_cap(c) >= _cap(want) for c in env.capabilities)
+    if key == "gpu_capability_max":
+        return any(_cap(c) <= _cap(want) for c in env.capabilities)
+    if key in _VERSION_KEYS:
+        return version_in(env.version_of(key), want)
+    if key == "mode":
+        return facts.mode == want
+    if key == "cuda_gpu":
+        return env.cuda_gpu == want
+    if key == "absent":
+        return all(not env.present.get(n, importlib.util.find_spec(n) is not None) for n in want)
+    if key == "bound":
+        return all(p in facts.bound for p in want)
+    if key == "built_nvcc":
+        got = [v for v in facts.built_nvcc.values() if v]
+        if not got:
+            return None  # unknown: the manifest does not say
+        return any(version_in(v, want) for v in got)
+    raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
+
+
+def evaluate(facts: Facts) -> list[RuleHit]:
+    m = matrix_mod.load()
+    env = facts.env
+    fill = {
+        "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",
+        "transformers": env.transformers or "absent", "fla": env.version_of("fla") or "absent",
+        "capability": ",".join(c.replace(".", "") for c in env.capabilities) or "none", "model": facts.model or "M",
+    }
+    hits = []
+    for rule in m.breakages:
+        results = [_holds(k, v, facts) for k, v in rule.when.items()]
+        if any(r is False for r in results):
+            continue
+        certain = all(r is True for r in results)
+        hits.append(RuleHit(rule, rule.message.format(**fill), rule.fix.format(**fill), certain))
+    return hits
+
+
+def match_import_error(error: str) -> matrix_mod.ImportErrorRule | None:
+    import re
+
+    for r in matrix_mod.load().import_errors:
+        if re.search(r.pattern, error):
+            return r
+    return None

@@ -1,0 +1,288 @@
+"""doctor: environment + model needs + what transformers will really bind + known breakages."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import manifest
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import models as models_mod
+from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.core import rules as rules_mod
+from kernelcheck.core.errors import BadInput
+from kernelcheck.report.model import Finding, FunctionStatus, Report
+
+
+def _install_fix(query: str | None, dist: str) -> str:
+    if query:
+        return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
+    return f"pip install {dist}  (with a constraints file pinning your torch)"
+
+
+def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
+    if "cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda:
+        return True
+    return False
+
+
+def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
+    if env.torch and not env.torch.cuda:
+        return (f"torch {env.torch.version} is a CPU build and no CUDA GPU is usable here; {pkg.title}'s kernels "
+                f"run only on {'/'.join(pkg.devices)}")
+    return f"no CUDA GPU is visible to torch here; {pkg.title}'s kernels run only on {'/'.join(pkg.devices)}"
+
+
+def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
+    """The values an import_error rule's message and fix are formatted with."""
+    torch_v = env.torch.version if env.torch else None
+    return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
+            "torch_mm": ".".join((torch_v or "0.0").split(".")[:2])}
+
+
+def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
+               m: matrix_mod.Matrix) -> tuple[str, str | None, str]:
+    """(reason, fix, status) for a function transformers bound to its torch reference path."""
+    info = m.functions.get(fn)
+    pkg = m.packages.get(b.package or (info.package if info else ""))
+    if pkg is None:
+        return f"transformers bound the torch path; package '{b.package}' is unknown to kernelcheck", None, "fallback"
+    st = env.packages.get(pkg.name)
+    dist = pkg.install_distribution
+    if b.registered_as:
+        for e in m.transformers.get("misnamed", []):
+            if e["registered"] == b.registered_as:
+                return (e["reason"].format(transformers=env.transformers), e["fix"], "fallback")
+    if st is None or not st.installed:
+        reason = f"{pkg.title} is not installed (pip distribution {dist})"
+        if not _device_ok(pkg, env):
+            reason += f"; and {_no_device_reason(env, pkg)}"
+            return reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", "fallback"
+        return reason, _install_fix(query, dist), "fallback"
+    if not st.imports:
+        rule = rules_mod.match_import_error(st.error or "")
+        reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
+        if rule:
+            fill = _import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
+            reason += f" ({rule.title})"
+            return reason, rule.fix.format(**fill), "fallback"
+        return reason, _install_fix(query, dist), "fallback"
+    if info is not None:
+        try:
+            mod = importlib.import_module(info.module)
+            if not hasattr(mod, fn):
+                return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
+                        f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
+                        "compatible version)", "fallback")
+        except Exception as exc:  # noqa: BLE001
+            return (f"`import {info.module}` fails: {type(exc).__name__}: {exc}", _install_fix(query, dist), "fallback")
+    for e in m.transformers.get("root_import", []):
+        if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
+                and environment_mod.dist_version(e["unless_distribution"]) is None:
+            fill = {"transformers": env.transformers, "function": fn, "version": st.version}
+            return e["reason"].format(**fill), e["fix"].format(**fill), "fallback"
+    if not _device_ok(pkg, env):
+        return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
+                f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
+                "unsupported")
+    return (f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
+            "was the package installed after the modeling module was imported? Restart the process.",
+            None, "fallback")
+
+
+def function_statuses(
+    needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
+    mode: str, query: str | None,
+) -> list[FunctionStatus]:
+    m = matrix_mod.load()
+    out = []
+    for fn, b in result.bindings.items():
+        info = m.functions.get(fn)
+        pkg = m.packages.get(b.package or (info.package if info else ""))
+        dist = pkg.install_distribution if pkg else b.package
+        phase = info.phase if info else ""
+        used = not (mode == "train" and phase == "decode")
+        if b.bound == "unbound":
+            out.append(FunctionStatus(fn, dist, "unsupported", "-",
+                                      f"transformers {env.transformers}'s {result.module} does not call `{fn}`: "
+                                      "nothing to check for this version", None, phase, used=False))
+            continue
+        if b.bound == "package":
+            if pkg is not None and not _device_ok(pkg, env):
+                out.append(FunctionStatus(fn, dist, "unsupported", b.implementation,
+                                          f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}",
+                                          "run on a machine with an NVIDIA GPU", phase, used))
+            else:
+                out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
+            continue
+        reason, fix, status = _why_torch(fn, b, env, query, m)
+        out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
+    return out
+
+
+def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment, query: str | None) -> FunctionStatus:
+    m = matrix_mod.load()
+    impl = needs.attn_implementation
+    if not needs.attention_package:
+        return FunctionStatus(f"attention:{impl}", "torch", "fast",
+                              "torch.nn.functional.scaled_dot_product_attention" if impl == "sdpa" else "eager",
+                              None, None, "attention")
+    pkg = m.packages[needs.attention_package]
+    st = env.packages.get(pkg.name)
+    if st is None or not st.installed:
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+                              f"config asks for attn_implementation={impl} but {pkg.title} is not installed: "
+                              "from_pretrained raises ImportError",
+                              _install_fix(query, pkg.install_distribution) + "  (or use attn_implementation='sdpa')",
+                              "attention")
+    if not st.imports:
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+                              f"{st.distribution} {st.version} does not import: {st.error}",
+                              _install_fix(query, pkg.install_distribution), "attention")
+    if not _device_ok(pkg, env):
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "unsupported", st.location or "-",
+                              _no_device_reason(env, pkg), "use attn_implementation='sdpa' here", "attention")
+    return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "fast", pkg.name, None, None, "attention")
+
+
+def environment_findings(env: environment_mod.Environment) -> list[Finding]:
+    out = []
+    if env.torch and not env.torch.cuda:
+        out.append(Finding("torch-cpu-build", "info",
+                           f"torch {env.torch.version} is a CPU build: no CUDA kernel can run in this environment."))
+    elif env.torch and env.torch.cuda and not env.cuda_gpu:
+        out.append(Finding("no-gpu", "info", f"torch {env.torch.version} is built for CUDA {env.torch.cuda} but no "
+                           "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
+    for name, st in env.packages.items():
+        if st.installed and not st.imports:
+            rule = rules_mod.match_import_error(st.error or "")
+            fill = _import_error_fill(env, st.distribution or name, name, None)
+            out.append(Finding(rule.id if rule else f"{name}-import-fails", "warning",
+                               (rule.message.format(**fill) + " " if rule else "")
+                               + f"`import` of {st.distribution} {st.version} fails: {st.error}",
+                               rule.fix.format(**fill) if rule else None, rule.reference if rule else None))
+    return out
+
+
+def _transformers_findings(env: environment_mod.Environment, regime: str) -> list[Finding]:
+    out: list[Finding] = []
+    if not env.transformers:
+        return out
+    from kernelcheck.integrations import kernels_hub as hub_mod  # reads transformers' source: no transformers import
+
+    th = hub_mod.transformers_hub()
+    if th.window and env.kernels and not th.window_met:
+        out.append(Finding("kernels-window", "info",
+                           f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
+                           f"({th.window_text}): Hub kernels (use_kernels=True) are treated as absent.",
+                           f"pip install 'kernels{th.window_text}'  (only needed for Hub kernels)",
+                           th.window_source))
+    if regime == "decorator":
+        out.append(Finding("bound-at-import", "info",
+                           f"transformers {env.transformers} picks each kernel once, when the modeling module is "
+                           "imported, and warns once per process: a package installed later is used only after a "
+                           "restart, and a second model in the same process logs nothing."))
+    return out
+
+
+def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
+           exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
+           hub_source: str = "auto") -> Report:
+    """Build the doctor report. Raises BadInput for bad models or a missing torch.
+
+    hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
+    use_kernels=True; False skips the Hub section. hub_device: the device type the job runs on (default:
+    the torch build's). hub_source: auto | cache | hub (where build variants are listed from)."""
+    if mode not in ("train", "infer"):
+        raise BadInput(f"--mode must be train or infer, not '{mode}'.")
+    # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
+    # what transformers finds, exactly as a package imported earlier in a user's process does.
+    env = env or environment_mod.probe(packages=False)
+    if env.torch is None:
+        raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
+                       "cannot load the model. Install the torch build you will train with (for example "
+                       "`pip install torch` with the index URL for your CUDA version), then run kernelcheck again.")
+    if env.torch.version.startswith("unimportable"):
+        raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
+    report = Report("doctor", env.to_json(), None, mode if query else None)
+    if query is None:
+        env = environment_mod.with_packages(env)
+        report.environment = env.to_json()
+        report.findings.extend(environment_findings(env))
+        report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
+        report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
+        if hub is not False and env.transformers:
+            _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
+        return report
+    if not env.transformers:
+        raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
+                       "Install the transformers version your job uses, then run again.")
+    model = models_mod.resolve(query)
+    report.model = model.to_json()
+    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=exact)
+    env = environment_mod.with_packages(env)
+    report.environment = env.to_json()
+    needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
+    report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
+                             "attn_implementation": needs.attn_implementation}
+    report.extra["bindings"] = {"regime": result.regime, "module": result.module}
+    if result.module_error:
+        report.findings.append(Finding(
+            "modeling-import-fails", "broken",
+            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
+            _module_error_fix(result.module_error, env, query),
+        ))
+        for fn in needs.functions:
+            info = matrix_mod.load().functions.get(fn)
+            report.functions.append(FunctionStatus(
+                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
+                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
+    else:
+        report.functions.extend(function_statuses(needs, result, env, mode, query))
+    report.functions.append(_attention_status(needs, env, query))
+    report.findings.extend(environment_findings(env))
+    report.findings.extend(manifest.explain(env))
+    report.findings.extend(_transformers_findings(env, result.regime))
+    bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
+                      and any(f.name == fn and f.used for f in report.functions))
+    facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
+    for hit in rules_mod.evaluate(facts):
+        sev = hit.rule.severity if hit.certain else "warning"
+        msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
+        report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
+        if hit.certain:
+            for fs in report.functions:
+                if fs.name in hit.rule.functions and fs.used and _RANK[hit.rule.severity] > _RANK.get(fs.status, 0):
+                    fs.status = hit.rule.severity
+                    fs.reason = f"{hit.rule.title}: {hit.message}"
+                    fs.fix = hit.fix
+    if hub is not False:
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+    return report
+
+
+def _hub_check(report: Report, env: environment_mod.Environment, module: str | None, functions: tuple[str, ...],
+               mode: str, hub: bool | None, device: str | None, source: str, query: str | None) -> None:
+    from kernelcheck.hub import check as hub_check
+
+    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
+
+
+_RANK = {"fast": 0, "unsupported": 1, "fallback": 1, "warning": 0, "broken": 2}
+
+
+def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
+    rule = rules_mod.match_import_error(error)
+    if rule:
+        return rule.fix.format(**_import_error_fill(env, "the failing package", "", query))
+    return "reinstall the package named in the error, or remove it to get the (slow) torch path"
+
+
+def _built_nvcc() -> dict[str, str]:
+    """What compiled each installed kernel package, from kernelcheck's install manifest (if any)."""
+    return manifest.built_nvcc()
+
+
+def as_dict(report: Report) -> dict[str, Any]:
+    return report.to_json()

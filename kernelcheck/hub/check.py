@@ -1,0 +1,324 @@
+"""doctor's Hub section: will transformers take kernels from the Kernel Hub here, and which build?
+
+Severity (docs/hub.md has the table):
+- Hub kernels are *used* when the installed `kernels` is inside transformers' window, USE_HUB_KERNELS is on,
+  and the model is loaded with `use_kernels=True` (the `from_pretrained` default read from the installed
+  transformers, or `--hub` = "my job passes use_kernels=True").
+- used + no build variant for this torch/CUDA: kernelize keeps the torch forward silently -> "fallback" (exit 3);
+  for a function whose package path is fast anyway the miss changes nothing -> info.
+- used + the chosen build fails kernels' arch / minimum-version check, or (offline) the version is not in
+  the cache, or (online) the Hub cannot be reached: kernels raises and the model load fails -> "broken" (exit 4).
+- `--hub` (or a use_kernels=True default) while `kernels` is outside the window: from_pretrained raises
+  ValueError in transformers versions that check it (read from `set_use_kernels`) -> "broken".
+- not used: everything is "info", with the reason, and what would happen with use_kernels=True.
+"""
+
+from __future__ import annotations
+
+
+from typing import Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.integrations import kernels_hub as hub_mod
+from kernelcheck.report.model import Finding, Report
+
+
+def default_device(env: environment_mod.Environment) -> str:
+    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
+    if env.torch and env.torch.cuda:
+        return "cuda"
+    if env.torch and env.torch.hip:
+        return "rocm"
+    return "cpu"
+
+
+def _capability(env: environment_mod.Environment) -> int | None:
+    if not env.capabilities:
+        return None
+    major, minor = env.capabilities[0].split(".")
+    return int(major) * 10 + int(minor)
+
+
+def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
+    """(will transformers load Hub kernels, why) for this transformers/kernels/env and the user's intent."""
+    if th.transformers is None:
+        return False, "transformers is not installed"
+    wants = th.use_kernels_default if use_hub is None else use_hub
+    who = ("use_kernels=True (--hub / --use-kernels)" if use_hub else
+           f"from_pretrained's use_kernels default is {th.use_kernels_default} ({th.use_kernels_source})")
+    if not wants:
+        return False, (f"{who}: transformers loads no Hub kernel unless the job passes use_kernels=True "
+                       "(run doctor with --hub to check that case)")
+    if not th.kernels:
+        return False, f"{who}, but the `kernels` package is not installed"
+    if not th.window_met:
+        return False, (f"{who}, but kernels {th.kernels} is outside the window transformers {th.transformers} "
+                       f"accepts ({th.window_text}): transformers treats kernels as absent")
+    if not th.hub_enabled_by_env:
+        return False, f"{who}, but USE_HUB_KERNELS={th.use_hub_kernels} turns the Hub layer decorators off"
+    return True, f"{who}; kernels {th.kernels} is inside transformers' window {th.window_text}; USE_HUB_KERNELS={th.use_hub_kernels}"
+
+
+def _kernels_importable() -> bool:
+    try:
+        import kernels  # noqa: F401
+    except Exception:  # absent or broken: either way transformers cannot use it
+        return False
+    return True
+
+
+def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
+          functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
+          source: str = "auto", query: str | None = None,
+          target: hub_mod.Target | None = None) -> dict[str, Any]:
+    """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
+    th = hub_mod.transformers_hub()
+    used, why = decide_use(th, use_hub)
+    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    cap = _capability(env)
+    lines: list[str] = []
+    findings: list[Finding] = []
+    q = query or "M"
+
+    if th.window:
+        state = "inside" if th.window_met else "OUTSIDE"
+        lines.append(f"transformers {th.transformers} accepts kernels {th.window_text} ({th.window_source}); "
+                     f"installed kernels {th.kernels or 'absent'}: {state} the window"
+                     + ("" if th.window_met else " -> transformers treats kernels as absent"))
+    env_note = "set" if th.use_hub_kernels_set else "transformers' default"
+    lines.append(f"USE_HUB_KERNELS={th.use_hub_kernels} ({env_note}: Hub decorators "
+                 f"{'on' if th.hub_enabled_by_env else 'off'}) · from_pretrained use_kernels default: "
+                 f"{th.use_kernels_default} ({th.use_kernels_source})")
+    lines.append(f"Hub kernels in this job: {'YES' if used else 'no'} - {why}")
+    if th.error:
+        findings.append(Finding("hub-mapping-unreadable", "warning", th.error))
+
+    if use_hub and th.transformers and not th.window_met:
+        sev = "broken" if th.refuses_when_unusable else "warning"
+        findings.append(Finding(
+            "hub-kernels-unusable", sev,
+            f"the job asks for Hub kernels (use_kernels=True) but kernels {th.kernels or 'is not installed'}"
+            f"{' is outside' if th.kernels else ', outside'} the window transformers {th.transformers} accepts "
+            f"({th.window_text})" + (": from_pretrained raises ValueError (\"Kernels are not available\")"
+                                     if th.refuses_when_unusable else ": Hub kernels are ignored"),
+            f"pip install 'kernels{th.window_text}'  (if that version is available for your platform), or drop "
+            "use_kernels=True", th.window_source))
+    elif (not use_hub and th.use_kernels_default and th.transformers and not th.window_met
+          and th.hub_enabled_by_env and th.refuses_when_unusable):
+        findings.append(Finding(
+            "hub-kernels-unusable", "broken",
+            f"from_pretrained defaults to use_kernels=True in transformers {th.transformers}, but kernels "
+            f"{th.kernels or '(absent)'} is outside the accepted window {th.window_text}: loading raises ValueError",
+            f"pip install 'kernels{th.window_text}', or set USE_HUB_KERNELS=0, or pass use_kernels=False",
+            th.window_source))
+
+    if used and not hub_mod.offline():
+        problem = hub_mod.kernels_client_problem()
+        if problem:
+            findings.append(Finding(
+                "hub-client-broken", "broken",
+                f"{problem}; with use_kernels=True and the Hub online, the model load fails with that error "
+                "(kernelize falls back only when no file is found).",
+                "unset HF_HUB_DISABLE_TELEMETRY for the job, or pre-fetch (kernelcheck hub --model M --prefetch) "
+                "and run the job with HF_HUB_OFFLINE=1",
+                "kernels hf_hub.py _get_hf_api (user_agent_str stays empty when telemetry is disabled)"))
+
+    if not used and source == "auto":
+        source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
+
+    names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
+    for f in functions:
+        names.setdefault(f, "function")
+    rows: list[dict[str, Any]] = []
+    resolutions: dict[str, hub_mod.Resolution] = {}
+    if names:
+        listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if hub_mod.offline() else \
+            "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
+        if source == "cache" and not hub_mod.offline():
+            listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
+                ("Hub kernels are not in use" if not used else "--source cache") + ")"
+        origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
+        lines.append(f"device {dev} ({origin}) · mode {mode} · "
+                     f"variants listed from {listing}")
+        if target is not None:
+            lines.append(f"resolving for torch {target.torch or 'as installed'}, "
+                         f"{'CUDA ' + target.cuda if target.cuda else ('CPU' if target.cuda == '' else 'CUDA as installed')}"
+                         f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
+                         "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
+    fstatus = {f.name: f for f in report.functions}
+    if names and not _kernels_importable():
+        # Without the `kernels` package there is no resolver to ask and transformers loads no Hub kernel.
+        lines.append("kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved")
+        findings.append(Finding(
+            "hub-kernels-absent", "broken" if use_hub else "info",
+            "the `kernels` package is not installed (or does not import)" + (
+                ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
+                if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
+            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'  (only if you want Hub kernels)"))
+        names = {}
+    for name, kind in names.items():
+        entries = [e for e in th.mapping if e.name == name]
+        row: dict[str, Any] = {"name": name, "kind": kind, "mapped": bool(entries)}
+        if not entries:
+            row["note"] = "transformers maps no Hub kernel to it"
+            rows.append(row)
+            continue
+        entry, note = hub_mod.select_entry(entries, dev, mode, cap)
+        if entry is None:
+            # a function's wrapper keeps what transformers bound at import (package or torch)
+            row["note"] = note.replace("the torch forward stays", "the path bound at import stays") \
+                if kind == "function" else note
+            rows.append(row)
+            continue
+        spec = entry.repo.spec
+        if spec not in resolutions:
+            resolutions[spec] = hub_mod.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
+                                                     revision=entry.repo.revision, source=source, env=env,
+                                                     target=target)
+        res = resolutions[spec]
+        row.update({"repo": spec, "layer": entry.repo.layer_name, "source": res.source, "variant": res.chosen,
+                    "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
+                    "problem": res.problem, "blocked": res.blocked})
+        rows.append(row)
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if "repo" in row:
+            by_repo.setdefault(row["repo"], []).append(row)
+    for spec, group in by_repo.items():
+        _judge(findings, group, resolutions[spec], used, fstatus, q)
+
+    for row in rows:
+        head = f"{row['name']} ({row['kind']})"
+        if "repo" not in row:
+            lines.append(f"{head}: {row['note']}")
+            continue
+        label = f"{head} -> {row['repo']} layer {row['layer']}"
+        if row["variant"] and row["blocked"]:
+            lines.append(f"{label}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}")
+        elif row["variant"] and not row["problem"]:
+            lines.append(f"{label}: build {row['variant']} {'will be used' if used else 'would be used'} "
+                         f"(from {row['source']})")
+        elif row["variant"]:
+            lines.append(f"{label}: build {row['variant']} chosen but {row['problem']}")
+        elif row["error"]:
+            lines.append(f"{label}: could not list builds: {row['error']}")
+        else:
+            lines.append(f"{label}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})")
+    for spec, res in resolutions.items():
+        loc = f" ({res.location})" if res.location else ""
+        commit = f" commit {res.commit[:12]}" if res.commit else ""
+        lines.append(f"{spec} from {res.source}{loc}{commit}:")
+        for d in res.decisions:
+            if d.accepted:
+                lines.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}")
+            else:
+                lines.append(f"    rejected {d.variant}: {d.reason}")
+        if res.error:
+            lines.append(f"    {res.error}")
+        if res.nearest:
+            lines.append(f"    nearest {res.nearest} would match {res.would_match}")
+        for n in res.notes:
+            lines.append(f"    note: {n}")
+    if not used and any(("repo" in r) for r in rows):
+        findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
+                                "builds listed under hub are what use_kernels=True would load."))
+
+    section = {
+        "lines": lines,
+        "used": used,
+        "why": why,
+        "device": dev,
+        "mode": mode,
+        "offline": hub_mod.offline(),
+        "transformers": {k: v for k, v in th.to_json().items() if k != "mapping"},
+        "mapping": [{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
+                     "layer": e.repo.layer_name, "capability": e.capability}
+                    for e in th.mapping if e.name in names],
+        "names": rows,
+        "repos": [r.to_json() for r in resolutions.values()],
+    }
+    report.extra["hub"] = section
+    report.findings.extend(findings)
+    return section
+
+
+def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Resolution, used: bool,
+           fstatus: dict[str, Any], q: str) -> None:
+    """One finding per repository (naming the layers/functions mapped to it); function statuses are
+    upgraded to fast when the Hub kernel will really replace them."""
+    names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
+    fns = tuple(r["name"] for r in group if r["kind"] == "function")
+    hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
+    if used and hub_failed and not hub_mod.offline():
+        # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
+        cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""
+        findings.append(Finding(
+            "hub-unreachable", "broken",
+            f"{res.spec} (for {names}): {hub_failed.split(';')[0]}. With HF_HUB_OFFLINE unset kernels asks the Hub "
+            f"and raises on the connection error, so the model load fails{cached}.",
+            "export HF_HUB_OFFLINE=1 for the job (after kernelcheck hub --model M --prefetch where the Hub is "
+            "reachable)", "kernels load.py get_kernel (HubResolver when not offline)", fns))
+        return
+    if res.chosen and res.blocked:
+        if used:
+            findings.append(Finding(
+                "hub-snapshot-incomplete", "fallback",
+                f"{res.spec} (for {names}): build {res.chosen} is in the cache, but {res.blocked}.",
+                f"kernelcheck hub --model {q} --prefetch  (repairs the cache entry, no download needed)",
+                "huggingface_hub _snapshot_download._raise_if_incomplete_snapshot; kernels resolver.py "
+                "resolve_hub_cache_kernel", fns))
+        return
+    if res.chosen and not res.problem:
+        for r in group:
+            fs = fstatus.get(r["name"])
+            if used and r["kind"] == "function" and fs is not None and fs.status != "fast":
+                fs.status = "fast"
+                fs.implementation = f"Hub kernel {res.spec} {r['layer']} ({res.chosen})"
+                fs.reason = None
+                fs.fix = None
+        return
+    if not used:
+        return  # the section's lines say what use_kernels=True would meet; hub-not-used says why
+    if res.problem:
+        findings.append(Finding("hub-build-fails", "broken",
+                                f"{res.spec} (for {names}): build {res.chosen}: {res.problem}; the model load fails "
+                                "(kernelize falls back only when no file is found)",
+                                "load without use_kernels, or pass check_arch=False where you load the kernel yourself",
+                                "kernels validate.py ArchValidator/MinverValidator", fns))
+        return
+    if res.error:
+        findings.append(Finding(
+            "hub-not-listable", "broken",
+            f"{res.spec} (for {names}) cannot be resolved here: {res.error}. kernels raises instead of falling back "
+            "(offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
+            "load fails.",
+            f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
+            "then run the job with HF_HUB_OFFLINE=1",
+            "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns))
+        return
+    def is_slow(r: dict[str, Any]) -> bool:
+        fs = fstatus.get(r["name"])
+        if r["kind"] == "layer" or fs is None:
+            return True
+        return fs.used and fs.status != "fast"  # a decode function in train mode, or a fast package path: no loss
+
+    slow = [r for r in group if is_slow(r)]
+    rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
+    tail = (" kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path"
+            + (f" for {', '.join(r['name'] for r in slow)}." if slow else ".")) if slow else \
+        " Nothing is lost: the package path transformers bound at import runs, or the function is not used in this mode."
+    findings.append(Finding(
+        "hub-no-variant", "fallback" if slow else "info",
+        f"{res.spec} (for {names}) has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "
+        f"Nearest: {res.nearest}, which would match {res.would_match}.{tail}",
+        f"run the job with {res.would_match}{_index_hint(res.nearest)}; or use the package path (kernelcheck "
+        f"install --model {q}); kernelcheck never changes torch for you",
+        "kernels variants.py resolve_variants; layer.py kernelize_layer (KernelizeFallback.CANNOT_LOAD)", fns))
+
+
+def _index_hint(variant: str | None) -> str:
+    """pip's index for the torch build a CUDA variant wants (download.pytorch.org/whl/cuXY)."""
+    import re
+
+    m = re.search(r"-(cu\d+)-", variant or "")
+    return f" (pip install torch from https://download.pytorch.org/whl/{m.group(1)})" if m else ""

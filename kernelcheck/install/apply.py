@@ -1,0 +1,328 @@
+"""Carry out an install plan: lock, fetch/build and verify every wheel, install with torch pinned, check, record.
+
+Order matters for "a failed build leaves the environment as it was": every artifact is prepared and
+verified first (download, build, sha256, tags, GPU arch in the .so), and only then is anything
+installed, in one pip call with `--no-deps` and a constraints file pinning the installed torch, triton
+and transformers. After pip, each kernel package must import in a fresh process; if one does not, the
+new files are removed and the replaced versions restored from a backup.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+from packaging.utils import canonicalize_name
+
+from kernelcheck import __version__
+from kernelcheck.core import manifest
+from kernelcheck.install import wheels
+from kernelcheck.install import build as build_mod
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.environment import Environment
+from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.install.plan import PINNED, Plan, Step
+
+
+class InstallFailed(KernelcheckError):
+    """An install step failed; the environment was left (or put back) as it was. Exit 4."""
+
+    exit_code = 4
+
+
+@dataclass
+class Outcome:
+    installed: list[dict] = field(default_factory=list)  # manifest entries written
+    failed: str | None = None
+    manifest: str | None = None
+    seconds: float = 0.0
+    log: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- locking
+
+@contextmanager
+def locked(paths: list[Path], progress: Callable[[str], None] = print) -> Iterator[None]:
+    """Exclusive fcntl locks on `paths` (taken in sorted order: no deadlock between two installs)."""
+    fhs = []
+    try:
+        for p in sorted({p.resolve() for p in paths}):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(p, "a+", encoding="utf-8")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                progress(f"waiting for another kernelcheck install to finish ({holder}, lock {p}) ...")
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}\n")
+            fh.flush()
+            fhs.append(fh)
+        yield
+    finally:
+        for fh in reversed(fhs):
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+
+
+def site_dir(target: str | None) -> Path:
+    """Where packages land: --target, or this interpreter's site-packages."""
+    return Path(target) if target else Path(sysconfig.get_paths()["purelib"])
+
+
+def lock_paths(wheelhouse: Path, target: str | None) -> list[Path]:
+    site = site_dir(target)
+    env_lock = site / ".kernelcheck-install.lock"
+    if not os.access(site if site.exists() else site.parent, os.W_OK):
+        key = hashlib.sha256(str(site).encode()).hexdigest()[:12]
+        env_lock = Path(tempfile.gettempdir()) / f"kernelcheck-install-{key}.lock"
+    return [wheelhouse / ".kernelcheck.lock", env_lock]
+
+
+# ---------------------------------------------------------------- constraints and pip
+
+def constraints_text(env: Environment, allow_change: frozenset[str]) -> str:
+    """`torch==X`, `triton==Y`, `transformers==Z` for what is installed (minus what the user lets change)."""
+    lines = ["# written by kernelcheck install: the installed torch, triton and transformers may not change"]
+    for name in PINNED:
+        v = env.version_of(name)
+        if v and name not in allow_change:
+            lines.append(f"{name}=={v}")
+    return "\n".join(lines) + "\n"
+
+
+def _pip_install(files: list[str], constraints: Path, target: str | None, log: Callable[[str], None]) -> None:
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
+           "--no-input", "-c", str(constraints)]
+    if target:
+        cmd += ["--target", target, "--upgrade"]
+    cmd += files
+    log("  $ " + " ".join(cmd))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
+        raise InstallFailed(f"pip install failed (exit {res.returncode}); pip rolled its own changes back:\n{tail}")
+
+
+# ---------------------------------------------------------------- backup / rollback
+
+def _dist_infos(site: Path, dist: str) -> list[Path]:
+    want = canonicalize_name(dist)
+    out = []
+    if not site.is_dir():
+        return out
+    for p in site.glob("*.dist-info"):
+        name = p.name[: -len(".dist-info")].rsplit("-", 1)[0]
+        if canonicalize_name(name) == want:
+            out.append(p)
+    return out
+
+
+def _record_files(site: Path, dist_info: Path) -> list[Path]:
+    rec = dist_info / "RECORD"
+    files = [dist_info]
+    try:
+        with open(rec, newline="", encoding="utf-8") as fh:
+            for row in csv.reader(fh):
+                if row:
+                    files.append((site / row[0]).resolve())
+    except OSError:
+        pass
+    return files
+
+
+def _remove_dist(site: Path, dist: str) -> None:
+    for di in _dist_infos(site, dist):
+        for f in _record_files(site, di):
+            if f.is_file() or f.is_symlink():
+                f.unlink(missing_ok=True)
+        shutil.rmtree(di, ignore_errors=True)
+
+
+@dataclass
+class Backup:
+    root: Path
+    saved: dict[str, list[tuple[Path, Path]]] = field(default_factory=dict)  # dist -> [(original, copy)]
+
+    def save(self, site: Path, dist: str) -> None:
+        pairs = []
+        for di in _dist_infos(site, dist):
+            for f in _record_files(site, di):
+                if f.is_dir():
+                    dst = self.root / dist / f.relative_to(site.resolve()) if f.is_relative_to(site.resolve()) \
+                        else None
+                    if dst:
+                        shutil.copytree(f, dst, dirs_exist_ok=True, symlinks=True)
+                        pairs.append((f, dst))
+                elif f.is_file():
+                    rel = f.relative_to(site.resolve()) if f.is_relative_to(site.resolve()) else Path("_outside") / f.name
+                    dst = self.root / dist / rel
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, dst)
+                    pairs.append((f, dst))
+        self.saved[dist] = pairs
+
+    def restore(self, site: Path, dist: str) -> None:
+        _remove_dist(site, dist)
+        for orig, copy in self.saved.get(dist, []):
+            if copy.is_dir():
+                shutil.copytree(copy, orig, dirs_exist_ok=True, symlinks=True)
+            else:
+                orig.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(copy, orig)
+
+
+# ---------------------------------------------------------------- prepare (nothing installed yet)
+
+def _download(url: str, wheelhouse: Path, log: Callable[[str], None]) -> Path:
+    import requests
+
+    dest = wheelhouse / url.rsplit("/", 1)[-1].replace("%2B", "+")
+    if dest.exists():
+        return dest
+    log(f"  downloading {url}")
+    tmp = dest.with_name("." + dest.name + ".part")
+    try:
+        with requests.get(url, stream=True, timeout=60) as r:
+            r.raise_for_status()
+            with open(tmp, "wb") as fh:
+                for chunk in r.iter_content(1 << 20):
+                    fh.write(chunk)
+    except Exception as exc:  # noqa: BLE001
+        tmp.unlink(missing_ok=True)
+        raise InstallFailed(f"downloading the release wheel failed ({type(exc).__name__}: {exc}); nothing was "
+                            "installed") from None
+    os.replace(tmp, dest)
+    return dest
+
+
+def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None, expected_sha: str) -> wheels.WheelInfo:
+    info = wheels.inspect_wheel(path, build_mod.read_sidecar(path))
+    if info is None:
+        raise InstallFailed(f"{path.name} is not a wheel file name")
+    if pkg is not None and pkg.kind == "cuda-extension":
+        d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension)
+    else:
+        d = wheels.match(info, replace(plan.target, arches=()), expected_sha256=expected_sha or None)
+    if not d.accepted:
+        raise InstallFailed(f"{path.name} rejected: {d.reason}. Nothing was installed.")
+    return info
+
+
+def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
+            jobs: int | None = None, constraints: Path | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+    """Every wheel to install, fetched or built and verified; raises before anything is installed."""
+    m = matrix_mod.load()
+    out = []
+    for step in plan.steps:
+        if step.action not in ("install", "build"):
+            continue
+        pkg = m.packages.get(step.import_name) if step.import_name else None
+        how: dict = {"source": step.source}
+        if step.action == "build":
+            assert pkg is not None and env.torch is not None
+            t = plan.target
+            log(f"build {step.package} from {Path(step.artifact).name} for {', '.join(step.arches)}")
+            built = build_mod.build_wheel(
+                Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
+                torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
+                progress=log, cuda_home=env.cuda_home, constraints=constraints)
+            log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
+                f"sha256 {built.sha256[:16]}...")
+            path, expected = Path(built.path), built.sha256
+            how.update({"sdist": Path(step.artifact).name, "build_seconds": round(built.seconds, 1),
+                        "max_jobs": built.max_jobs, "nvcc": env.nvcc or "", "build_log": built.log,
+                        "gencode_removed": list(built.patch.removed)})
+        elif step.source == "release":
+            path, expected = _download(step.artifact, wheelhouse, log), ""
+        else:
+            path, expected = Path(step.artifact), step.sha256
+        info = _verify(step, path, plan, pkg, expected)
+        out.append((step, info, how))
+    return out
+
+
+# ---------------------------------------------------------------- execute
+
+def _import_check(modules: list[str], target: str | None) -> str | None:
+    env = dict(os.environ)
+    if target:
+        env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+    res = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env,
+                         cwd=tempfile.gettempdir())
+    if res.returncode == 0:
+        return None
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else f"exit {res.returncode}"
+
+
+def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, allow_change: frozenset[str],
+            log: Callable[[str], None] = print, jobs: int | None = None) -> Outcome:
+    """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged."""
+    started = time.monotonic()
+    outcome = Outcome()
+    site = site_dir(target)
+    m = matrix_mod.load()
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
+        log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
+        ready = prepare(plan, env, wheelhouse, log, jobs, constraints)
+        if not ready:
+            outcome.seconds = time.monotonic() - started
+            return outcome
+        backup = Backup(Path(tmp) / "backup")
+        dists = [info.name.name for _, info, _ in ready]
+        for d in dists:
+            backup.save(site, d)
+        _pip_install([info.path for _, info, _ in ready], constraints, target, log)
+        modules = []
+        real_gpu = env.gpu_source in ("torch", "nvidia-smi")
+        for step, _, _ in ready:
+            pkg = m.packages.get(step.import_name) if step.import_name else None
+            if pkg is not None and real_gpu:
+                modules.extend(pkg.probe_modules)  # what doctor and transformers import
+            elif pkg is not None:
+                # no GPU here (a build stage): modules that may touch the device at import are not tried
+                modules.extend([pkg.name.split(".")[0]] + ([pkg.extension] if pkg.extension else []))
+        err = _import_check(modules, target) if modules else None
+        if err:
+            for d in dists:
+                backup.restore(site, d)
+            raise InstallFailed(f"after install, `import {' '.join(modules)}` fails in a fresh process: {err}. "
+                                "The new packages were removed and the previous state restored.")
+    where = manifest.target_path(target) if target else None
+    for step, info, how in ready:
+        entry = {
+            "distribution": info.name.name, "version": info.name.version, "spec": step.spec,
+            "wheel": Path(info.path).name, "sha256": info.sha256,
+            "so_arches": sorted({a for v in info.so_arches.values() for a in v}),
+            "target_arches": [f"sm_{wheels.cap_to_sm(a)}" for a in plan.target.arches] if info.so_arches else [],
+            "torch": env.torch.version if env.torch else None, "torch_mm": plan.target.torch_mm,
+            "cuda": env.torch.cuda if env.torch else None, "cxx11abi": plan.target.cxx11abi,
+            "python": env.python_tag, "platform": env.platform, "triton": env.triton,
+            "transformers": env.transformers, "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "site": str(site), "kernelcheck": __version__, **how,
+        }
+        key = step.import_name or info.name.name
+        p = manifest.record(key, entry, where)
+        outcome.manifest = str(p)
+        outcome.installed.append(entry)
+    outcome.seconds = time.monotonic() - started
+    return outcome

@@ -1,0 +1,246 @@
+"""Arch-targeted source builds of CUDA extension packages (causal-conv1d and its CachedWheels kin).
+
+Upstream setup.py files hard-code a `-gencode` list of up to nine architectures and ignore
+TORCH_CUDA_ARCH_LIST, so a build for one H200 compiles eight architectures nobody will run. Here the
+sdist is unpacked, its `-gencode` pairs are rewritten to the target architectures only, the upstream
+"guess a release wheel URL" step is switched off (`{PREFIX}_FORCE_BUILD=TRUE`: offline it crashes with
+an uncaught URLError), and `pip wheel --no-build-isolation --no-deps` compiles against the torch that is
+installed (build isolation would fetch a fresh torch from the index). MAX_JOBS is sized from cores and
+memory, compile steps are streamed as progress, and the wheel is kept in the wheelhouse for reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from kernelcheck.install import wheels
+from kernelcheck.core.errors import KernelcheckError
+
+# Each nvcc job of these extensions peaks around 2-4 GiB (measured: causal-conv1d bwd at about 3 GiB
+# with --threads 4); budget 4 GiB a job so a build on a small machine is slow rather than OOM-killed.
+JOB_MEMORY_BYTES = 4 << 30
+
+_PAIR = re.compile(
+    r"(?P<indent>[ \t]*)(?P<var>\w+)\.append\(\s*[\"']-gencode[\"']\s*\)\s*\n"
+    r"[ \t]*(?P=var)\.append\(\s*[\"']arch=compute_(?P<a>\d+a?),code=sm_(?P<b>\d+a?)[\"']\s*\)"
+)
+
+
+class BuildFailed(KernelcheckError):
+    """A source build failed; nothing was installed. Exit 4."""
+
+    exit_code = 4
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    text: str
+    kept: tuple[str, ...]  # sm_XX written
+    removed: tuple[str, ...]  # sm_XX dropped from the upstream list
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    path: str
+    sha256: str
+    arches: tuple[str, ...]
+    seconds: float
+    max_jobs: int
+    log: str
+    patch: PatchResult
+
+
+def memory_available() -> int | None:
+    """MemAvailable in bytes (Linux), None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def max_jobs(cores: int | None = None, mem_bytes: int | None = None, per_job: int = JOB_MEMORY_BYTES) -> int:
+    """Parallel compile jobs: one per core, but no more than free memory holds (at least 1)."""
+    cores = cores or os.cpu_count() or 1
+    mem = mem_bytes if mem_bytes is not None else memory_available()
+    by_mem = max(1, mem // per_job) if mem else cores
+    return max(1, min(cores, by_mem))
+
+
+def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
+    """Rewrite a setup.py's hard-coded `-gencode` pairs to exactly `arches` ("9.0" -> sm_90).
+
+    The first pair becomes the target list (it is unconditional upstream: sm_75), every later pair
+    is replaced by `pass`, so conditional blocks stay valid Python. Raises BuildFailed when the file has
+    no such pairs (then TORCH_CUDA_ARCH_LIST alone decides, and the caller is told).
+    """
+    pairs = list(_PAIR.finditer(setup_py))
+    if not pairs:
+        raise BuildFailed("setup.py has no `-gencode` list to rewrite")
+    sms = tuple(str(wheels.cap_to_sm(a)) for a in arches)
+    removed = tuple(f"sm_{m['b']}" for m in pairs if m["b"] not in sms)
+    out, last = [], 0
+    for i, m in enumerate(pairs):
+        out.append(setup_py[last:m.start()])
+        ind, var = m["indent"], m["var"]
+        if i == 0:
+            lines = [f'{ind}{var}.append("-gencode")\n{ind}{var}.append("arch=compute_{s},code=sm_{s}")' for s in sms]
+            out.append("\n".join(lines) + "  # kernelcheck: target arches only")
+        else:
+            out.append(f"{ind}pass  # kernelcheck: dropped sm_{m['b']}")
+        last = m.end()
+    out.append(setup_py[last:])
+    return PatchResult("".join(out), tuple(f"sm_{s}" for s in sms), removed)
+
+
+def nvcc_arches(nvcc: str) -> tuple[str, ...]:
+    """`nvcc --list-gpu-arch`: compute_XX this compiler can target."""
+    try:
+        res = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(line.strip() for line in res.stdout.splitlines() if line.strip().startswith("compute_"))
+
+
+def _unpack(sdist: Path, dest: Path) -> Path:
+    try:
+        with tarfile.open(sdist) as tf:
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, filter="data")
+            else:
+                # Python < 3.11.4 (Debian bookworm's 3.11.2, common in CUDA base images) has no
+                # extraction filters: refuse what the "data" filter would, then extract.
+                root = dest.resolve()
+                for m in tf.getmembers():
+                    if not (m.isfile() or m.isdir()) or not (root / m.name).resolve().is_relative_to(root):
+                        raise tarfile.TarError(f"unsafe member {m.name!r} (link, device or outside the folder)")
+                tf.extractall(dest)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise BuildFailed(f"cannot unpack {sdist.name}: {type(exc).__name__}: {exc}") from None
+    tops = [p for p in dest.iterdir() if p.is_dir()]
+    if len(tops) != 1 or not (tops[0] / "setup.py").exists():
+        raise BuildFailed(f"{sdist.name} is not a setup.py sdist (expected one top folder with setup.py)")
+    return tops[0]
+
+
+def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], started: float) -> None:
+    """Copy pip's output to the log; report each compile step and a heartbeat every 30 s."""
+    last = [time.monotonic()]
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(5):
+            if time.monotonic() - last[0] >= 30:
+                progress(f"  ... still compiling ({time.monotonic() - started:.0f} s)")
+                last[0] = time.monotonic()
+
+    t = threading.Thread(target=beat, daemon=True)
+    t.start()
+    step = re.compile(r"^\s*\[(\d+)/(\d+)\]\s+(.*)$")
+    for line in proc.stdout:  # type: ignore[union-attr]
+        log_fh.write(line)
+        m = step.match(line)
+        if m:
+            src = re.findall(r"(\S+\.(?:cu|cpp|c|cc))\b", m[3])
+            what = Path(src[-1]).name if src else ("link" if " -shared " in m[3] or "g++" in m[3] else m[3][:60])
+            progress(f"  [{m[1]}/{m[2]}] {what}  ({time.monotonic() - started:.0f} s)")
+            last[0] = time.monotonic()
+        elif re.search(r"\berror:", line) or re.search(r"\(\d+\): error", line):
+            progress(f"  {line.rstrip()[:200]}")
+    done.set()
+
+
+def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_prefix: str, torch_mm: str,
+                cuda_major: int, cxx11abi: bool, python: str = sys.executable, jobs: int | None = None,
+                progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None,
+                cuda_home: str | None = None, constraints: Path | None = None) -> BuiltWheel:
+    """Build `sdist` for `arches` against the installed torch; the wheel lands in `wheelhouse`."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    logs = wheelhouse / "logs"
+    logs.mkdir(exist_ok=True)
+    jobs = jobs or max_jobs()
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-build-") as tmp:
+        src = _unpack(sdist, Path(tmp) / "src")
+        setup_py = src / "setup.py"
+        patch = patch_gencode(setup_py.read_text(encoding="utf-8"), arches)
+        setup_py.write_text(patch.text, encoding="utf-8")
+        progress(f"  patched setup.py: -gencode {', '.join(patch.kept)} only"
+                 + (f" (dropped upstream {', '.join(patch.removed)})" if patch.removed else ""))
+        env = dict(os.environ)
+        env.update({
+            f"{env_prefix}_FORCE_BUILD": "TRUE",  # never guess/download a release wheel (offline URLError)
+            f"{env_prefix}_LOCAL_VERSION": wheels.local_version(cuda_major, torch_mm, cxx11abi),
+            "TORCH_CUDA_ARCH_LIST": ";".join(arches),  # for any extension torch adds flags to
+            "MAX_JOBS": str(jobs),
+            "PIP_NO_INPUT": "1",
+        })
+        if cxx11abi:
+            env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
+        if cuda_home and not env.get("CUDA_HOME"):
+            env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
+        env.update(extra_env or {})
+        out_dir = Path(tmp) / "dist"
+        log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{'_'.join(a.replace('.', '') for a in arches)}.log"
+        cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
+               "--disable-pip-version-check", "-w", str(out_dir), str(src)]
+        if constraints is not None:
+            cmd[4:4] = ["-c", str(constraints)]  # torch/triton/transformers pinned, as in every pip call
+        progress(f"  building {sdist.name} for {', '.join(patch.kept)} with MAX_JOBS={jobs} (log: {log_path})")
+        started = time.monotonic()
+        with open(log_path, "w", encoding="utf-8") as log_fh:
+            log_fh.write("$ " + " ".join(cmd) + "\n")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                    cwd=str(src), errors="replace")
+            _stream(proc, log_fh, progress, started)
+            rc = proc.wait()
+        seconds = time.monotonic() - started
+        built = sorted(out_dir.glob("*.whl")) if out_dir.exists() else []
+        if rc != 0 or not built:
+            tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+            raise BuildFailed(f"building {sdist.name} failed after {seconds:.0f} s (pip exit {rc}); nothing was "
+                              f"installed. Last lines of {log_path}:\n" + "\n".join(tail))
+        dest = wheelhouse / built[0].name
+        tmp_dest = wheelhouse / f".{built[0].name}.tmp"
+        shutil.copyfile(built[0], tmp_dest)
+        os.replace(tmp_dest, dest)  # atomic: a concurrent reader sees the old file or the whole new one
+    info = wheels.inspect_wheel(dest)
+    found = tuple(sorted({a for v in (info.so_arches.values() if info else ()) for a in v}))
+    sidecar = {"built_by": "kernelcheck", "sdist": sdist.name, "torch_mm": torch_mm, "cuda_major": cuda_major,
+               "cxx11abi": cxx11abi, "arches": list(arches), "so_arches": list(found), "seconds": round(seconds, 1),
+               "max_jobs": jobs, "sha256": info.sha256 if info else "", "date": time.strftime("%Y-%m-%d")}
+    write_sidecar(dest, sidecar)
+    return BuiltWheel(str(dest), info.sha256 if info else "", found, seconds, jobs, str(log_path), patch)
+
+
+def sidecar_path(wheel: Path) -> Path:
+    return wheel.with_name(wheel.name + ".kernelcheck.json")
+
+
+def write_sidecar(wheel: Path, data: dict) -> None:
+    p = sidecar_path(wheel)
+    tmp = p.with_name("." + p.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def read_sidecar(wheel: Path) -> dict | None:
+    try:
+        data = json.loads(sidecar_path(wheel).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

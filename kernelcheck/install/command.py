@@ -1,0 +1,293 @@
+"""`kernelcheck install`: plan (and carry out) the kernel packages a model needs, never touching torch.
+
+doctor's view of the environment and the model's needs -> candidates (sources.gather) -> plan
+(plan.make_plan, pure) -> printed -> with --dry-run stop; else lock, prepare and install
+(installer.execute), record the manifest, and run doctor again in a fresh process.
+
+Exit codes: 0 every needed package is (or would be) installed and the job is ready; 3 a package was
+refused or blocked (it cannot be installed here, or only by changing torch/triton/transformers), so
+its torch fallback stays; 4 the result is broken (a predicted breakage such as fla#640 in train mode,
+or an install/build step failed - then nothing was changed); 2 bad flags or input; 1 internal error.
+After a real install with a GPU present the exit code is the post-install doctor's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from packaging.utils import canonicalize_name
+
+from kernelcheck.install import build as build_mod
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.install import apply as installer
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.install import plan as plan_mod
+from kernelcheck.install import sources
+from kernelcheck.core import gpu as targets
+from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.report.model import EXIT_BROKEN, EXIT_FALLBACK, EXIT_READY, Finding, FunctionStatus, Report, render_text
+
+_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    model: str
+    mode: str = "train"
+    dry_run: bool = False
+    wheelhouse: str | None = None
+    arch: str | None = None
+    source: str = "auto"
+    allow_change: tuple[str, ...] = ()
+    with_packages: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()  # distributions, optionally ==version
+    offline: bool = False
+    target: str | None = None
+    sdist: str | None = None
+    jobs: int | None = None
+
+
+def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
+    if req.mode not in ("train", "infer"):
+        raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
+    if req.source not in plan_mod.SOURCES:
+        raise BadInput(f"--source must be one of {', '.join(plan_mod.SOURCES)}, not '{req.source}'.")
+    for a in req.allow_change:
+        if a not in plan_mod.PINNED:
+            raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
+                           f"not '{a}'. Other packages need no permission.")
+    if req.sdist:
+        p = Path(req.sdist)
+        if not p.is_file():
+            raise BadInput(f"--sdist {req.sdist} does not exist. Download it with `pip download --no-deps "
+                           "--no-binary :all: --no-build-isolation causal-conv1d==1.7.0 -d DIR`.")
+        if not p.name.endswith(".tar.gz"):
+            raise BadInput(f"--sdist {req.sdist} is not a .tar.gz source distribution.")
+    if req.wheelhouse and Path(req.wheelhouse).exists() and not Path(req.wheelhouse).is_dir():
+        raise BadInput(f"--wheelhouse {req.wheelhouse} is a file, not a folder.")
+    m = matrix_mod.load()
+    versions: dict[str, str] = {}
+    for spec in req.packages:
+        name, _, ver = spec.partition("==")
+        dist = str(canonicalize_name(name))
+        if m.package_of_distribution(dist) is None:
+            known = sorted({d for p in m.packages.values() for d in p.distributions})
+            raise BadInput(f"--package {spec}: unknown kernel package. Known: {', '.join(known)}.")
+        if ver:
+            versions[dist] = ver
+    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
+    return arches, versions
+
+
+def _probe(arches: tuple[str, ...], target: str | None) -> tuple[environment_mod.Environment, str]:
+    if target and str(Path(target).resolve()) not in [str(Path(p).resolve()) for p in sys.path if p]:
+        sys.path.insert(0, str(Path(target).resolve()))  # see what --target already holds
+    env = environment_mod.probe()
+    if arches and not env.gpus:
+        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", a, i)
+                                                  for i, a in enumerate(arches)), gpu_source="override")
+        return env, "--arch"
+    if arches:
+        return env, "--arch"
+    return env, "gpu" if env.gpus else "none"
+
+
+def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    m = matrix_mod.load()
+    pkgs = list(report.extra.get("needs", {}).get("packages", []))
+    attn = m.attention.get(report.extra.get("needs", {}).get("attn_implementation", ""), "")
+    if attn:
+        pkgs.append(attn)
+    if only:
+        wanted = {m.package_of_distribution(str(canonicalize_name(s.partition("==")[0]))).name for s in only}
+        pkgs = [p for p in pkgs if p in wanted] + [p for p in wanted if p not in pkgs]
+    bound = frozenset(f.package for f in report.functions if f.status == "fast")
+    return tuple(dict.fromkeys(pkgs)), frozenset(m.package_of_distribution(b).name for b in bound
+                                                 if m.package_of_distribution(b))
+
+
+def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
+    out = []
+    for s in plan.steps:
+        if s.action == "refuse" or s.action == "blocked":
+            out.append(Finding(f"install-{s.action}", "fallback", f"{s.package}: {s.reason}", s.command or None))
+        elif s.severity == "broken":
+            out.append(Finding("install-predicts-broken", "broken", f"{s.package}: {s.reason}", None))
+    return out
+
+
+def _doctor_after(req: Request) -> tuple[dict | None, str]:
+    """doctor in a fresh process (a package installed now is only bound by a new process)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    paths = ([req.target] if req.target else []) + [root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
+    if req.arch:  # judge the GPUs the install was for, not a build machine that has none
+        cmd += ["--arch", req.arch]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:
+        data = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        return None, f"doctor did not run (exit {res.returncode}): {res.stderr.strip()[-1000:]}"
+    if not data.get("functions") and data.get("error"):
+        return data, f"doctor: {data['error']}"
+    rep = Report("doctor", data.get("environment") or {}, data.get("model"), data.get("mode"),
+                 [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
+                  for f in data.get("functions", [])],
+                 [Finding(**{**f, "functions": tuple(f.get("functions", ()))}) for f in data.get("findings", [])])
+    return data, render_text(rep)
+
+
+def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
+    """Plan, print, and unless --dry-run carry out; returns the final report and exit code."""
+    from kernelcheck.doctor.run import doctor as run_doctor
+
+    arches, versions = _validate(req)
+    env, origin = _probe(arches, req.target)
+    before = run_doctor(req.model, req.mode, env)
+    packages, bound = _needs(before, versions, req.packages)
+    wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
+    offline = req.offline or os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "TRUE", "YES")
+    opts = plan_mod.Options(
+        mode=req.mode, source=req.source, arches=arches or env.capabilities, arch_origin=origin,
+        allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
+        model=req.model, wheelhouse=str(wheelhouse), target=req.target)
+    report = Report("install", env.to_json(), before.model, req.mode)
+    report.extra["before"] = {"verdict": before.verdict,
+                              "functions": {f.name: f.status for f in before.functions}}
+    progress = (lambda s: print(s, file=sys.stderr, flush=True)) if as_json else echo
+    if req.source == "hub":
+        return _install_from_hub(req, env, wheelhouse, offline, report, progress)
+
+    def plan_now() -> plan_mod.Plan:
+        sdist = Path(req.sdist) if req.sdist else None
+        found = sources.gather(env, packages, opts, wheelhouse, sdist, versions)
+        return plan_mod.make_plan(env, packages, opts, found, bound)
+
+    if req.dry_run:
+        wheelhouse.mkdir(parents=True, exist_ok=True) if not wheelhouse.exists() and _writable(wheelhouse) else None
+        plan = plan_now()
+        return _finish_plan(report, plan, executed=False)
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
+        plan = plan_now()
+        report.extra["plan"] = plan.to_json()
+        if not as_json:
+            head = Report("install", {}, before.model, req.mode)
+            head.extra["plan"] = plan.to_json()
+            echo("\n".join(render_text(head).splitlines()[:-1]))  # the plan, before anything runs
+        if plan.blocked:
+            return _finish_plan(report, plan, executed=False)
+        try:
+            outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
+                                        log=progress, jobs=req.jobs)
+        except (installer.InstallFailed, build_mod.BuildFailed) as exc:
+            report.extra["plan"] = plan.to_json()
+            report.findings.append(Finding("install-failed", "broken", exc.message,
+                                           "fix the cause above and rerun; the environment was not changed"))
+            return report, EXIT_BROKEN
+    report.extra.update({"plan": plan.to_json(), "installed": outcome.installed, "manifest": outcome.manifest,
+                         "install_seconds": round(outcome.seconds, 1)})
+    for e in outcome.installed:
+        progress(f"installed {e['distribution']} {e['version']} from {e['source']}"
+                 + (f" (GPU code {', '.join(e['so_arches'])})" if e.get("so_arches") else "")
+                 + f", sha256 {e['sha256'][:16]}...")
+    if outcome.manifest:
+        progress(f"manifest: {outcome.manifest}")
+    progress("doctor after install (fresh process):")
+    after, after_text = _doctor_after(req)
+    if not as_json:
+        echo("\n".join("  " + ln for ln in after_text.splitlines()))
+    report.extra["doctor_after"] = after
+    if after and after.get("environment"):
+        report.environment = after["environment"]  # what is installed now, not before
+    if after and origin != "--arch":
+        report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
+                            for f in after.get("functions", [])]
+        report.findings = [Finding(**{**f, "functions": tuple(f.get("functions", ()))})
+                           for f in after.get("findings", [])] + _plan_findings(plan)
+        return report, report.exit_code
+    # Building for a GPU that is not here (--arch): this machine cannot show the fast path; the plan's
+    # prediction for the target GPU decides.
+    report.findings.extend(_plan_findings(plan))
+    if origin == "--arch":
+        report.findings.append(Finding("install-for-arch", "info",
+                                       f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
+                                       "judged those GPUs (--arch), not this machine's"))
+    return report, _EXIT[plan.predicted]
+
+
+def _writable(p: Path) -> bool:
+    while not p.exists():
+        p = p.parent
+    return os.access(p, os.W_OK)
+
+
+def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,
+                      report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
+    """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
+    write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
+    from kernelcheck.integrations import kernels_hub as hub
+
+    lock = wheelhouse / "kernels.lock"
+    if not req.dry_run:
+        wheelhouse.mkdir(parents=True, exist_ok=True)
+    # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
+    steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
+                               dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
+    report.extra["plan"] = steps
+    report.extra["predicted"] = "ready"
+    report.extra["executed"] = not req.dry_run
+    report.extra["lock"] = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
+    code = 0
+    for st in steps:
+        if st.get("action") == "failed":
+            code = 4
+            report.findings.append(Finding("hub-prefetch-failed", "broken", f"{st['spec']}: {st['reason']}"))
+        elif st.get("action") == "missing" and code == 0:
+            code = 3
+            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+    report.extra["predicted"] = {0: "ready", 3: "fallback", 4: "broken"}[code]
+    return report, code
+
+
+def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[Report, int]:
+    report.extra["plan"] = plan.to_json()
+    report.extra["predicted"] = plan.predicted
+    report.extra["executed"] = executed
+    report.findings.extend(_plan_findings(plan))
+    if plan.blocked:
+        report.findings.append(Finding("install-stopped", "fallback",
+                                       "the plan needs a pinned package changed, so nothing was installed",
+                                       "rerun with --allow-change PACKAGE if you accept that change"))
+    return report, _EXIT[plan.predicted]
+
+
+def render(report: Report, code: int, dry_run: bool) -> str:
+    """Text for people: the plan, findings and the verdict line with the real exit code."""
+    shown = report
+    if not dry_run:  # the plan was printed before anything ran
+        shown = dataclasses.replace(report, extra={k: v for k, v in report.extra.items() if k != "plan"})
+    lines = render_text(shown).splitlines()
+    if lines and lines[-1].startswith("verdict:"):
+        words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
+        pre = "predicted after this plan" if dry_run else "after install"
+        lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
+    return "\n".join(lines)
+
+
+def to_json(report: Report, code: int) -> str:
+    data: dict[str, Any] = report.to_json()
+    data["exit_code"] = code
+    data["verdict"] = {0: "ready", 3: "fallback", 4: "broken"}.get(code, data["verdict"])
+    return json.dumps(data, indent=2, default=str)
+
+
+__all__ = ["Request", "run", "render", "to_json", "KernelcheckError"]

@@ -1,0 +1,513 @@
+"""The install plan: pure, from the environment, the model's needs, the matrix and the candidates found.
+
+Nothing here touches pip, the network or the disk: `sources.gather` collects the candidates (wheels in
+the wheelhouse, release-wheel reachability, a PyPI wheel's metadata, sdists), and `make_plan` decides.
+Every step says what it does and why, and lists every rejected candidate with its reason, so "why
+did it not use my wheel?" is answered before anything is installed.
+
+Actions: keep (already right) · install (a wheel) · build (from an sdist, then install) ·
+offer (a fix you may add: `--with PKG`) · refuse (cannot be done here; the torch path stays) ·
+blocked (would change torch/triton/transformers: needs `--allow-change`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.install import wheels
+from kernelcheck.core import rules as rules_mod
+from kernelcheck.core.environment import Environment, PackageState, dist_version
+
+PINNED = ("torch", "triton", "transformers")
+SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    candidate: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Step:
+    package: str  # distribution name
+    action: str  # keep | install | build | offer | refuse | blocked
+    source: str  # installed | wheelhouse | release | build | pypi | -
+    spec: str
+    reason: str
+    command: str = ""
+    rejected: tuple[Rejected, ...] = ()
+    artifact: str = ""  # local wheel/sdist path or release URL the installer uses
+    sha256: str = ""
+    arches: tuple[str, ...] = ()  # GPU code the chosen wheel carries / the build targets
+    import_name: str = ""
+    severity: str = ""  # a predicted problem this step leaves: broken | fallback
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["rejected"] = [dataclasses.asdict(r) for r in self.rejected]
+        d["arches"] = list(self.arches)
+        return d
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "train"
+    source: str = "auto"
+    arches: tuple[str, ...] = ()  # capabilities to build/match for ("9.0")
+    arch_origin: str = "gpu"  # gpu | --arch | none
+    allow_change: frozenset[str] = frozenset()
+    with_packages: tuple[str, ...] = ()
+    offline: bool = False
+    model: str = "M"
+    wheelhouse: str = ""
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What `sources.gather` found for one distribution."""
+
+    wheels: tuple[wheels.WheelInfo, ...] = ()  # wheelhouse (and downloaded PyPI) wheels
+    pypi_wheel: wheels.WheelInfo | None = None  # newest wheel PyPI gave (pure packages)
+    pypi_error: str | None = None
+    sdist: str | None = None  # local sdist path (--sdist, wheelhouse, or downloaded from PyPI)
+    sdist_origin: str = ""  # --sdist | wheelhouse | pypi
+    sdist_error: str | None = None
+    release_url: str | None = None
+    release_status: str | None = None  # "exists" | "missing: ..." | "unreachable: ..." | "skipped: ..."
+    build_tools: dict[str, bool] = field(default_factory=dict)  # wheel/setuptools/ninja importable
+    nvcc_arches: tuple[str, ...] = ()  # compute_XX the nvcc here accepts
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    target: wheels.Target
+    blocked: bool  # a step needs a pinned package changed: nothing is executed
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.steps]
+
+    @property
+    def predicted(self) -> str:
+        """ready | fallback | broken: what the job gets if the plan is carried out."""
+        sev = {s.severity for s in self.steps if s.action not in ("offer",) or s.severity == "broken"}
+        if "broken" in sev:
+            return "broken"
+        if "fallback" in sev or self.blocked:
+            return "fallback"
+        return "ready"
+
+
+def target_of(env: Environment, opts: Options) -> wheels.Target:
+    t = env.torch
+    cuda_major = int(t.cuda.split(".")[0]) if t and t.cuda else None
+    mm = ".".join(t.version.split("+")[0].split(".")[:2]) if t else "?"
+    return wheels.Target(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
+
+
+def _ver(v: str | None) -> Version | None:
+    try:
+        return Version(v) if v else None
+    except InvalidVersion:
+        return None
+
+
+def _sm(arches: tuple[str, ...]) -> str:
+    return ", ".join(f"sm_{wheels.cap_to_sm(a)}" for a in arches) or "no GPU arch"
+
+
+def _pin_violation(req: Requirement, env: Environment) -> str | None:
+    """Why `req` would change a pinned package (torch/triton/transformers), or None if it is satisfied."""
+    name = canonicalize_name(req.name)
+    if name not in PINNED:
+        return None
+    have = env.version_of(name)
+    if have is None:
+        return f"needs {req} but {name} is not installed"
+    if req.specifier and not req.specifier.contains(rules_mod.base_version(have) or have, prereleases=True):
+        return f"needs {req}, installed {name} is {have}"
+    return None
+
+
+def _hypothetical(env: Environment, import_name: str, dist: str, version: str) -> Environment:
+    """The environment as it would be with `dist version` installed and importable."""
+    pkgs = dict(env.packages)
+    pkgs[import_name] = PackageState(import_name, True, version, dist, True, None)
+    return dataclasses.replace(env, packages=pkgs)
+
+
+def _breakage_hits(env: Environment, import_name: str, opts: Options,
+                   bound: frozenset[str]) -> list[rules_mod.RuleHit]:
+    facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model)
+    return [h for h in rules_mod.evaluate(facts) if h.certain and h.rule.severity == "broken"
+            and import_name in _rule_packages(h.rule)]
+
+
+def _rule_packages(rule: matrix_mod.Breakage) -> set[str]:
+    m = matrix_mod.load()
+    return {m.functions[f].package for f in rule.functions if f in m.functions}
+
+
+def _pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:
+    tgt = f" --target {opts.target} --upgrade" if opts.target else ""
+    return f"pip install --no-deps -c <constraints: {', '.join(PINNED)} pinned>{tgt}{extra} {spec_or_path}"
+
+
+# ---------------------------------------------------------------- pure-Python (Triton) packages
+
+def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+               bound: frozenset[str], found: dict[str, Candidates]) -> list[Step]:
+    dist = pkg.install_distribution
+    st = env.packages.get(pkg.name)
+    rejected: list[Rejected] = []
+    for other in pkg.distributions:
+        if other != dist:
+            rejected.append(Rejected(other, "not needed: " + (pkg.skip_reason or
+                                                              f"transformers imports only what {dist} ships")))
+    if env.torch is None or not env.torch.cuda:
+        return [Step(dist, "refuse", "-", dist, f"torch {env.torch.version if env.torch else '(absent)'} is a "
+                     f"CPU build: {pkg.title}'s Triton kernels need a CUDA torch and a GPU, and with "
+                     f"transformers 5.15-5.24 an installed fla makes the forward crash on CPU (fla-cpu-crash)",
+                     rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+    if st and st.installed and st.imports and st.distribution == dist and opts.source in ("auto",):
+        bad = [r for r in _reqs_of_installed(found, dist, st.version) if _pin_violation(r, env)]
+        if not bad:
+            hits = _breakage_hits(env, pkg.name, opts, bound)
+            why = "; ".join([f"{dist} {st.version} is installed and imports"]
+                            + [f"WARNING {h.rule.id}: {h.message} Fixes offered below" for h in hits])
+            return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
+                         import_name=pkg.name, severity="broken" if hits else "")] + \
+                _remedies(hits, env, opts, found)
+    pool: list[tuple[wheels.WheelInfo, str]] = []
+    # --source release/build name how compiled packages are obtained; a pure-Python package has no
+    # release wheel or build, so it still comes from the wheelhouse or PyPI.
+    source = "auto" if opts.source in ("release", "build") else opts.source
+    if source in ("auto", "wheelhouse"):
+        pool += [(w, "wheelhouse") for w in cands.wheels if w.name.name == dist]
+    elif any(w.name.name == dist for w in cands.wheels):
+        rejected.append(Rejected("wheelhouse", f"--source {opts.source}"))
+    if source in ("auto", "pypi"):
+        if cands.pypi_wheel is not None:
+            pool.append((cands.pypi_wheel, "pypi"))
+        elif cands.pypi_error:
+            rejected.append(Rejected(f"pypi:{dist}", cands.pypi_error))
+    if opts.source == "hub":
+        rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
+                                 "not installed with pip"))
+    pool.sort(key=lambda p: (_ver(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
+    chosen: tuple[wheels.WheelInfo, str] | None = None
+    chosen_hits: list[rules_mod.RuleHit] = []
+    chosen_deps: list[Requirement] = []
+    needs_change: list[str] = []
+    fallback_choice = None
+    for w, src in pool:
+        label = f"{w.name.filename} ({src})"
+        if w.error:
+            rejected.append(Rejected(label, w.error))
+            continue
+        reqs = wheels.requirements(w, extras=("cuda",))
+        viol = [v for r in reqs if canonicalize_name(r.name) not in opts.allow_change
+                and (v := _pin_violation(r, env))]
+        if viol:
+            rejected.append(Rejected(label, "; ".join(viol) + " (torch, triton and transformers are never changed "
+                                     "without --allow-change)"))
+            needs_change.extend(viol)
+            continue
+        hyp = _hypothetical(env, pkg.name, dist, w.name.version)
+        hits = _breakage_hits(hyp, pkg.name, opts, bound)
+        if hits and fallback_choice is None:
+            fallback_choice = (w, src, hits, reqs)
+        if hits and any(_avoids(h, pkg.name, other.name.version, env, opts, bound, dist)
+                        for other, _ in pool if other is not w and not other.error):
+            rejected.append(Rejected(label, f"{hits[0].rule.title}; another candidate avoids it"))
+            continue
+        chosen, chosen_hits, chosen_deps = (w, src), hits, reqs
+        break
+    if chosen is None and fallback_choice is not None:  # every candidate has the breakage: take the newest
+        w, src, chosen_hits, chosen_deps = fallback_choice
+        chosen = (w, src)
+        rejected = [r for r in rejected if r.candidate != f"{w.name.filename} ({src})"]
+    if chosen is None:
+        if needs_change:
+            return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
+                         f"{needs_change[0]}. Pass --allow-change with that package to accept it.",
+                         rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+        where = "the wheelhouse" + ("" if opts.offline else " or PyPI")
+        return [Step(dist, "refuse", "-", dist, f"no usable {dist} wheel in {where}: add one with "
+                     f"`pip download --no-deps {dist} -d {opts.wheelhouse or 'WHEELHOUSE'}`",
+                     rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+    w, src = chosen
+    steps: list[Step] = []
+    for r in chosen_deps:
+        name = canonicalize_name(r.name)
+        if name in PINNED or name == dist:
+            continue
+        steps.append(_dep_step(r, env, opts, found))
+    missing = [d.package for d in steps if d.action == "refuse"]
+    if missing:
+        return steps + [Step(dist, "refuse", "-", f"{dist}=={w.name.version}",
+                             f"its dependency {', '.join(missing)} cannot be installed (see above), and {dist} "
+                             "does not import without it", rejected=tuple(rejected), import_name=pkg.name,
+                             severity="fallback")]
+    reasons = [f"newest compatible {dist}: its requirements ({', '.join(r.name + str(r.specifier) for r in chosen_deps) or 'none'}) "
+               f"hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
+               f"transformers {env.transformers or 'absent'}"]
+    sev = ""
+    for h in chosen_hits:
+        reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
+        sev = "broken"
+    steps.append(Step(dist, "install", src, f"{dist}=={w.name.version}", "; ".join(reasons),
+                      _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev))
+    steps.extend(_remedies(chosen_hits, env, opts, found))
+    return steps
+
+
+def _reqs_of_installed(found: dict[str, Candidates], dist: str, version: str | None) -> list[Requirement]:
+    try:
+        import importlib.metadata as md
+        return [Requirement(r) for r in (md.requires(dist) or []) if "extra ==" not in r or "cuda" in r]
+    except Exception:  # noqa: BLE001 - missing metadata: nothing to check
+        return []
+
+
+def _avoids(hit: rules_mod.RuleHit, import_name: str, version: str, env: Environment, opts: Options,
+            bound: frozenset[str], dist: str) -> bool:
+    hyp = _hypothetical(env, import_name, dist, version)
+    return not any(h.rule.id == hit.rule.id for h in _breakage_hits(hyp, import_name, opts, bound))
+
+
+def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str, Candidates]) -> Step:
+    name = str(canonicalize_name(req.name))
+    have = dist_version(name)
+    if have and (not req.specifier or req.specifier.contains(have, prereleases=True)):
+        return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed")
+    c = found.get(name, Candidates())
+    ok = [w for w in c.wheels if not w.error and (not req.specifier or req.specifier.contains(w.name.version))]
+    rejected = tuple(Rejected(w.name.filename, w.error or f"version {w.name.version} not in {req}")
+                     for w in c.wheels if w not in ok)
+    if ok and opts.source != "hub":
+        w = max(ok, key=lambda x: _ver(x.name.version) or Version("0"))
+        return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
+                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
+    if c.pypi_wheel is not None and not c.pypi_wheel.error:
+        w = c.pypi_wheel
+        return Step(name, "install", "pypi", f"{name}=={w.name.version}", f"dependency {req}",
+                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
+    return Step(name, "refuse", "-", str(req), f"dependency {req} is not installed and no wheel for it was found"
+                + (f" ({c.pypi_error})" if c.pypi_error else "") + ": add it to the wheelhouse",
+                rejected=rejected, severity="fallback")
+
+
+def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
+              found: dict[str, Candidates]) -> list[Step]:
+    out: list[Step] = []
+    seen: set[str] = set()
+    for h in hits:
+        for rem in h.rule.remedies:
+            pkg, spec, kind = rem["package"], rem["spec"], rem["kind"]
+            if pkg in seen:
+                continue
+            seen.add(pkg)
+            why = f"fixes {h.rule.id} ({h.rule.reference}): {rem['why']}"
+            c = found.get(pkg, Candidates())
+            wheel = next((w for w in c.wheels if not w.error), None) or (
+                c.pypi_wheel if c.pypi_wheel and not c.pypi_wheel.error else None)
+            if kind == "change" and pkg in PINNED:
+                torch_pin = _torch_pin(pkg)
+                note = f" (installed torch {env.torch.version if env.torch else '?'} declares {torch_pin})" \
+                    if torch_pin else ""
+                if pkg in opts.allow_change and wheel is not None:
+                    out.append(Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
+                                    why + f"; you allowed a {pkg} change{note}", _pip_cmd(wheel.path, opts),
+                                    artifact=wheel.path, sha256=wheel.sha256))
+                elif pkg in opts.allow_change:
+                    out.append(Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no "
+                                    f"{spec} wheel was found: add one to the wheelhouse{note}", severity=""))
+                else:
+                    out.append(Step(pkg, "offer", "-", spec, why + f"; changes {pkg}, which kernelcheck never does "
+                                    f"unless asked{note}",
+                                    f"kernelcheck install --model {opts.model} --allow-change {pkg}  "
+                                    f"(or: pip install '{spec}')"))
+            else:
+                if pkg in opts.with_packages and wheel is not None:
+                    out.append(Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi",
+                                    f"{pkg}=={wheel.name.version}", why, _pip_cmd(wheel.path, opts),
+                                    artifact=wheel.path, sha256=wheel.sha256))
+                else:
+                    out.append(Step(pkg, "offer", "-", spec, why,
+                                    f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})"))
+    return out
+
+
+def _torch_pin(pkg: str) -> str:
+    try:
+        import importlib.metadata as md
+        for r in md.requires("torch") or []:
+            req = Requirement(r)
+            if canonicalize_name(req.name) == pkg and (req.marker is None or req.marker.evaluate()):
+                return str(req).split(";")[0]
+    except Exception:  # noqa: BLE001
+        pass
+    return ""
+
+
+# ---------------------------------------------------------------- compiled CUDA extensions
+
+def _plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                    target: wheels.Target) -> list[Step]:
+    dist = pkg.install_distribution
+    st = env.packages.get(pkg.name)
+    torch_v = env.torch.version if env.torch else "(absent)"
+    if env.torch is None or not env.torch.cuda:
+        return [Step(dist, "refuse", "-", dist,
+                     f"torch {torch_v} is a CPU build (torch.version.cuda is None): {pkg.title}'s CUDA extension "
+                     f"`{pkg.extension}` can neither be built against it nor loaded by it, and no wheel can fit. "
+                     "kernelcheck never changes torch: install a CUDA build of torch yourself, then rerun",
+                     import_name=pkg.name, severity="fallback")]
+    if not opts.arches:
+        return [Step(dist, "refuse", "-", dist,
+                     f"no GPU is visible and no --arch was given, so no GPU architecture can be chosen for "
+                     f"{pkg.title}: pass the target GPU's compute capability, e.g. --arch 9.0 for H100/H200",
+                     import_name=pkg.name, severity="fallback")]
+    if st and st.installed and st.imports and opts.source == "auto" and st.extension_path:
+        try:
+            with open(st.extension_path, "rb") as fh:
+                got = wheels.so_arches(fh.read())
+        except OSError:
+            got = ()
+        missing = [a for a in opts.arches if wheels.arch_serves(got, a) != "sass"]
+        if not missing:
+            return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
+                         f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
+                         f"for {_sm(opts.arches)}", import_name=pkg.name, arches=got)]
+    rejected: list[Rejected] = []
+    allowed = {"auto": ("wheelhouse", "release", "build"), "wheelhouse": ("wheelhouse",),
+               "release": ("release",), "build": ("build",), "pypi": ("build",), "hub": ()}[opts.source]
+    if opts.source == "hub":
+        rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
+                                 "not installed with pip: see `kernelcheck doctor` (hub section)"))
+    # 1. wheelhouse
+    best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
+    for w in sorted((w for w in cands.wheels if w.name.name == dist),
+                    key=lambda w: _ver(w.name.public_version) or Version("0"), reverse=True):
+        d = wheels.match(w, target, expected_sha256=(w.sidecar or {}).get("sha256"), extension=pkg.extension)
+        if "wheelhouse" not in allowed:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}"))
+        elif not d.accepted:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason))
+        elif best is None:
+            best = (w, d)
+        else:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", "a newer matching wheel was chosen"))
+    if best is not None:
+        w, d = best
+        built = " (built by kernelcheck, reused: no rebuild)" if (w.sidecar or {}).get("built_by") else ""
+        return [Step(dist, "install", "wheelhouse", f"{dist}=={w.name.version}",
+                     f"matching wheel in the wheelhouse{built}: {d.reason}", _pip_cmd(w.path, opts),
+                     tuple(rejected), w.path, w.sha256, tuple(sorted({a for v in w.so_arches.values() for a in v})),
+                     pkg.name)]
+    if not any(w.name.name == dist for w in cands.wheels) and "wheelhouse" in allowed:
+        rejected.append(Rejected("wheelhouse", f"no {dist} wheel in {opts.wheelhouse or 'the wheelhouse'}"))
+    # 2. upstream release wheel
+    if cands.release_url and "release" in allowed:
+        if cands.release_status == "exists":
+            return [Step(dist, "install", "release", cands.release_url.rsplit("/", 1)[-1],
+                         "upstream release wheel for this torch/CUDA/cxx11abi/Python exists; it is downloaded "
+                         "into the wheelhouse and its GPU code checked before install",
+                         _pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)]
+        rejected.append(Rejected(f"release {cands.release_url.rsplit('/', 1)[-1]}", cands.release_status or "unknown"))
+    elif "release" in allowed and pkg.release_wheel:
+        rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check"))
+    # 3. source build
+    if "build" in allowed:
+        why_not = _build_blockers(pkg, env, opts, cands, target)
+        if why_not:
+            rejected.append(Rejected(f"build {cands.sdist.rsplit('/', 1)[-1] if cands.sdist else 'from sdist'}",
+                                     why_not))
+        else:
+            sdist = cands.sdist or ""
+            name = sdist.rsplit("/", 1)[-1]
+            ninja = "" if cands.build_tools.get("ninja") else " (ninja is missing: the compile runs serially)"
+            return [Step(dist, "build", "build", name.removesuffix(".tar.gz"),
+                         f"no matching wheel: build {name} ({cands.sdist_origin}) for {_sm(opts.arches)} only "
+                         f"(from {opts.arch_origin}) against the installed torch {torch_v} with nvcc {env.nvcc}, "
+                         f"--no-build-isolation; the wheel is kept in the wheelhouse for reuse{ninja}",
+                         f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
+                         f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
+                         f"{_sm(opts.arches)})", tuple(rejected), sdist, "",
+                         tuple(f"sm_{wheels.cap_to_sm(a)}" for a in opts.arches), pkg.name)]
+    return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
+                 f"{target.cuda_major} + {target.python_tag} + {_sm(opts.arches)} was found; every candidate "
+                 "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+
+
+def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                    target: wheels.Target) -> str | None:
+    if not cands.sdist:
+        return cands.sdist_error or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse"
+    if not env.nvcc:
+        return "nvcc not found (set CUDA_HOME or put nvcc on PATH; a -devel CUDA image has it)"
+    nv_major = int(env.nvcc.split(".")[0])
+    if target.cuda_major is not None and nv_major != target.cuda_major:
+        return (f"nvcc {env.nvcc} is CUDA {nv_major} but torch was built with CUDA {env.torch.cuda if env.torch else '?'}:"
+                " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
+                f"{target.cuda_major}.x toolkit")
+    if cands.nvcc_arches:
+        bad = [a for a in opts.arches if f"compute_{wheels.cap_to_sm(a)}" not in cands.nvcc_arches]
+        if bad:
+            return f"nvcc {env.nvcc} cannot target {_sm(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
+    missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True)]
+    if missing:
+        return (f"{' and '.join(missing)} not importable here: {pkg.title}'s setup.py imports them and the build runs "
+                f"without isolation (pip install {' '.join(missing)})")
+    return None
+
+
+# ---------------------------------------------------------------- the plan
+
+def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
+              found: dict[str, Candidates], bound: frozenset[str] = frozenset()) -> Plan:
+    """Ordered steps for the kernel packages `packages` (import names) of a model. Pure."""
+    m = matrix_mod.load()
+    target = target_of(env, opts)
+    steps: list[Step] = []
+    for name in packages:
+        pkg = m.packages[name]
+        cands = found.get(pkg.install_distribution, Candidates())
+        if pkg.kind == "triton":
+            steps.extend(_plan_pure(pkg, env, opts, cands, bound, found))
+        elif pkg.kind == "cuda-extension" and pkg.release_wheel:
+            steps.extend(_plan_extension(pkg, env, opts, cands, target))
+        else:
+            steps.append(Step(pkg.install_distribution, "refuse", "-", pkg.install_distribution,
+                              f"kernelcheck does not install {pkg.title} yet ({pkg.kind}); see {pkg.reference}",
+                              import_name=name, severity="fallback"))
+    for extra in opts.with_packages:
+        if not any(s.package == extra for s in steps):
+            c = found.get(extra, Candidates())
+            w = next((w for w in c.wheels if not w.error), None) or c.pypi_wheel
+            if w is not None and not w.error:
+                steps.append(Step(extra, "install", "wheelhouse" if w in c.wheels else "pypi",
+                                  f"{extra}=={w.name.version}", "asked for with --with", _pip_cmd(w.path, opts),
+                                  artifact=w.path, sha256=w.sha256))
+            else:
+                steps.append(Step(extra, "refuse", "-", extra, f"asked for with --with, but no wheel was found "
+                                  f"({c.pypi_error or 'not in the wheelhouse'})"))
+    # dependencies first, once each
+    ordered: list[Step] = []
+    seen: set[tuple[str, str]] = set()
+    for s in sorted(steps, key=lambda s: 0 if s.reason.startswith("dependency") else 1):
+        if (s.package, s.action) in seen:
+            continue
+        seen.add((s.package, s.action))
+        ordered.append(s)
+    return Plan(tuple(ordered), target, any(s.action == "blocked" for s in ordered))
