@@ -8,9 +8,12 @@ KERNELCHECK_TEST_CACHE (default ~/.cache/kernelcheck-tests) so a second run reus
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +24,27 @@ REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("KERNELCHECK_TEST_CACHE", Path.home() / ".cache" / "kernelcheck-tests"))
 
 
+@contextlib.contextmanager
+def cache_lock(name: str):
+    """Hold an exclusive lock on one cache entry: two test runs at once build it once, never half each."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def progress(message: str) -> None:
+    """A line on the terminal (not captured by pytest) while the test cache fills: it can take minutes."""
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write(f"[kernelcheck-tests] {message}\n")
+    except OSError:
+        sys.stderr.write(f"[kernelcheck-tests] {message}\n")
+
+
 def site(*requirements: str, deps: bool = False) -> Path:
     """A folder with `requirements` pip-installed into it (--target), built once and cached."""
     key = hashlib.sha256(json.dumps([requirements, deps, sys.version]).encode()).hexdigest()[:16]
@@ -28,6 +52,15 @@ def site(*requirements: str, deps: bool = False) -> Path:
     done = target / ".complete"
     if done.exists():
         return target
+    with cache_lock(f"site-{key}"):
+        if done.exists():
+            return target
+        return _build_site(target, done, requirements, deps)
+
+
+def _build_site(target: Path, done: Path, requirements: tuple[str, ...], deps: bool) -> Path:
+    progress(f"building test site {' '.join(requirements)} in {target} (once; cached for later runs)")
+    shutil.rmtree(target, ignore_errors=True)  # a half-built folder from an interrupted run
     target.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
            "--target", str(target), "--upgrade", *requirements]

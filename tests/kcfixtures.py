@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from envs import CACHE, REPO
+from envs import CACHE, REPO, cache_lock, progress
 
 TORCH_CUDA = os.environ.get("KERNELCHECK_TEST_CUDA_TORCH", "torch==2.14.1")
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -38,6 +38,14 @@ def cuda_torch_venv() -> Path:
     py = root / "bin" / "python"
     if (root / ".complete").exists():
         return root
+    with cache_lock(root.name):
+        if (root / ".complete").exists():
+            return root
+        return _build_cuda_torch_venv(root, py)
+
+
+def _build_cuda_torch_venv(root: Path, py: Path) -> Path:
+    progress(f"building the CUDA torch venv {root} ({TORCH_CUDA}, several GB; once, cached for later runs)")
     shutil.rmtree(root, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     res = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", TORCH_CUDA,
