@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,7 +88,7 @@ def build_trace(path: Path, size_mb: int) -> None:
     """Record a real trace, then repeat its events to `size_mb` MB in torch's layout."""
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "real.json"
-        print(f"recording a real trace of the tiny Qwen3.5 training step ...", flush=True)
+        print("recording a real trace of the tiny Qwen3.5 training step ...", flush=True)
         subprocess.run([sys.executable, "-c", RECORD, str(src)], check=True, capture_output=True, timeout=900)
         with open(src) as fh:
             doc = json.load(fh)

@@ -21,7 +21,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from envs import CACHE, REPO, cache_lock, progress
 
 TORCH_CUDA = os.environ.get("KERNELCHECK_TEST_CUDA_TORCH", "torch==2.14.1")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from envs import REPO, function, run, run_json, site
 from kernel_repos import cache_repo, local_repo
 

@@ -14,9 +14,18 @@ import time
 from pathlib import Path
 
 import pytest
+from kcfixtures import (
+    causal_conv1d_wheel,
+    cuda_torch_venv,
+    extension_so,
+    have_nvcc,
+    kc,
+    make_wheel,
+    scratch_venv,
+    site_packages,
+    tiny_sdist,
+)
 
-from kcfixtures import (causal_conv1d_wheel, cuda_torch_venv, extension_so, have_nvcc, kc, make_wheel,
-                        scratch_venv, site_packages, tiny_sdist)
 from kernelcheck.install import apply as installer
 from kernelcheck.install import wheels
 

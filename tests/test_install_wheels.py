@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
-from kernelcheck.install import build
-from kernelcheck.install import wheels
+
+from kernelcheck.install import build, wheels
 
 needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")
 TARGET = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))

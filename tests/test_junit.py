@@ -11,9 +11,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import envs
 import pytest
 
-import envs
 from kernelcheck.report import junit
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 

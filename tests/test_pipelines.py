@@ -22,10 +22,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
-
 import dockerfile
 import envs
+import pytest
 
 REPO = envs.REPO
 DOCKERFILE = REPO / "Dockerfile.build"

@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import envs
 import pytest
 
-import envs
 from kernelcheck.trace import analysis as tr
 
 REPO = Path(__file__).resolve().parent.parent

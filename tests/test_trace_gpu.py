@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import envs
 import pytest
 
-import envs
 from kernelcheck.trace import analysis as tr
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"

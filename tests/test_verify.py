@@ -268,8 +268,8 @@ def test_other_families_shrink_from_the_same_field_table(model_type: str, prefil
 
 def test_full_shape_is_the_real_27b_layer_shape() -> None:
     """--shape full needs a GPU; its config is checked here: real layer sizes, one layer of each type."""
-    from kernelcheck.verify import layers
     from kernelcheck.core import models
+    from kernelcheck.verify import layers
 
     cfg, overrides = layers.shaped_config(models.resolve(MODEL), "full")
     assert type(cfg).__name__ == "Qwen3_5TextConfig"

@@ -72,9 +72,9 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
       HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
     """
     from kernelcheck.core import environment as environment_mod
-    from kernelcheck.integrations import kernels_hub as hub_mod
     from kernelcheck.core import models as models_mod
     from kernelcheck.hub import check as hub_check
+    from kernelcheck.integrations import kernels_hub as hub_mod
     from kernelcheck.report.model import Finding, Report
 
     if (lock or dry_run) and not prefetch:

@@ -68,8 +68,8 @@ def built_nvcc() -> dict[str, str]:
 
 def explain(env: Any) -> list[Any]:
     """Findings where the environment no longer fits what kernelcheck installed (manifest vs now)."""
-    from kernelcheck.report.model import Finding
     from kernelcheck.install.wheels import arch_serves, cap_to_sm
+    from kernelcheck.report.model import Finding
 
     out = []
     torch_v = env.torch.version if env.torch else None

@@ -9,9 +9,9 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import manifest
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
-from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 
 

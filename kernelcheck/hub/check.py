@@ -15,7 +15,6 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod

@@ -19,20 +19,20 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 from packaging.utils import canonicalize_name
 
 from kernelcheck import __version__
 from kernelcheck.core import manifest
-from kernelcheck.install import wheels
-from kernelcheck.install import build as build_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.install import build as build_mod
+from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Plan, Step
 
 

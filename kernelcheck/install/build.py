@@ -21,12 +21,12 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from kernelcheck.install import wheels
 from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.install import wheels
 
 # Each nvcc job of these extensions peaks around 2-4 GiB (measured: causal-conv1d bwd at about 3 GiB
 # with --threads 4); budget 4 GiB a job so a build on a small machine is slow rather than OOM-killed.

@@ -18,20 +18,29 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.install import build as build_mod
 from kernelcheck.core import environment as environment_mod
-from kernelcheck.install import apply as installer
+from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.install import apply as installer
+from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
 from kernelcheck.install import sources
-from kernelcheck.core import gpu as targets
-from kernelcheck.core.errors import BadInput, KernelcheckError
-from kernelcheck.report.model import EXIT_BROKEN, EXIT_FALLBACK, EXIT_READY, Finding, FunctionStatus, Report, render_text
+from kernelcheck.report.model import (
+    EXIT_BROKEN,
+    EXIT_FALLBACK,
+    EXIT_READY,
+    Finding,
+    FunctionStatus,
+    Report,
+    render_text,
+)
 
 _EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
 

@@ -21,9 +21,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.install import wheels
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
+from kernelcheck.install import wheels
 
 PINNED = ("torch", "triton", "transformers")
 SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")

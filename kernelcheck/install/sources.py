@@ -18,10 +18,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from kernelcheck.install import build as build_mod
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.install import wheels
 from kernelcheck.core.environment import Environment, dist_version
+from kernelcheck.install import build as build_mod
+from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, target_of
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")

@@ -23,9 +23,10 @@ import json
 import os
 import platform
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernelcheck.core import environment as environment_mod
 
@@ -494,7 +495,7 @@ def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
     return tree, missing
 
 
-def _decide(variants: list[Any], target: "Target | None") -> tuple[list[VariantDecision], list[Any], list[Any]]:
+def _decide(variants: list[Any], target: Target | None) -> tuple[list[VariantDecision], list[Any], list[Any]]:
     """kernels' resolver on a list of kernels.variants.Variant; returns (decisions, accepted, rejected)."""
     from kernels.variants import VariantAccepted, resolve_variants
 
@@ -524,11 +525,10 @@ class Target:
     os: str | None = None
 
     def resolve(self, variants: list[Any]) -> list[Any]:
+        import torch
         from kernels.backends import CPU, CUDA, _backend
         from kernels.variants import _resolve_variant_for_system
         from packaging.version import Version, parse
-
-        import torch
 
         tv = parse(self.torch or torch.__version__)
         if self.cuda is None:

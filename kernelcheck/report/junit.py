@@ -209,7 +209,7 @@ def build(report: Report, timestamp: _dt.datetime | None = None) -> ET.Element:
         ET.SubElement(case, "system-out").text = f"verdict: {report.verdict}"
         cases.append(case)
 
-    ts = (timestamp or _dt.datetime.now(_dt.timezone.utc)).replace(microsecond=0)
+    ts = (timestamp or _dt.datetime.now(_dt.UTC)).replace(microsecond=0)
     counts = {"tests": str(len(cases)), "failures": str(failures), "errors": "0"}
     root = ET.Element("testsuites", {"name": "kernelcheck", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {
@@ -235,7 +235,7 @@ def build_error(command: str, message: str, exit_code: int, model: str | None = 
     root = ET.Element("testsuites", {"name": "kernelcheck", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {
         "name": cls, **counts, "skipped": "0", "time": "0",
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"),
+        "timestamp": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S"),
         "hostname": _clean(socket.gethostname()),
     })
     props = ET.SubElement(suite, "properties")

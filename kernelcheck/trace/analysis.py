@@ -26,14 +26,15 @@ import re
 import sys
 from array import array
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.trace.reader import TraceReader
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding, Report, render_findings
+from kernelcheck.trace.reader import TraceReader
 
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays

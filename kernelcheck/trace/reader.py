@@ -15,8 +15,9 @@ import json
 import json.decoder
 import json.scanner
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from kernelcheck.core.errors import BadInput
 

@@ -20,8 +20,9 @@ import functools
 import importlib
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kernelcheck.integrations.transformers import Binding
 
@@ -189,7 +190,7 @@ class Instrument:
                 self.hooks[fn] = Hook(fn, b.package, None, tf, b.bound == "package", {}, fn)
 
     # -- patching ---------------------------------------------------------------------------------
-    def __enter__(self) -> "Instrument":
+    def __enter__(self) -> Instrument:
         for fn, hook in self.hooks.items():
             if self.regime == "decorator":
                 self._patch_module(hook)

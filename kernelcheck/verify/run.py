@@ -17,18 +17,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from kernelcheck.verify import evidence as evidence_mod
-from kernelcheck.verify import layers as layers_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
-from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.core.errors import BadInput, KernelcheckError
-from kernelcheck.verify.instrument import CallRecord, Instrument
+from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.verify import evidence as evidence_mod
+from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify.instrument import CallRecord, Instrument
 
 SHAPES = ("tiny", "full")
 
@@ -66,7 +67,7 @@ class _Ticker:
         self._start_entries = cache_entries(cache)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "_Ticker":
+    def __enter__(self) -> _Ticker:
         self._thread.start()
         return self
 
