@@ -118,3 +118,16 @@ def test_a_dependency_that_cannot_be_had_refuses_the_package(tmp_path: Path):
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"),
                        fla_candidates(tmp_path))
     assert [s.action for s in p.steps] == ["install", "install"] and p.predicted == "ready"
+
+
+def test_two_fla_candidates_on_hopper_train_with_triton_36_plan_without_an_internal_error(tmp_path: Path):
+    # Two fla-core wheels, both hit fla#640 on sm_90 + triton 3.6 in train mode: the planner compares them
+    # (this path once used an undefined name and ended in exit 1) and takes the newest, saying why.
+    c = fla_candidates(tmp_path, version="0.6.0")
+    older = wheels.inspect_wheel(make_wheel(tmp_path, "fla-core", "0.5.0", py="py3", plat="any",
+                                            files={"fla/__init__.py": b""}, requires=FLA_REQS))
+    c["fla-core"] = plan.Candidates(wheels=(c["fla-core"].wheels[0], older))
+    p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b"), c)
+    (fla,) = steps_of(p, "fla-core")
+    assert fla.action == "install" and fla.spec == "fla-core==0.6.0"
+    assert "fla-640-refuses" in fla.reason and p.predicted == "broken"

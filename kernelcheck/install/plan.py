@@ -226,7 +226,7 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         hits = _breakage_hits(hyp, pkg.name, opts, bound)
         if hits and fallback_choice is None:
             fallback_choice = (w, src, hits, reqs)
-        if hits and any(_avoids(h, pkg.name, other.name.version, env, opts, bound, dist)
+        if hits and any(_avoids(hits[0], pkg.name, other.name.version, env, opts, bound, dist)
                         for other, _ in pool if other is not w and not other.error):
             rejected.append(Rejected(label, f"{hits[0].rule.title}; another candidate avoids it"))
             continue
