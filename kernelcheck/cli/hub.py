@@ -6,7 +6,7 @@ import re
 
 import click
 
-from kernelcheck.cli.main import MODE_HELP, MODEL_HELP, _finish, guarded
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
 from kernelcheck.core.errors import BadInput
 
 _REPO = re.compile(r"^([\w.-]+/[\w.-]+)(?:@(.+))?$")
@@ -101,7 +101,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         targets = []
         if model:
             dev = device or ("cuda" if target is not None and target.cuda else hub_check.default_device(env))
-            targets.extend(hub_mod.model_repos(modeling, functions, mode, dev, hub_check._capability(env)))
+            targets.extend(hub_mod.model_repos(modeling or "", functions, mode, dev, hub_check._capability(env)))
         targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
         say = (lambda s: click.echo(f"kernelcheck hub: {s}", err=True))
         if not targets:
@@ -143,4 +143,4 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
                                            f"kernelcheck hub --repo {res.spec} --prefetch"))
         elif res.problem:
             report.findings.append(Finding("hub-build-fails", "broken", f"{res.spec} build {res.chosen}: {res.problem}"))
-    return _finish(report, as_json)
+    return finish(report, as_json)

@@ -171,9 +171,9 @@ def _validate(m: Matrix) -> None:
         for f in mt.functions:
             if f not in m.functions:
                 raise ValueError(f"matrix: model type {mt.name} needs unknown function {f}")
-    for f in m.functions.values():
-        if f.package not in m.packages:
-            raise ValueError(f"matrix: function {f.name} names unknown package {f.package}")
+    for fi in m.functions.values():
+        if fi.package not in m.packages:
+            raise ValueError(f"matrix: function {fi.name} names unknown package {fi.package}")
     for a in m.aliases.values():
         if not a.config and a.model_type not in m.model_types:
             raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")

@@ -80,7 +80,7 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
     for e in m.transformers.get("root_import", []):
         if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
                 and environment_mod.dist_version(e["unless_distribution"]) is None:
-            fill = {"transformers": env.transformers, "function": fn, "version": st.version}
+            fill = {"transformers": env.transformers or "", "function": fn, "version": st.version or ""}
             return e["reason"].format(**fill), e["fix"].format(**fill), "fallback"
     if not _device_ok(pkg, env):
         return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "

@@ -123,7 +123,7 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
 
 def _dist_infos(site: Path, dist: str) -> list[Path]:
     want = canonicalize_name(dist)
-    out = []
+    out: list[Path] = []
     if not site.is_dir():
         return out
     for p in site.glob("*.dist-info"):
@@ -292,7 +292,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         for d in dists:
             backup.save(site, d)
         _pip_install([info.path for _, info, _ in ready], constraints, target, log)
-        modules = []
+        modules: list[str] = []
         real_gpu = env.gpu_source in ("torch", "nvidia-smi")
         for step, _, _ in ready:
             pkg = m.packages.get(step.import_name) if step.import_name else None

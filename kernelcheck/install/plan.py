@@ -24,6 +24,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
 from kernelcheck.install import wheels
+from kernelcheck.install.wheels import WheelInfo
 
 PINNED = ("torch", "triton", "transformers")
 SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
@@ -75,8 +76,8 @@ class Options:
 class Candidates:
     """What `sources.gather` found for one distribution."""
 
-    wheels: tuple[wheels.WheelInfo, ...] = ()  # wheelhouse (and downloaded PyPI) wheels
-    pypi_wheel: wheels.WheelInfo | None = None  # newest wheel PyPI gave (pure packages)
+    wheels: tuple[WheelInfo, ...] = ()  # wheelhouse (and downloaded PyPI) wheels
+    pypi_wheel: WheelInfo | None = None  # newest wheel PyPI gave (pure packages)
     pypi_error: str | None = None
     sdist: str | None = None  # local sdist path (--sdist, wheelhouse, or downloaded from PyPI)
     sdist_origin: str = ""  # --sdist | wheelhouse | pypi

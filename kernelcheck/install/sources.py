@@ -25,6 +25,11 @@ from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, target_of
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
+
+
+def _sdist_version(filename: str) -> str | None:
+    m = _SDIST_RE.match(filename)
+    return m["version"] if m else None
 PIP_NET = ["--retries", "0", "--timeout", "15"]
 
 
@@ -126,7 +131,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
         if not want:
             return items
         return [w for w in items if (w.name.public_version if isinstance(w, wheels.WheelInfo)
-                                     else _SDIST_RE.match(w.name)["version"]) == want]
+                                     else _sdist_version(w.name)) == want]
 
     for name in packages:
         pkg = m.packages[name]
@@ -198,7 +203,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
             elif pkg.release_wheel and target.cuda_major is None:
                 status = "torch is a CPU build: upstream wheels exist only for CUDA builds"
             tools = {t: importlib.util.find_spec(t) is not None for t in ("setuptools", "wheel", "ninja")}
-            nv_arches = ()
+            nv_arches: tuple[str, ...] = ()
             from kernelcheck.core.environment import nvcc_version
 
             _, nvcc_path = nvcc_version(env.cuda_home)

@@ -219,7 +219,8 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
             target = node.targets[0]
         elif isinstance(node, ast.AnnAssign):
             target = node.target
-        if isinstance(target, ast.Name) and target.id == "_KERNEL_MAPPING" and isinstance(node.value, ast.Dict):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(target, ast.Name) \
+                and target.id == "_KERNEL_MAPPING" and isinstance(node.value, ast.Dict):
             mod = ast.Module(body=[ast.Assign(targets=[ast.Name("_KERNEL_MAPPING", ast.Store())], value=node.value,
                                               lineno=node.lineno, col_offset=0)], type_ignores=[])
             ast.fix_missing_locations(mod)
@@ -389,20 +390,20 @@ def select_entry(entries: list[MappingEntry], device: str, mode: str,
         devices = sorted({e.device for e in entries})
         return None, f"no Hub kernel for {device} (mapped only for {', '.join(devices)}): the torch forward stays"
     if device in ("cuda", "rocm"):
-        ranged = [e for e in dev if e.capability is not None]
+        ranged = [(e, e.capability) for e in dev if e.capability is not None]
         plain = [e for e in dev if e.capability is None]
         if capability is None:
             cand = plain
             if not cand:
                 caps = ", ".join(_cap(lo) if lo == hi else f"{_cap(lo)}-{_cap(hi)}"
-                                 for lo, hi in sorted({e.capability for e in ranged}))
+                                 for lo, hi in sorted({c for _, c in ranged}))
                 return None, (f"mapped for {device} only on compute capability {caps}; no GPU here to compare "
                               "(on any other GPU the torch forward stays)")
         else:
-            fits = [e for e in ranged if e.capability[0] <= capability <= e.capability[1]]
+            fits = [(e, c) for e, c in ranged if c[0] <= capability <= c[1]]
             if fits:  # kernels takes the smallest interval
-                width = min(e.capability[1] - e.capability[0] for e in fits)
-                cand = [e for e in fits if e.capability[1] - e.capability[0] == width]
+                width = min(c[1] - c[0] for _, c in fits)
+                cand = [e for e, c in fits if c[1] - c[0] == width]
             else:
                 cand = plain
             if not cand:
@@ -883,7 +884,7 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                                     f"match {r.would_match}",
                           "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]})
             continue
-        if r.source == "hf-cache":
+        if r.source == "hf-cache" and r.location:
             ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
             fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
             steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
@@ -912,7 +913,7 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
     if lock_path is not None and done and not dry_run:
         p = write_lock(done, lock_path)
         steps.append({"package": "kernels.lock", "action": "lock", "source": "hub", "spec": str(p),
-                      "reason": f"pins {', '.join(f'{r.spec}={r.commit[:12]}' for r in done)} in kernels' lock format"})
+                      "reason": f"pins {', '.join(f'{r.spec}={(r.commit or "")[:12]}' for r in done)} in kernels' lock format"})
     return steps
 
 

@@ -413,8 +413,10 @@ class _Accumulator:
         kdurs: list[float] = []
         kdelays: list[float] = []
         kcount: Counter[int] = Counter()
-        ktime: Counter[int] = Counter()
+        ktime: dict[int, float] = {}
         memcpy = memset = 0
+        gpu_lo: float
+        gpu_hi: float
         gpu_lo, gpu_hi = float("inf"), float("-inf")
         for i in idxs:
             t, d, kind = g_ts[i], g_dur[i], g_kind[i]
@@ -432,7 +434,7 @@ class _Accumulator:
             kdurs.append(d)
             ni = g_name[i]
             kcount[ni] += 1
-            ktime[ni] += d
+            ktime[ni] = ktime.get(ni, 0.0) + d
             dl = delay_of.get(i)
             if dl is not None:
                 kdelays.append(dl)

@@ -20,6 +20,7 @@ import functools
 import importlib
 import sys
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,12 +104,12 @@ def _autograd_marks() -> tuple[Any, Any]:
     def mark(hook: str) -> Any:
         class Mark(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, inst, idx, *tensors):  # type: ignore[override]
+            def forward(ctx, inst, idx, *tensors):
                 ctx.inst, ctx.idx = inst, idx
                 return tuple(t.view_as(t) for t in tensors)
 
             @staticmethod
-            def backward(ctx, *grads):  # type: ignore[override]
+            def backward(ctx, *grads):
                 getattr(ctx.inst, hook)(ctx.idx)
                 return (None, None, *grads)
 
@@ -119,7 +120,7 @@ def _autograd_marks() -> tuple[Any, Any]:
 
 def _caller_layer() -> int | None:
     """`self.layer_idx` of the layer whose forward called the function (two frames up)."""
-    f = sys._getframe(2)
+    f: types.FrameType | None = sys._getframe(2)
     for _ in range(3):
         if f is None:
             return None
@@ -257,6 +258,7 @@ class Instrument:
             rec = CallRecord(hook.function, self.step, _caller_layer(), len(self.records), forced)
             self.records.append(rec)
             target = torch_call if forced else call
+            assert target is not None, f"{hook.function}: no callable bound and no torch reference"
             if self.step in self.capture_steps and hook.function not in self.capture:
                 self.capture[hook.function] = _clone_args(args, kwargs)
             marking = self.mark_backward and torch.is_grad_enabled()
@@ -295,7 +297,7 @@ class Instrument:
         if not grads:
             return args, kwargs
         marked = self._end.apply(self, idx, *[v for _, v in grads])
-        new = dict(zip([k for k, _ in grads], marked))
+        new: dict[int | str, Any] = dict(zip([k for k, _ in grads], marked, strict=True))
         return (tuple(new.get(i, a) for i, a in enumerate(args)),
                 {k: new.get(k, v) for k, v in kwargs.items()})
 
@@ -358,9 +360,10 @@ class Instrument:
         """Call the captured first prefill call again, through the bound path or the torch reference."""
         args, kwargs = _clone_args(*self.capture[function])
         hook = self.hooks[function]
-        if reference:
-            return hook.torch_function(*args, **kwargs)
-        return (hook.original or hook.torch_function)(*args, **kwargs)
+        fn = hook.torch_function if reference else (hook.original or hook.torch_function)
+        if fn is None:
+            raise RuntimeError(f"{function}: no torch reference to call directly")
+        return fn(*args, **kwargs)
 
 
 def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -11,6 +11,7 @@ per-function evidence and a status: fast / fallback / broken / unsupported.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -559,7 +560,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
             try:
                 for name in steps.names:
                     inst.reset()
-                    _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)
+                    _, tr = _profile(steps, name, functools.partial(steps.run, name), device)
                     run.traces[name] = tr
                     run.records[name] = list(inst.records)
                 if bwd_only and mode == "train":

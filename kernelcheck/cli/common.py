@@ -1,0 +1,82 @@
+"""What every command shares: option help, the error guard (exit codes, no traceback), finishing a report."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kernelcheck import SCHEMA
+from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
+
+MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
+              "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
+MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+
+
+def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) -> None:
+    """A run that ends before its report still leaves the --junit file, holding the reason."""
+    if not kwargs.get("junit"):
+        return
+    from kernelcheck.report import junit as junit_mod
+
+    try:
+        junit_mod.write_error(command, kwargs["junit"], exc.message, exc.exit_code, kwargs.get("model"))
+    except KernelcheckError:
+        pass  # the original error is the one to report
+
+
+def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
+    if as_json:
+        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
+                               "exit_code": exc.exit_code, "error": exc.message}, indent=2))
+    click.echo(f"kernelcheck {command}: {exc.message}", err=True)
+
+
+def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]:
+    """Turn known errors into their exit code and message; unknown ones into exit 1, no traceback."""
+
+    def deco(fn: Callable[..., int]) -> Callable[..., None]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> None:
+            as_json = bool(kwargs.get("as_json"))
+            try:
+                code = fn(*args, **kwargs)
+            except KernelcheckError as exc:
+                _junit_error(command, kwargs, exc)
+                _emit_error(command, as_json, exc)
+                sys.exit(exc.exit_code)
+            except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the documented exit 1
+                if os.environ.get("KERNELCHECK_DEBUG"):
+                    traceback.print_exc()
+                err = KernelcheckError(f"internal error ({type(exc).__name__}: {exc}). This is a kernelcheck bug; "
+                                       "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
+                err.exit_code = EXIT_INTERNAL
+                _junit_error(command, kwargs, err)
+                _emit_error(command, as_json, err)
+                sys.exit(EXIT_INTERNAL)
+            sys.exit(code or 0)
+
+        return wrapper
+
+    return deco
+
+
+def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
+    if junit:
+        from kernelcheck.report import junit as junit_mod
+
+        junit_mod.write(report, junit)
+    click.echo(render_json(report) if as_json else render_text(report))
+    return report.exit_code
+
+

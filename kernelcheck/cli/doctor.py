@@ -1,0 +1,69 @@
+"""`kernelcheck doctor`: the static check (and --live) for one model or the environment alone."""
+
+from __future__ import annotations
+
+import click
+
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
+from kernelcheck.core.errors import BadInput
+from kernelcheck.report.model import Finding
+
+
+@click.command()
+@click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
+@click.option("--exact", is_flag=True,
+              help="Import the model's modeling module and read transformers' own bindings (slower; the default "
+                   "reads the same decorators from source and resolves them as transformers does).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--hub/--no-hub", "hub", default=None,
+              help="--hub: the job loads with use_kernels=True (Kernel Hub); --no-hub: skip the Hub section. "
+                   "Default: what the installed transformers does. See `kernelcheck hub --help`.")
+@click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
+              help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
+@click.option("--arch", default=None, metavar="9.0[,10.0...]",
+              help="Check for these GPUs instead of the ones found here: for docker build stages and other "
+                   "machines without a GPU (see docs/pipelines.md).")
+@guarded("doctor")
+def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
+           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:
+    """Check, without running anything, whether each fast kernel of MODEL will really run.
+
+    Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
+    implementation transformers binds for each function (the fast kernel or its torch fallback) and why,
+    known breakages for this GPU/triton/fla combination, and the fix for each.
+
+    \b
+    Examples:
+      kernelcheck doctor
+      kernelcheck doctor --model qwen3.8-27b --mode train
+      kernelcheck doctor --model ./my-model --mode infer --json
+      kernelcheck doctor --model qwen3.8-27b --arch 9.0 --junit doctor.xml   # docker build gate
+    """
+    from kernelcheck.doctor.run import doctor as run_doctor
+
+    env = None
+    if arch is not None:
+        from kernelcheck.core import environment
+        from kernelcheck.core import gpu as targets
+
+        if live:
+            raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
+                           "here. Use one or the other.")
+        # Packages are probed after binding, as doctor does without --arch.
+        env = environment.probe(packages=False, gpu_override=targets.parse_arch(arch))
+    report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device)
+    if env is not None:
+        report.findings.insert(0, Finding(
+            "gpu-target", "info", "GPUs from --arch "
+            + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
+            + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
+              "supports this torch's CUDA."))
+    if live and model:
+        from kernelcheck.verify import run as live_mod
+
+        live_mod.merge_into(report, model, mode)
+    return finish(report, as_json, junit)

@@ -1,0 +1,69 @@
+"""`kernelcheck install`: plan and install the kernel packages a model needs."""
+
+from __future__ import annotations
+
+import click
+
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, guarded
+
+
+@click.command()
+@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--dry-run", is_flag=True, help="Print the plan (every step, why, every rejected candidate) and stop.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: the report plus `plan` (progress on stderr).")
+@click.option("--wheelhouse", type=click.Path(file_okay=False), default=None,
+              help="Folder of wheels/sdists to use first and to keep built wheels in "
+                   "(default $KERNELCHECK_HOME/wheelhouse or ~/.cache/kernelcheck/wheelhouse).")
+@click.option("--arch", default=None, help="Target GPU compute capabilities, e.g. 9.0 or 8.0,9.0: for machines "
+              "without the GPU (docker build stages); default: the GPUs found here.")
+@click.option("--source", type=click.Choice(["auto", "wheelhouse", "release", "build", "pypi", "hub"]),
+              default="auto", show_default=True,
+              help="Where packages may come from; auto tries wheelhouse, upstream release wheel, then a source build.")
+@click.option("--sdist", type=click.Path(dir_okay=False), default=None,
+              help="Source distribution to build from (e.g. causal_conv1d-1.7.0.tar.gz), for offline builds.")
+@click.option("--package", "packages", multiple=True, metavar="DIST[==VER]",
+              help="Only these packages (repeatable), optionally at a version: --package causal-conv1d==1.7.0.")
+@click.option("--allow-change", "allow_change", multiple=True, type=click.Choice(["torch", "triton", "transformers"]),
+              help="Let the plan change this pinned package (repeatable). Without it, such plans stop.")
+@click.option("--with", "with_packages", multiple=True, metavar="DIST",
+              help="Also install an offered fix, e.g. --with tilelang (fla#640 on Hopper).")
+@click.option("--offline", is_flag=True, help="Use no network: wheelhouse and --sdist only (also KERNELCHECK_OFFLINE=1).")
+@click.option("--target", type=click.Path(file_okay=False), default=None,
+              help="Install into this folder (pip --target) instead of the environment; use it with PYTHONPATH=DIR "
+                   "where site-packages is read-only.")
+@click.option("--jobs", type=click.IntRange(1, 512), default=None,
+              help="Parallel compile jobs (MAX_JOBS); default from cores and free memory (4 GiB a job).")
+@guarded("install")
+def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str | None, arch: str | None,
+            source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
+            with_packages: tuple[str, ...], offline: bool, target: str | None, jobs: int | None) -> int:
+    """Install the kernel packages MODEL needs for the installed torch/CUDA/GPU, never changing torch.
+
+    First a plan: for each package the step (keep, install, build, offer, refuse, blocked), its source,
+    the exact command, why it won, and every rejected candidate with its reason. Then (unless --dry-run)
+    the wheels are fetched or built and verified (sha256, tags, GPU arch in the .so), installed with
+    `pip --no-deps` and a constraints file pinning torch, triton and transformers, checked by import,
+    recorded in a manifest, and doctor runs again in a fresh process.
+
+    \b
+    Examples:
+      kernelcheck install --model qwen3.8-27b --dry-run
+      kernelcheck install --model qwen3.8-27b --mode infer --json
+      kernelcheck install --model qwen3.8-27b --arch 9.0 --wheelhouse /wheels     # docker build stage
+      kernelcheck install --model qwen3.8-27b --source build --sdist causal_conv1d-1.7.0.tar.gz \\
+          --wheelhouse ./wh --offline --target /tmp/site                            # air-gapped build
+
+    \b
+    Exit codes: 0 ready; 3 a package was refused or blocked (its torch fallback stays);
+    4 broken (a predicted breakage such as fla#640, or a failed step: nothing was changed);
+    2 bad flags or input; 1 internal error.
+    """
+    from kernelcheck.install import command as install_mod
+
+    req = install_mod.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
+                              source=source, allow_change=allow_change, with_packages=with_packages,
+                              packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs)
+    report, code = install_mod.run(req, click.echo, as_json)
+    click.echo(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run))
+    return code

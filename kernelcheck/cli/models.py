@@ -1,0 +1,41 @@
+"""`kernelcheck models`: the models, aliases and functions the matrix knows."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kernelcheck import SCHEMA
+from kernelcheck.cli.common import guarded
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+@guarded("models")
+def models(as_json: bool) -> int:
+    """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
+    from kernelcheck.core import matrix
+
+    m = matrix.load()
+    if as_json:
+        click.echo(json.dumps({
+            "schema": SCHEMA, "command": "models",
+            "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
+                         m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
+            "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
+                            for t in m.model_types.values()],
+        }, indent=2))
+        return 0
+    click.echo("aliases")
+    for a in m.aliases.values():
+        mt = a.model_type or m.shipped_config(a.config)["model_type"]
+        click.echo(f"  {a.name:<22} {a.id:<42} {mt}")
+    click.echo("model types (by family)")
+    for fam, d in m.families.items():
+        types = [t.name for t in m.model_types.values() if t.family == fam]
+        click.echo(f"  {fam}: {d['title']}")
+        click.echo(f"    functions: {', '.join(d['functions'])}")
+        click.echo(f"    model_type: {', '.join(types)}")
+    click.echo("Any other model_type the installed transformers knows is checked by asking its modeling module.")
+    return 0

@@ -1,0 +1,45 @@
+"""`kernelcheck verify`: run the model's real layers under the profiler."""
+
+from __future__ import annotations
+
+import click
+
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
+
+
+@click.command()
+@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--shape", type=click.Choice(["tiny", "full"]), default="tiny", show_default=True,
+              help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
+                   "of each type (GPU only).")
+@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@click.option("--benchmark", is_flag=True,
+              help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
+@click.option("--tokens", type=int, default=None,
+              help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--junit", type=click.Path(dir_okay=False), default=None,
+              help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@guarded("verify")
+def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
+           junit: str | None) -> int:
+    """Run MODEL's real layers here under the profiler and prove which implementation ran.
+
+    Builds the model's own transformers layers from its config with random weights (no weight
+    download), runs a training step (train mode) and a prefill plus one cached decode step on the local
+    device (CUDA if present, else CPU), and reports for each fast function the implementation really
+    called, the GPU kernels and CPU ops it caused per layer, its error against the torch reference on
+    the same inputs, and a status: fast, fallback, broken (exception, refusal, NaN, mismatch) or
+    unsupported. Progress goes to stderr; the first run on a GPU compiles Triton kernels (minutes with
+    a cold cache: see docs/verify.md to warm it into an image).
+
+    \b
+    Examples:
+      kernelcheck verify --model qwen3.8-27b                      # tiny shape, train mode
+      kernelcheck verify --model qwen3.8-27b --mode infer --json
+      kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
+    """
+    from kernelcheck.verify.run import verify as run_verify
+
+    report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
+    return finish(report, as_json, junit)
