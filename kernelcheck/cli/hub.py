@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import click
 
@@ -72,6 +73,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
       HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
     """
     from kernelcheck.core import environment as environment_mod
+    from kernelcheck.core import gpu as gpu_mod
     from kernelcheck.core import models as models_mod
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub as hub_mod
@@ -82,11 +84,11 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if prefetch and not (model or repos):
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     parsed = [_parse_repo(r) for r in repos]
-    for name, val in (("--torch", torch_v), ("--cuda", cuda_v if cuda_v != "cpu" else None), ("--arch", arch)):
+    for name, val in (("--torch", torch_v), ("--cuda", cuda_v if cuda_v != "cpu" else None)):
         if val is not None and not re.fullmatch(r"\d+\.\d+", val):
             raise BadInput(f"{name} '{val}' is not MAJOR.MINOR (e.g. --torch 2.11 --cuda 13.0 --arch 9.0).")
     target = hub_mod.Target(torch=torch_v, cuda="" if cuda_v == "cpu" else cuda_v) if (torch_v or cuda_v) else None
-    gpus = (environment_mod.Gpu(f"--arch {arch}", arch),) if arch else None
+    gpus = gpu_mod.parse_arch(arch) if arch else None  # the same parser as doctor and install
     env = environment_mod.probe(gpu_override=gpus)
     report = Report("hub", env.to_json(), None, mode)
     functions: tuple[str, ...] = ()
@@ -98,49 +100,86 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
-        targets = []
-        if model:
-            dev = device or ("cuda" if target is not None and target.cuda else hub_check.default_device(env))
-            targets.extend(hub_mod.model_repos(modeling or "", functions, mode, dev, hub_check._capability(env)))
-        targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
-        say = (lambda s: click.echo(f"kernelcheck hub: {s}", err=True))
-        if not targets:
-            report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
-                                     "reason": "no Hub kernel is mapped for this model, device and mode"}]
-        else:
-            steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
-            report.extra["plan"] = steps
-            for st in steps:
-                if st["action"] == "failed":
-                    report.findings.append(Finding("hub-prefetch-failed", "broken",
-                                                   f"{st['spec']}: {st['reason']}", st.get("command")))
-                elif st["action"] == "missing":
-                    report.findings.append(Finding("hub-prefetch-missing", "fallback",
-                                                   f"{st['spec']}: {st['reason']}"))
+        dev = device or ("cuda" if target is not None and target.cuda else gpu_mod.default_device(env))
+        _prefetch(report, env, model, modeling, functions, mode, dev, parsed, lock, dry_run, target)
     section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
                               source=source, query=model, target=target)
     for repo_id, version, revision in parsed:
         res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
                                    target=target)
-        section["repos"].append(res.to_json())
-        section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
-                                + (f": build {res.chosen} will be used" if res.chosen else ""))
-        for d in res.decisions:
-            section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
-                                    f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
-        if res.error:
-            section["lines"].append(f"    {res.error}")
-            report.findings.append(Finding("hub-not-listable", "warning", f"{res.spec}: {res.error}"))
-        elif not res.chosen:
-            report.findings.append(Finding(
-                "hub-no-variant", "fallback",
-                f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
-                f"match {res.would_match}", f"run on {res.would_match}"))
-        elif res.blocked:
-            section["lines"].append(f"    NOT LOADABLE offline: {res.blocked}")
-            report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
-                                           f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
-                                           f"kernelcheck hub --repo {res.spec} --prefetch"))
-        elif res.problem:
-            report.findings.append(Finding("hub-build-fails", "broken", f"{res.spec} build {res.chosen}: {res.problem}"))
+        _judge_repo(report, section, res)
+    if model and not section.get("used") and not parsed:
+        report.findings.append(Finding(
+            HUB_DECIDES_NOTHING, "fallback",
+            f"this job would not load Hub kernels ({section.get('why') or 'use_kernels is off'}), so kernelcheck hub "
+            "cannot say that any of the model's functions run fast: it judges the Hub path only.",
+            f"kernelcheck doctor --model {model} --mode {mode} gives the verdict for the functions; pass "
+            "--use-kernels here if the job loads with use_kernels=True"))
     return finish(report, as_json)
+
+
+# `kernelcheck hub` judges the Kernel Hub path only. When that path is not taken, or a check could not be
+# completed (the Hub unreachable for --repo, a failed --prefetch), it has proven nothing fast: exit 3, never 0.
+# Not 4 either: nothing was shown to crash; the job would keep (or fall back to) the torch forward or whatever
+# doctor reports. See docs/hub.md "Severity and exit codes".
+HUB_DECIDES_NOTHING = "hub-decides-nothing"
+
+
+def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, functions: tuple[str, ...],
+              mode: str, dev: str, parsed: list[tuple[str, int | None, str | None]], lock: str | None,
+              dry_run: bool, target: Any) -> None:
+    from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.report.model import Finding
+
+    targets = []
+    if model:
+        targets.extend(hub_mod.model_repos(modeling or "", functions, mode, dev, gpu_mod.capability_number(env)))
+    targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
+
+    def say(line: str) -> None:
+        click.echo(f"kernelcheck hub: {line}", err=True)
+
+    if not targets:
+        report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
+                                 "reason": "no Hub kernel is mapped for this model, device and mode"}]
+        return
+    steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
+    report.extra["plan"] = steps
+    for st in steps:
+        if st["action"] == "failed":  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
+            report.findings.append(Finding("hub-prefetch-failed", "fallback",
+                                           f"{st['spec']}: {st['reason']} (the build is not in the cache)",
+                                           st.get("command")))
+        elif st["action"] == "missing":
+            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+
+
+def _judge_repo(report: Any, section: dict[str, Any], res: Any) -> None:
+    from kernelcheck.report.model import Finding
+
+    section["repos"].append(res.to_json())
+    section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+                            + (f": build {res.chosen} will be used" if res.chosen else ""))
+    for d in res.decisions:
+        section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
+                                f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+    if res.error:
+        section["lines"].append(f"    {res.error}")
+        report.findings.append(Finding(
+            "hub-repo-unresolved", "fallback",
+            f"{res.spec}: {res.error}. Nothing was checked for this repository, so it is not known to load.",
+            f"run online, or kernelcheck hub --repo {res.spec} --prefetch where the Hub is reachable"))
+    elif not res.chosen:
+        report.findings.append(Finding(
+            "hub-no-variant", "fallback",
+            f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
+            f"match {res.would_match}", f"run on {res.would_match}"))
+    elif res.blocked:
+        section["lines"].append(f"    NOT LOADABLE offline: {res.blocked}")
+        report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
+                                       f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
+                                       f"kernelcheck hub --repo {res.spec} --prefetch"))
+    elif res.problem:
+        report.findings.append(Finding("hub-build-fails", "broken",
+                                       f"{res.spec} build {res.chosen}: {res.problem}"))

@@ -1,38 +1,126 @@
-"""Target GPUs named on the command line (`--arch 9.0,10.0`) for machines that have none.
+"""GPU compute capabilities: one value type, and the one `--arch` parser for doctor, install and hub.
 
-A docker build stage has no GPU, so a static check there would always answer "no device" and a
-build gate could never pass. `--arch` says which GPUs the image is for; doctor then checks the
-kernels, rules and breakages against those GPUs instead of the (absent) local ones.
+A capability is written five ways across the tools kernelcheck talks to: "9.0" (torch, nvidia-smi),
+"sm_90" (nvcc SASS, wheel .so files), "compute_90" (PTX), 90 (kernels' integer form) and "9.0a".
+`Capability` parses all of them and gives each form back, so no module converts by hand.
+
+`--arch` targets GPUs that are not here (a docker build stage has none): doctor then checks the
+kernels, rules and breakages against those GPUs instead of the absent local ones. Only capabilities
+NVIDIA GPUs really have are accepted (matrix/gpus.toml, with its reference), so a typo such as 99.9,
+999 or 90.0 is bad input (exit 2), not a target no GPU has.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
+from dataclasses import dataclass
 
-from kernelcheck.core.environment import Gpu
+from kernelcheck.core.environment import Environment, Gpu
 from kernelcheck.core.errors import BadInput
 
-_FORMS = re.compile(r"^(?:sm_?)?(\d{1,2})\.?(\d)[a-z]?$")
+log = logging.getLogger(__name__)
+
+_FORMS = re.compile(r"^(?:sm_?|compute_)?(\d{1,3})(?:\.(\d{1,2}))?[af]?$")
+
+_FORMS_HELP = ("Use the major.minor form, comma-separated: 8.0 (A100), 8.6 (RTX 30xx/A10), 8.9 (L4/L40), "
+               "9.0 (H100/H200), 10.0 (B200/GB200), 12.0 (RTX 50xx); sm_90 and 90 are accepted too.")
 
 
-def parse_arch(text: str) -> tuple[Gpu, ...]:
+@functools.total_ordering
+@dataclass(frozen=True)
+class Capability:
+    """A CUDA compute capability: `Capability.parse("9.0" | "sm_90" | "90" | "9.0a").sm == "sm_90"`."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str | int) -> Capability:
+        """Any of the usual spellings; raises ValueError for anything else (no range check: see `known`)."""
+        m = _FORMS.match(str(text).strip().lower())
+        if not m:
+            raise ValueError(f"{text!r} is not a compute capability")
+        whole, minor = m.group(1), m.group(2)
+        if minor is not None:
+            return cls(int(whole), int(minor))
+        if len(whole) < 2:
+            raise ValueError(f"{text!r} is not a compute capability")
+        return cls(int(whole[:-1]), int(whole[-1]))  # "90" -> 9.0, "103" -> 10.3
+
+    @property
+    def dotted(self) -> str:
+        """"9.0": the form torch and nvidia-smi print and the JSON report carries."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def number(self) -> int:
+        """90: kernels' integer form, and the digits of sm_90."""
+        return self.major * 10 + self.minor
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.number}"
+
+    @property
+    def compute(self) -> str:
+        return f"compute_{self.number}"
+
+    def __str__(self) -> str:
+        return self.dotted
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Capability):
+            return NotImplemented
+        return (self.major, self.minor) < (other.major, other.minor)
+
+
+@functools.lru_cache(maxsize=1)
+def known() -> tuple[Capability, ...]:
+    """The compute capabilities NVIDIA GPUs have (matrix/gpus.toml)."""
+    from kernelcheck.core import matrix as matrix_mod
+
+    data = matrix_mod._load("gpus.toml")["capabilities"]
+    return tuple(Capability.parse(c) for c in data["known"])
+
+
+def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None) -> tuple[Gpu, ...]:
     """`"9.0,10.0"` (also `sm_90`, `90`, `9.0a`) -> target GPUs with those compute capabilities.
 
-    Raises BadInput with the accepted forms for anything else.
+    `allowed` defaults to `known()`. Raises BadInput with the accepted forms for anything else.
     """
+    allowed = known() if allowed is None else allowed
     items = [p.strip() for p in re.split(r"[,;\s]+", text or "") if p.strip()]
     if not items:
         raise BadInput("--arch needs at least one compute capability, for example --arch 9.0 (H100/H200) or "
                        "--arch 8.0,9.0,10.0.")
     gpus: list[Gpu] = []
     for i, item in enumerate(items):
-        m = _FORMS.match(item.lower())
-        if not m or int(m.group(1)) < 3:
-            raise BadInput(f"--arch: '{item}' is not a CUDA compute capability. Use the major.minor form, "
-                           "comma-separated: 8.0 (A100), 8.6 (RTX 30xx/A10), 8.9 (L4/L40), 9.0 (H100/H200), "
-                           "10.0 (B200/GB200), 12.0 (RTX 50xx); sm_90 and 90 are accepted too.")
-        cap = f"{int(m.group(1))}.{m.group(2)}"
-        if any(g.capability == cap for g in gpus):
+        try:
+            cap = Capability.parse(item)
+        except ValueError:
+            raise BadInput(f"--arch: '{item}' is not a CUDA compute capability. {_FORMS_HELP}")
+        if cap not in allowed:
+            raise BadInput(f"--arch: '{item}' is read as {cap.dotted} ({cap.sm}), which no NVIDIA GPU has (known: "
+                           f"{', '.join(c.dotted for c in allowed)}; matrix/gpus.toml). {_FORMS_HELP}")
+        if any(g.capability == cap.dotted for g in gpus):
             continue
-        gpus.append(Gpu(name="--arch target", capability=cap, index=i))
+        gpus.append(Gpu(name="--arch target", capability=cap.dotted, index=i))
     return tuple(gpus)
+
+
+def capability_number(env: Environment) -> int | None:
+    """The first GPU's capability as kernels' integer (90), or None without a GPU."""
+    if not env.capabilities:
+        return None
+    return Capability.parse(env.capabilities[0]).number
+
+
+def default_device(env: Environment) -> str:
+    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
+    if env.torch and env.torch.cuda:
+        return "cuda"
+    if env.torch and env.torch.hip:
+        return "rocm"
+    return "cpu"

@@ -18,24 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.core.gpu import capability_number, default_device
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, Report
-
-
-def default_device(env: environment_mod.Environment) -> str:
-    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
-    if env.torch and env.torch.cuda:
-        return "cuda"
-    if env.torch and env.torch.hip:
-        return "rocm"
-    return "cpu"
-
-
-def _capability(env: environment_mod.Environment) -> int | None:
-    if not env.capabilities:
-        return None
-    major, minor = env.capabilities[0].split(".")
-    return int(major) * 10 + int(minor)
 
 
 def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
@@ -74,7 +59,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
-    cap = _capability(env)
+    cap = capability_number(env)
     lines: list[str] = []
     findings: list[Finding] = []
     q = query or "M"

@@ -260,7 +260,7 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     for st in steps:
         if st.get("action") == "failed":
             code = 4
-            report.findings.append(Finding("hub-prefetch-failed", "broken", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding("hub-prefetch-failed", "fallback", f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing" and code == 0:
             code = 3
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))

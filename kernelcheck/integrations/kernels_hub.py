@@ -912,8 +912,9 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                           "reason": f"download failed: {type(exc).__name__}: {exc}"})
     if lock_path is not None and done and not dry_run:
         p = write_lock(done, lock_path)
+        pins = ", ".join(f"{r.spec}={(r.commit or '')[:12]}" for r in done)
         steps.append({"package": "kernels.lock", "action": "lock", "source": "hub", "spec": str(p),
-                      "reason": f"pins {', '.join(f'{r.spec}={(r.commit or "")[:12]}' for r in done)} in kernels' lock format"})
+                      "reason": f"pins {pins} in kernels' lock format"})
     return steps
 
 
@@ -1036,13 +1037,13 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
     steps {package, action, source, spec, reason}."""
     from kernelcheck.core import models as models_mod
-    from kernelcheck.hub.check import _capability, default_device
+    from kernelcheck.core.gpu import capability_number, default_device
 
     env = env or environment_mod.probe(packages=False)
     model = models_mod.resolve(query)
     dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        _capability(env))
+                        capability_number(env))
     if not repos:
         return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                  "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "
