@@ -50,9 +50,12 @@ def test_text_report_is_readable_one_line_per_function():
     assert "Traceback" not in res.stderr
 
 
-def test_without_model_reports_environment_and_packages_only():
+def test_without_model_reports_environment_and_packages_only_and_is_never_ready():
+    # a CI gate that forgets --model must not pass: nothing was checked, so the verdict is not READY
     code, rep = run_json(["doctor"])
-    assert code == 0
+    assert code == 3 and rep["verdict"] == "fallback"
+    (f,) = [f for f in rep["findings"] if f["id"] == "no-model"]
+    assert f["severity"] == "fallback" and "--model" in f["fix"]
     assert rep["model"] is None and rep["functions"] == []
     assert set(rep["environment"]["packages"]) >= {"fla", "causal_conv1d", "mamba_ssm", "flash_attn"}
     assert rep["environment"]["packages"]["fla"]["installed"] is False

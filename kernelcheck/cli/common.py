@@ -8,12 +8,13 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
@@ -40,6 +41,47 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
+def emit(text: str) -> None:
+    """Print the command's output. A reader that went away (`kernelcheck doctor | head -1`, `| true`) is not
+    an error: the rest is dropped quietly and the exit code stays the verdict's."""
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+
+
+def _drop_stdout() -> None:
+    # Python flushes stdout again at exit; point it at /dev/null so that flush cannot raise (Python docs,
+    # "Note on SIGPIPE" in the signal module).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def check_junit_path(path: str | None) -> None:
+    """An unwritable --junit file is bad input found before the run, not after it (the report would be lost).
+
+    The same steps as the writer (report/junit.py: parent folders created, a temporary file beside the
+    target), tried for real: permission bits say nothing for root or a read-only mount.
+    """
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise BadInput(f"--junit {path} is a folder; give a file name such as {target / 'doctor.xml'}.")
+    probe = target.with_name(f".{target.name}.kernelcheck-probe")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise BadInput(f"--junit {path} cannot be written: {exc.strerror or exc}. Pass --junit a path in a "
+                       "writable folder (it is created if missing); nothing was run.") from None
+
+
 def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]:
     """Turn known errors into their exit code and message; unknown ones into exit 1, no traceback."""
 
@@ -48,6 +90,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
         def wrapper(*args: Any, **kwargs: Any) -> None:
             as_json = bool(kwargs.get("as_json"))
             try:
+                check_junit_path(kwargs.get("junit"))
                 code = fn(*args, **kwargs)
             except KernelcheckError as exc:
                 _junit_error(command, kwargs, exc)
@@ -55,6 +98,9 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
                 sys.exit(exc.exit_code)
             except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
                 raise
+            except BrokenPipeError:  # the output's reader left before the verdict was printed
+                _drop_stdout()
+                sys.exit(EXIT_INTERNAL)  # output went missing before a verdict: not a pass
             except Exception as exc:  # noqa: BLE001 - the documented exit 1
                 if os.environ.get("KERNELCHECK_DEBUG"):
                     traceback.print_exc()
@@ -76,7 +122,7 @@ def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         from kernelcheck.report import junit as junit_mod
 
         junit_mod.write(report, junit)
-    click.echo(render_json(report) if as_json else render_text(report))
+    emit(render_json(report) if as_json else render_text(report))
     return report.exit_code
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, guarded
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded
 
 
 @click.command()
@@ -28,7 +28,8 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, guarded
               help="Let the plan change this pinned package (repeatable). Without it, such plans stop.")
 @click.option("--with", "with_packages", multiple=True, metavar="DIST",
               help="Also install an offered fix, e.g. --with tilelang (fla#640 on Hopper).")
-@click.option("--offline", is_flag=True, help="Use no network: wheelhouse and --sdist only (also KERNELCHECK_OFFLINE=1).")
+@click.option("--offline", is_flag=True,
+              help="Use no network: wheelhouse and --sdist only (also KERNELCHECK_OFFLINE=1).")
 @click.option("--target", type=click.Path(file_okay=False), default=None,
               help="Install into this folder (pip --target) instead of the environment; use it with PYTHONPATH=DIR "
                    "where site-packages is read-only.")
@@ -65,5 +66,5 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                               source=source, allow_change=allow_change, with_packages=with_packages,
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs)
     report, code = install_mod.run(req, click.echo, as_json)
-    click.echo(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run))
+    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run))
     return code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import emit, guarded
 from kernelcheck.report.model import render_json
 
 
@@ -38,5 +38,5 @@ def trace(file: str, as_json: bool) -> int:
     from kernelcheck.trace import analysis as trace_mod
 
     report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr)
-    click.echo(render_json(report) if as_json else trace_mod.render_text(report))
+    emit(render_json(report) if as_json else trace_mod.render_text(report))
     return report.exit_code

@@ -214,6 +214,12 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
         if hub is not False and env.transformers:
             _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
+        # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
+        # environment-only report is never READY (a CI gate that forgets --model must not pass).
+        report.findings.append(Finding(
+            "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
+            "environment and installed packages only and cannot say that anything fast will run.",
+            "kernelcheck doctor --model M --mode train (the model your job loads)"))
         return report
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
