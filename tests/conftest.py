@@ -1,7 +1,31 @@
+"""Test lanes and paths.
+
+Two lanes, both run by CI (.ci/run):
+- fast (`pytest -m "not integration"`): decisions in-process with explicit inputs (seconds);
+- integration (`pytest -m integration`): real processes, real venvs and pip, real builds.
+
+A test is in the integration lane when it carries `@pytest.mark.integration` or lives in a module listed in
+INTEGRATION_MODULES below (the modules whose tests drive `python -m kernelcheck` or build package sets).
+"""
+
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
-# This checkout's kernelcheck first (also in git worktrees), then the test helpers.
+# This checkout's kernelcheck first (also in git worktrees), then the test helpers (envs, kcfixtures, ...).
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+
+INTEGRATION_MODULES = frozenset({
+    "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",
+    "test_trace", "test_trace_gpu", "test_verify",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
+        if module in INTEGRATION_MODULES or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.integration)

@@ -83,6 +83,7 @@ def test_unwritable_junit_is_found_before_the_run(tmp_path: Path) -> None:
     assert code == 2 and "is a directory" in err  # click says so itself
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_a_closed_pipe_keeps_the_exit_code_and_prints_no_error(json_flag: list[str]) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "kernelcheck", "doctor", "--model", "qwen3.8-27b", *json_flag],

@@ -27,7 +27,8 @@ def env(torch="2.11.0+cu130", cuda="13.0", triton="3.6.0", cap="9.0", nvcc="13.0
 def fla_candidates(tmp: Path, reqs=FLA_REQS, version="0.6.0") -> dict[str, plan.Candidates]:
     w = wheels.inspect_wheel(make_wheel(tmp, "fla-core", version, py="py3", plat="any",
                                         files={"fla/__init__.py": b""}, requires=reqs))
-    e = wheels.inspect_wheel(make_wheel(tmp, "einops", "0.8.2", py="py3", plat="any", files={"einops/__init__.py": b""}))
+    e = wheels.inspect_wheel(make_wheel(tmp, "einops", "0.8.2", py="py3", plat="any",
+                                        files={"einops/__init__.py": b""}))
     return {"fla-core": plan.Candidates(wheels=(w,)), "einops": plan.Candidates(wheels=(e,))}
 
 
