@@ -130,7 +130,8 @@ def make_wheel(folder: Path, dist: str, version: str, *, py: str = PY_TAG, abi: 
     meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n" + "".join(
         f"Requires-Dist: {r}\n" for r in requires)
     purelib = "true" if py == "py3" else "false"
-    wheel_meta = f"Wheel-Version: 1.0\nGenerator: kernelcheck-tests\nRoot-Is-Purelib: {purelib}\nTag: {py}-{abi}-{plat}\n"
+    wheel_meta = (f"Wheel-Version: 1.0\nGenerator: kernelcheck-tests\nRoot-Is-Purelib: {purelib}\n"
+                  f"Tag: {py}-{abi}-{plat}\n")
     members = dict(files or {})
     members[f"{di}/METADATA"] = meta.encode()
     members[f"{di}/WHEEL"] = wheel_meta.encode()
