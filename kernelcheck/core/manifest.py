@@ -15,13 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import settings
+
 TARGET_NAME = ".kernelcheck-manifest.json"
 
 
 def path() -> Path:
-    if os.environ.get("KERNELCHECK_MANIFEST"):
-        return Path(os.environ["KERNELCHECK_MANIFEST"])
-    return Path(sys.prefix) / "share" / "kernelcheck" / "manifest.json"
+    return settings.current().manifest_path
 
 
 def target_path(target: str | os.PathLike) -> Path:

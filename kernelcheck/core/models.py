@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -53,8 +54,8 @@ class ResolvedModel:
 
 
 def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE") or \
-        os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    """The Hub may not be used (core/settings.py reads the variables)."""
+    return settings.hub_offline()
 
 
 def _read_config(path: Path, query: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
@@ -164,7 +165,7 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
-    offline = req.offline or os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "TRUE", "YES")
+    offline = req.offline or settings.offline()
     opts = plan_mod.Options(
         mode=req.mode, source=req.source, arches=arches or env.capabilities, arch_origin=origin,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,

@@ -19,6 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
@@ -35,9 +36,7 @@ PIP_NET = ["--retries", "0", "--timeout", "15"]
 
 def default_wheelhouse() -> Path:
     """$KERNELCHECK_HOME/wheelhouse, else ~/.cache/kernelcheck/wheelhouse."""
-    home = os.environ.get("KERNELCHECK_HOME")
-    base = Path(home) if home else Path.home() / ".cache" / "kernelcheck"
-    return base / "wheelhouse"
+    return settings.current().wheelhouse
 
 
 def scan_wheelhouse(wheelhouse: Path) -> tuple[dict[str, list[wheels.WheelInfo]], dict[str, list[Path]]]:
@@ -196,7 +195,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
                 url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
                                                cxx11abi=str(bool(target.cxx11abi)).upper(), py=py,
                                                platform=env.platform)
-                mirror = os.environ.get("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
+                mirror = settings.current().release_mirror  # an internal mirror of GitHub releases
                 if mirror:
                     url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
                 status = _release_status(url, opts.offline) if opts.source in ("auto", "release") else None

@@ -424,8 +424,10 @@ def select_entry(entries: list[MappingEntry], device: str, mode: str,
 
 
 def offline() -> bool:
-    """True when the Hub may not be used (HF_HUB_OFFLINE, or KERNELCHECK_OFFLINE)."""
-    return any(os.environ.get(v, "").upper() in _TRUE for v in ("HF_HUB_OFFLINE", "KERNELCHECK_OFFLINE"))
+    """True when the Hub may not be used (core/settings.py: HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, KERNELCHECK_OFFLINE)."""
+    from kernelcheck.core import settings
+
+    return settings.hub_offline()
 
 
 def cache_dir() -> Path:

@@ -1,0 +1,92 @@
+"""Every setting kernelcheck reads from the process environment, in one place.
+
+`Settings.from_environ()` reads them once; code that decides takes a `Settings` (or calls `current()` at
+its edge), so a test passes its own values instead of patching os.environ. One set of yes-values applies
+to every boolean variable, so `KERNELCHECK_OFFLINE=on` means the same to model resolution, the Hub check
+and install.
+
+| variable | meaning |
+|---|---|
+| KERNELCHECK_OFFLINE | no network for anything kernelcheck does (models, Hub, install: PyPI and release wheels) |
+| HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE | the Hugging Face Hub may not be used (PyPI still may) |
+| KERNELCHECK_HOME | base folder for kernelcheck's own files (default ~/.cache/kernelcheck) |
+| KERNELCHECK_MANIFEST | the install manifest path (default sys.prefix/share/kernelcheck/manifest.json) |
+| KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
+| KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 10) |
+| KERNELCHECK_DEBUG | print tracebacks of internal errors |
+| HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+YES = frozenset({"1", "ON", "YES", "TRUE", "Y"})
+HUB_OFFLINE_VARIABLES = ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+DEFAULT_NETWORK_TIMEOUT = 10.0
+
+
+def is_yes(value: str | None) -> bool:
+    """The one reading of a boolean environment variable: 1, on, yes, true, y (any case)."""
+    return (value or "").strip().upper() in YES
+
+
+@dataclass(frozen=True)
+class Settings:
+    offline: bool = False  # KERNELCHECK_OFFLINE: no network at all
+    hub_offline: bool = False  # the Hugging Face Hub may not be used (any of HUB_OFFLINE_VARIABLES)
+    hub_offline_reason: str = ""  # which variable made it so, for messages
+    home: Path = Path.home() / ".cache" / "kernelcheck"
+    manifest: Path | None = None
+    release_mirror: str | None = None
+    network_timeout: float = DEFAULT_NETWORK_TIMEOUT
+    debug: bool = False
+    hf_hub_cache: str | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        offline_by = next((v for v in HUB_OFFLINE_VARIABLES if is_yes(env.get(v))), "")
+        try:
+            timeout = float(env.get("KERNELCHECK_NETWORK_TIMEOUT") or DEFAULT_NETWORK_TIMEOUT)
+        except ValueError:
+            timeout = DEFAULT_NETWORK_TIMEOUT
+        home = env.get("KERNELCHECK_HOME")
+        manifest = env.get("KERNELCHECK_MANIFEST")
+        return cls(
+            offline=is_yes(env.get("KERNELCHECK_OFFLINE")), hub_offline=bool(offline_by),
+            hub_offline_reason=f"{offline_by}={env.get(offline_by)}" if offline_by else "",
+            home=Path(home) if home else Path.home() / ".cache" / "kernelcheck",
+            manifest=Path(manifest) if manifest else None,
+            release_mirror=env.get("KERNELCHECK_RELEASE_MIRROR") or None,
+            network_timeout=timeout if timeout > 0 else DEFAULT_NETWORK_TIMEOUT,
+            debug=bool(env.get("KERNELCHECK_DEBUG")),
+            hf_hub_cache=env.get("HF_HUB_CACHE") or None,
+        )
+
+    @property
+    def wheelhouse(self) -> Path:
+        return self.home / "wheelhouse"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.manifest or Path(sys.prefix) / "share" / "kernelcheck" / "manifest.json"
+
+
+def current() -> Settings:
+    """The settings of this process now (read fresh: tests and users change variables between calls)."""
+    return Settings.from_environ()
+
+
+def offline() -> bool:
+    """True when no network may be used at all (KERNELCHECK_OFFLINE)."""
+    return current().offline
+
+
+def hub_offline() -> bool:
+    """True when the Hugging Face Hub may not be used (any of HUB_OFFLINE_VARIABLES)."""
+    return current().hub_offline

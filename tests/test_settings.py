@@ -1,0 +1,34 @@
+"""core/settings.py: one reading of every KERNELCHECK_*/HF_* variable, passed in explicitly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.core.settings import Settings
+
+
+@pytest.mark.parametrize("value", ["1", "on", "ON", "yes", "true", "Y"])
+def test_kernelchecks_own_offline_switch_means_no_network_anywhere(value: str) -> None:
+    s = Settings.from_environ({"KERNELCHECK_OFFLINE": value})
+    assert s.offline and s.hub_offline and s.hub_offline_reason == f"KERNELCHECK_OFFLINE={value}"
+
+
+@pytest.mark.parametrize("var", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
+def test_hugging_face_offline_switches_close_the_hub_but_not_pypi(var: str) -> None:
+    s = Settings.from_environ({var: "on"})
+    assert s.hub_offline and not s.offline
+
+
+@pytest.mark.parametrize("value", ["", "0", "off", "no", "false"])
+def test_other_values_are_online(value: str) -> None:
+    s = Settings.from_environ({"KERNELCHECK_OFFLINE": value, "HF_HUB_OFFLINE": value})
+    assert not s.offline and not s.hub_offline
+
+
+def test_paths_and_timeout(tmp_path: Path) -> None:
+    s = Settings.from_environ({"KERNELCHECK_HOME": str(tmp_path), "KERNELCHECK_NETWORK_TIMEOUT": "2.5"})
+    assert s.wheelhouse == tmp_path / "wheelhouse" and s.network_timeout == 2.5
+    assert Settings.from_environ({"KERNELCHECK_NETWORK_TIMEOUT": "soon"}).network_timeout == 10.0
+    assert Settings.from_environ({"KERNELCHECK_MANIFEST": str(tmp_path / "m.json")}).manifest_path == tmp_path / "m.json"
