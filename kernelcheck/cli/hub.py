@@ -108,7 +108,8 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
                                    target=target)
         _judge_repo(report, section, res)
-    if model and not section.get("used") and not parsed:
+    # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
+    if model and not section.get("used") and not parsed and not prefetch:
         report.findings.append(Finding(
             HUB_DECIDES_NOTHING, "fallback",
             f"this job would not load Hub kernels ({section.get('why') or 'use_kernels is off'}), so kernelcheck hub "
