@@ -29,6 +29,7 @@ from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.core.status import EXIT_CODE, worst
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
@@ -43,7 +44,7 @@ from kernelcheck.report.model import (
     render_text,
 )
 
-_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
+_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}  # plan.predicted -> exit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,20 +220,25 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     report.extra["doctor_after"] = after
     if after and after.get("environment"):
         report.environment = after["environment"]  # what is installed now, not before
-    if after and origin != "--arch":
+    # The doctor block printed above is part of this command's output: its functions and findings are the
+    # report's, and the exit code is the worst verdict printed (the doctor after install, and with --arch
+    # also the plan's prediction for GPUs that are not here), never READY under a FALLBACK block.
+    if after:
         report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
                             for f in after.get("functions", [])]
         report.findings = [Finding(**{**f, "functions": tuple(f.get("functions", ()))})
                            for f in after.get("findings", [])] + _plan_findings(plan)
-        return report, report.exit_code
-    # Building for a GPU that is not here (--arch): this machine cannot show the fast path; the plan's
-    # prediction for the target GPU decides.
-    report.findings.extend(_plan_findings(plan))
+    else:
+        report.findings.extend(_plan_findings(plan))
+        report.findings.append(Finding("install-unverified", "fallback", "doctor did not run after the install, "
+                                       "so nothing shows that the fast path runs now", "kernelcheck doctor --model "
+                                       f"{req.model} --mode {req.mode}"))
     if origin == "--arch":
         report.findings.append(Finding("install-for-arch", "info",
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
-    return report, _EXIT[plan.predicted]
+        return report, EXIT_CODE[worst([report.verdict, plan.predicted])]
+    return report, report.exit_code
 
 
 def _writable(p: Path) -> bool:

@@ -7,10 +7,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck import SCHEMA
-
-EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4
-_RANK = {"ready": 0, "fallback": 1, "broken": 2}
-_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}
+from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' one home is core/status.py
+    EXIT_BROKEN,
+    EXIT_CODE,
+    EXIT_FALLBACK,
+    EXIT_INTERNAL,
+    EXIT_READY,
+    EXIT_USAGE,
+    verdict_of_severity,
+    verdict_of_status,
+    worst,
+)
 
 
 @dataclass(frozen=True)
@@ -48,20 +55,12 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        v = "ready"
-        for f in self.functions:
-            if not f.used:
-                continue
-            s = {"fast": "ready", "broken": "broken"}.get(f.status, "fallback")
-            v = max(v, s, key=_RANK.__getitem__)
-        for fd in self.findings:
-            if fd.severity in ("broken", "fallback"):
-                v = max(v, fd.severity, key=_RANK.__getitem__)
-        return v
+        return worst([*(verdict_of_status(f.status) for f in self.functions if f.used),
+                      *(verdict_of_severity(fd.severity) for fd in self.findings)]).value
 
     @property
     def exit_code(self) -> int:
-        return _EXIT[self.verdict]
+        return EXIT_CODE[worst([self.verdict])]
 
     def to_json(self) -> dict[str, Any]:
         out = {

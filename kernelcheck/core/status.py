@@ -1,0 +1,68 @@
+"""The status vocabulary, verdict ranking and exit codes: the one copy every command uses.
+
+Exit codes, identical for every command: 0 ready · 3 a slow fallback path would run · 4 broken (crash,
+refusal, wrong results) · 2 bad usage or bad input · 1 internal error. A command's exit code is the worst
+verdict it printed (`worst`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+
+class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    """What one function will really run."""
+
+    FAST = "fast"
+    FALLBACK = "fallback"
+    BROKEN = "broken"
+    UNSUPPORTED = "unsupported"
+
+
+class Verdict(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    READY = "ready"
+    FALLBACK = "fallback"
+    BROKEN = "broken"
+
+
+class Severity(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    BROKEN = "broken"
+    FALLBACK = "fallback"
+    WARNING = "warning"
+    INFO = "info"
+
+
+EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4
+EXIT_CODE = {Verdict.READY: EXIT_READY, Verdict.FALLBACK: EXIT_FALLBACK, Verdict.BROKEN: EXIT_BROKEN}
+_RANK = {Verdict.READY: 0, Verdict.FALLBACK: 1, Verdict.BROKEN: 2}
+_BY_EXIT = {code: verdict for verdict, code in EXIT_CODE.items()}
+WORDS = {Verdict.READY: "READY", Verdict.FALLBACK: "FALLBACK", Verdict.BROKEN: "BROKEN"}
+
+
+def verdict_of_status(status: str) -> Verdict:
+    """A used function's status as a verdict: fast is ready, broken is broken, anything else is a fallback."""
+    return {Status.FAST.value: Verdict.READY, Status.BROKEN.value: Verdict.BROKEN}.get(str(status), Verdict.FALLBACK)
+
+
+def verdict_of_severity(severity: str) -> Verdict:
+    """A finding's severity as a verdict: only broken and fallback findings change one."""
+    return {Severity.BROKEN.value: Verdict.BROKEN, Severity.FALLBACK.value: Verdict.FALLBACK}.get(
+        str(severity), Verdict.READY)
+
+
+def worst(verdicts: Iterable[Verdict | str]) -> Verdict:
+    """The worst of `verdicts` (ready when there are none)."""
+    out = Verdict.READY
+    for v in verdicts:
+        vv = Verdict(v)
+        if _RANK[vv] > _RANK[out]:
+            out = vv
+    return out
+
+
+def verdict_of_exit(code: int) -> Verdict:
+    """0/3/4 back to their verdict (ValueError for the error codes 1 and 2)."""
+    if code not in _BY_EXIT:
+        raise ValueError(f"exit code {code} is not a verdict")
+    return _BY_EXIT[code]
