@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from kernelcheck import SCHEMA
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
+from kernelcheck.report.terminal import Terminal, present
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
@@ -41,9 +43,34 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
-def emit(text: str) -> None:
+_OUTPUT = {"quiet": False}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_options(fn: F) -> F:
+    """--quiet (the verdict line only) and --verbose (kernelcheck's log on stderr), on every command."""
+    fn = click.option("--verbose", "-v", "verbose", is_flag=True,
+                      help="Also log what was skipped or not found (stderr).")(fn)
+    return click.option("--quiet", "-q", "quiet", is_flag=True, help="Print the verdict line only.")(fn)
+
+
+def _setup_output(kwargs: dict[str, Any]) -> None:
+    _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
+    verbose = bool(kwargs.pop("verbose", False))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="kernelcheck: %(name)s: %(message)s")
+
+
+def emit(text: str, *, is_json: bool = False) -> None:
     """Print the command's output. A reader that went away (`kernelcheck doctor | head -1`, `| true`) is not
-    an error: the rest is dropped quietly and the exit code stays the verdict's."""
+    an error: the rest is dropped quietly and the exit code stays the verdict's.
+
+    Text is adapted to a terminal (report/terminal.py: width, colour, --quiet); JSON is printed as it is.
+    """
+    if not is_json:
+        text = present(text, Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"]))
     try:
         click.echo(text)
         sys.stdout.flush()
@@ -89,6 +116,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> None:
             as_json = bool(kwargs.get("as_json"))
+            _setup_output(kwargs)
             try:
                 check_junit_path(kwargs.get("junit"))
                 code = fn(*args, **kwargs)
@@ -122,7 +150,7 @@ def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         from kernelcheck.report import junit as junit_mod
 
         junit_mod.write(report, junit)
-    emit(render_json(report) if as_json else render_text(report))
+    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
     return report.exit_code
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding
 
@@ -27,6 +27,7 @@ from kernelcheck.report.model import Finding
 @click.option("--arch", default=None, metavar="9.0[,10.0...]",
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")
+@output_options
 @guarded("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options
 
 
 @click.command()
@@ -35,6 +35,7 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded
                    "where site-packages is read-only.")
 @click.option("--jobs", type=click.IntRange(1, 512), default=None,
               help="Parallel compile jobs (MAX_JOBS); default from cores and free memory (4 GiB a job).")
+@output_options
 @guarded("install")
 def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str | None, arch: str | None,
             source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
@@ -66,5 +67,5 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                               source=source, allow_change=allow_change, with_packages=with_packages,
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs)
     report, code = install_mod.run(req, click.echo, as_json)
-    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run))
+    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
     return code

@@ -7,11 +7,12 @@ import json
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import guarded, output_options
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
+@output_options
 @guarded("models")
 def models(as_json: bool) -> int:
     """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""

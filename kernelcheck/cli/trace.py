@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import emit, guarded
+from kernelcheck.cli.common import emit, guarded, output_options
 from kernelcheck.report.model import render_json
 
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@output_options
 @guarded("trace")
 def trace(file: str, as_json: bool) -> int:
     """Diagnose a torch profiler trace (Chrome trace JSON, plain or .gz) of a real step.
@@ -38,5 +39,5 @@ def trace(file: str, as_json: bool) -> int:
     from kernelcheck.trace import analysis as trace_mod
 
     report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr)
-    emit(render_json(report) if as_json else trace_mod.render_text(report))
+    emit(render_json(report) if as_json else trace_mod.render_text(report), is_json=as_json)
     return report.exit_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 
 
 @click.command()
@@ -20,6 +20,7 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@output_options
 @guarded("verify")
 def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None) -> int:

@@ -154,14 +154,19 @@ def render_text(report: Report) -> str:
     if report.functions:
         out.append("functions")
         width = max(len(f.name) for f in report.functions)
+        said: dict[tuple[str | None, str | None], str] = {}  # (why, fix) -> the first function that said it
         for f in report.functions:
             note = "" if f.used else "  (not used in this mode)"
             out.append(f"  {_MARK.get(f.status, f.status.upper()):<11} {f.name:<{width}}  {f.package:<22} "
                        f"{f.implementation}{note}")
-            if f.reason:
-                out.append(f"              why: {f.reason}")
-            if f.fix:
-                out.append(f"              fix: {f.fix}")
+            first = said.setdefault((f.reason, f.fix), f.name) if (f.reason or f.fix) else f.name
+            if first != f.name:  # the same why and fix as a function above: say it once
+                out.append(f"              why, fix: as for {first}")
+            else:
+                if f.reason:
+                    out.append(f"              why: {f.reason}")
+                if f.fix:
+                    out.append(f"              fix: {f.fix}")
             if f.evidence:
                 # one line of scalars; nested evidence (per layer, comparisons) is in --json
                 ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items()
@@ -173,6 +178,9 @@ def render_text(report: Report) -> str:
     for section, render in (("plan", _render_plan), ("hub", _render_hub), ("summary", _render_summary),
                             ("live", _render_live)):
         if section in report.extra and report.extra[section]:
+            if section == "hub" and report.command != "hub" and report.extra[section].get("used") is False:
+                out.extend(_render_hub_unused(report.extra[section]))
+                continue
             out.extend(render(report.extra[section]))
     out.extend(render_findings(report.findings))
     v = report.verdict
@@ -200,6 +208,13 @@ def _render_hub(hub: dict[str, Any]) -> list[str]:
     for line in hub.get("lines", []):
         out.append(f"  {line}")
     return out
+
+
+def _render_hub_unused(hub: dict[str, Any]) -> list[str]:
+    """Hub kernels are not loaded by this job: one line (the full section is in --json and `kernelcheck hub`)."""
+    why = hub.get("why") or "use_kernels is off"
+    return [f"hub: Hub kernels are not used: {why}. `kernelcheck hub --model M` shows what use_kernels=True "
+            "would load."]
 
 
 def _render_summary(summary: dict[str, Any]) -> list[str]:
