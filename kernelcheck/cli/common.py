@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kernelcheck import SCHEMA
+from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
 from kernelcheck.report.terminal import Terminal, present
@@ -130,7 +131,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
                 _drop_stdout()
                 sys.exit(EXIT_INTERNAL)  # output went missing before a verdict: not a pass
             except Exception as exc:  # noqa: BLE001 - the documented exit 1
-                if os.environ.get("KERNELCHECK_DEBUG"):
+                if settings.current().debug:
                     traceback.print_exc()
                 err = KernelcheckError(f"internal error ({type(exc).__name__}: {exc}). This is a kernelcheck bug; "
                                        "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
