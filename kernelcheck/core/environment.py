@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import importlib.util
+import logging
 import os
 import platform
 import re
@@ -20,6 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def dist_version(name: str) -> str | None:
         return md.version(name)
     except md.PackageNotFoundError:
         return None
-    except Exception:  # a broken dist-info must not crash the probe
+    except Exception as exc:  # a broken dist-info must not crash the probe
+        log.info("distribution %s: unreadable metadata (%s: %s); treated as absent", name, type(exc).__name__, exc)
         return None
 
 
@@ -126,11 +130,13 @@ def _probe_torch() -> TorchInfo | None:
     hip = getattr(torch.version, "hip", None)
     try:
         abi = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
-    except Exception:
+    except AttributeError:
+        log.info("torch %s has no _GLIBCXX_USE_CXX11_ABI: cxx11abi unknown", torch.__version__)
         abi = None
     try:
         avail = bool(torch.cuda.is_available())
-    except Exception:
+    except Exception as exc:  # a broken CUDA runtime raises many kinds of error
+        log.info("torch.cuda.is_available() failed (%s: %s): no CUDA GPU counted", type(exc).__name__, exc)
         avail = False
     return TorchInfo(version=torch.__version__, cuda=cuda, cxx11abi=abi, hip=hip, cuda_available=avail)
 
@@ -273,7 +279,8 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None)
     elif torch_info and torch_info.cuda_available:
         try:
             gpus, source = _gpus_from_torch(), "torch"
-        except Exception:
+        except Exception as exc:  # a broken CUDA runtime raises many kinds of error
+            log.info("torch could not list the GPUs (%s: %s); asking nvidia-smi", type(exc).__name__, exc)
             gpus = ()
     if not gpus and gpu_override is None:
         smi_gpus, smi_driver = _nvidia_smi()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from typing import Any
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
+
+log = logging.getLogger(__name__)
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -99,7 +102,8 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
 def _transformers_knows(model_type: str) -> bool:
     try:
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    except Exception:
+    except ImportError as exc:
+        log.info("transformers' CONFIG_MAPPING_NAMES not importable (%s): model types not checked against it", exc)
         return False
     return model_type in CONFIG_MAPPING_NAMES
 
@@ -108,18 +112,21 @@ def _module_name(model_type: str) -> str:
     try:
         from transformers.models.auto.configuration_auto import model_type_to_module_name
         return model_type_to_module_name(model_type)
-    except Exception:
+    except ImportError as exc:
+        log.info("transformers' model_type_to_module_name not importable (%s): using the model_type", exc)
         return model_type.replace("-", "_")
 
 
 def _from_cache(repo_id: str) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
-    except Exception:
+    except ImportError:
+        log.info("huggingface_hub is not importable: the HF cache is not searched")
         return None
     try:
         got = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:
+    except Exception as exc:  # huggingface_hub validates repo ids with its own error types
+        log.info("HF cache lookup of %s failed (%s: %s)", repo_id, type(exc).__name__, exc)
         return None
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
