@@ -106,8 +106,8 @@ def check_junit_path(path: str | None) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise BadInput(f"--junit {path} cannot be written: {exc.strerror or exc}. Pass --junit a path in a "
-                       "writable folder (it is created if missing); nothing was run.") from None
+        raise BadInput(f"cannot write the JUnit file {str(target)!r}: {exc.strerror or exc}. Pass --junit a path "
+                       "in a writable folder (it is created if missing); nothing was run.") from None
 
 
 def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]:
