@@ -60,7 +60,7 @@ def locked(paths: list[Path], progress: Callable[[str], None] = print) -> Iterat
     try:
         for p in sorted({p.resolve() for p in paths}):
             p.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(p, "a+", encoding="utf-8")
+            fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held until the install ends
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -170,7 +170,8 @@ class Backup:
                         shutil.copytree(f, dst, dirs_exist_ok=True, symlinks=True)
                         pairs.append((f, dst))
                 elif f.is_file():
-                    rel = f.relative_to(site.resolve()) if f.is_relative_to(site.resolve()) else Path("_outside") / f.name
+                    inside = f.is_relative_to(site.resolve())
+                    rel = f.relative_to(site.resolve()) if inside else Path("_outside") / f.name
                     dst = self.root / dist / rel
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(f, dst)
@@ -211,7 +212,8 @@ def _download(url: str, wheelhouse: Path, log: Callable[[str], None]) -> Path:
     return dest
 
 
-def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None, expected_sha: str) -> wheels.WheelInfo:
+def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None,
+            expected_sha: str) -> wheels.WheelInfo:
     info = wheels.inspect_wheel(path, build_mod.read_sidecar(path))
     if info is None:
         raise InstallFailed(f"{path.name} is not a wheel file name")
