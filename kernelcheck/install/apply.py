@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -212,22 +212,47 @@ def _download(url: str, wheelhouse: Path, log: Callable[[str], None]) -> Path:
     return dest
 
 
+def _record_verified(path: Path, info: wheels.WheelInfo, reason: str, trial: wheels.TrialImport,
+                     plan: Plan) -> None:
+    """Write what was verified about an unlabelled wheel into its sidecar (.kernelcheck.json)."""
+    data = dict(info.sidecar or {})
+    data.update({"verified_by": "kernelcheck trial import", "verified": reason, "trial_module": trial.module,
+                 "torch": trial.torch, "torch_mm": plan.target.torch_mm, "cuda_major": plan.target.cuda_major,
+                 "cxx11abi": plan.target.cxx11abi, "python": plan.target.python_tag,
+                 "so_arches": sorted({a for v in info.so_arches.values() for a in v}), "sha256": info.sha256,
+                 "date": time.strftime("%Y-%m-%d")})
+    try:
+        build_mod.write_sidecar(path, data)
+    except OSError:  # a read-only wheelhouse: the manifest still records it
+        pass
+
+
 def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None,
-            expected_sha: str) -> wheels.WheelInfo:
+            expected_sha: str, step_target: str | None = None, torch_version: str = "") -> wheels.WheelInfo:
     info = wheels.inspect_wheel(path, build_mod.read_sidecar(path))
     if info is None:
         raise InstallFailed(f"{path.name} is not a wheel file name")
     if pkg is not None and pkg.kind == "cuda-extension":
-        d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension)
+        trial = None
+        if info.build is None and any(info.so_arches.values()) and plan.target.cuda_major is not None:
+            from kernelcheck.install.sources import trial_import  # unlabelled wheel: try it again, here
+
+            trial = trial_import(info, pkg.extension, step_target, torch_version)
+        d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension,
+                         trial=trial)
+        if d.accepted and trial is not None:
+            _record_verified(path, info, d.reason, trial, plan)
     else:
-        d = wheels.match(info, replace(plan.target, arches=()), expected_sha256=expected_sha or None)
+        why = wheels.file_and_tags_failure(info, plan.target, expected_sha or None)  # a pure wheel or a dependency
+        d = wheels.Decision(info.name.filename, why is None, why or "tags fit")
     if not d.accepted:
         raise InstallFailed(f"{path.name} rejected: {d.reason}. Nothing was installed.")
     return info
 
 
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
-            jobs: int | None = None, constraints: Path | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            jobs: int | None = None, constraints: Path | None = None,
+            offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
     m = matrix_mod.load()
     out = []
@@ -243,7 +268,8 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             built = build_mod.build_wheel(
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
-                progress=log, cuda_home=env.cuda_home, constraints=constraints)
+                progress=log, cuda_home=env.cuda_home, constraints=constraints, overlay_from=wheelhouse,
+                offline=offline)
             log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
                 f"sha256 {built.sha256[:16]}...")
             path, expected = Path(built.path), built.sha256
@@ -254,7 +280,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             path, expected = _download(step.artifact, wheelhouse, log), ""
         else:
             path, expected = Path(step.artifact), step.sha256
-        info = _verify(step, path, plan, pkg, expected)
+        info = _verify(step, path, plan, pkg, expected, target, env.torch.version if env.torch else "")
         out.append((step, info, how))
     return out
 
@@ -275,7 +301,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
 
 
 def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, allow_change: frozenset[str],
-            log: Callable[[str], None] = print, jobs: int | None = None) -> Outcome:
+            log: Callable[[str], None] = print, jobs: int | None = None, offline: bool = True) -> Outcome:
     """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged."""
     started = time.monotonic()
     outcome = Outcome()
@@ -285,7 +311,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
-        ready = prepare(plan, env, wheelhouse, log, jobs, constraints)
+        ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target)
         if not ready:
             outcome.seconds = time.monotonic() - started
             return outcome

@@ -196,7 +196,7 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
             return _finish_plan(report, plan, executed=False)
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
-                                        log=progress, jobs=req.jobs)
+                                        log=progress, jobs=req.jobs, offline=offline)
         except (installer.InstallFailed, build_mod.BuildFailed) as exc:
             report.extra["plan"] = plan.to_json()
             report.findings.append(Finding("install-failed", "broken", exc.message,

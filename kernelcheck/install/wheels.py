@@ -313,7 +313,7 @@ def tag_decision(filename: str, python_tag: str, platform: str,
     return f"ABI tag {', '.join(sorted(abis))} ({shown}) does not fit {python_tag} on {platform}"
 
 
-def _first_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> str | None:
+def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> str | None:
     if info.error:
         return info.error
     if expected_sha256 and expected_sha256 != info.sha256:
@@ -364,10 +364,10 @@ def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
     process (`sources.trial_import`); without a trial it is rejected with that reason.
     """
     cand = info.name.filename
-    why = _first_failure(info, target, expected_sha256)
+    why = file_and_tags_failure(info, target, expected_sha256)
     if why:
         return Decision(cand, False, why)
-    if not info.so_arches:
+    if not any(info.so_arches.values()):  # no GPU code: its tags decide
         return Decision(cand, True, "pure Python wheel" if not info.name.abi_tag.startswith("cp")
                         and info.name.abi_tag != "abi3" else f"tags {info.name.python_tag}-{info.name.abi_tag}-"
                         f"{info.name.platform_tag} fit {target.python_tag} on {target.platform}")
