@@ -8,6 +8,7 @@ own -std=c++17 the host file fails on torch's #error. Slow (minutes on 2 cores):
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -36,7 +37,11 @@ def test_causal_conv1d_sources_compile_against_torch_2_14_only_with_the_patched_
     src = tmp_path / "causal_conv1d-1.7.0"
     patched, changed = build.patch_std((src / "setup.py").read_text(), "2.14")
     assert changed and "-std=c++20" in patched
-    cuda_inc = site_packages(venv) / "nvidia" / "cu13" / "include"  # CUDA 13 runtime headers, as torch's wheel brings
+    from kernelcheck.core.environment import nvcc_version
+
+    _, nvcc = nvcc_version(None)
+    home = os.environ.get("CUDA_HOME") or ("/usr/local/cuda" if Path("/usr/local/cuda/include").is_dir() else "")
+    cuda_inc = Path(home) / "include" if home else Path(nvcc or "nvcc").resolve().parent.parent / "include"
     flags = _flags(venv) + [f"-I{cuda_inc}", f"-I{src / 'csrc'}"]
     cpp = str(src / "csrc" / "causal_conv1d.cpp")
     old = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", *flags, cpp], capture_output=True, text=True)

@@ -158,11 +158,16 @@ def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python
     if offline:
         cmd += ["--no-index"]
     log(f"  build overlay {dest}: {', '.join(missing)} (only for this build)")
-    done = subprocess.run([*cmd, *missing], capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise BuildFailed(f"cannot provision the build tools {', '.join(missing)} for the build overlay "
-                          f"(wheelhouse{'' if offline else ' or PyPI'}): " + " ".join(tail))
+    for tool in missing:
+        done = subprocess.run([*cmd, tool], capture_output=True, text=True)
+        if done.returncode == 0:
+            continue
+        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
+        if tool in ("setuptools", "wheel"):  # setup.py imports them: no build without them
+            raise BuildFailed(f"cannot provision {tool} for the build overlay (wheelhouse"
+                              f"{'' if offline else ' or PyPI'}): {tail}")
+        log(f"  build overlay: {tool} not available ({'offline, ' if offline else ''}not in the wheelhouse): "
+            + ("the compile runs serially, MAX_JOBS has no effect" if tool == "ninja" else "continuing"))
     return {"PYTHONPATH": str(dest), "PATH": str(dest / "bin")}
 
 
