@@ -288,6 +288,7 @@ def test_release_wheel_is_checked_before_download_and_verified(cuda_venv: Path, 
     assert res.returncode == 3 and step["action"] == "refuse"
     assert any("HTTP 404" in r["reason"] for r in step["rejected"])
     # no network at all: also a reason
+    (tmp_path / "wh3").mkdir(exist_ok=True)
     data = _json(res := kc(_py(scratch), [*args[:-3], "--wheelhouse", str(tmp_path / "wh3"), "--json", "--dry-run"],
                            env={"KERNELCHECK_RELEASE_MIRROR": "http://127.0.0.1:9"}))
     (step,) = data["plan"]
