@@ -5,7 +5,6 @@ and the real causal-conv1d 1.7.0 sdist's setup.py."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def test_train_mode_installs_tilelang_by_default_resolved_by_pip_with_its_window
     got = {w.name.name: w.name.version for w in resolved}
     assert got["tilelang"] == "0.1.15" and got["apache-tvm-ffi"] == "0.1.12" and got["z3-solver"] == "4.15.4.0"
     assert "torch" not in got and "numpy" not in got  # what is installed and fits stays (pins held)
-    found = {"fla-core": plan.Candidates(wheels=(_real("fla_core"),)), "einops": plan.Candidates(wheels=(_real("einops"),)),
+    found = {"fla-core": plan.Candidates(wheels=(_real("fla_core"),)), "einops": plan.Candidates(wheels=(_real("einops"),)),  # noqa: E501
              "tilelang": plan.Candidates(resolved=tuple(resolved))}
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",)), found)
     (tl,) = steps_of(p, "tilelang")
@@ -117,7 +116,7 @@ def test_trial_import_of_an_unlabelled_extension_against_the_installed_torch(tmp
     assert not t.ok and "undefined symbol" in t.error
     # with GPU code for sm_90 (read from the .so), the trial decides, and says so either way
     gpu = wheels.WheelInfo(**{**good.__dict__, "so_arches": {"causal_conv1d_cuda.so": ("sm_90",)}})
-    d = wheels.match(gpu, HOST, extension="causal_conv1d_cuda", trial=wheels.TrialImport("causal_conv1d_cuda", True, "", "2.14.1"))
+    d = wheels.match(gpu, HOST, extension="causal_conv1d_cuda", trial=wheels.TrialImport("causal_conv1d_cuda", True, "", "2.14.1"))  # noqa: E501
     assert d.accepted and "unlabelled wheel verified" in d.reason and "sm_90" in d.reason
     d = wheels.match(gpu, HOST, extension="causal_conv1d_cuda", trial=t)
     assert not d.accepted and "undefined symbol" in d.reason
@@ -128,8 +127,8 @@ def test_trial_import_of_an_unlabelled_extension_against_the_installed_torch(tmp
 
 
 def _real_sdist() -> Path:
-    from test_install_wheels import test_upstream_setup_py_patch_of_the_real_sdist as fetch
     from envs import CACHE
+    from test_install_wheels import test_upstream_setup_py_patch_of_the_real_sdist as fetch
 
     fetch()
     return CACHE / "sdists" / "causal_conv1d-1.7.0.tar.gz"

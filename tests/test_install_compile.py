@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_nvcc(), reason="nvcc
 
 def _flags(venv: Path) -> list[str]:
     torch = site_packages(venv) / "torch" / "include"
-    py = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+    py = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],  # noqa: E501
                         capture_output=True, text=True, check=True).stdout.strip()
     return [f"-I{torch}", f"-I{torch / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{py}",
-            "-D_GLIBCXX_USE_CXX11_ABI=1", "-DTORCH_EXTENSION_NAME=causal_conv1d_cuda", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+            "-D_GLIBCXX_USE_CXX11_ABI=1", "-DTORCH_EXTENSION_NAME=causal_conv1d_cuda", "-DTORCH_API_INCLUDE_EXTENSION_H"]  # noqa: E501
 
 
 def test_causal_conv1d_sources_compile_against_torch_2_14_only_with_the_patched_std(tmp_path: Path):
@@ -50,7 +50,7 @@ def test_causal_conv1d_sources_compile_against_torch_2_14_only_with_the_patched_
                          capture_output=True, text=True)
     assert new.returncode == 0, new.stderr[-3000:]
     cu = subprocess.run(["nvcc", "-std=c++20", "-c", "-Xcompiler", "-fPIC", "-O1", "--expt-relaxed-constexpr",
-                         "-gencode", "arch=compute_90,code=sm_90", *flags, str(src / "csrc" / "causal_conv1d_update.cu"),
+                         "-gencode", "arch=compute_90,code=sm_90", *flags, str(src / "csrc" / "causal_conv1d_update.cu"),  # noqa: E501
                          "-o", str(tmp_path / "update.o")], capture_output=True, text=True)
     assert cu.returncode == 0, cu.stderr[-3000:]
     obj = (tmp_path / "update.o").read_bytes()

@@ -130,7 +130,7 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
 
 def _dist_infos(site: Path, dist: str) -> list[Path]:
     want = canonicalize_name(dist)
-    out = []
+    out: list[Path] = []
     if not site.is_dir():
         return out
     for p in site.glob("*.dist-info"):
@@ -403,7 +403,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
 
 def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Environment, target: str | None,
                    m: matrix_mod.Matrix) -> str | None:
-    modules = []
+    modules: list[str] = []
     real_gpu = env.gpu_source in ("torch", "nvidia-smi")
     for step, _, _ in ready:
         pkg = m.packages.get(step.import_name) if step.import_name else None

@@ -141,11 +141,12 @@ def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> t
     if attn:
         pkgs.append(attn)
     if only:
-        wanted = {m.package_of_distribution(str(canonicalize_name(s.partition("==")[0]))).name for s in only}
+        infos = [m.package_of_distribution(str(canonicalize_name(s.partition("==")[0]))) for s in only]
+        wanted = {i.name for i in infos if i is not None}
         pkgs = [p for p in pkgs if p in wanted] + [p for p in wanted if p not in pkgs]
     bound = frozenset(f.package for f in report.functions if f.status == "fast")
-    return tuple(dict.fromkeys(pkgs)), frozenset(m.package_of_distribution(b).name for b in bound
-                                                 if m.package_of_distribution(b))
+    bound_infos = [m.package_of_distribution(b) for b in bound]
+    return tuple(dict.fromkeys(pkgs)), frozenset(i.name for i in bound_infos if i is not None)
 
 
 def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:

@@ -151,7 +151,8 @@ class _Ctx:
         if not want:
             return items
         return [w for w in items if (w.name.public_version if isinstance(w, wheels.WheelInfo)
-                                     else _SDIST_RE.match(w.name)["version"]) == want]
+                                     else getattr(_SDIST_RE.match(w.name), "group", lambda _: "")("version"))
+                == want]
 
 
 def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, found: dict[str, Candidates]) -> None:
@@ -234,10 +235,10 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         path: Path | None = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) \
             if url.startswith("file:") else None
         if path is None:
-            path, err = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
+            path, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
                                        f"{it['metadata']['version']}"], dl_dir)
             if path is None:
-                return [], err
+                return [], why
         info = wheels.inspect_wheel(path)
         if info is None:
             return [], f"{path.name} is not a wheel"
