@@ -5,6 +5,7 @@ and the real causal-conv1d 1.7.0 sdist's setup.py."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -144,3 +145,40 @@ def test_real_causal_conv1d_setup_py_gets_cxx20_for_torch_2_14():
     assert changed == ("-std=c++17", "-std=c++17") and '"-std=c++17"' not in out and out.count('"-std=c++20"') == 2
     assert build.patch_std(text, "2.11") == (text, ())  # torch 2.11 headers take C++17: unchanged
     compile(build.patch_gencode(out, ("9.0",)).text, "setup.py", "exec")
+
+
+def _build_tool_wheels() -> Path:
+    from envs import CACHE, cache_lock
+
+    dest = CACHE / "pypi-build-tools"
+    with cache_lock(dest.name):
+        if not (dest / ".complete").exists():
+            dest.mkdir(parents=True, exist_ok=True)
+            res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
+                                  ":all:", "-d", str(dest), "wheel", "ninja", "setuptools", "packaging"],
+                                 capture_output=True, text=True)
+            if res.returncode != 0:
+                pytest.skip(f"PyPI not reachable: {res.stderr[-300:]}")
+            (dest / ".complete").write_text("ok\n")
+    return dest
+
+
+def test_build_overlay_provides_wheel_and_ninja_without_touching_the_environment(tmp_path: Path):
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # pip (+ setuptools), no wheel/ninja
+    py = str(venv / "bin" / "python")
+    freeze = [py, "-m", "pip", "freeze", "--all"]
+    before = subprocess.run(freeze, capture_output=True, text=True, check=True).stdout
+    said: list[str] = []
+    add = build.provision_overlay(tmp_path / "overlay", _build_tool_wheels(), True, py, log=said.append)
+    assert "wheel" in said[0] and "ninja" in said[0]
+    env = {"PYTHONPATH": add["PYTHONPATH"], "PATH": add["PATH"] + ":/usr/bin:/bin"}
+    res = subprocess.run([py, "-c", "import wheel, ninja, shutil; print(ninja.__file__, shutil.which('ninja'))"],
+                         env=env, capture_output=True, text=True)
+    mod, binary = res.stdout.split()
+    assert res.returncode == 0 and mod.startswith(str(tmp_path / "overlay")), res.stderr
+    assert binary.startswith(str(tmp_path / "overlay")), binary  # MAX_JOBS works: torch finds this ninja
+    assert subprocess.run(freeze, capture_output=True, text=True, check=True).stdout == before  # untouched
+    # offline, with neither in the wheelhouse: wheel is required (refused), ninja only makes it serial
+    with pytest.raises(build.BuildFailed, match="cannot provision wheel"):
+        build.provision_overlay(tmp_path / "o2", tmp_path / "empty", True, py, tools=("wheel",), log=said.append)

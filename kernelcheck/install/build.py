@@ -158,8 +158,9 @@ def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python
     if offline:
         cmd += ["--no-index"]
     log(f"  build overlay {dest}: {', '.join(missing)} (only for this build)")
-    for tool in missing:
-        done = subprocess.run([*cmd, tool], capture_output=True, text=True)
+    together = subprocess.run([*cmd, *missing], capture_output=True, text=True)  # one call: one bin/ folder
+    for tool in missing if together.returncode != 0 else ():
+        done = subprocess.run([*cmd, "--upgrade", tool], capture_output=True, text=True)
         if done.returncode == 0:
             continue
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
@@ -168,7 +169,8 @@ def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python
                               f"{'' if offline else ' or PyPI'}): {tail}")
         log(f"  build overlay: {tool} not available ({'offline, ' if offline else ''}not in the wheelhouse): "
             + ("the compile runs serially, MAX_JOBS has no effect" if tool == "ninja" else "continuing"))
-    return {"PYTHONPATH": str(dest), "PATH": str(dest / "bin")}
+    bins = [str(dest / "bin")] + [str(p) for p in (dest / "ninja" / "data" / "bin",) if p.is_dir()]
+    return {"PYTHONPATH": str(dest), "PATH": os.pathsep.join(bins)}
 
 
 def _with_overlay(env: dict[str, str], add: dict[str, str]) -> None:
