@@ -293,3 +293,33 @@ def test_release_wheel_is_checked_before_download_and_verified(cuda_venv: Path, 
                            env={"KERNELCHECK_RELEASE_MIRROR": "http://127.0.0.1:9"}))
     (step,) = data["plan"]
     assert res.returncode == 3 and any("unreachable" in r["reason"] for r in step["rejected"])
+
+
+def test_docker_stage_plan_on_a_bare_cuda_torch_builds_for_sm_90_and_installs_fla(cuda_venv: Path, tmp_path: Path):
+    """A build stage: CUDA torch 2.14.1, no GPU, --arch 9.0, offline; the real causal-conv1d sdist, real
+    fla-core/einops wheels and the build tools in the wheelhouse. The full sm_90 build takes far longer than
+    CI allows on 2 cores, so this checks the plan; the overlay and a real compile of the sources are tested
+    in test_install_artifacts.py and test_install_compile.py."""
+    import shutil
+
+    from kcfixtures import pypi_wheels
+    from test_install_artifacts import _build_tool_wheels, _real_sdist
+
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    shutil.copy(_real_sdist(), wh)
+    for pat in ("fla_core-*.whl", "einops-*.whl"):
+        for p in pypi_wheels().glob(pat):
+            shutil.copy(p, wh)
+    for p in _build_tool_wheels().glob("*.whl"):
+        shutil.copy(p, wh)
+    scratch = scratch_venv(cuda_venv, tmp_path / "s")
+    res = kc(_py(scratch), ["install", "--model", MODEL, "--arch", "9.0", "--offline", "--wheelhouse", str(wh),
+                            "--dry-run", "--json"])
+    data = _json(res)
+    steps = {s["package"]: s for s in data["plan"]}
+    cc = steps["causal-conv1d"]
+    assert cc["action"] == "build" and cc["arches"] == ["sm_90"] and "-std=c++20" in cc["command"], cc
+    assert steps["fla-core"]["action"] == "install" and steps["fla-core"]["source"] == "wheelhouse"
+    assert "torch" not in steps and "triton" not in steps
+    assert res.returncode == 0, res.stderr[-2000:]

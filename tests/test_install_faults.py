@@ -66,3 +66,14 @@ def test_an_install_killed_after_pip_is_repaired_by_the_next_run(tmp_path: Path)
     assert "repaired an interrupted kernelcheck install" in said[0]
     apply.repair(str(site), said.append)  # nothing left to repair: silent
     assert len(said) == 1
+
+
+def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Path):
+    venv = tmp_path / "nopip"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    probe = subprocess.run([str(py), "-c", "import pip"], capture_output=True, text=True)
+    if probe.returncode == 0:
+        pytest.skip("pip is importable through the system site-packages here")
+    res = kc(py, ["install", "--model", MODEL, "--dry-run", "--offline"])
+    assert res.returncode == 2 and "has no pip module" in res.stderr and "Traceback" not in res.stderr, res.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -187,6 +188,10 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     from kernelcheck.doctor.run import doctor as run_doctor
 
     arches, versions = _validate(req)
+    if importlib.util.find_spec("pip") is None and req.source != "hub":
+        raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
+                       "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
+                       "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
     env, origin = _probe(arches, req.target)
     before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
