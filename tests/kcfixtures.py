@@ -228,3 +228,30 @@ def tiny_sdist(folder: Path, version: str = "1.7.0", broken: bool = False) -> Pa
             ti.mode = 0o644
             tf.addfile(ti, io.BytesIO(data))
     return path
+
+
+# ---------------------------------------------------------------- wheels exactly as PyPI publishes them
+
+PYPI_WHEELS = ("fla-core==0.6.0", "einops==0.8.2", "tilelang==0.1.15", "apache-tvm-ffi==0.1.12",
+               "torch-c-dlpack-ext==0.1.5", "z3-solver==4.15.4.0", "cloudpickle", "ml-dtypes", "tqdm", "psutil",
+               "numpy", "typing-extensions")
+
+
+def pypi_wheels() -> Path:
+    """Real PyPI wheels for this Python (tilelang 0.1.15 cp39-abi3 manylinux, fla-core py3-none-any, the
+    tilelang dependency window ...), `pip download --no-deps` once into the test cache."""
+    dest = CACHE / f"pypi-wheels-cp{sys.version_info.major}{sys.version_info.minor}"
+    done = dest / ".complete"
+    if done.exists():
+        return dest
+    with cache_lock(dest.name):
+        if done.exists():
+            return dest
+        progress(f"downloading real PyPI wheels into {dest} (about 100 MB, once)")
+        dest.mkdir(parents=True, exist_ok=True)
+        res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary",
+                              ":all:", "-d", str(dest), *PYPI_WHEELS], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.skip(f"PyPI not reachable for the real-wheel tests: {res.stderr[-500:]}")
+        done.write_text("ok\n")
+    return dest

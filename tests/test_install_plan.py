@@ -36,8 +36,21 @@ def steps_of(p: plan.Plan, package: str) -> list[plan.Step]:
     return [s for s in p.steps if s.package == package]
 
 
+def test_hopper_old_triton_train_without_a_tilelang_source_refuses_the_default_fix(tmp_path: Path):
+    p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b"),
+                       fla_candidates(tmp_path))
+    (tl,) = steps_of(p, "tilelang")
+    assert tl.action == "refuse" and "installed by default in train mode" in tl.reason
+    assert "--no-fixes" in tl.reason and "pip download tilelang" in tl.reason and tl.severity == "broken"
+    assert p.predicted == "broken"
+    asked = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), with_packages=("tilelang",),
+                                                          fixes=False), fla_candidates(tmp_path))
+    (tl,) = steps_of(asked, "tilelang")
+    assert tl.action == "refuse" and "asked for with --with" in tl.reason  # never a silent "offer"
+
+
 def test_hopper_old_triton_train_says_fla_640_and_offers_both_fixes(tmp_path: Path):
-    opts = plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b")
+    opts = plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b", fixes=False)
     p = plan.make_plan(env(), ("fla",), opts, fla_candidates(tmp_path))
     (fla,) = steps_of(p, "fla-core")
     assert fla.action == "install" and fla.spec == "fla-core==0.6.0" and fla.severity == "broken"
@@ -65,7 +78,8 @@ def test_triton_change_only_with_allow_change(tmp_path: Path):
     c = fla_candidates(tmp_path)
     t = wheels.inspect_wheel(make_wheel(tmp_path, "triton", "3.7.1", files={"triton/__init__.py": b""}))
     c["triton"] = plan.Candidates(wheels=(t,))
-    p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"triton"})), c)
+    p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"triton"}),
+                                                     without=("tilelang",)), c)
     (tr,) = steps_of(p, "triton")
     assert tr.action == "install" and "you allowed a triton change" in tr.reason
 

@@ -28,6 +28,10 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_
               help="Let the plan change this pinned package (repeatable). Without it, such plans stop.")
 @click.option("--with", "with_packages", multiple=True, metavar="DIST",
               help="Also install an offered fix, e.g. --with tilelang (fla#640 on Hopper).")
+@click.option("--no-fixes", "no_fixes", is_flag=True,
+              help="Train mode installs additive fixes (tilelang for fla#640 on Hopper) by default; only offer them.")
+@click.option("--without", "without", multiple=True, metavar="DIST",
+              help="Do not install this default fix (repeatable), e.g. --without tilelang.")
 @click.option("--offline", is_flag=True,
               help="Use no network: wheelhouse and --sdist only (also KERNELCHECK_OFFLINE=1).")
 @click.option("--target", type=click.Path(file_okay=False), default=None,
@@ -39,7 +43,8 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_
 @guarded("install")
 def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str | None, arch: str | None,
             source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
-            with_packages: tuple[str, ...], offline: bool, target: str | None, jobs: int | None) -> int:
+            with_packages: tuple[str, ...], offline: bool, target: str | None, jobs: int | None,
+            no_fixes: bool = False, without: tuple[str, ...] = ()) -> int:
     """Install the kernel packages MODEL needs for the installed torch/CUDA/GPU, never changing torch.
 
     First a plan: for each package the step (keep, install, build, offer, refuse, blocked), its source,
@@ -65,7 +70,8 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
 
     req = install_mod.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
                               source=source, allow_change=allow_change, with_packages=with_packages,
-                              packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs)
+                              packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
+                              fixes=not no_fixes, without=without)
     report, code = install_mod.run(req, click.echo, as_json)
     emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
     return code

@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -60,7 +60,7 @@ def locked(paths: list[Path], progress: Callable[[str], None] = print) -> Iterat
     try:
         for p in sorted({p.resolve() for p in paths}):
             p.parent.mkdir(parents=True, exist_ok=True)
-            fh = open(p, "a+", encoding="utf-8")
+            fh = open(p, "a+", encoding="utf-8")  # noqa: SIM115 - held until the install ends
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -113,7 +113,14 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
         cmd += ["--target", target, "--upgrade"]
     cmd += files
     log("  $ " + " ".join(cmd))
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    # its own session: a Ctrl-C reaches kernelcheck, which ends pip's whole group and rolls back
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        build_mod.end_group(proc)
+        raise
+    res = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     if res.returncode != 0:
         tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
         raise InstallFailed(f"pip install failed (exit {res.returncode}); pip rolled its own changes back:\n{tail}")
@@ -170,7 +177,8 @@ class Backup:
                         shutil.copytree(f, dst, dirs_exist_ok=True, symlinks=True)
                         pairs.append((f, dst))
                 elif f.is_file():
-                    rel = f.relative_to(site.resolve()) if f.is_relative_to(site.resolve()) else Path("_outside") / f.name
+                    inside = f.is_relative_to(site.resolve())
+                    rel = f.relative_to(site.resolve()) if inside else Path("_outside") / f.name
                     dst = self.root / dist / rel
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(f, dst)
@@ -185,6 +193,100 @@ class Backup:
             else:
                 orig.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(copy, orig)
+
+
+# ---------------------------------------------------------------- the journal: undo an interrupted install
+
+TXN = ".kernelcheck-txn"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (or SIGINT) during an install: rolled back, then reported."""
+
+
+def _wheel_tops(path: str) -> list[str]:
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        return sorted({n.split("/", 1)[0] for n in zf.namelist() if not n.split("/", 1)[0].endswith(".data")})
+
+
+def _begin(site: Path, dists: list[str], files: list[str]) -> Path:
+    """Write the journal before pip runs: what was in site-packages, and what these wheels add."""
+    import json
+
+    txn = site / TXN
+    shutil.rmtree(txn, ignore_errors=True)
+    (txn / "backup").mkdir(parents=True)
+    tops = sorted({t for f in files for t in _wheel_tops(f)})
+    before = sorted(p.name for p in site.iterdir()) if site.is_dir() else []
+    data = {"pid": os.getpid(), "dists": dists, "tops": tops, "before": before}
+    tmp = txn / ".journal.tmp"
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, txn / "journal.json")
+    return txn
+
+
+def _rollback(site: Path, txn: Path) -> list[str]:
+    """Put site-packages back as the journal recorded it: new top-level entries of the wheels removed,
+    the backed-up distributions restored."""
+    import json
+
+    try:
+        data = json.loads((txn / "journal.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        shutil.rmtree(txn, ignore_errors=True)
+        return []
+    before = set(data.get("before", []))
+    for top in data.get("tops", []):
+        p = site / top
+        if top in before or top == TXN:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    backup = Backup(txn / "backup")
+    for dist in data.get("dists", []):
+        _remove_dist(site, dist)  # whatever pip got to write of the new version
+        root = backup.root / dist
+        if root.is_dir():
+            for copy in root.rglob("*"):
+                if (copy.is_file() or copy.is_symlink()) and copy.relative_to(root).parts[0] != "_outside":
+                    orig = site / copy.relative_to(root)
+                    orig.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(copy, orig)
+    shutil.rmtree(txn, ignore_errors=True)
+    return list(data.get("dists", []))
+
+
+def repair(target: str | None, log: Callable[[str], None] = print) -> None:
+    """Undo what an interrupted install left (a journal whose process is gone); called under the lock."""
+    site = site_dir(target)
+    txn = site / TXN
+    if not (txn / "journal.json").exists():
+        return
+    dists = _rollback(site, txn)
+    log(f"repaired an interrupted kernelcheck install in {site}: {', '.join(dists) or 'nothing'} put back as "
+        "it was before")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    import signal
+
+    def raise_it(signum: int, frame: object) -> None:
+        raise Interrupted(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, raise_it)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 # ---------------------------------------------------------------- prepare (nothing installed yet)
@@ -211,21 +313,47 @@ def _download(url: str, wheelhouse: Path, log: Callable[[str], None]) -> Path:
     return dest
 
 
-def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None, expected_sha: str) -> wheels.WheelInfo:
+def _record_verified(path: Path, info: wheels.WheelInfo, reason: str, trial: wheels.TrialImport,
+                     plan: Plan) -> None:
+    """Write what was verified about an unlabelled wheel into its sidecar (.kernelcheck.json)."""
+    data = dict(info.sidecar or {})
+    data.update({"verified_by": "kernelcheck trial import", "verified": reason, "trial_module": trial.module,
+                 "torch": trial.torch, "torch_mm": plan.target.torch_mm, "cuda_major": plan.target.cuda_major,
+                 "cxx11abi": plan.target.cxx11abi, "python": plan.target.python_tag,
+                 "so_arches": sorted({a for v in info.so_arches.values() for a in v}), "sha256": info.sha256,
+                 "date": time.strftime("%Y-%m-%d")})
+    try:
+        build_mod.write_sidecar(path, data)
+    except OSError:  # a read-only wheelhouse: the manifest still records it
+        pass
+
+
+def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None,
+            expected_sha: str, step_target: str | None = None, torch_version: str = "") -> wheels.WheelInfo:
     info = wheels.inspect_wheel(path, build_mod.read_sidecar(path))
     if info is None:
         raise InstallFailed(f"{path.name} is not a wheel file name")
     if pkg is not None and pkg.kind == "cuda-extension":
-        d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension)
+        trial = None
+        if info.build is None and any(info.so_arches.values()) and plan.target.cuda_major is not None:
+            from kernelcheck.install.sources import trial_import  # unlabelled wheel: try it again, here
+
+            trial = trial_import(info, pkg.extension, step_target, torch_version)
+        d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension,
+                         trial=trial)
+        if d.accepted and trial is not None:
+            _record_verified(path, info, d.reason, trial, plan)
     else:
-        d = wheels.match(info, replace(plan.target, arches=()), expected_sha256=expected_sha or None)
+        why = wheels.file_and_tags_failure(info, plan.target, expected_sha or None)  # a pure wheel or a dependency
+        d = wheels.Decision(info.name.filename, why is None, why or "tags fit")
     if not d.accepted:
         raise InstallFailed(f"{path.name} rejected: {d.reason}. Nothing was installed.")
     return info
 
 
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
-            jobs: int | None = None, constraints: Path | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            jobs: int | None = None, constraints: Path | None = None,
+            offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
     m = matrix_mod.load()
     out = []
@@ -241,7 +369,8 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             built = build_mod.build_wheel(
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
-                progress=log, cuda_home=env.cuda_home, constraints=constraints)
+                progress=log, cuda_home=env.cuda_home, constraints=constraints, overlay_from=wheelhouse,
+                offline=offline)
             log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
                 f"sha256 {built.sha256[:16]}...")
             path, expected = Path(built.path), built.sha256
@@ -252,7 +381,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             path, expected = _download(step.artifact, wheelhouse, log), ""
         else:
             path, expected = Path(step.artifact), step.sha256
-        info = _verify(step, path, plan, pkg, expected)
+        info = _verify(step, path, plan, pkg, expected, target, env.torch.version if env.torch else "")
         out.append((step, info, how))
     return out
 
@@ -272,8 +401,23 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
     return lines[-1] if lines else f"exit {res.returncode}"
 
 
+def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Environment, target: str | None,
+                   m: matrix_mod.Matrix) -> str | None:
+    modules: list[str] = []
+    real_gpu = env.gpu_source in ("torch", "nvidia-smi")
+    for step, _, _ in ready:
+        pkg = m.packages.get(step.import_name) if step.import_name else None
+        if pkg is not None and real_gpu:
+            modules.extend(pkg.probe_modules)  # what doctor and transformers import
+        elif pkg is not None:
+            # no GPU here (a build stage): modules that may touch the device at import are not tried
+            modules.extend([pkg.name.split(".")[0]] + ([pkg.extension] if pkg.extension else []))
+    err = _import_check(modules, target) if modules else None
+    return f"`import {' '.join(modules)}` fails in a fresh process: {err}" if err else None
+
+
 def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, allow_change: frozenset[str],
-            log: Callable[[str], None] = print, jobs: int | None = None) -> Outcome:
+            log: Callable[[str], None] = print, jobs: int | None = None, offline: bool = True) -> Outcome:
     """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged."""
     started = time.monotonic()
     outcome = Outcome()
@@ -283,30 +427,30 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
-        ready = prepare(plan, env, wheelhouse, log, jobs, constraints)
+        ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target)
         if not ready:
             outcome.seconds = time.monotonic() - started
             return outcome
-        backup = Backup(Path(tmp) / "backup")
         dists = [info.name.name for _, info, _ in ready]
-        for d in dists:
-            backup.save(site, d)
-        _pip_install([info.path for _, info, _ in ready], constraints, target, log)
-        modules: list[str] = []
-        real_gpu = env.gpu_source in ("torch", "nvidia-smi")
-        for step, _, _ in ready:
-            pkg = m.packages.get(step.import_name) if step.import_name else None
-            if pkg is not None and real_gpu:
-                modules.extend(pkg.probe_modules)  # what doctor and transformers import
-            elif pkg is not None:
-                # no GPU here (a build stage): modules that may touch the device at import are not tried
-                modules.extend([pkg.name.split(".")[0]] + ([pkg.extension] if pkg.extension else []))
-        err = _import_check(modules, target) if modules else None
-        if err:
-            for d in dists:
-                backup.restore(site, d)
-            raise InstallFailed(f"after install, `import {' '.join(modules)}` fails in a fresh process: {err}. "
-                                "The new packages were removed and the previous state restored.")
+        files = [info.path for _, info, _ in ready]
+        site.mkdir(parents=True, exist_ok=True)
+        with _sigterm_as_interrupt():
+            txn = _begin(site, dists, files)
+            backup = Backup(txn / "backup")
+            try:
+                for d in dists:
+                    backup.save(site, d)
+                _pip_install(files, constraints, target, log)
+                err = _check_imports(ready, env, target, m)
+            except BaseException:
+                _rollback(site, txn)
+                log("interrupted or failed: the install was rolled back (site-packages as before)")
+                raise
+            if err:
+                _rollback(site, txn)
+                raise InstallFailed(f"after install, {err}. The new packages were removed and the previous "
+                                    "state restored.")
+            shutil.rmtree(txn, ignore_errors=True)
     where = manifest.target_path(target) if target else None
     for step, info, how in ready:
         entry = {

@@ -31,6 +31,8 @@ from kernelcheck.install import wheels
 # Each nvcc job of these extensions peaks around 2-4 GiB (measured: causal-conv1d bwd at about 3 GiB
 # with --threads 4); budget 4 GiB a job so a build on a small machine is slow rather than OOM-killed.
 JOB_MEMORY_BYTES = 4 << 30
+# What a setup.py build without isolation imports or runs; provisioned in a throwaway overlay when absent.
+BUILD_TOOLS = ("setuptools", "wheel", "ninja", "packaging")
 
 _PAIR = re.compile(
     r"(?P<indent>[ \t]*)(?P<var>\w+)\.append\(\s*[\"']-gencode[\"']\s*\)\s*\n"
@@ -108,6 +110,74 @@ def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
     return PatchResult("".join(out), tuple(f"sm_{s}" for s in sms), removed)
 
 
+_STD = re.compile(r"""(["'])-std=c\+\+(\d+)\1""")
+
+
+def needs_cxx20(torch_mm: str) -> bool:
+    """torch >= 2.14's headers `#error` below C++20 (torch/csrc/api/include/torch/all.h)."""
+    try:
+        major, minor = (int(x) for x in torch_mm.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (2, 14)
+
+
+def patch_std(setup_py: str, torch_mm: str) -> tuple[str, tuple[str, ...]]:
+    """Raise a setup.py's pinned `-std=c++NN` (causal-conv1d 1.7.0 pins c++17 for g++ and nvcc, setup.py
+    lines 209-212) to c++20 when the torch built against needs it; (text, the flags rewritten)."""
+    if not needs_cxx20(torch_mm):
+        return setup_py, ()
+    changed: list[str] = []
+
+    def up(m: re.Match[str]) -> str:
+        if int(m[2]) >= 20:
+            return m[0]
+        changed.append(f"-std=c++{m[2]}")
+        return f"{m[1]}-std=c++20{m[1]}"
+
+    return _STD.sub(up, setup_py), tuple(changed)
+
+
+def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python: str = sys.executable,
+                      tools: tuple[str, ...] = BUILD_TOOLS, log: Callable[[str], None] = print) -> dict[str, str]:
+    """Install the build tools that are not importable into a throwaway folder `dest` (pip --target,
+    from the wheelhouse, and PyPI unless offline); returns the environment additions for the build
+    (PYTHONPATH, PATH for the ninja binary). Never touches the user's environment."""
+    probe = ("import importlib.util, sys; "
+             "print(' '.join(t for t in sys.argv[1:] if importlib.util.find_spec(t) is None))")
+    res = subprocess.run([python, "-c", probe, *tools], capture_output=True, text=True)
+    missing = res.stdout.split()
+    if shutil.which("ninja") is None and "ninja" not in missing:
+        missing.append("ninja")  # the module without its binary: torch runs `ninja --version`
+    if not missing:
+        return {}
+    cmd = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", "--no-deps",
+           "--only-binary", ":all:", "--target", str(dest)]
+    if wheelhouse is not None and wheelhouse.is_dir():
+        cmd += ["--find-links", str(wheelhouse)]
+    if offline:
+        cmd += ["--no-index"]
+    log(f"  build overlay {dest}: {', '.join(missing)} (only for this build)")
+    together = subprocess.run([*cmd, *missing], capture_output=True, text=True)  # one call: one bin/ folder
+    for tool in missing if together.returncode != 0 else ():
+        done = subprocess.run([*cmd, "--upgrade", tool], capture_output=True, text=True)
+        if done.returncode == 0:
+            continue
+        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
+        if tool in ("setuptools", "wheel"):  # setup.py imports them: no build without them
+            raise BuildFailed(f"cannot provision {tool} for the build overlay (wheelhouse"
+                              f"{'' if offline else ' or PyPI'}): {tail}")
+        log(f"  build overlay: {tool} not available ({'offline, ' if offline else ''}not in the wheelhouse): "
+            + ("the compile runs serially, MAX_JOBS has no effect" if tool == "ninja" else "continuing"))
+    bins = [str(dest / "bin")] + [str(p) for p in (dest / "ninja" / "data" / "bin",) if p.is_dir()]
+    return {"PYTHONPATH": str(dest), "PATH": os.pathsep.join(bins)}
+
+
+def _with_overlay(env: dict[str, str], add: dict[str, str]) -> None:
+    for k, v in add.items():
+        env[k] = os.pathsep.join([v, env[k]]) if env.get(k) else v
+
+
 def nvcc_arches(nvcc: str) -> tuple[str, ...]:
     """`nvcc --list-gpu-arch`: compute_XX this compiler can target."""
     try:
@@ -168,7 +238,8 @@ def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], sta
 def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_prefix: str, torch_mm: str,
                 cuda_major: int, cxx11abi: bool, python: str = sys.executable, jobs: int | None = None,
                 progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None,
-                cuda_home: str | None = None, constraints: Path | None = None) -> BuiltWheel:
+                cuda_home: str | None = None, constraints: Path | None = None, overlay_from: Path | None = None,
+                offline: bool = True) -> BuiltWheel:
     """Build `sdist` for `arches` against the installed torch; the wheel lands in `wheelhouse`."""
     wheelhouse.mkdir(parents=True, exist_ok=True)
     logs = wheelhouse / "logs"
@@ -178,10 +249,13 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
         src = _unpack(sdist, Path(tmp) / "src")
         setup_py = src / "setup.py"
         patch = patch_gencode(setup_py.read_text(encoding="utf-8"), arches)
-        setup_py.write_text(patch.text, encoding="utf-8")
+        text, std = patch_std(patch.text, torch_mm)
+        setup_py.write_text(text, encoding="utf-8")
         progress(f"  patched setup.py: -gencode {', '.join(patch.kept)} only"
-                 + (f" (dropped upstream {', '.join(patch.removed)})" if patch.removed else ""))
+                 + (f" (dropped upstream {', '.join(patch.removed)})" if patch.removed else "")
+                 + (f"; {', '.join(std)} -> -std=c++20 for torch {torch_mm}" if std else ""))
         env = dict(os.environ)
+        _with_overlay(env, provision_overlay(Path(tmp) / "overlay", overlay_from, offline, python, log=progress))
         env.update({
             f"{env_prefix}_FORCE_BUILD": "TRUE",  # never guess/download a release wheel (offline URLError)
             f"{env_prefix}_LOCAL_VERSION": wheels.local_version(cuda_major, torch_mm, cxx11abi),
@@ -204,10 +278,16 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
         started = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log_fh:
             log_fh.write("$ " + " ".join(cmd) + "\n")
+            # its own process group: on SIGINT/SIGTERM/any error the whole group (pip, ninja, nvcc, cicc,
+            # cc1plus) is ended before the build folder goes away
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                    cwd=str(src), errors="replace")
-            _stream(proc, log_fh, progress, started)
-            rc = proc.wait()
+                                    cwd=str(src), errors="replace", start_new_session=True)
+            try:
+                _stream(proc, log_fh, progress, started)
+                rc = proc.wait()
+            except BaseException:
+                end_group(proc)
+                raise
         seconds = time.monotonic() - started
         built = sorted(out_dir.glob("*.whl")) if out_dir.exists() else []
         if rc != 0 or not built:
@@ -225,6 +305,31 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
                "max_jobs": jobs, "sha256": info.sha256 if info else "", "date": time.strftime("%Y-%m-%d")}
     write_sidecar(dest, sidecar)
     return BuiltWheel(str(dest), info.sha256 if info else "", found, seconds, jobs, str(log_path), patch)
+
+
+def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """SIGTERM the process group of `proc`, SIGKILL what is left after `grace` seconds."""
+    import signal
+
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        # the leader is gone; children may linger a moment
+        time.sleep(0.2)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def sidecar_path(wheel: Path) -> Path:

@@ -14,6 +14,8 @@ After a real install with a GPU present the exit code is the post-install doctor
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -62,6 +64,8 @@ class Request:
     target: str | None = None
     sdist: str | None = None
     jobs: int | None = None
+    fixes: bool = True  # train mode: additive fixes installed by default
+    without: tuple[str, ...] = ()
 
 
 def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -80,8 +84,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
                            "--no-binary :all: --no-build-isolation causal-conv1d==1.7.0 -d DIR`.")
         if not p.name.endswith(".tar.gz"):
             raise BadInput(f"--sdist {req.sdist} is not a .tar.gz source distribution.")
-    if req.wheelhouse and Path(req.wheelhouse).exists() and not Path(req.wheelhouse).is_dir():
-        raise BadInput(f"--wheelhouse {req.wheelhouse} is a file, not a folder.")
+    _validate_paths(req)
     m = matrix_mod.load()
     versions: dict[str, str] = {}
     for spec in req.packages:
@@ -94,6 +97,31 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
             versions[dist] = ver
     arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
     return arches, versions
+
+
+def _validate_paths(req: Request) -> None:
+    """--wheelhouse must be an existing, readable folder (a typo is never created, not even by --dry-run);
+    --target must be writable (or creatable) before anything is planned."""
+    if req.wheelhouse:
+        wh = Path(req.wheelhouse)
+        if not wh.exists():
+            raise BadInput(f"--wheelhouse {req.wheelhouse} does not exist. Check the path (kernelcheck does not "
+                           "create a wheelhouse you name), or leave --wheelhouse out to use the default "
+                           f"{sources.default_wheelhouse()}.")
+        if not wh.is_dir():
+            raise BadInput(f"--wheelhouse {req.wheelhouse} is a file, not a folder.")
+        if str(wh.resolve()).startswith(("/proc/", "/sys/", "/dev/")) or not os.access(wh, os.R_OK | os.X_OK):
+            raise BadInput(f"--wheelhouse {req.wheelhouse} is not a readable folder of wheels.")
+    if req.target and not req.dry_run:
+        t = Path(req.target)
+        probe = t
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if t.exists() and not t.is_dir():
+            raise BadInput(f"--target {req.target} is a file, not a folder.")
+        if not os.access(probe, os.W_OK) or str(probe.resolve()).startswith(("/proc", "/sys")):
+            raise BadInput(f"--target {req.target} is not writable ({probe} is read-only for this user): pick a "
+                           "folder you can write, e.g. --target /tmp/site, and put it on PYTHONPATH.")
 
 
 def _probe(arches: tuple[str, ...], target: str | None) -> tuple[environment_mod.Environment, str]:
@@ -162,6 +190,10 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     from kernelcheck.doctor.run import doctor as run_doctor
 
     arches, versions = _validate(req)
+    if importlib.util.find_spec("pip") is None and req.source != "hub":
+        raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
+                       "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
+                       "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
     env, origin = _probe(arches, req.target)
     before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
@@ -170,7 +202,8 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     opts = plan_mod.Options(
         mode=req.mode, source=req.source, arches=arches or env.capabilities, arch_origin=origin,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
-        model=req.model, wheelhouse=str(wheelhouse), target=req.target)
+        model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
+        without=tuple(req.without))
     report = Report("install", env.to_json(), before.model, req.mode)
     report.extra["before"] = {"verdict": before.verdict,
                               "functions": {f.name: f.status for f in before.functions}}
@@ -178,18 +211,20 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     if req.source == "hub":
         return _install_from_hub(req, env, wheelhouse, offline, report, progress)
 
-    def plan_now() -> plan_mod.Plan:
+    def plan_now(now: environment_mod.Environment) -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
-        found = sources.gather(env, packages, opts, wheelhouse, sdist, versions)
-        return plan_mod.make_plan(env, packages, opts, found, bound)
+        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions)
+        return plan_mod.make_plan(now, packages, opts, found, bound)
 
-    if req.dry_run:
-        wheelhouse.mkdir(parents=True, exist_ok=True) if not wheelhouse.exists() and _writable(wheelhouse) else None
-        plan = plan_now()
-        return _finish_plan(report, plan, executed=False)
+    if req.dry_run:  # changes nothing: not even a wheelhouse folder is created
+        return _finish_plan(report, plan_now(env), executed=False)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
-        plan = plan_now()
+        installer.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
+        # re-probe after the lock: a concurrent install may have installed what we need meanwhile
+        importlib.invalidate_caches()
+        env, _ = _probe(arches, req.target)
+        plan = plan_now(env)
         report.extra["plan"] = plan.to_json()
         if not as_json:
             head = Report("install", {}, before.model, req.mode)
@@ -199,7 +234,7 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
             return _finish_plan(report, plan, executed=False)
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
-                                        log=progress, jobs=req.jobs)
+                                        log=progress, jobs=req.jobs, offline=offline)
         except (installer.InstallFailed, build_mod.BuildFailed) as exc:
             report.extra["plan"] = plan.to_json()
             report.findings.append(Finding("install-failed", "broken", exc.message,
@@ -241,10 +276,6 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     return report, report.exit_code
 
 
-def _writable(p: Path) -> bool:
-    while not p.exists():
-        p = p.parent
-    return os.access(p, os.W_OK)
 
 
 def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,

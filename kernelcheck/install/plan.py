@@ -24,7 +24,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
 from kernelcheck.install import wheels
-from kernelcheck.install.wheels import WheelInfo
+from kernelcheck.install.wheels import TrialImport, WheelInfo
 
 PINNED = ("torch", "triton", "transformers")
 SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
@@ -70,6 +70,8 @@ class Options:
     model: str = "M"
     wheelhouse: str = ""
     target: str | None = None
+    fixes: bool = True  # train mode: install additive fixes (tilelang for fla#640) unless --no-fixes
+    without: tuple[str, ...] = ()  # fixes not to install (--without tilelang)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,10 @@ class Candidates:
     release_status: str | None = None  # "exists" | "missing: ..." | "unreachable: ..." | "skipped: ..."
     build_tools: dict[str, bool] = field(default_factory=dict)  # wheel/setuptools/ninja importable
     nvcc_arches: tuple[str, ...] = ()  # compute_XX the nvcc here accepts
+    resolved: tuple[WheelInfo, ...] = ()  # a fix and its dependencies as pip resolved them, pins held
+    resolve_error: str | None = None  # why pip could not resolve the fix here
+    trials: dict[str, TrialImport] = field(default_factory=dict)  # wheel path -> trial import
+    overlay: dict[str, str] = field(default_factory=dict)  # build tool -> where the build overlay gets it
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,15 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
                          import_name=pkg.name, severity="broken" if hits else "")] + \
                 _remedies(hits, env, opts, found)
+    pool = _pure_pool(dist, opts, cands, rejected)
+    picked = _choose_pure(pkg, dist, env, opts, bound, pool, rejected)
+    if picked is None:
+        return [_no_pure_candidate(dist, opts, rejected, pkg.name)]
+    return _pure_steps(pkg, dist, env, opts, bound, found, picked, rejected)
+
+
+def _pure_pool(dist: str, opts: Options, cands: Candidates,
+               rejected: list[Rejected]) -> list[tuple[wheels.WheelInfo, str]]:
     pool: list[tuple[wheels.WheelInfo, str]] = []
     # --source release/build name how compiled packages are obtained; a pure-Python package has no
     # release wheel or build, so it still comes from the wheelhouse or PyPI.
@@ -205,15 +220,34 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
                                  "not installed with pip"))
     pool.sort(key=lambda p: (_ver(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
-    chosen: tuple[wheels.WheelInfo, str] | None = None
-    chosen_hits: list[rules_mod.RuleHit] = []
-    chosen_deps: list[Requirement] = []
+    return pool
+
+
+def wheel_unfit(w: wheels.WheelInfo, env: Environment) -> str | None:
+    """Why a (pure or dependency) wheel cannot be installed here: its file, or its tags (packaging)."""
+    return w.error or wheels.tag_decision(w.name.filename, env.python_tag, env.platform)
+
+
+@dataclass
+class _Pick:
+    wheel: wheels.WheelInfo
+    source: str
+    hits: list[rules_mod.RuleHit]
+    deps: list[Requirement]
+    needs_change: list[str] = field(default_factory=list)
+
+
+def _choose_pure(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
+                 pool: list[tuple[wheels.WheelInfo, str]], rejected: list[Rejected]) -> _Pick | None:
+    """The newest candidate whose tags fit, that changes no pinned package and avoids a breakage if any can."""
+    fallback_choice: _Pick | None = None
     needs_change: list[str] = []
-    fallback_choice = None
+    usable = [(w, src) for w, src in pool if not wheel_unfit(w, env)]
     for w, src in pool:
         label = f"{w.name.filename} ({src})"
-        if w.error:
-            rejected.append(Rejected(label, w.error))
+        why = wheel_unfit(w, env)
+        if why:
+            rejected.append(Rejected(label, why))
             continue
         reqs = wheels.requirements(w, extras=("cuda",))
         viol = [v for r in reqs if canonicalize_name(r.name) not in opts.allow_change
@@ -223,52 +257,66 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
                                      "without --allow-change)"))
             needs_change.extend(viol)
             continue
-        hyp = _hypothetical(env, pkg.name, dist, w.name.version)
-        hits = _breakage_hits(hyp, pkg.name, opts, bound)
+        hits = _breakage_hits(_hypothetical(env, pkg.name, dist, w.name.version), pkg.name, opts, bound)
         if hits and fallback_choice is None:
-            fallback_choice = (w, src, hits, reqs)
+            fallback_choice = _Pick(w, src, hits, reqs)
         if hits and any(_avoids(hits[0], pkg.name, other.name.version, env, opts, bound, dist)
-                        for other, _ in pool if other is not w and not other.error):
+                        for other, _ in usable if other is not w):
             rejected.append(Rejected(label, f"{hits[0].rule.title}; another candidate avoids it"))
             continue
-        chosen, chosen_hits, chosen_deps = (w, src), hits, reqs
-        break
-    if chosen is None and fallback_choice is not None:  # every candidate has the breakage: take the newest
-        w, src, chosen_hits, chosen_deps = fallback_choice
-        chosen = (w, src)
-        rejected = [r for r in rejected if r.candidate != f"{w.name.filename} ({src})"]
-    if chosen is None:
-        if needs_change:
-            return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
-                         f"{needs_change[0]}. Pass --allow-change with that package to accept it.",
-                         rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
-        where = "the wheelhouse" + ("" if opts.offline else " or PyPI")
-        return [Step(dist, "refuse", "-", dist, f"no usable {dist} wheel in {where}: add one with "
-                     f"`pip download --no-deps {dist} -d {opts.wheelhouse or 'WHEELHOUSE'}`",
+        return _Pick(w, src, hits, reqs)
+    if fallback_choice is not None:  # every candidate has the breakage: take the newest
+        label = f"{fallback_choice.wheel.name.filename} ({fallback_choice.source})"
+        rejected[:] = [r for r in rejected if r.candidate != label]
+        return fallback_choice
+    if needs_change:
+        return _Pick(pool[0][0], "-", [], [], needs_change)
+    return None
+
+
+def _no_pure_candidate(dist: str, opts: Options, rejected: list[Rejected], import_name: str) -> Step:
+    where = "the wheelhouse" + ("" if opts.offline else " or PyPI")
+    return Step(dist, "refuse", "-", dist, f"no usable {dist} wheel in {where}: add one with "
+                f"`pip download --no-deps {dist} -d {opts.wheelhouse or 'WHEELHOUSE'}`",
+                rejected=tuple(rejected), import_name=import_name, severity="fallback")
+
+
+def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
+                found: dict[str, Candidates], pick: _Pick, rejected: list[Rejected]) -> list[Step]:
+    if pick.needs_change:
+        return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
+                     f"{pick.needs_change[0]}. Pass --allow-change with that package to accept it.",
                      rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
-    w, src = chosen
-    steps: list[Step] = []
-    for r in chosen_deps:
-        name = canonicalize_name(r.name)
-        if name in PINNED or name == dist:
-            continue
-        steps.append(_dep_step(r, env, opts, found))
+    w = pick.wheel
+    steps = [_dep_step(r, env, opts, found) for r in pick.deps
+             if canonicalize_name(r.name) not in PINNED and canonicalize_name(r.name) != dist]
     missing = [d.package for d in steps if d.action == "refuse"]
     if missing:
         return steps + [Step(dist, "refuse", "-", f"{dist}=={w.name.version}",
                              f"its dependency {', '.join(missing)} cannot be installed (see above), and {dist} "
                              "does not import without it", rejected=tuple(rejected), import_name=pkg.name,
                              severity="fallback")]
-    reasons = [f"newest compatible {dist}: its requirements ({', '.join(r.name + str(r.specifier) for r in chosen_deps) or 'none'}) "
-               f"hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
+    reqs = ", ".join(r.name + str(r.specifier) for r in pick.deps) or "none"
+    reasons = [f"newest compatible {dist}: its tags fit {env.python_tag} on {env.platform} and its requirements "
+               f"({reqs}) hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
                f"transformers {env.transformers or 'absent'}"]
+    fixes = _remedies(pick.hits, env, opts, found)
+    added = frozenset(s.package for s in fixes if s.action == "install" and s.reason.startswith("fixes"))
     sev = ""
-    for h in chosen_hits:
-        reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
-        sev = "broken"
-    steps.append(Step(dist, "install", src, f"{dist}=={w.name.version}", "; ".join(reasons),
+    if pick.hits:
+        hyp = _hypothetical(env, pkg.name, dist, w.name.version)
+        left = _breakage_hits(dataclasses.replace(hyp, present={**hyp.present, **dict.fromkeys(added, True)}),
+                              pkg.name, opts, bound) if added else pick.hits
+        for h in pick.hits:
+            if h in left:
+                reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
+                sev = "broken"
+            else:
+                reasons.append(f"{h.rule.id} is fixed by the additive fix installed below "
+                               f"({', '.join(sorted(added))}; --no-fixes to opt out)")
+    steps.append(Step(dist, "install", pick.source, f"{dist}=={w.name.version}", "; ".join(reasons),
                       _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev))
-    steps.extend(_remedies(chosen_hits, env, opts, found))
+    steps.extend(fixes)
     return steps
 
 
@@ -292,14 +340,15 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     if have and (not req.specifier or req.specifier.contains(have, prereleases=True)):
         return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed")
     c = found.get(name, Candidates())
-    ok = [w for w in c.wheels if not w.error and (not req.specifier or req.specifier.contains(w.name.version))]
-    rejected = tuple(Rejected(w.name.filename, w.error or f"version {w.name.version} not in {req}")
+    ok = [w for w in c.wheels
+          if not wheel_unfit(w, env) and (not req.specifier or req.specifier.contains(w.name.version))]
+    rejected = tuple(Rejected(w.name.filename, wheel_unfit(w, env) or f"version {w.name.version} not in {req}")
                      for w in c.wheels if w not in ok)
     if ok and opts.source != "hub":
         w = max(ok, key=lambda x: _ver(x.name.version) or Version("0"))
         return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
                     _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
-    if c.pypi_wheel is not None and not c.pypi_wheel.error:
+    if c.pypi_wheel is not None and not wheel_unfit(c.pypi_wheel, env):
         w = c.pypi_wheel
         return Step(name, "install", "pypi", f"{name}=={w.name.version}", f"dependency {req}",
                     _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
@@ -314,39 +363,73 @@ def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
     seen: set[str] = set()
     for h in hits:
         for rem in h.rule.remedies:
-            pkg, spec, kind = rem["package"], rem["spec"], rem["kind"]
-            if pkg in seen:
+            if rem["package"] in seen:
                 continue
-            seen.add(pkg)
+            seen.add(rem["package"])
             why = f"fixes {h.rule.id} ({h.rule.reference}): {rem['why']}"
-            c = found.get(pkg, Candidates())
-            wheel = next((w for w in c.wheels if not w.error), None) or (
-                c.pypi_wheel if c.pypi_wheel and not c.pypi_wheel.error else None)
-            if kind == "change" and pkg in PINNED:
-                torch_pin = _torch_pin(pkg)
-                note = f" (installed torch {env.torch.version if env.torch else '?'} declares {torch_pin})" \
-                    if torch_pin else ""
-                if pkg in opts.allow_change and wheel is not None:
-                    out.append(Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
-                                    why + f"; you allowed a {pkg} change{note}", _pip_cmd(wheel.path, opts),
-                                    artifact=wheel.path, sha256=wheel.sha256))
-                elif pkg in opts.allow_change:
-                    out.append(Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no "
-                                    f"{spec} wheel was found: add one to the wheelhouse{note}", severity=""))
-                else:
-                    out.append(Step(pkg, "offer", "-", spec, why + f"; changes {pkg}, which kernelcheck never does "
-                                    f"unless asked{note}",
-                                    f"kernelcheck install --model {opts.model} --allow-change {pkg}  "
-                                    f"(or: pip install '{spec}')"))
+            c = found.get(rem["package"], Candidates())
+            if rem["kind"] == "change" and rem["package"] in PINNED:
+                out.append(_change_step(rem, env, opts, c, why))
             else:
-                if pkg in opts.with_packages and wheel is not None:
-                    out.append(Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi",
-                                    f"{pkg}=={wheel.name.version}", why, _pip_cmd(wheel.path, opts),
-                                    artifact=wheel.path, sha256=wheel.sha256))
-                else:
-                    out.append(Step(pkg, "offer", "-", spec, why,
-                                    f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})"))
+                out.extend(_add_steps(rem, env, opts, c, why))
     return out
+
+
+def _usable_wheel(c: Candidates, env: Environment) -> wheels.WheelInfo | None:
+    return next((w for w in c.wheels if not wheel_unfit(w, env)), None) or (
+        c.pypi_wheel if c.pypi_wheel and not wheel_unfit(c.pypi_wheel, env) else None)
+
+
+def _change_step(rem: dict[str, str], env: Environment, opts: Options, c: Candidates, why: str) -> Step:
+    pkg, spec = rem["package"], rem["spec"]
+    wheel = _usable_wheel(c, env)
+    torch_pin = _torch_pin(pkg)
+    note = f" (installed torch {env.torch.version if env.torch else '?'} declares {torch_pin})" if torch_pin else ""
+    if pkg in opts.allow_change and wheel is not None:
+        return Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
+                    why + f"; you allowed a {pkg} change{note}", _pip_cmd(wheel.path, opts),
+                    artifact=wheel.path, sha256=wheel.sha256)
+    if pkg in opts.allow_change:
+        return Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no {spec} wheel was "
+                    f"found: add one to the wheelhouse{note}")
+    return Step(pkg, "offer", "-", spec, why + f"; changes {pkg}, which kernelcheck never does unless asked{note}",
+                f"kernelcheck install --model {opts.model} --allow-change {pkg}  (or: pip install '{spec}')")
+
+
+def fix_wanted(pkg: str, opts: Options) -> str:
+    """Why an additive fix is installed ("--with", "train mode default"), or "" when it is only offered."""
+    if pkg in opts.with_packages:
+        return "asked for with --with"
+    if opts.mode == "train" and opts.fixes and pkg not in opts.without:
+        return "installed by default in train mode (opt out: --no-fixes or --without " + pkg + ")"
+    return ""
+
+
+def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidates, why: str) -> list[Step]:
+    pkg, spec = rem["package"], rem["spec"]
+    wanted = fix_wanted(pkg, opts)
+    if not wanted:
+        return [Step(pkg, "offer", "-", spec, why,
+                     f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})")]
+    if c.resolve_error or (not c.resolved and _usable_wheel(c, env) is None):
+        err = c.resolve_error or c.pypi_error or "not in the wheelhouse"
+        return [Step(pkg, "refuse", "-", spec, f"{why}; {wanted}, but it cannot be had here: {err}. Add it and its "
+                     f"dependencies to the wheelhouse (`pip download {spec} -d {opts.wheelhouse or 'WHEELHOUSE'}`) "
+                     "or drop --offline", severity="broken")]
+    if not c.resolved:
+        w = _usable_wheel(c, env)
+        assert w is not None
+        return [Step(pkg, "install", "wheelhouse" if w in c.wheels else "pypi", f"{pkg}=={w.name.version}",
+                     f"{why}; {wanted}", _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256)]
+    window = f" within {rem['window']}" if rem.get("window") else ""
+    out = []
+    for w in c.resolved:  # pip's resolution of the fix and its dependency window, pinned packages held
+        name = w.name.name
+        reason = f"{why}; {wanted}" if name == pkg else \
+            f"dependency of the {pkg} fix{window}, resolved by pip with torch/triton/transformers pinned"
+        out.append(Step(name, "install", "pip-resolve", f"{name}=={w.name.version}", reason,
+                        _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256))
+    return sorted(out, key=lambda s: s.package == pkg)
 
 
 def _torch_pin(pkg: str) -> str:
@@ -359,118 +442,6 @@ def _torch_pin(pkg: str) -> str:
     except Exception:  # noqa: BLE001
         pass
     return ""
-
-
-# ---------------------------------------------------------------- compiled CUDA extensions
-
-def _plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                    target: wheels.Target) -> list[Step]:
-    dist = pkg.install_distribution
-    st = env.packages.get(pkg.name)
-    torch_v = env.torch.version if env.torch else "(absent)"
-    if env.torch is None or not env.torch.cuda:
-        return [Step(dist, "refuse", "-", dist,
-                     f"torch {torch_v} is a CPU build (torch.version.cuda is None): {pkg.title}'s CUDA extension "
-                     f"`{pkg.extension}` can neither be built against it nor loaded by it, and no wheel can fit. "
-                     "kernelcheck never changes torch: install a CUDA build of torch yourself, then rerun",
-                     import_name=pkg.name, severity="fallback")]
-    if not opts.arches:
-        return [Step(dist, "refuse", "-", dist,
-                     f"no GPU is visible and no --arch was given, so no GPU architecture can be chosen for "
-                     f"{pkg.title}: pass the target GPU's compute capability, e.g. --arch 9.0 for H100/H200",
-                     import_name=pkg.name, severity="fallback")]
-    if st and st.installed and st.imports and opts.source == "auto" and st.extension_path:
-        try:
-            with open(st.extension_path, "rb") as fh:
-                got = wheels.so_arches(fh.read())
-        except OSError:
-            got = ()
-        missing = [a for a in opts.arches if wheels.arch_serves(got, a) != "sass"]
-        if not missing:
-            return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
-                         f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
-                         f"for {_sm(opts.arches)}", import_name=pkg.name, arches=got)]
-    rejected: list[Rejected] = []
-    allowed = {"auto": ("wheelhouse", "release", "build"), "wheelhouse": ("wheelhouse",),
-               "release": ("release",), "build": ("build",), "pypi": ("build",), "hub": ()}[opts.source]
-    if opts.source == "hub":
-        rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
-                                 "not installed with pip: see `kernelcheck doctor` (hub section)"))
-    # 1. wheelhouse
-    best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
-    for w in sorted((w for w in cands.wheels if w.name.name == dist),
-                    key=lambda w: _ver(w.name.public_version) or Version("0"), reverse=True):
-        d = wheels.match(w, target, expected_sha256=(w.sidecar or {}).get("sha256"), extension=pkg.extension)
-        if "wheelhouse" not in allowed:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}"))
-        elif not d.accepted:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason))
-        elif best is None:
-            best = (w, d)
-        else:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", "a newer matching wheel was chosen"))
-    if best is not None:
-        w, d = best
-        built = " (built by kernelcheck, reused: no rebuild)" if (w.sidecar or {}).get("built_by") else ""
-        return [Step(dist, "install", "wheelhouse", f"{dist}=={w.name.version}",
-                     f"matching wheel in the wheelhouse{built}: {d.reason}", _pip_cmd(w.path, opts),
-                     tuple(rejected), w.path, w.sha256, tuple(sorted({a for v in w.so_arches.values() for a in v})),
-                     pkg.name)]
-    if not any(w.name.name == dist for w in cands.wheels) and "wheelhouse" in allowed:
-        rejected.append(Rejected("wheelhouse", f"no {dist} wheel in {opts.wheelhouse or 'the wheelhouse'}"))
-    # 2. upstream release wheel
-    if cands.release_url and "release" in allowed:
-        if cands.release_status == "exists":
-            return [Step(dist, "install", "release", cands.release_url.rsplit("/", 1)[-1],
-                         "upstream release wheel for this torch/CUDA/cxx11abi/Python exists; it is downloaded "
-                         "into the wheelhouse and its GPU code checked before install",
-                         _pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)]
-        rejected.append(Rejected(f"release {cands.release_url.rsplit('/', 1)[-1]}", cands.release_status or "unknown"))
-    elif "release" in allowed and pkg.release_wheel:
-        rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check"))
-    # 3. source build
-    if "build" in allowed:
-        why_not = _build_blockers(pkg, env, opts, cands, target)
-        if why_not:
-            rejected.append(Rejected(f"build {cands.sdist.rsplit('/', 1)[-1] if cands.sdist else 'from sdist'}",
-                                     why_not))
-        else:
-            sdist = cands.sdist or ""
-            name = sdist.rsplit("/", 1)[-1]
-            ninja = "" if cands.build_tools.get("ninja") else " (ninja is missing: the compile runs serially)"
-            return [Step(dist, "build", "build", name.removesuffix(".tar.gz"),
-                         f"no matching wheel: build {name} ({cands.sdist_origin}) for {_sm(opts.arches)} only "
-                         f"(from {opts.arch_origin}) against the installed torch {torch_v} with nvcc {env.nvcc}, "
-                         f"--no-build-isolation; the wheel is kept in the wheelhouse for reuse{ninja}",
-                         f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
-                         f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
-                         f"{_sm(opts.arches)})", tuple(rejected), sdist, "",
-                         tuple(f"sm_{wheels.cap_to_sm(a)}" for a in opts.arches), pkg.name)]
-    return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
-                 f"{target.cuda_major} + {target.python_tag} + {_sm(opts.arches)} was found; every candidate "
-                 "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
-
-
-def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                    target: wheels.Target) -> str | None:
-    if not cands.sdist:
-        return cands.sdist_error or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse"
-    if not env.nvcc:
-        return "nvcc not found (set CUDA_HOME or put nvcc on PATH; a -devel CUDA image has it)"
-    nv_major = int(env.nvcc.split(".")[0])
-    if target.cuda_major is not None and nv_major != target.cuda_major:
-        return (f"nvcc {env.nvcc} is CUDA {nv_major} but torch was built with CUDA {env.torch.cuda if env.torch else '?'}:"
-                " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
-                f"{target.cuda_major}.x toolkit")
-    if cands.nvcc_arches:
-        bad = [a for a in opts.arches if f"compute_{wheels.cap_to_sm(a)}" not in cands.nvcc_arches]
-        if bad:
-            return f"nvcc {env.nvcc} cannot target {_sm(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
-    missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True)]
-    if missing:
-        return (f"{' and '.join(missing)} not importable here: {pkg.title}'s setup.py imports them and the build runs "
-                f"without isolation (pip install {' '.join(missing)})")
-    return None
 
 
 # ---------------------------------------------------------------- the plan
@@ -487,7 +458,9 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
         if pkg.kind == "triton":
             steps.extend(_plan_pure(pkg, env, opts, cands, bound, found))
         elif pkg.kind == "cuda-extension" and pkg.release_wheel:
-            steps.extend(_plan_extension(pkg, env, opts, cands, target))
+            from kernelcheck.install.extension_plan import plan_extension
+
+            steps.extend(plan_extension(pkg, env, opts, cands, target))
         else:
             steps.append(Step(pkg.install_distribution, "refuse", "-", pkg.install_distribution,
                               f"kernelcheck does not install {pkg.title} yet ({pkg.kind}); see {pkg.reference}",
@@ -495,8 +468,11 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
     for extra in opts.with_packages:
         if not any(s.package == extra for s in steps):
             c = found.get(extra, Candidates())
-            w = next((w for w in c.wheels if not w.error), None) or c.pypi_wheel
-            if w is not None and not w.error:
+            w = _usable_wheel(c, env)
+            if c.resolved:
+                steps.extend(_add_steps({"package": extra, "spec": extra}, env, dataclasses.replace(
+                    opts, with_packages=(*opts.with_packages, extra)), c, "asked for with --with"))
+            elif w is not None:
                 steps.append(Step(extra, "install", "wheelhouse" if w in c.wheels else "pypi",
                                   f"{extra}=={w.name.version}", "asked for with --with", _pip_cmd(w.path, opts),
                                   artifact=w.path, sha256=w.sha256))

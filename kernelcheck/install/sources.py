@@ -8,35 +8,35 @@ lookup becomes a rejected candidate with its reason (offline is a reason, not a 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import replace
+import tempfile
+import urllib.parse
+import zipfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
-from kernelcheck.install.plan import PINNED, Candidates, Options, target_of
+from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
-
-
-def _sdist_version(filename: str) -> str | None:
-    m = _SDIST_RE.match(filename)
-    return m["version"] if m else None
 PIP_NET = ["--retries", "0", "--timeout", "15"]
 
 
 def default_wheelhouse() -> Path:
     """$KERNELCHECK_HOME/wheelhouse, else ~/.cache/kernelcheck/wheelhouse."""
-    return settings.current().wheelhouse
+    home = os.environ.get("KERNELCHECK_HOME")
+    base = Path(home) if home else Path.home() / ".cache" / "kernelcheck"
+    return base / "wheelhouse"
 
 
 def scan_wheelhouse(wheelhouse: Path) -> tuple[dict[str, list[wheels.WheelInfo]], dict[str, list[Path]]]:
@@ -64,8 +64,6 @@ _CONSTRAINTS: list[Path] = []
 
 def _constraints_file(env: Environment) -> Path:
     """The pins every pip call carries (torch, triton, transformers as installed)."""
-    import tempfile
-
     from kernelcheck.install.apply import constraints_text
 
     fd, name = tempfile.mkstemp(prefix="kernelcheck-constraints-", suffix=".txt")
@@ -117,106 +115,244 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
            sdist: Path | None = None, versions: dict[str, str] | None = None) -> dict[str, Candidates]:
     """Candidates for each needed package (import names), its dependencies and offered fixes."""
     m = matrix_mod.load()
-    versions = versions or {}
-    whl, sdists = scan_wheelhouse(wheelhouse)
+    ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse))
     pins = _constraints_file(env)
     found: dict[str, Candidates] = {}
-    target = target_of(env, opts)
-    can_write = os.access(wheelhouse, os.W_OK) if wheelhouse.exists() else True
-    dl_dir = wheelhouse if can_write else Path(os.environ.get("TMPDIR", "/tmp")) / "kernelcheck-downloads"
-
-    def pinned_version(dist: str, items: list) -> list:
-        want = versions.get(dist)
-        if not want:
-            return items
-        return [w for w in items if (w.name.public_version if isinstance(w, wheels.WheelInfo)
-                                     else _sdist_version(w.name)) == want]
-
     for name in packages:
         pkg = m.packages[name]
-        dist = pkg.install_distribution
-        own = pinned_version(dist, whl.get(dist, []))
-        c = Candidates(wheels=tuple(own))
         if pkg.kind == "triton":
-            cuda_torch = bool(env.torch and env.torch.cuda)  # a CPU torch is refused: no download for it
-            if opts.source in ("auto", "pypi", "build", "release") and not opts.offline and cuda_torch:
-                spec = f"{dist}=={versions[dist]}" if dist in versions else dist
-                path, err = _pip_download(["--only-binary", ":all:", spec], dl_dir)
-                info = wheels.inspect_wheel(path) if path else None
-                c = replace(c, pypi_wheel=info, pypi_error=None if info else f"PyPI: {err}",
-                            wheels=tuple(w for w in own if not info or w.path != info.path))
-            elif opts.offline:
-                c = replace(c, pypi_error="skipped: offline (--offline)")
-            found[dist] = c
-            # dependencies of every candidate (einops ...), from the wheelhouse or PyPI
-            for w in (*c.wheels, *((c.pypi_wheel,) if c.pypi_wheel else ())):
-                for r in wheels.requirements(w, extras=("cuda",)):
-                    dep = str(canonicalize_name(r.name))
-                    if dep in PINNED or dep in found or dep == dist:
-                        continue
-                    have = dist_version(dep)
-                    if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
-                        continue
-                    found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), whl, opts,
-                                                  dl_dir)
-            for rule in m.breakages:
-                for rem in rule.remedies:
-                    p = rem["package"]
-                    if p in found:
-                        continue
-                    wanted = p in opts.with_packages or (rem["kind"] == "change" and p in opts.allow_change)
-                    found[p] = _pure_candidates(p, rem["spec"], whl, opts, dl_dir, fetch=wanted)
+            _gather_pure(ctx, pkg, m, found)
         elif pkg.kind == "cuda-extension":
-            sd_list = pinned_version(dist, sdists.get(dist, []))
-            chosen_sdist, origin, sd_err = None, "", None
-            if sdist is not None:
-                chosen_sdist, origin = sdist, "--sdist"
-            elif sd_list:
-                chosen_sdist, origin = sorted(sd_list, key=lambda p: wheels.version_key(p.name))[-1], "wheelhouse"
-            elif opts.source in ("auto", "build", "pypi") and not opts.offline and env.torch and env.torch.cuda:
-                spec = f"{dist}=={versions[dist]}" if dist in versions else dist
-                skip = {f"{pkg.env_prefix}_SKIP_CUDA_BUILD": "TRUE"} if pkg.env_prefix else {}
-                path, err = _pip_download(["--no-binary", ":all:", "--no-build-isolation", spec], dl_dir, skip)
-                if path:
-                    chosen_sdist, origin = path, "pypi"
-                else:
-                    sd_err = f"no sdist: PyPI download failed: {err}"
-            elif opts.offline:
-                sd_err = "no sdist in the wheelhouse and offline (--offline): pass --sdist FILE"
-            version = versions.get(dist)
-            if not version and chosen_sdist is not None:
-                mm = _SDIST_RE.match(Path(chosen_sdist).name)
-                version = mm["version"] if mm else None
-            if not version and own:
-                version = max(own, key=lambda w: wheels.version_key(w.name.filename)).name.public_version
-            url = status = None
-            if pkg.release_wheel and version and target.cuda_major is not None:
-                py = env.python_tag[2:]
-                url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
-                                               cxx11abi=str(bool(target.cxx11abi)).upper(), py=py,
-                                               platform=env.platform)
-                mirror = settings.current().release_mirror  # an internal mirror of GitHub releases
-                if mirror:
-                    url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
-                status = _release_status(url, opts.offline) if opts.source in ("auto", "release") else None
-            elif pkg.release_wheel and target.cuda_major is None:
-                status = "torch is a CPU build: upstream wheels exist only for CUDA builds"
-            tools = {t: importlib.util.find_spec(t) is not None for t in ("setuptools", "wheel", "ninja")}
-            nv_arches: tuple[str, ...] = ()
-            from kernelcheck.core.environment import nvcc_version
-
-            _, nvcc_path = nvcc_version(env.cuda_home)
-            if nvcc_path:
-                nv_arches = build_mod.nvcc_arches(nvcc_path)
-            found[dist] = replace(c, sdist=str(chosen_sdist) if chosen_sdist else None, sdist_origin=origin,
-                                  sdist_error=sd_err, release_url=url, release_status=status, build_tools=tools,
-                                  nvcc_arches=nv_arches)
+            found[pkg.install_distribution] = _gather_extension(ctx, pkg, sdist)
     for extra in opts.with_packages:
         if extra not in found:
-            found[extra] = _pure_candidates(extra, extra, whl, opts, dl_dir, fetch=True)
+            found[extra] = _fix_candidates(ctx, extra, extra, None)
     pins.unlink(missing_ok=True)
     _CONSTRAINTS.clear()
     return found
+
+
+@dataclass
+class _Ctx:
+    env: Environment
+    opts: Options
+    wheelhouse: Path
+    versions: dict[str, str]
+    whl: dict[str, list[wheels.WheelInfo]]
+    sdists: dict[str, list[Path]]
+
+    @property
+    def dl_dir(self) -> Path:
+        can_write = os.access(self.wheelhouse, os.W_OK) if self.wheelhouse.exists() else False
+        return self.wheelhouse if can_write else Path(tempfile.gettempdir()) / "kernelcheck-downloads"
+
+    def pinned_version(self, dist: str, items: list) -> list:
+        want = self.versions.get(dist)
+        if not want:
+            return items
+        return [w for w in items if (w.name.public_version if isinstance(w, wheels.WheelInfo)
+                                     else getattr(_SDIST_RE.match(w.name), "group", lambda _: "")("version"))
+                == want]
+
+
+def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, found: dict[str, Candidates]) -> None:
+    env, opts, dist = ctx.env, ctx.opts, pkg.install_distribution
+    own = ctx.pinned_version(dist, ctx.whl.get(dist, []))
+    c = Candidates(wheels=tuple(own))
+    cuda_torch = bool(env.torch and env.torch.cuda)  # a CPU torch is refused: no download for it
+    if opts.source in ("auto", "pypi", "build", "release") and not opts.offline and cuda_torch:
+        spec = f"{dist}=={ctx.versions[dist]}" if dist in ctx.versions else dist
+        path, err = _pip_download(["--only-binary", ":all:", spec], ctx.dl_dir)
+        info = wheels.inspect_wheel(path) if path else None
+        c = replace(c, pypi_wheel=info, pypi_error=None if info else f"PyPI: {err}",
+                    wheels=tuple(w for w in own if not info or w.path != info.path))
+    elif opts.offline:
+        c = replace(c, pypi_error="skipped: offline (--offline)")
+    found[dist] = c
+    # dependencies of every candidate (einops ...), from the wheelhouse or PyPI
+    for w in (*c.wheels, *((c.pypi_wheel,) if c.pypi_wheel else ())):
+        for r in wheels.requirements(w, extras=("cuda",)):
+            dep = str(canonicalize_name(r.name))
+            if dep in PINNED or dep in found or dep == dist:
+                continue
+            have = dist_version(dep)
+            if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
+                continue
+            found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), ctx.whl, opts,
+                                          ctx.dl_dir)
+    for rule in m.breakages:
+        for rem in rule.remedies:
+            p = rem["package"]
+            if p in found:
+                continue
+            if rem["kind"] == "add" and fix_wanted(p, opts) and cuda_torch:
+                found[p] = _fix_candidates(ctx, p, rem["spec"], rem.get("window"))
+            else:
+                wanted = p in opts.with_packages or (rem["kind"] == "change" and p in opts.allow_change)
+                found[p] = _pure_candidates(p, rem["spec"], ctx.whl, opts, ctx.dl_dir, fetch=wanted)
+
+
+def _fix_candidates(ctx: _Ctx, dist: str, spec: str, window: str | None) -> Candidates:
+    """An additive fix and its dependency window, resolved by pip itself with the pins held."""
+    base = _pure_candidates(dist, spec, ctx.whl, ctx.opts, ctx.dl_dir, fetch=False)
+    resolved, err = resolve_with_pip(spec, window, ctx.wheelhouse, ctx.opts.offline, ctx.dl_dir, ctx.opts.target)
+    return replace(base, resolved=tuple(resolved), resolve_error=err)
+
+
+def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: bool, dl_dir: Path,
+                     target: str | None) -> tuple[list[wheels.WheelInfo], str | None]:
+    """`pip install --dry-run --report` for `spec`: what pip would add to this environment (what is
+    installed and fits stays), with torch/triton/transformers pinned by the constraints file and the
+    fix's known-good window (matrix) as extra constraints. Wheels only; each one is inspected."""
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-resolve-") as tmp:
+        cons = Path(tmp) / "constraints.txt"
+        lines = [_CONSTRAINTS[0].read_text(encoding="utf-8")] if _CONSTRAINTS else []
+        lines += [w.strip() for w in (window or "").split(";") if w.strip()]
+        cons.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        report = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
+               "--no-input", "--only-binary", ":all:", "--report", str(report), "-c", str(cons), *PIP_NET]
+        if wheelhouse.is_dir():
+            cmd += ["--find-links", str(wheelhouse)]
+        if offline:
+            cmd += ["--no-index"]
+        env = dict(os.environ)
+        if target:  # what --target already holds counts as installed
+            env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        try:
+            res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return [], f"pip's resolver did not run: {exc}"
+        if res.returncode != 0 or not report.exists():
+            err = [ln.strip() for ln in (res.stderr or res.stdout).splitlines() if "ERROR" in ln]
+            where = "the wheelhouse" + (" (offline)" if offline else " or PyPI")
+            return [], f"pip cannot resolve {spec} from {where} with torch/triton/transformers pinned: " + \
+                (err[-1] if err else f"exit {res.returncode}")[:300]
+        items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    out: list[wheels.WheelInfo] = []
+    for it in items:
+        url = (it.get("download_info") or {}).get("url", "")
+        path: Path | None = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) \
+            if url.startswith("file:") else None
+        if path is None:
+            path, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
+                                       f"{it['metadata']['version']}"], dl_dir)
+            if path is None:
+                return [], why
+        info = wheels.inspect_wheel(path)
+        if info is None:
+            return [], f"{path.name} is not a wheel"
+        out.append(info)
+    return out, None
+
+
+def trial_import(wheel: wheels.WheelInfo, module: str, target: str | None, torch_version: str) -> wheels.TrialImport:
+    """Unpack `wheel` into a scratch folder and import `module` (after torch) in a fresh process, run from
+    another scratch folder so nothing in the working directory shadows it."""
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-trial-") as tmp:
+        root, cwd = Path(tmp) / "site", Path(tmp) / "cwd"
+        cwd.mkdir()
+        try:
+            with zipfile.ZipFile(wheel.path) as zf:
+                zf.extractall(root)
+        except (zipfile.BadZipFile, OSError) as exc:
+            return wheels.TrialImport(module, False, f"cannot unpack: {exc}", torch_version)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(root), *([target] if target else []),
+                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        code = f"import torch\nimport {module}\n"
+        try:
+            res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                 cwd=str(cwd), timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return wheels.TrialImport(module, False, str(exc), torch_version)
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    return wheels.TrialImport(module, res.returncode == 0, "" if res.returncode == 0 else
+                              (lines[-1] if lines else f"exit {res.returncode}")[:300], torch_version)
+
+
+def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:
+    """Trial imports for compiled wheels that do not say what they were built for (plain `pip wheel` names)."""
+    env = ctx.env
+    if not (env.torch and env.torch.cuda and pkg.extension):
+        return {}
+    target = target_of(env, ctx.opts)
+    out = {}
+    for w in own:
+        if w.build is not None or not w.so_arches or w.error:
+            continue
+        if wheels.match(w, target, extension=pkg.extension).reason.startswith("the wheel does not say"):
+            out[w.path] = trial_import(w, pkg.extension, ctx.opts.target, env.torch.version)
+    return out
+
+
+def _overlay_sources(ctx: _Ctx, tools: dict[str, bool]) -> dict[str, str]:
+    """Where the build overlay gets each build tool that is not importable here."""
+    out = {}
+    for t in build_mod.BUILD_TOOLS:
+        if tools.get(t):
+            continue
+        if ctx.whl.get(t):
+            out[t] = "wheelhouse"
+        elif not ctx.opts.offline:
+            out[t] = "PyPI"
+    return out
+
+
+def _gather_extension(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> Candidates:
+    env, dist = ctx.env, pkg.install_distribution
+    own = ctx.pinned_version(dist, ctx.whl.get(dist, []))
+    chosen_sdist, origin, sd_err = _find_sdist(ctx, pkg, sdist)
+    version = ctx.versions.get(dist)
+    if not version and chosen_sdist is not None:
+        mm = _SDIST_RE.match(Path(chosen_sdist).name)
+        version = mm["version"] if mm else None
+    if not version and own:
+        version = max(own, key=lambda w: wheels.version_key(w.name.filename)).name.public_version
+    url, status = _release(ctx, pkg, version)
+    tools = {t: importlib.util.find_spec(t) is not None for t in build_mod.BUILD_TOOLS}
+    from kernelcheck.core.environment import nvcc_version
+
+    _, nvcc_path = nvcc_version(env.cuda_home)
+    return Candidates(wheels=tuple(own), sdist=str(chosen_sdist) if chosen_sdist else None, sdist_origin=origin,
+                      sdist_error=sd_err, release_url=url, release_status=status, build_tools=tools,
+                      nvcc_arches=build_mod.nvcc_arches(nvcc_path) if nvcc_path else (),
+                      trials=_trials(ctx, pkg, own), overlay=_overlay_sources(ctx, tools))
+
+
+def _find_sdist(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> tuple[Path | None, str, str | None]:
+    env, opts, dist = ctx.env, ctx.opts, pkg.install_distribution
+    sd_list = ctx.pinned_version(dist, ctx.sdists.get(dist, []))
+    if sdist is not None:
+        return sdist, "--sdist", None
+    if sd_list:
+        return sorted(sd_list, key=lambda p: wheels.version_key(p.name))[-1], "wheelhouse", None
+    if opts.source in ("auto", "build", "pypi") and not opts.offline and env.torch and env.torch.cuda:
+        spec = f"{dist}=={ctx.versions[dist]}" if dist in ctx.versions else dist
+        skip = {f"{pkg.env_prefix}_SKIP_CUDA_BUILD": "TRUE"} if pkg.env_prefix else {}
+        path, err = _pip_download(["--no-binary", ":all:", "--no-build-isolation", spec], ctx.dl_dir, skip)
+        if path:
+            return path, "pypi", None
+        return None, "", f"no sdist: PyPI download failed: {err}"
+    if opts.offline:
+        return None, "", "no sdist in the wheelhouse and offline (--offline): pass --sdist FILE"
+    return None, "", None
+
+
+def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo, version: str | None) -> tuple[str | None, str | None]:
+    env, opts = ctx.env, ctx.opts
+    target = target_of(env, opts)
+    if pkg.release_wheel and version and target.cuda_major is not None:
+        url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
+                                       cxx11abi=str(bool(target.cxx11abi)).upper(), py=env.python_tag[2:],
+                                       platform=env.platform)
+        mirror = os.environ.get("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
+        if mirror:
+            url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
+        return url, _release_status(url, opts.offline) if opts.source in ("auto", "release") else None
+    if pkg.release_wheel and target.cuda_major is None:
+        return None, "torch is a CPU build: upstream wheels exist only for CUDA builds"
+    return None, None
 
 
 def _pure_candidates(dist: str, spec: str, whl: dict[str, list[wheels.WheelInfo]], opts: Options, dl_dir: Path,

@@ -17,12 +17,17 @@ import email.parser
 import hashlib
 import re
 import struct
+import sys
+import sysconfig
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging import tags
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion
 
 _WHEEL_RE = re.compile(
     r"^(?P<name>[^\s-]+?)-(?P<version>[^\s-]+?)(-(?P<build>\d[^-]*))?-(?P<py>[^\s-]+?)-(?P<abi>[^\s-]+?)"
@@ -66,6 +71,7 @@ class Target:
     cuda_major: int | None  # None: CPU build of torch
     cxx11abi: bool | None
     arches: tuple[str, ...]  # GPU capabilities to serve, "9.0"
+    tags: frozenset[Tag] | None = None  # accepted wheel tags; None: generated from python_tag + platform
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,16 @@ class WheelInfo:
     so_arches: dict[str, tuple[str, ...]] = field(default_factory=dict)  # member -> ("sm_90", "compute_90")
     build: BuildTag | None = None  # from the filename's local version, else from the sidecar
     sidecar: dict | None = None  # kernelcheck's own record of how the wheel was built
+
+
+@dataclass(frozen=True)
+class TrialImport:
+    """An import of an unpacked candidate wheel against the installed torch, in a fresh process."""
+
+    module: str
+    ok: bool
+    error: str  # the last line of the failure ("undefined symbol: ..."), "" when it imported
+    torch: str  # torch version it was tried against
 
 
 @dataclass(frozen=True)
@@ -249,63 +265,139 @@ def requirements(info: WheelInfo, extras: tuple[str, ...] = ()) -> list[Requirem
     return out
 
 
-def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
-          extension: str = "") -> Decision:
-    """Accept or reject a compiled wheel for `target`, with the first reason it fails."""
-    n = info.name
-    cand = n.filename
+def target_tags(python_tag: str, platform: str) -> frozenset[Tag]:
+    """The wheel tags an interpreter `python_tag` (cp311) on `platform` (linux_x86_64) accepts.
+
+    For the running interpreter this is `packaging.tags.sys_tags()` (its real glibc level); for another
+    one (a target Python, or a machine described by value) the tags are generated with packaging for
+    every manylinux level up to glibc 2.40, so abi3 (cp39-abi3 runs on any CPython >= 3.9), compressed
+    multi-platform tags and legacy manylinux aliases all resolve the way pip resolves them.
+    """
+    here = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    if python_tag == here and platform == sysconfig.get_platform().replace("-", "_").replace(".", "_"):
+        return frozenset(tags.sys_tags())
+    m = re.fullmatch(r"cp(\d)(\d+)", python_tag)
+    if not m:
+        return frozenset()
+    version = (int(m[1]), int(m[2]))
+    plats = [platform]
+    arch = platform.split("_", 1)[-1] if platform.startswith("linux_") else ""
+    if arch:
+        plats = [f"manylinux_2_{minor}_{arch}" for minor in range(40, 4, -1)] + [
+            f"manylinux{alias}_{arch}" for alias in ("2014", "2010", "1")] + [platform]
+    out = set(tags.cpython_tags(version, platforms=plats))
+    out.update(tags.compatible_tags(version, f"cp{m[1]}{m[2]}", plats))
+    return frozenset(out)
+
+
+def tag_decision(filename: str, python_tag: str, platform: str,
+                 accepted: frozenset[Tag] | None = None) -> str | None:
+    """Why a wheel's tags do not fit (python, ABI or platform named), or None when one of them fits."""
+    try:
+        wheel_tags = parse_wheel_filename(Path(filename).name)[3]
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        return f"not a valid wheel filename: {exc}"
+    ok = accepted if accepted is not None else target_tags(python_tag, platform)
+    if wheel_tags & ok:
+        return None
+    pys = {t.interpreter for t in wheel_tags}
+    abis = {t.abi for t in wheel_tags}
+    plats = {t.platform for t in wheel_tags}
+    have_py = {t.interpreter for t in ok}
+    have_plat = {t.platform for t in ok}
+    shown = "-".join(sorted(pys)[:1] + sorted(abis)[:1] + [".".join(sorted(plats))])
+    if not pys & have_py:
+        return f"built for {', '.join(sorted(pys))} ({shown}), this Python is {python_tag}"
+    if not plats & have_plat:
+        return f"platform {'.'.join(sorted(plats))} ({shown}), this machine is {platform}"
+    return f"ABI tag {', '.join(sorted(abis))} ({shown}) does not fit {python_tag} on {platform}"
+
+
+def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> str | None:
     if info.error:
-        return Decision(cand, False, info.error)
+        return info.error
     if expected_sha256 and expected_sha256 != info.sha256:
-        return Decision(cand, False, f"sha256 {info.sha256[:16]}... differs from the expected "
-                        f"{expected_sha256[:16]}... (a changed or tampered file)")
-    pys = n.python_tag.split(".")
-    if target.python_tag not in pys and not any(p.startswith("py3") for p in pys):
-        return Decision(cand, False, f"built for {n.python_tag}, this Python is {target.python_tag}")
-    if n.abi_tag not in ("none", "abi3") and n.abi_tag != target.python_tag:
-        return Decision(cand, False, f"ABI tag {n.abi_tag} does not fit {target.python_tag}")
-    plats = n.platform_tag.split(".")
-    arch = target.platform.split("_", 1)[-1]
-    if "any" not in plats and target.platform not in plats and not any(
-            p.startswith("manylinux") and p.endswith(arch) for p in plats):
-        return Decision(cand, False, f"platform {n.platform_tag}, this machine is {target.platform}")
-    if not info.so_arches:
-        return Decision(cand, True, "pure Python wheel")
-    b = info.build
-    if target.cuda_major is None:
-        return Decision(cand, False, "torch here is a CPU build: a CUDA extension cannot load")
-    if b is None:
-        return Decision(cand, False, "the wheel does not say which torch/CUDA/cxx11abi it was built for (no "
-                        "+cuXXtorchM.mcxx11abiX local version and no kernelcheck sidecar): an extension built "
-                        "for another torch minor fails with 'undefined symbol'")
+        return (f"sha256 {info.sha256[:16]}... differs from the expected {expected_sha256[:16]}... "
+                "(a changed or tampered file)")
+    return tag_decision(info.name.filename, target.python_tag, target.platform, target.tags)
+
+
+def _build_mismatch(b: BuildTag, target: Target) -> str | None:
     if b.torch_mm != target.torch_mm:
-        return Decision(cand, False, f"built for torch {b.torch_mm}, installed torch is {target.torch_mm} "
-                        "(extensions are tied to one torch minor: C++ ABI)")
+        return (f"built for torch {b.torch_mm}, installed torch is {target.torch_mm} "
+                "(extensions are tied to one torch minor: C++ ABI)")
     if b.cuda_major != target.cuda_major:
-        return Decision(cand, False, f"built for CUDA {b.cuda_major}, torch here uses CUDA {target.cuda_major}")
+        return f"built for CUDA {b.cuda_major}, torch here uses CUDA {target.cuda_major}"
     if target.cxx11abi is not None and b.cxx11abi != target.cxx11abi:
-        return Decision(cand, False, f"built with cxx11abi {str(b.cxx11abi).upper()}, torch here uses "
-                        f"{str(target.cxx11abi).upper()}")
-    members = [m for m in info.so_arches if not extension or Path(m).name.startswith(extension + ".")] \
+        return (f"built with cxx11abi {str(b.cxx11abi).upper()}, torch here uses "
+                f"{str(target.cxx11abi).upper()}")
+    return None
+
+
+def extension_members(info: WheelInfo, extension: str = "") -> list[str]:
+    """The .so members that are the package's extension (all of them when `extension` is not named)."""
+    return [m for m in info.so_arches if not extension or Path(m).name.startswith(extension + ".")] \
         or list(info.so_arches)
+
+
+def _arch_failure(info: WheelInfo, target: Target, members: list[str]) -> str | None:
     for cap in target.arches:
         for m in members:
             got = info.so_arches[m]
             how = arch_serves(got, cap)
             if how is None:
-                return Decision(cand, False, f"{Path(m).name} carries {', '.join(got) or 'no GPU code'}, "
-                                f"nothing that runs on sm_{cap_to_sm(cap)}")
+                return (f"{Path(m).name} carries {', '.join(got) or 'no GPU code'}, nothing that runs on "
+                        f"sm_{cap_to_sm(cap)}")
             if how == "ptx-jit":
-                return Decision(cand, False, f"{Path(m).name} has only PTX for sm_{cap_to_sm(cap)} "
-                                f"({', '.join(got)}): the driver would JIT-compile it at first use")
-    arches = sorted({a for m in members for a in info.so_arches[m]})
-    return Decision(cand, True, f"torch {b.torch_mm}, CUDA {b.cuda_major}, cxx11abi {str(b.cxx11abi).upper()}, "
-                    f"{target.python_tag}, {target.platform}, GPU code {', '.join(arches)}")
+                return (f"{Path(m).name} has only PTX for sm_{cap_to_sm(cap)} ({', '.join(got)}): the driver "
+                        "would JIT-compile it at first use")
+    return None
+
+
+def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
+          extension: str = "", trial: TrialImport | None = None) -> Decision:
+    """Accept or reject a wheel for `target`, with the first reason it fails.
+
+    A compiled wheel whose name and sidecar do not say which torch it was built for (a plain
+    `pip wheel` name such as causal_conv1d-1.7.0-cp312-cp312-linux_x86_64.whl) is decided from what
+    it is: the GPU code in its .so and `trial`, an import of it against the installed torch in a fresh
+    process (`sources.trial_import`); without a trial it is rejected with that reason.
+    """
+    cand = info.name.filename
+    why = file_and_tags_failure(info, target, expected_sha256)
+    if why:
+        return Decision(cand, False, why)
+    if not any(info.so_arches.values()):  # no GPU code: its tags decide
+        return Decision(cand, True, "pure Python wheel" if not info.name.abi_tag.startswith("cp")
+                        and info.name.abi_tag != "abi3" else f"tags {info.name.python_tag}-{info.name.abi_tag}-"
+                        f"{info.name.platform_tag} fit {target.python_tag} on {target.platform}")
+    if target.cuda_major is None:
+        return Decision(cand, False, "torch here is a CPU build: a CUDA extension cannot load")
+    b = info.build
+    if b is not None and (why := _build_mismatch(b, target)):
+        return Decision(cand, False, why)
+    members = extension_members(info, extension)
+    if why := _arch_failure(info, target, members):
+        return Decision(cand, False, why)
+    arches = ", ".join(sorted({a for m in members for a in info.so_arches[m]}))
+    if b is not None:
+        return Decision(cand, True, f"torch {b.torch_mm}, CUDA {b.cuda_major}, cxx11abi {str(b.cxx11abi).upper()}, "
+                        f"{target.python_tag}, {target.platform}, GPU code {arches}")
+    if trial is None:
+        return Decision(cand, False, "the wheel does not say which torch/CUDA/cxx11abi it was built for (no "
+                        "+cuXXtorchM.mcxx11abiX local version and no kernelcheck sidecar) and no trial import "
+                        "against the installed torch was run: an extension built for another torch minor fails "
+                        "with 'undefined symbol'")
+    if not trial.ok:
+        return Decision(cand, False, f"trial import against the installed torch {trial.torch} failed in a fresh "
+                        f"process: {trial.error}")
+    return Decision(cand, True, f"unlabelled wheel verified: GPU code {arches}, and `import {trial.module}` "
+                    f"against the installed torch {trial.torch} works in a fresh process")
 
 
 def version_key(filename: str):
     """Sort key: the version in a wheel or sdist filename (unparsable versions sort first)."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     base = Path(filename).name
     wn = parse_wheel_name(base)

@@ -1,0 +1,153 @@
+"""Planning a compiled CUDA extension (causal-conv1d and its CachedWheels kin): keep what fits, else a
+wheelhouse wheel (labelled, or unlabelled and verified by its GPU code and a trial import), else the
+upstream release wheel, else an arch-targeted source build; every loser listed with its reason."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.environment import Environment
+from kernelcheck.install import wheels
+from kernelcheck.install.plan import Candidates, Options, Rejected, Step, _pip_cmd, _sm, _ver
+
+
+def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                    target: wheels.Target) -> list[Step]:
+    dist = pkg.install_distribution
+    st = env.packages.get(pkg.name)
+    torch_v = env.torch.version if env.torch else "(absent)"
+    if env.torch is None or not env.torch.cuda:
+        return [Step(dist, "refuse", "-", dist,
+                     f"torch {torch_v} is a CPU build (torch.version.cuda is None): {pkg.title}'s CUDA extension "
+                     f"`{pkg.extension}` can neither be built against it nor loaded by it, and no wheel can fit. "
+                     "kernelcheck never changes torch: install a CUDA build of torch yourself, then rerun",
+                     import_name=pkg.name, severity="fallback")]
+    if not opts.arches:
+        return [Step(dist, "refuse", "-", dist,
+                     f"no GPU is visible and no --arch was given, so no GPU architecture can be chosen for "
+                     f"{pkg.title}: pass the target GPU's compute capability, e.g. --arch 9.0 for H100/H200",
+                     import_name=pkg.name, severity="fallback")]
+    if st and st.installed and st.imports and opts.source == "auto" and st.extension_path:
+        try:
+            with open(st.extension_path, "rb") as fh:
+                got = wheels.so_arches(fh.read())
+        except OSError:
+            got = ()
+        missing = [a for a in opts.arches if wheels.arch_serves(got, a) != "sass"]
+        if not missing:
+            return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
+                         f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
+                         f"for {_sm(opts.arches)}", import_name=pkg.name, arches=got)]
+    rejected: list[Rejected] = []
+    allowed = {"auto": ("wheelhouse", "release", "build"), "wheelhouse": ("wheelhouse",),
+               "release": ("release",), "build": ("build",), "pypi": ("build",), "hub": ()}[opts.source]
+    if opts.source == "hub":
+        rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
+                                 "not installed with pip: see `kernelcheck doctor` (hub section)"))
+    for way in (_wheelhouse_step, _release_step, _build_step):
+        step = way(pkg, env, opts, cands, target, allowed, rejected)
+        if step is not None:
+            return [step]
+    return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
+                 f"{target.cuda_major} + {target.python_tag} + {_sm(opts.arches)} was found; every candidate "
+                 "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+
+
+def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                     target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+    dist = pkg.install_distribution
+    best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
+    for w in sorted((w for w in cands.wheels if w.name.name == dist),
+                    key=lambda w: _ver(w.name.public_version) or Version("0"), reverse=True):
+        d = wheels.match(w, target, expected_sha256=(w.sidecar or {}).get("sha256"), extension=pkg.extension,
+                         trial=cands.trials.get(w.path))
+        if "wheelhouse" not in allowed:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}"))
+        elif not d.accepted:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason))
+        elif best is None:
+            best = (w, d)
+        else:
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", "a newer matching wheel was chosen"))
+    if best is not None:
+        w, d = best
+        built = " (built by kernelcheck, reused: no rebuild)" if (w.sidecar or {}).get("built_by") else ""
+        return Step(dist, "install", "wheelhouse", f"{dist}=={w.name.version}",
+                    f"matching wheel in the wheelhouse{built}: {d.reason}", _pip_cmd(w.path, opts),
+                    tuple(rejected), w.path, w.sha256, tuple(sorted({a for v in w.so_arches.values() for a in v})),
+                    pkg.name)
+    if not any(w.name.name == dist for w in cands.wheels) and "wheelhouse" in allowed:
+        rejected.append(Rejected("wheelhouse", f"no {dist} wheel in {opts.wheelhouse or 'the wheelhouse'}"))
+    return None
+
+
+def _release_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                  target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+    if cands.release_url and "release" in allowed:
+        name = cands.release_url.rsplit("/", 1)[-1]
+        if cands.release_status == "exists":
+            return Step(pkg.install_distribution, "install", "release", name,
+                        "upstream release wheel for this torch/CUDA/cxx11abi/Python exists; it is downloaded "
+                        "into the wheelhouse and its GPU code checked before install",
+                        _pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)
+        rejected.append(Rejected(f"release {name}", cands.release_status or "unknown"))
+    elif "release" in allowed and pkg.release_wheel:
+        rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check"))
+    return None
+
+
+def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+    if "build" not in allowed:
+        return None
+    why_not = _build_blockers(pkg, env, opts, cands, target)
+    if why_not:
+        rejected.append(Rejected(f"build {cands.sdist.rsplit('/', 1)[-1] if cands.sdist else 'from sdist'}", why_not))
+        return None
+    dist = pkg.install_distribution
+    sdist = cands.sdist or ""
+    name = sdist.rsplit("/", 1)[-1]
+    overlay = ", ".join(f"{t} ({w})" for t, w in sorted(cands.overlay.items()))
+    tools = f"; build tools {overlay} go into a throwaway build overlay, never into this environment" \
+        if overlay else ""
+    ninja = "" if cands.build_tools.get("ninja") or "ninja" in cands.overlay else \
+        " (ninja is missing: the compile runs serially)"
+    std = " -std=c++20 (torch >= 2.14 headers need it)" if _ver(target.torch_mm + ".0") and \
+        (_ver(target.torch_mm + ".0") or Version("0")) >= Version("2.14") else ""
+    return Step(dist, "build", "build", name.removesuffix(".tar.gz"),
+                f"no matching wheel: build {name} ({cands.sdist_origin}) for {_sm(opts.arches)} only "
+                f"(from {opts.arch_origin}) against the installed torch {env.torch.version if env.torch else '?'} "
+                f"with nvcc {env.nvcc}, --no-build-isolation; the wheel is kept in the wheelhouse for reuse"
+                f"{tools}{ninja}",
+                f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
+                f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
+                f"{_sm(opts.arches)}{std})", tuple(rejected), sdist, "",
+                tuple(f"sm_{wheels.cap_to_sm(a)}" for a in opts.arches), pkg.name)
+
+
+def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+                    target: wheels.Target) -> str | None:
+    if not cands.sdist:
+        return cands.sdist_error or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse"
+    if not env.nvcc:
+        return "nvcc not found (set CUDA_HOME or put nvcc on PATH; a -devel CUDA image has it)"
+    nv_major = int(env.nvcc.split(".")[0])
+    if target.cuda_major is not None and nv_major != target.cuda_major:
+        built = env.torch.cuda if env.torch else "?"
+        return (f"nvcc {env.nvcc} is CUDA {nv_major} but torch was built with CUDA {built}:"
+                " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
+                f"{target.cuda_major}.x toolkit")
+    if cands.nvcc_arches:
+        bad = [a for a in opts.arches if f"compute_{wheels.cap_to_sm(a)}" not in cands.nvcc_arches]
+        if bad:
+            return f"nvcc {env.nvcc} cannot target {_sm(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
+    missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True) and t not in cands.overlay]
+    if missing:
+        return (f"{' and '.join(missing)} not importable here and not in the wheelhouse"
+                + (" (offline)" if opts.offline else " or on PyPI") + f": {pkg.title}'s setup.py imports them and "
+                f"the build runs without isolation; put their wheels in {opts.wheelhouse or 'the wheelhouse'} "
+                "for the build overlay")
+    return None
+
+
