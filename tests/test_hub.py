@@ -250,7 +250,7 @@ def test_prefetch_reports_a_missing_build(tmp_path: Path) -> None:
 def test_prefetch_api_for_install(tmp_path: Path) -> None:
     """The call `install --source hub` uses: kernelcheck.hub.prefetch_model."""
     env = _cache(tmp_path, MATCHING)
-    res = _run_py("import json\nfrom kernelcheck import hub\n"
+    res = _run_py("import json\nfrom kernelcheck.integrations import kernels_prefetch as hub\n"
                   f"print(json.dumps(hub.prefetch_model('qwen3.8-27b', mode='train', device='cuda', "
                   f"lock_path={str(tmp_path / 'k.lock')!r})))", env=env)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -274,7 +274,7 @@ def test_bad_repo_and_option_misuse_exit_2(tmp_path: Path) -> None:
 
 APPLIED = r'''
 import json, sys, torch
-from kernelcheck.integrations import kernels_hub as hub
+from kernelcheck.integrations import kernels_prefetch as hub
 from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM
 cfg = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
     num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,

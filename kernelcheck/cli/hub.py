@@ -75,6 +75,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     from kernelcheck.core import models as models_mod
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_prefetch
     from kernelcheck.report.model import Finding, Report
 
     if (lock or dry_run) and not prefetch:
@@ -94,21 +95,21 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if model:
         resolved = models_mod.resolve(model)
         report.model = resolved.to_json()
-        modeling = hub_mod.modeling_module(resolved.spec.module)
+        modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
         targets = []
         if model:
             dev = device or ("cuda" if target is not None and target.cuda else hub_check.default_device(env))
-            targets.extend(hub_mod.model_repos(modeling, functions, mode, dev, hub_check._capability(env)))
+            targets.extend(kernels_prefetch.model_repos(modeling, functions, mode, dev, hub_check._capability(env)))
         targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
         say = (lambda s: click.echo(f"kernelcheck hub: {s}", err=True))
         if not targets:
             report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                                      "reason": "no Hub kernel is mapped for this model, device and mode"}]
         else:
-            steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
+            steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
             report.extra["plan"] = steps
             for st in steps:
                 if st["action"] == "failed":
