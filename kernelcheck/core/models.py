@@ -43,7 +43,8 @@ class ResolvedModel:
 
     @property
     def text_config(self) -> dict[str, Any]:
-        return self.config.get("text_config") or self.config
+        text = self.config.get("text_config")
+        return text if isinstance(text, dict) and text else self.config
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,17 +64,37 @@ def _read_config(path: Path, query: str) -> dict[str, Any]:
     except OSError as exc:
         raise BadInput(f"Cannot read {path} for model '{query}': {exc.strerror or exc}. "
                        "Check the path and its permissions.") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}): it is not a transformers "
+                       "config.json (a binary file, or a weights file under the wrong name?).") from None
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
                        "A model folder needs the config.json that came with the model.") from None
+    except RecursionError:
+        raise BadInput(f"{path} nests JSON too deeply to read: it is not a transformers config.json.") from None
     if not isinstance(cfg, dict):
         raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers config.json.")
-    if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"]:
+    if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"].strip():
         raise BadInput(f"{path} has no \"model_type\" field: it is not a transformers config.json "
                        "(every transformers config names its model_type).")
+    _check_fields(cfg, path)
     return cfg
+
+
+def _check_fields(cfg: dict[str, Any], path: Path) -> None:
+    """The fields kernelcheck reads must have the types transformers gives them, or the config is bad input."""
+    text = cfg.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise BadInput(f"{path}: \"text_config\" is a JSON {type(text).__name__}, not an object. transformers "
+                       "reads the text model's settings from it; fix or remove the field.")
+    for where, d in (("", cfg), ("text_config.", text if isinstance(text, dict) else {})):
+        for key in ("model_type", "_attn_implementation", "attn_implementation"):
+            val = d.get(key)
+            if val is not None and (not isinstance(val, str) or (key == "model_type" and not val.strip())):
+                raise BadInput(f"{path}: \"{where}{key}\" is {json.dumps(val)[:60]}, not a name. transformers "
+                               f"expects a string there (for example \"{'sdpa' if 'attn' in key else 'qwen3_5'}\").")
 
 
 def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, matrix_mod.ModelType]:
@@ -83,10 +104,9 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
     if text and text.get("model_type") in m.model_types:
         return text["model_type"], m.model_types[text["model_type"]]
-    if _transformers_knows(model_type):
-        # Not in our data: the installed transformers is asked which kernels its module binds.
-        return model_type, matrix_mod.ModelType(name=model_type, family="unknown", module=_module_name(model_type),
-                                                functions=())
+    spec = installed_spec(model_type)
+    if spec is not None:
+        return model_type, spec
     close = difflib.get_close_matches(model_type, list(m.model_types), n=3, cutoff=0.6)
     hint = f" Closest known: {', '.join(close)}." if close else ""
     raise BadInput(f"model_type '{model_type}' (from '{query}') is unknown to kernelcheck and to the installed "
@@ -94,20 +114,22 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
                    "model is newer than it.")
 
 
-def _transformers_knows(model_type: str) -> bool:
-    try:
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    except Exception:
-        return False
-    return model_type in CONFIG_MAPPING_NAMES
+def installed_spec(model_type: str) -> matrix_mod.ModelType | None:
+    """A model_type kernelcheck does not list but the installed transformers registers: its modeling module
+    is asked which kernels it binds. A sub-config type (qwen3_5_text, glm5_next_vision, inkling_text) lives
+    in its parent's module, so it gets the parent's needs."""
+    from kernelcheck.integrations import transformers as transformers_mod
 
-
-def _module_name(model_type: str) -> str:
-    try:
-        from transformers.models.auto.configuration_auto import model_type_to_module_name
-        return model_type_to_module_name(model_type)
-    except Exception:
-        return model_type.replace("-", "_")
+    known = transformers_mod.known_model_types() or {}
+    if model_type not in known:
+        return None
+    module = known[model_type]
+    m = matrix_mod.load()
+    parent = next((s for s in m.model_types.values() if s.module == module), None)
+    if parent is not None:
+        return matrix_mod.ModelType(name=model_type, family=parent.family, module=module,
+                                    functions=parent.functions, layer=parent.layer, since=parent.since)
+    return matrix_mod.ModelType(name=model_type, family="unknown", module=module, functions=())
 
 
 def _from_cache(repo_id: str) -> Path | None:
@@ -165,6 +187,8 @@ def resolve(query: str) -> ResolvedModel:
         return ResolvedModel(q, None, mt, "local", spec, cfg)
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
+    if "/" not in q and (spec := installed_spec(q)) is not None:
+        return ResolvedModel(q, None, q, "model_type", spec, {"model_type": q})
     if _HUB_ID.match(q):
         cached = _from_cache(q)
         if cached:
