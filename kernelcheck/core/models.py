@@ -10,6 +10,7 @@ import difflib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,10 +145,50 @@ def _from_cache(repo_id: str) -> Path | None:
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
 
+def network_timeout() -> float:
+    """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
+    (default 5)."""
+    try:
+        return max(0.1, float(os.environ.get("KERNELCHECK_NETWORK_TIMEOUT", "5")))
+    except ValueError:
+        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={os.environ['KERNELCHECK_NETWORK_TIMEOUT']!r} is not a number "
+                       "of seconds.") from None
+
+
+def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
+    """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
+    and never answers must not hang a CI gate. Raises TimeoutError naming what it waited for."""
+    limit = network_timeout() if timeout is None else timeout
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=f"kernelcheck-network: {what}", daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 def _from_hub(repo_id: str) -> tuple[Path | None, str]:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     try:
         from huggingface_hub import hf_hub_download
-        return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5)), ""
+
+        limit = network_timeout()
+        got = bounded(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=limit),
+                      f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
+        return Path(got), ""
+    except TimeoutError as exc:
+        return None, (f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS` or, on a machine "
+                      "without Hub access, set HF_HUB_OFFLINE=1")
     except Exception as exc:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
@@ -205,7 +246,8 @@ def resolve(query: str) -> ResolvedModel:
             mt, spec = _spec_for(cfg["model_type"], cfg, q)
             return ResolvedModel(q, q, mt, "hub", spec, cfg)
         raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
-                       "Check the id, log in for gated models, or point --model at a folder with config.json.")
+                       "Check the id, log in for gated models, point --model at a folder with config.json, or set "
+                       "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
     names = list(m.aliases) + list(m.model_types)
     close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
