@@ -228,8 +228,8 @@ def resolve(query: str) -> ResolvedModel:
         return ResolvedModel(q, None, mt, "local", spec, cfg)
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
-    if "/" not in q and (spec := installed_spec(q)) is not None:
-        return ResolvedModel(q, None, q, "model_type", spec, {"model_type": q})
+    if "/" not in q and (installed := installed_spec(q)) is not None:
+        return ResolvedModel(q, None, q, "model_type", installed, {"model_type": q})
     if _HUB_ID.match(q):
         cached = _from_cache(q)
         if cached:

@@ -287,6 +287,15 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
             if fs.package == "fla-core" and fs.reason and "not installed" in fs.reason:
                 fs.reason += (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
                               "instead; see unsloth-replaces-fla)")
+    _apply_rules(report, result, env, mode, query)
+    if hub is not False:
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+    return report
+
+
+def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
+                 query: str) -> None:
+    """Known breakages (matrix/breakages.toml) as findings; a certain hit raises the functions it names."""
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
@@ -300,16 +309,14 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                     fs.status = hit.rule.severity
                     fs.reason = f"{hit.rule.title}: {hit.message}"
                     fs.fix = hit.fix
-    if hub is not False:
-        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
-    return report
 
 
 def _newer_than_tested(version: str | None) -> bool:
     tested = matrix_mod.load().transformers.get("tested_through")
     if not version or not tested:
         return False
-    return bool(rules_mod.base_version(version) and rules_mod.base_version(version) > rules_mod.base_version(tested))
+    have, top = rules_mod.base_version(version), rules_mod.base_version(tested)
+    return have is not None and top is not None and have > top
 
 
 def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matrix_mod.ModelType,
