@@ -377,3 +377,14 @@ def test_dispatch_variables_and_unsloth_are_reported():
     assert "FLA_TILELANG=0" in ids["dispatch-env"].message and "PATH" not in ids["dispatch-env"].message
     assert "FLA_TILELANG=0" in ids["unsloth-replaces-fla"].message and "fla#640" in ids["unsloth-replaces-fla"].message
     assert runtime_findings({"PATH": "/bin"}, dist_version=lambda d: None) == []
+
+
+def test_5_25_with_fla_bound_on_cpu_names_the_torch_function_that_really_runs():
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], site(*TF525), fla,
+                         env={"USE_HUB_KERNELS": "0"})
+    f = function(rep, "chunk_gated_delta_rule")
+    assert f["status"] == "unsupported", f
+    assert f["implementation"].endswith("torch_chunk_gated_delta_rule"), f  # not fla.ops...: the device check
+    assert "checks the input device on every call" in f["reason"] and "fla.ops" in f["reason"]
+    assert not any(x["id"] == "fla-cpu-crash" for x in rep["findings"])

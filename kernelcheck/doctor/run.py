@@ -111,8 +111,13 @@ def function_statuses(
             continue
         if b.bound == "package":
             if pkg is not None and not _device_ok(pkg, env):
-                out.append(FunctionStatus(fn, dist, "unsupported", b.implementation,
-                                          f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}",
+                impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}"
+                if _checks_device_per_call(env, m) and b.extra.get("attribute"):
+                    # 5.25+: the wrapper tests the input's device on every call and runs the torch function
+                    impl = f"{result.module}.{b.extra['attribute']}"
+                    reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input "
+                              f"device on every call: here {_no_device_reason(env, pkg)}, so the torch function runs")
+                out.append(FunctionStatus(fn, dist, "unsupported", impl, reason,
                                           "run on a machine with an NVIDIA GPU", phase, used))
             else:
                 out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
@@ -120,6 +125,15 @@ def function_statuses(
         reason, fix, status = _why_torch(fn, b, env, query, m)
         out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
     return out
+
+
+def _checks_device_per_call(env: environment_mod.Environment, m: matrix_mod.Matrix) -> bool:
+    """Decorator-regime transformers (callers pass only decorator bindings) outside the no_device_check range (matrix/transformers.toml) test each call's
+    input device (5.25: `use_kernel_func_from_hub_with_fallback` falls back for unsupported devices)."""
+    ranges = [e["transformers"] for e in m.transformers.get("no_device_check", [])]
+    if not env.transformers or not ranges:
+        return False
+    return not any(rules_mod.version_in(env.transformers, r) for r in ranges)
 
 
 def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment, query: str | None) -> FunctionStatus:
