@@ -282,7 +282,8 @@ def test_static_binding_equals_exact_binding(sites):
     for model in ("qwen3.8-27b", "mamba2"):
         _, fast = run_json(["doctor", "--model", model, "--mode", "infer"], *paths)
         _, exact = run_json(["doctor", "--model", model, "--mode", "infer", "--exact"], *paths)
-        view = lambda r: [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
+        def view(r):
+            return [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
         assert view(fast) == view(exact), model
 
 

@@ -23,9 +23,7 @@ def _install_fix(query: str | None, dist: str) -> str:
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
-    if "cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda:
-        return True
-    return False
+    return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
 
 
 def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
