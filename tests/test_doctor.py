@@ -285,5 +285,110 @@ def test_static_binding_equals_exact_binding(sites):
     for model in ("qwen3.8-27b", "mamba2"):
         _, fast = run_json(["doctor", "--model", model, "--mode", "infer"], *paths)
         _, exact = run_json(["doctor", "--model", model, "--mode", "infer", "--exact"], *paths)
-        view = lambda r: [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
+        def view(r):
+            return [(f["name"], f["status"], f["implementation"], f["reason"]) for f in r["functions"]]
         assert view(fast) == view(exact), model
+
+
+# --- transformers 5.25 and newer model types (#12) ----------------------------------------------------------
+
+TF525 = ("transformers==5.25.0",)  # hard-requires kernels>=0.19.1,<0.20, absent from the index: --no-deps
+
+
+def test_5_25_hub_kernels_on_by_default_with_kernels_outside_its_window_is_broken():
+    tf = site(*TF525)
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], tf)
+    assert rep["environment"]["transformers"] == "5.25.0"
+    assert code == 4, rep
+    bad = next(x for x in rep["findings"] if x["id"] == "hub-kernels-unusable")
+    assert bad["severity"] == "broken" and "defaults to use_kernels=True" in bad["message"]
+    assert "USE_HUB_KERNELS=0" in bad["fix"]
+    hub = rep["hub"]["transformers"]
+    assert hub["use_kernels_default"] is True and "unless USE_HUB_KERNELS disables" in hub["use_kernels_source"]
+    assert not any(x["id"] == "transformers-unread" for x in rep["findings"])
+
+
+def test_5_25_with_hub_kernels_disabled_is_the_torch_fallback():
+    tf = site(*TF525)
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], tf, env={"USE_HUB_KERNELS": "0"})
+    assert code == 3, rep
+    assert not any(x["id"] == "hub-kernels-unusable" for x in rep["findings"])
+    assert rep["hub"]["transformers"]["use_kernels_default"] is False
+    assert any(x["id"] == "dispatch-env" and "USE_HUB_KERNELS=0" in x["message"] for x in rep["findings"])
+
+
+@pytest.mark.parametrize("model_type,needs", [("glm5_next_text", "chunk_kda"), ("inkling_text", "causal_conv1d_fn"),
+                                              ("qwen3_5_vision", "chunk_gated_delta_rule")])
+def test_sub_config_types_get_their_parents_needs(model_type, needs):
+    code, rep = run_json(["doctor", "--model", model_type], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    assert code == 3, rep
+    assert rep["model"]["model_type"] == model_type
+    assert function(rep, needs)["status"] == "fallback"
+
+
+def test_any_model_type_the_installed_transformers_knows_resolves():
+    code, rep = run_json(["doctor", "--model", "llama"], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    assert code == 0, rep  # llama binds no fast kernel: nothing slow to report
+    assert rep["model"]["model_type"] == "llama" and [f["name"] for f in rep["functions"]] == ["attention:sdpa"]
+
+
+def test_a_listed_type_older_transformers_lacks_says_too_old():
+    tf = site("transformers==5.20.2")
+    code, rep = run_json(["doctor", "--model", "lara_mini"], tf)
+    assert code == 4, rep
+    f = next(x for x in rep["findings"] if x["id"] == "transformers-too-old")
+    assert "too old for lara_mini: it arrives in transformers 5.24.0" in f["message"]
+    assert not any(x["id"] == "modeling-import-fails" for x in rep["findings"])
+
+
+def test_inkling_is_not_a_model_type_but_its_real_types_are():
+    assert _bad(["doctor", "--model", "inkling"])  # not a transformers model_type
+    code, rep = run_json(["doctor", "--model", "inkling_mm_model"], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    assert code == 3 and function(rep, "causal_conv1d_fn")["status"] == "fallback"
+
+
+# --- an unreachable Hub never hangs the gate (#16 item 14) ----------------------------------------------------
+
+def test_hub_that_accepts_and_never_answers_is_bounded(tmp_path):
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)  # the kernel accepts connections; nobody ever answers
+    try:
+        env = {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": f"http://127.0.0.1:{srv.getsockname()[1]}",
+               "HF_HUB_CACHE": str(tmp_path)}
+        t0 = time.monotonic()
+        res = run(["--network-timeout", "1", "doctor", "--model", "Qwen/Qwen2.5-0.5B"], env=env, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert res.returncode == 2, res.stderr
+    assert took < 20, took
+    assert "no answer within 1 s while waiting for config.json of Qwen/Qwen2.5-0.5B" in res.stderr
+    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr
+
+
+# --- what changes the dispatch at run time (in-process, explicit inputs) ---------------------------------------
+
+def test_dispatch_variables_and_unsloth_are_reported():
+    from kernelcheck.doctor.run import runtime_findings
+
+    got = runtime_findings({"FLA_TILELANG": "0", "LOCAL_KERNELS": "a/b=/x", "PATH": "/bin"},
+                           dist_version=lambda d: "2026.5.1" if d == "unsloth_zoo" else None)
+    ids = {f.id: f for f in got}
+    assert "FLA_TILELANG=0" in ids["dispatch-env"].message and "PATH" not in ids["dispatch-env"].message
+    assert "FLA_TILELANG=0" in ids["unsloth-replaces-fla"].message and "fla#640" in ids["unsloth-replaces-fla"].message
+    assert runtime_findings({"PATH": "/bin"}, dist_version=lambda d: None) == []
+
+
+def test_5_25_with_fla_bound_on_cpu_names_the_torch_function_that_really_runs():
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], site(*TF525), fla,
+                         env={"USE_HUB_KERNELS": "0"})
+    f = function(rep, "chunk_gated_delta_rule")
+    assert f["status"] == "unsupported", f
+    assert f["implementation"].endswith("torch_chunk_gated_delta_rule"), f  # not fla.ops...: the device check
+    assert "checks the input device on every call" in f["reason"] and "fla.ops" in f["reason"]
+    assert not any(x["id"] == "fla-cpu-crash" for x in rep["findings"])

@@ -72,3 +72,31 @@ def test_version_parsing_ignores_local_tags():
     assert rules.version_in("2.11.0+cu130", ">=2.11,<2.12")
     assert not rules.version_in(None, ">=1")
     assert not rules.version_in("garbage", ">=1")
+
+
+def _dist(root, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    d = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    d.mkdir()
+    (d / "METADATA").write_text("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
+                                + "".join(f"Requires-Dist: {r}\n" for r in requires))
+
+
+def test_tilelang_tvm_ffi_window_is_read_from_tilelangs_own_requirements(tmp_path, monkeypatch):
+    # tilelang 0.1.15's own Requires-Dist, as published; the installed apache-tvm-ffi varies
+    _dist(tmp_path, "tilelang", "0.1.15", ("apache-tvm-ffi<0.1.13,>=0.1.11", "z3-solver>=4.13"))
+    _dist(tmp_path, "apache-tvm-ffi", "0.1.14")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert rules.requirement_unmet("tilelang", "apache-tvm-ffi") is True
+    h = hits(env("9.0"))
+    assert "tilelang-tvm-ffi-window" in h and h["tilelang-tvm-ffi-window"].rule.severity == "fallback"
+    assert "mamba/issues/986" in h["tilelang-tvm-ffi-window"].rule.reference
+    assert "import mamba_ssm" in h["tilelang-tvm-ffi-window"].message
+
+
+def test_tilelang_with_a_tvm_ffi_inside_its_window_or_no_tilelang_is_fine(tmp_path, monkeypatch):
+    _dist(tmp_path, "tilelang", "0.1.15", ("apache-tvm-ffi<0.1.13,>=0.1.11",))
+    _dist(tmp_path, "apache-tvm-ffi", "0.1.12")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert rules.requirement_unmet("tilelang", "apache-tvm-ffi") is False
+    assert rules.requirement_unmet("not-installed-dist", "apache-tvm-ffi") is False
+    assert "tilelang-tvm-ffi-window" not in hits(env("9.0"))

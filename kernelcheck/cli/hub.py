@@ -78,6 +78,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     from kernelcheck.core import models as models_mod
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_prefetch
     from kernelcheck.report.model import Finding, Report
 
     if (lock or dry_run) and not prefetch:
@@ -97,7 +98,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if model:
         resolved = models_mod.resolve(model)
         report.model = resolved.to_json()
-        modeling = hub_mod.modeling_module(resolved.spec.module)
+        modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
@@ -132,11 +133,12 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
               dry_run: bool, target: Any) -> None:
     from kernelcheck.core import gpu as gpu_mod
     from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_prefetch
     from kernelcheck.report.model import Finding
 
     targets = []
     if model:
-        targets.extend(hub_mod.model_repos(modeling or "", functions, mode, dev, gpu_mod.capability_number(env)))
+        targets.extend(kernels_prefetch.model_repos(modeling or "", functions, mode, dev, gpu_mod.capability_number(env)))
     targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:
@@ -146,7 +148,7 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
         report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                                  "reason": "no Hub kernel is mapped for this model, device and mode"}]
         return
-    steps = hub_mod.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
+    steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
     report.extra["plan"] = steps
     for st in steps:
         if st["action"] == "failed":  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING

@@ -6,6 +6,8 @@ Exit codes, identical for every command: 0 ready · 3 a slow fallback path would
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from kernelcheck import __version__
@@ -19,7 +21,9 @@ from kernelcheck.cli.verify import verify
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="kernelcheck")
-def main() -> None:
+@click.option("--network-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
+def main(network_timeout: float | None = None) -> None:
     """Will the fast kernels of your transformers model really run here? If not, why, and the exact fix.
 
     \b
@@ -33,6 +37,8 @@ def main() -> None:
     wrong results), 2 bad usage or input, 1 internal error. Use `kernelcheck doctor --model M --mode train`
     as a pipeline gate.
     """
+    if network_timeout is not None:
+        os.environ["KERNELCHECK_NETWORK_TIMEOUT"] = str(network_timeout)
 
 
 for _command in (doctor, verify, models, install, trace, hub):

@@ -60,6 +60,7 @@ class ModelType:
     functions: tuple[str, ...]
     layer: str = ""
     text_model_type: str = ""
+    since: str = ""  # the first transformers release that has this model_type
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def load() -> Matrix:
             functions=tuple(fam["functions"]),
             layer=d.get("layer", ""),
             text_model_type=d.get("text_model_type", ""),
+            since=d.get("since", ""),
         )
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}

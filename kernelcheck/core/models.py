@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import difflib
 import json
-import logging
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
-
-log = logging.getLogger(__name__)
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -47,7 +44,8 @@ class ResolvedModel:
 
     @property
     def text_config(self) -> dict[str, Any]:
-        return self.config.get("text_config") or self.config
+        text = self.config.get("text_config")
+        return text if isinstance(text, dict) and text else self.config
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,8 +55,8 @@ class ResolvedModel:
 
 
 def offline() -> bool:
-    """The Hub may not be used (core/settings.py reads the variables)."""
-    return settings.hub_offline()
+    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE") or \
+        os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _read_config(path: Path, query: str) -> dict[str, Any]:
@@ -67,18 +65,37 @@ def _read_config(path: Path, query: str) -> dict[str, Any]:
     except OSError as exc:
         raise BadInput(f"Cannot read {path} for model '{query}': {exc.strerror or exc}. "
                        "Check the path and its permissions.") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}): it is not a transformers "
+                       "config.json (a binary file, or a weights file under the wrong name?).") from None
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
                        "A model folder needs the config.json that came with the model.") from None
+    except RecursionError:
+        raise BadInput(f"{path} nests JSON too deeply to read: it is not a transformers config.json.") from None
     if not isinstance(cfg, dict):
-        raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers "
-                       "config.json.")
-    if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"]:
+        raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers config.json.")
+    if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"].strip():
         raise BadInput(f"{path} has no \"model_type\" field: it is not a transformers config.json "
                        "(every transformers config names its model_type).")
+    _check_fields(cfg, path)
     return cfg
+
+
+def _check_fields(cfg: dict[str, Any], path: Path) -> None:
+    """The fields kernelcheck reads must have the types transformers gives them, or the config is bad input."""
+    text = cfg.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise BadInput(f"{path}: \"text_config\" is a JSON {type(text).__name__}, not an object. transformers "
+                       "reads the text model's settings from it; fix or remove the field.")
+    for where, d in (("", cfg), ("text_config.", text if isinstance(text, dict) else {})):
+        for key in ("model_type", "_attn_implementation", "attn_implementation"):
+            val = d.get(key)
+            if val is not None and (not isinstance(val, str) or (key == "model_type" and not val.strip())):
+                raise BadInput(f"{path}: \"{where}{key}\" is {json.dumps(val)[:60]}, not a name. transformers "
+                               f"expects a string there (for example \"{'sdpa' if 'attn' in key else 'qwen3_5'}\").")
 
 
 def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, matrix_mod.ModelType]:
@@ -88,10 +105,9 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
     if text and text.get("model_type") in m.model_types:
         return text["model_type"], m.model_types[text["model_type"]]
-    if _transformers_knows(model_type):
-        # Not in our data: the installed transformers is asked which kernels its module binds.
-        return model_type, matrix_mod.ModelType(name=model_type, family="unknown", module=_module_name(model_type),
-                                                functions=())
+    spec = installed_spec(model_type)
+    if spec is not None:
+        return model_type, spec
     close = difflib.get_close_matches(model_type, list(m.model_types), n=3, cutoff=0.6)
     hint = f" Closest known: {', '.join(close)}." if close else ""
     raise BadInput(f"model_type '{model_type}' (from '{query}') is unknown to kernelcheck and to the installed "
@@ -99,42 +115,80 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
                    "model is newer than it.")
 
 
-def _transformers_knows(model_type: str) -> bool:
-    try:
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    except ImportError as exc:
-        log.info("transformers' CONFIG_MAPPING_NAMES not importable (%s): model types not checked against it", exc)
-        return False
-    return model_type in CONFIG_MAPPING_NAMES
+def installed_spec(model_type: str) -> matrix_mod.ModelType | None:
+    """A model_type kernelcheck does not list but the installed transformers registers: its modeling module
+    is asked which kernels it binds. A sub-config type (qwen3_5_text, glm5_next_vision, inkling_text) lives
+    in its parent's module, so it gets the parent's needs."""
+    from kernelcheck.integrations import transformers as transformers_mod
 
-
-def _module_name(model_type: str) -> str:
-    try:
-        from transformers.models.auto.configuration_auto import model_type_to_module_name
-        return model_type_to_module_name(model_type)
-    except ImportError as exc:
-        log.info("transformers' model_type_to_module_name not importable (%s): using the model_type", exc)
-        return model_type.replace("-", "_")
+    known = transformers_mod.known_model_types() or {}
+    if model_type not in known:
+        return None
+    module = known[model_type]
+    m = matrix_mod.load()
+    parent = next((s for s in m.model_types.values() if s.module == module), None)
+    if parent is not None:
+        return matrix_mod.ModelType(name=model_type, family=parent.family, module=module,
+                                    functions=parent.functions, layer=parent.layer, since=parent.since)
+    return matrix_mod.ModelType(name=model_type, family="unknown", module=module, functions=())
 
 
 def _from_cache(repo_id: str) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        log.info("huggingface_hub is not importable: the HF cache is not searched")
+    except Exception:
         return None
     try:
         got = try_to_load_from_cache(repo_id, "config.json")
-    except Exception as exc:  # huggingface_hub validates repo ids with its own error types
-        log.info("HF cache lookup of %s failed (%s: %s)", repo_id, type(exc).__name__, exc)
+    except Exception:
         return None
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
 
+def network_timeout() -> float:
+    """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
+    (default 5)."""
+    try:
+        return max(0.1, float(os.environ.get("KERNELCHECK_NETWORK_TIMEOUT", "5")))
+    except ValueError:
+        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={os.environ['KERNELCHECK_NETWORK_TIMEOUT']!r} is not a number "
+                       "of seconds.") from None
+
+
+def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
+    """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
+    and never answers must not hang a CI gate. Raises TimeoutError naming what it waited for."""
+    limit = network_timeout() if timeout is None else timeout
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=f"kernelcheck-network: {what}", daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
 def _from_hub(repo_id: str) -> tuple[Path | None, str]:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     try:
         from huggingface_hub import hf_hub_download
-        return Path(hf_hub_download(repo_id, "config.json", etag_timeout=5)), ""
+
+        limit = network_timeout()
+        got = bounded(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=limit),
+                      f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
+        return Path(got), ""
+    except TimeoutError as exc:
+        return None, (f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS` or, on a machine "
+                      "without Hub access, set HF_HUB_OFFLINE=1")
     except Exception as exc:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
@@ -174,6 +228,8 @@ def resolve(query: str) -> ResolvedModel:
         return ResolvedModel(q, None, mt, "local", spec, cfg)
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
+    if "/" not in q and (installed := installed_spec(q)) is not None:
+        return ResolvedModel(q, None, q, "model_type", installed, {"model_type": q})
     if _HUB_ID.match(q):
         cached = _from_cache(q)
         if cached:
@@ -190,7 +246,8 @@ def resolve(query: str) -> ResolvedModel:
             mt, spec = _spec_for(cfg["model_type"], cfg, q)
             return ResolvedModel(q, q, mt, "hub", spec, cfg)
         raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
-                       "Check the id, log in for gated models, or point --model at a folder with config.json.")
+                       "Check the id, log in for gated models, point --model at a folder with config.json, or set "
+                       "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
     names = list(m.aliases) + list(m.model_types)
     close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""

@@ -81,7 +81,37 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
         if not got:
             return None  # unknown: the manifest does not say
         return any(version_in(v, want) for v in got)
+    if key == "requirement_unmet":
+        return any(requirement_unmet(*w.split(":", 1)) for w in want)
     raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
+
+
+def requirement_unmet(dist: str, requirement: str) -> bool:
+    """True when the installed `dist` declares a Requires-Dist on `requirement` (read from its metadata, not
+    from a table here) and the installed version of it is outside that specifier."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        reqs = metadata.requires(dist) or []
+    except metadata.PackageNotFoundError:
+        return False
+    for line in reqs:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.replace("_", "-").lower() != requirement.replace("_", "-").lower():
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            have = metadata.version(requirement)
+        except metadata.PackageNotFoundError:
+            return True
+        return not req.specifier.contains(have, prereleases=True)
+    return False
 
 
 def evaluate(facts: Facts) -> list[RuleHit]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
@@ -22,9 +23,7 @@ def _install_fix(query: str | None, dist: str) -> str:
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
-    if "cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda:
-        return True
-    return False
+    return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
 
 
 def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
@@ -110,8 +109,13 @@ def function_statuses(
             continue
         if b.bound == "package":
             if pkg is not None and not _device_ok(pkg, env):
-                out.append(FunctionStatus(fn, dist, "unsupported", b.implementation,
-                                          f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}",
+                impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}"
+                if _checks_device_per_call(env, m) and b.extra.get("attribute"):
+                    # 5.25+: the wrapper tests the input's device on every call and runs the torch function
+                    impl = f"{result.module}.{b.extra['attribute']}"
+                    reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input "
+                              f"device on every call: here {_no_device_reason(env, pkg)}, so the torch function runs")
+                out.append(FunctionStatus(fn, dist, "unsupported", impl, reason,
                                           "run on a machine with an NVIDIA GPU", phase, used))
             else:
                 out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
@@ -119,6 +123,15 @@ def function_statuses(
         reason, fix, status = _why_torch(fn, b, env, query, m)
         out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
     return out
+
+
+def _checks_device_per_call(env: environment_mod.Environment, m: matrix_mod.Matrix) -> bool:
+    """Decorator-regime transformers (callers pass only decorator bindings) outside the no_device_check range (matrix/transformers.toml) test each call's
+    input device (5.25: `use_kernel_func_from_hub_with_fallback` falls back for unsupported devices)."""
+    ranges = [e["transformers"] for e in m.transformers.get("no_device_check", [])]
+    if not env.transformers or not ranges:
+        return False
+    return not any(rules_mod.version_in(env.transformers, r) for r in ranges)
 
 
 def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment, query: str | None) -> FunctionStatus:
@@ -162,6 +175,35 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
                                (rule.message.format(**fill) + " " if rule else "")
                                + f"`import` of {st.distribution} {st.version} fails: {st.error}",
                                rule.fix.format(**fill) if rule else None, rule.reference if rule else None))
+    return out
+
+
+_DISPATCH_PREFIXES = ("FLA_", "TRANSFORMERS_")
+_DISPATCH_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS")
+
+
+def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[Finding]:
+    """What can change the dispatch at run time without any package change: variables that transformers,
+    fla or kernels read, and Unsloth, which swaps fla in when it is imported."""
+    dist_version = dist_version or environment_mod.dist_version
+    out: list[Finding] = []
+    set_vars = sorted(k for k in environ if k.startswith(_DISPATCH_PREFIXES) or k in _DISPATCH_NAMES)
+    if set_vars:
+        out.append(Finding("dispatch-env", "info",
+                           "variables that change which kernel runs are set here: "
+                           + ", ".join(f"{k}={environ[k]}" for k in set_vars)
+                           + ". The job sees the same answer only if it runs with the same values."))
+    zoo = dist_version("unsloth_zoo") or dist_version("unsloth-zoo")
+    if zoo:
+        out.append(Finding(
+            "unsloth-replaces-fla", "warning",
+            f"unsloth_zoo {zoo} is installed: `import unsloth` loads the flash-linear-attention it bundles (0.5.1) "
+            "as `fla`, patches transformers' is_flash_linear_attention_available and sets FLA_TILELANG=0. In a job "
+            "that imports unsloth first, 'flash-linear-attention is not installed' below does not hold (its fla "
+            "runs instead), and fla's TileLang backend, the fix for the Hopper backward of fla#640, is switched off.",
+            "check the job itself: kernelcheck verify --model M after `import unsloth`, or keep FLA_TILELANG unset "
+            "and install fla-core + tilelang where training on Hopper",
+            "https://github.com/unslothai/unsloth/issues/10487, https://github.com/unslothai/unsloth-zoo/pull/865"))
     return out
 
 
@@ -211,6 +253,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         report.environment = env.to_json()
         report.findings.extend(environment_findings(env))
         report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
+        report.findings.extend(runtime_findings(dict(os.environ)))
         report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
         if hub is not False and env.transformers:
             _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
@@ -226,7 +269,12 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                        "Install the transformers version your job uses, then run again.")
     model = models_mod.resolve(query)
     report.model = model.to_json()
+    too_old = _too_old(model, env)
+    if too_old is not None:
+        return _too_old_report(report, model, env, too_old, mode)
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=exact)
+    if not exact and _newer_than_tested(env.transformers):
+        result = _cross_check(report, result, model.spec, env)
     env = environment_mod.with_packages(env)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
@@ -250,6 +298,22 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
+    runtime = runtime_findings(dict(os.environ))
+    report.findings.extend(runtime)
+    if any(f.id == "unsloth-replaces-fla" for f in runtime):
+        for fs in report.functions:
+            if fs.package == "fla-core" and fs.reason and "not installed" in fs.reason:
+                fs.reason += (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
+                              "instead; see unsloth-replaces-fla)")
+    _apply_rules(report, result, env, mode, query)
+    if hub is not False:
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+    return report
+
+
+def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
+                 query: str) -> None:
+    """Known breakages (matrix/breakages.toml) as findings; a certain hit raises the functions it names."""
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
@@ -263,8 +327,65 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                     fs.status = hit.rule.severity
                     fs.reason = f"{hit.rule.title}: {hit.message}"
                     fs.fix = hit.fix
-    if hub is not False:
-        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+
+
+def _newer_than_tested(version: str | None) -> bool:
+    tested = matrix_mod.load().transformers.get("tested_through")
+    if not version or not tested:
+        return False
+    have, top = rules_mod.base_version(version), rules_mod.base_version(tested)
+    return have is not None and top is not None and have > top
+
+
+def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matrix_mod.ModelType,
+                 env: environment_mod.Environment) -> bindings_mod.BindingResult:
+    """transformers newer than any the tests cover: import the modeling module and compare what it really bound
+    with the static reading; the imported answer wins, every difference is a warning."""
+    tested = matrix_mod.load().transformers.get("tested_through")
+    exact = bindings_mod.bind_exact(spec.module, spec.functions)
+    view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
+    diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
+    msg = (f"transformers {env.transformers} is newer than the newest version kernelcheck's tests cover ({tested}); "
+           "doctor imported the modeling module to check its static reading")
+    if exact.module_error:
+        msg += f", but the import failed ({exact.module_error}): the static reading is shown"
+    elif diff:
+        msg += ", and they differ: " + "; ".join(f"{f}: {b} {i}" for f, (b, i) in diff) + ". The imported answer is shown"
+    else:
+        msg += ", and they agree"
+    report.findings.append(Finding("transformers-newer-than-tested", "warning", msg + ".",
+                                   "check kernelcheck for a release that covers this transformers"))
+    return static if exact.module_error else exact
+
+
+def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) -> Finding | None:
+    """A model_type kernelcheck lists that the installed transformers does not register yet."""
+    known = bindings_mod.known_model_types()
+    if known is None or model.model_type in known or not model.spec.since:
+        return None
+    return Finding(
+        "transformers-too-old", "broken",
+        f"this transformers is too old for {model.model_type}: it arrives in transformers {model.spec.since} "
+        f"(installed: {env.transformers}). from_pretrained does not recognise the architecture and the job fails "
+        "before any kernel is chosen.",
+        f"pip install 'transformers>={model.spec.since}'  (a transformers change: only if your job allows it)",
+        "matrix/models.toml since (first 5.x wheel holding the modeling module)")
+
+
+def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: environment_mod.Environment,
+                    finding: Finding, mode: str) -> Report:
+    m = matrix_mod.load()
+    env = environment_mod.with_packages(env)
+    report.environment = env.to_json()
+    report.findings.append(finding)
+    for fn in model.spec.functions:
+        info = m.functions.get(fn)
+        report.functions.append(FunctionStatus(
+            fn, m.packages[info.package].install_distribution if info else "?", "broken", "-",
+            f"transformers {env.transformers} has no {model.model_type} model (it arrives in {model.spec.since})",
+            finding.fix, info.phase if info else "", used=not (mode == "train" and info is not None
+                                                               and info.phase == "decode")))
+    report.findings.extend(environment_findings(env))
     return report
 
 

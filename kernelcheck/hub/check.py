@@ -18,9 +18,24 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
-from kernelcheck.core.gpu import capability_number, default_device
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, Report
+
+
+def default_device(env: environment_mod.Environment) -> str:
+    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
+    if env.torch and env.torch.cuda:
+        return "cuda"
+    if env.torch and env.torch.hip:
+        return "rocm"
+    return "cpu"
+
+
+def _capability(env: environment_mod.Environment) -> int | None:
+    if not env.capabilities:
+        return None
+    major, minor = env.capabilities[0].split(".")
+    return int(major) * 10 + int(minor)
 
 
 def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
@@ -51,19 +66,8 @@ def _kernels_importable() -> bool:
     return True
 
 
-def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
-          functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
-          source: str = "auto", query: str | None = None,
-          target: hub_mod.Target | None = None) -> dict[str, Any]:
-    """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
-    th = hub_mod.transformers_hub()
-    used, why = decide_use(th, use_hub)
-    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
-    cap = capability_number(env)
+def _header(th: hub_mod.TransformersHub, used: bool, why: str) -> list[str]:
     lines: list[str] = []
-    findings: list[Finding] = []
-    q = query or "M"
-
     if th.window:
         state = "inside" if th.window_met else "OUTSIDE"
         lines.append(f"transformers {th.transformers} accepts kernels {th.window_text} ({th.window_source}); "
@@ -74,9 +78,19 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                  f"{'on' if th.hub_enabled_by_env else 'off'}) · from_pretrained use_kernels default: "
                  f"{th.use_kernels_default} ({th.use_kernels_source})")
     lines.append(f"Hub kernels in this job: {'YES' if used else 'no'} - {why}")
+    return lines
+
+
+def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
+    """Findings about whether transformers can use `kernels` at all, and what the static reader missed."""
+    findings: list[Finding] = []
     if th.error:
         findings.append(Finding("hub-mapping-unreadable", "warning", th.error))
-
+    for what in th.unread:
+        findings.append(Finding("transformers-unread", "warning",
+                                f"kernelcheck could not read {what} in transformers {th.transformers}: the Hub "
+                                "answer below may be wrong for this version.",
+                                "run doctor with --exact, and report the transformers version to kernelcheck"))
     if use_hub and th.transformers and not th.window_met:
         sev = "broken" if th.refuses_when_unusable else "warning"
         findings.append(Finding(
@@ -92,10 +106,10 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         findings.append(Finding(
             "hub-kernels-unusable", "broken",
             f"from_pretrained defaults to use_kernels=True in transformers {th.transformers}, but kernels "
-            f"{th.kernels or '(absent)'} is outside the accepted window {th.window_text}: loading raises ValueError",
+            f"{th.kernels or '(absent)'} is outside the accepted window {th.window_text}: loading raises ValueError "
+            "(\"Kernels are not available\")",
             f"pip install 'kernels{th.window_text}', or set USE_HUB_KERNELS=0, or pass use_kernels=False",
             th.window_source))
-
     if used and not hub_mod.offline():
         problem = hub_mod.kernels_client_problem()
         if problem:
@@ -106,53 +120,44 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
                 "unset HF_HUB_DISABLE_TELEMETRY for the job, or pre-fetch (kernelcheck hub --model M --prefetch) "
                 "and run the job with HF_HUB_OFFLINE=1",
                 "kernels hf_hub.py _get_hf_api (user_agent_str stays empty when telemetry is disabled)"))
+    return findings
 
-    if not used and source == "auto":
-        source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
-    names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
-    for f in functions:
-        names.setdefault(f, "function")
+def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source: str, used: bool,
+                   device: str | None, target: hub_mod.Target | None) -> list[str]:
+    listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if hub_mod.offline() else \
+        "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
+    if source == "cache" and not hub_mod.offline():
+        listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
+            ("Hub kernels are not in use" if not used else "--source cache") + ")"
+    origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
+    lines = [f"device {dev} ({origin}) · mode {mode} · variants listed from {listing}"]
+    if target is not None:
+        lines.append(f"resolving for torch {target.torch or 'as installed'}, "
+                     f"{'CUDA ' + target.cuda if target.cuda else ('CPU' if target.cuda == '' else 'CUDA as installed')}"
+                     f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
+                     "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
+    return lines
+
+
+def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_mod.Environment, dev: str, mode: str,
+          source: str, target: hub_mod.Target | None) -> tuple[list[dict[str, Any]], dict[str, hub_mod.Resolution]]:
+    """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
+    cap = _capability(env)
     rows: list[dict[str, Any]] = []
     resolutions: dict[str, hub_mod.Resolution] = {}
-    if names:
-        listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if hub_mod.offline() else \
-            "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
-        if source == "cache" and not hub_mod.offline():
-            listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
-                ("Hub kernels are not in use" if not used else "--source cache") + ")"
-        origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
-        lines.append(f"device {dev} ({origin}) · mode {mode} · "
-                     f"variants listed from {listing}")
-        if target is not None:
-            lines.append(f"resolving for torch {target.torch or 'as installed'}, "
-                         f"{'CUDA ' + target.cuda if target.cuda else ('CPU' if target.cuda == '' else 'CUDA as installed')}"
-                         f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
-                         "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
-    fstatus = {f.name: f for f in report.functions}
-    if names and not _kernels_importable():
-        # Without the `kernels` package there is no resolver to ask and transformers loads no Hub kernel.
-        lines.append("kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved")
-        findings.append(Finding(
-            "hub-kernels-absent", "broken" if use_hub else "info",
-            "the `kernels` package is not installed (or does not import)" + (
-                ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
-                if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
-            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'  (only if you want Hub kernels)"))
-        names = {}
     for name, kind in names.items():
         entries = [e for e in th.mapping if e.name == name]
         row: dict[str, Any] = {"name": name, "kind": kind, "mapped": bool(entries)}
+        rows.append(row)
         if not entries:
             row["note"] = "transformers maps no Hub kernel to it"
-            rows.append(row)
             continue
         entry, note = hub_mod.select_entry(entries, dev, mode, cap)
         if entry is None:
             # a function's wrapper keeps what transformers bound at import (package or torch)
             row["note"] = note.replace("the torch forward stays", "the path bound at import stays") \
                 if kind == "function" else note
-            rows.append(row)
             continue
         spec = entry.repo.spec
         if spec not in resolutions:
@@ -163,46 +168,79 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         row.update({"repo": spec, "layer": entry.repo.layer_name, "source": res.source, "variant": res.chosen,
                     "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
                     "problem": res.problem, "blocked": res.blocked})
-        rows.append(row)
+    return rows, resolutions
+
+
+def _row_line(row: dict[str, Any], used: bool) -> str:
+    head = f"{row['name']} ({row['kind']})"
+    if "repo" not in row:
+        return f"{head}: {row['note']}"
+    label = f"{head} -> {row['repo']} layer {row['layer']}"
+    if row["variant"] and row["blocked"]:
+        return f"{label}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}"
+    if row["variant"] and not row["problem"]:
+        return f"{label}: build {row['variant']} {'will be used' if used else 'would be used'} (from {row['source']})"
+    if row["variant"]:
+        return f"{label}: build {row['variant']} chosen but {row['problem']}"
+    if row["error"]:
+        return f"{label}: could not list builds: {row['error']}"
+    return f"{label}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})"
+
+
+def _resolution_lines(spec: str, res: hub_mod.Resolution) -> list[str]:
+    loc = f" ({res.location})" if res.location else ""
+    commit = f" commit {res.commit[:12]}" if res.commit else ""
+    lines = [f"{spec} from {res.source}{loc}{commit}:"]
+    for d in res.decisions:
+        lines.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}" if d.accepted
+                     else f"    rejected {d.variant}: {d.reason}")
+    if res.error:
+        lines.append(f"    {res.error}")
+    if res.nearest:
+        lines.append(f"    nearest {res.nearest} would match {res.would_match}")
+    lines.extend(f"    note: {n}" for n in res.notes)
+    return lines
+
+
+def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
+          functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
+          source: str = "auto", query: str | None = None,
+          target: hub_mod.Target | None = None) -> dict[str, Any]:
+    """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
+    th = hub_mod.transformers_hub()
+    used, why = decide_use(th, use_hub)
+    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    lines = _header(th, used, why)
+    findings = _window_findings(th, use_hub, used)
+    if not used and source == "auto":
+        source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
+
+    names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
+    for f in functions:
+        names.setdefault(f, "function")
+    if names:
+        lines.extend(_listing_lines(env, dev, mode, source, used, device, target))
+    if names and not _kernels_importable():
+        # Without the `kernels` package there is no resolver to ask and transformers loads no Hub kernel.
+        lines.append("kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved")
+        findings.append(Finding(
+            "hub-kernels-absent", "broken" if use_hub else "info",
+            "the `kernels` package is not installed (or does not import)" + (
+                ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
+                if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
+            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'  (only if you want Hub kernels)"))
+        names = {}
+    rows, resolutions = _rows(th, names, env, dev, mode, source, target)
+    fstatus = {f.name: f for f in report.functions}
     by_repo: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if "repo" in row:
             by_repo.setdefault(row["repo"], []).append(row)
     for spec, group in by_repo.items():
-        _judge(findings, group, resolutions[spec], used, fstatus, q)
-
-    for row in rows:
-        head = f"{row['name']} ({row['kind']})"
-        if "repo" not in row:
-            lines.append(f"{head}: {row['note']}")
-            continue
-        label = f"{head} -> {row['repo']} layer {row['layer']}"
-        if row["variant"] and row["blocked"]:
-            lines.append(f"{label}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}")
-        elif row["variant"] and not row["problem"]:
-            lines.append(f"{label}: build {row['variant']} {'will be used' if used else 'would be used'} "
-                         f"(from {row['source']})")
-        elif row["variant"]:
-            lines.append(f"{label}: build {row['variant']} chosen but {row['problem']}")
-        elif row["error"]:
-            lines.append(f"{label}: could not list builds: {row['error']}")
-        else:
-            lines.append(f"{label}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})")
+        _judge(findings, group, resolutions[spec], used, fstatus, query or "M")
+    lines.extend(_row_line(row, used) for row in rows)
     for spec, res in resolutions.items():
-        loc = f" ({res.location})" if res.location else ""
-        commit = f" commit {res.commit[:12]}" if res.commit else ""
-        lines.append(f"{spec} from {res.source}{loc}{commit}:")
-        for d in res.decisions:
-            if d.accepted:
-                lines.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}")
-            else:
-                lines.append(f"    rejected {d.variant}: {d.reason}")
-        if res.error:
-            lines.append(f"    {res.error}")
-        if res.nearest:
-            lines.append(f"    nearest {res.nearest} would match {res.would_match}")
-        for n in res.notes:
-            lines.append(f"    note: {n}")
+        lines.extend(_resolution_lines(spec, res))
     if not used and any(("repo" in r) for r in rows):
         findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))

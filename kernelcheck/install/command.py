@@ -282,7 +282,7 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
                       report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
-    from kernelcheck.integrations import kernels_hub as hub
+    from kernelcheck.integrations import kernels_prefetch as hub
 
     lock = wheelhouse / "kernels.lock"
     if not req.dry_run:

@@ -1,0 +1,278 @@
+"""Pre-fetch the Hub builds kernels would choose, write kernels.lock, and check what was applied after loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.integrations.kernels_hub import (
+    Resolution,
+    Target,
+    _hub_api,
+    incomplete_snapshot,
+    resolve_repo,
+)
+from kernelcheck.integrations.transformers_hub import HubRepo, model_hub_names, select_entry, transformers_hub
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pre-fetch and lock (for offline jobs)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def write_lock(resolutions: list[Resolution], path: str | os.PathLike[str]) -> Path:
+    """Write a lock in kernels' own format (`KernelLocks.to_json`): repo + version -> commit.
+
+    kernels reads it with `kernels.load_kernel(repo, lockfile=...)`, `LockedLayerRepository(...,
+    lockfile=...)` and `kernels download DIR` (for DIR/kernels.lock)."""
+    from kernels._rust import KernelDependency, KernelLock, KernelLocks, KernelVersion
+
+    locks = {}
+    for r in resolutions:
+        if not r.commit or not _HEX40.match(r.commit):
+            continue
+        ver = KernelVersion.Version(r.version) if r.version is not None else KernelVersion.Revision(r.revision or r.commit)
+        locks[KernelDependency(repo_id=r.repo_id, version=ver)] = KernelLock(commit=r.commit)
+    p = Path(path)
+    if p.is_dir():
+        p = p / "kernels.lock"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(KernelLocks(locks=locks).to_json(), encoding="utf-8")
+    return p
+
+
+def _download(r: Resolution) -> str:
+    """Download exactly the chosen variant. By ref (vN) so the cache also records refs/vN -> commit: an
+    offline `LayerRepository(version=N)` needs that ref to find the snapshot."""
+    from kernels.hf_hub import CACHE_DIR
+    from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
+
+    api = _hub_api()
+    return str(api.snapshot_download(r.repo_id, repo_type="kernel", revision=r.ref or r.commit,
+                                     allow_patterns=[f"build/{r.chosen}/*"], ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
+                                     cache_dir=CACHE_DIR))
+
+
+def _repair(snapshot: Path, r: Resolution) -> str:
+    """Make a one-variant snapshot loadable offline by kernels: drop huggingface_hub's cached tree listing
+    when it names files of *other* variants only (it is an optimisation for later downloads; without it the
+    offline completeness check has nothing to compare and kernels gets the snapshot). Returns a note."""
+    commit = snapshot.name
+    tree, missing = incomplete_snapshot(snapshot, commit)
+    if not missing:
+        return ""
+    own = f"build/{r.chosen}/"
+    if any(m.startswith(own) for m in missing):
+        return f"; WARNING: files of {r.chosen} itself are missing ({[m for m in missing if m.startswith(own)][:3]})"
+    tree.unlink()
+    return (f"; removed {tree} (it lists the {len(missing)} files of the other variants, which would make "
+            "kernels' offline lookup call this snapshot incomplete)")
+
+
+def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
+             lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
+             progress: Callable[[str], None] | None = None, target: Target | None = None,
+             offline_only: bool = False) -> list[dict[str, Any]]:
+    """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
+
+    Returns plan steps {package, action, source: "hub", spec, reason, command?} with action one of
+    download (done), cached (already complete in the cache), would-download (dry run), missing (no
+    variant for this system), failed (could not download/list). Offline it only verifies the cache."""
+    steps: list[dict[str, Any]] = []
+    done: list[Resolution] = []
+    seen = set()
+    for repo in repos:
+        key = (repo.repo_id, repo.version, repo.revision)
+        if key in seen:
+            continue
+        seen.add(key)
+        say = progress or (lambda s: None)
+        say(f"resolving {repo.spec}")
+        r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env, target=target,
+                         source="cache" if offline_only else "auto")
+        spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
+        if r.source == "LOCAL_KERNELS":
+            steps.append({"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
+                          "reason": f"LOCAL_KERNELS points at {r.location}; nothing to download"})
+            continue
+        if r.error and not r.chosen:
+            steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
+                          "reason": r.error, "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"})
+            continue
+        if not r.chosen:
+            steps.append({"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
+                          "reason": f"no build variant for this system ({r.source}); nearest {r.nearest}, which would "
+                                    f"match {r.would_match}",
+                          "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]})
+            continue
+        if r.source == "hf-cache":
+            ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
+            fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
+            steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
+                          "spec": spec, "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
+                                                   else f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
+            if ok:
+                done.append(r)
+            continue
+        if dry_run:
+            steps.append({"package": repo.repo_id, "action": "would-download", "source": "hub", "spec": spec,
+                          "reason": f"kernels would choose {r.chosen} here"})
+            continue
+        try:
+            say(f"downloading {spec}")
+            where = _download(r)
+            if not (Path(where) / "build" / r.chosen / "metadata.json").is_file():
+                raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
+            fixed = _repair(Path(where), r)
+            steps.append({"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
+                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref {r.ref or r.commit}"
+                                    f"{fixed}"})
+            done.append(r)
+        except Exception as exc:  # noqa: BLE001
+            steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
+                          "reason": f"download failed: {type(exc).__name__}: {exc}"})
+    if lock_path is not None and done and not dry_run:
+        p = write_lock(done, lock_path)
+        steps.append({"package": "kernels.lock", "action": "lock", "source": "hub", "spec": str(p),
+                      "reason": f"pins {', '.join(f'{r.spec}={r.commit[:12]}' for r in done)} in kernels' lock format"})
+    return steps
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# After loading: was each Hub kernel really applied?
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _forward_state(mod: Any) -> tuple[bool, str]:
+    fwd = getattr(mod, "forward", None)
+    func = getattr(fwd, "__func__", None)
+    cls_fwd = type(mod).forward
+    applied = func is not None and func is not cls_fwd
+    impl = func if func is not None else fwd
+    name = f"{getattr(impl, '__module__', '?')}.{getattr(impl, '__qualname__', repr(impl))}"
+    return applied, name
+
+
+def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
+    """For a model loaded with `use_kernels=True` (or passed through `kernels.kernelize`): per Hub name,
+    whether the Hub kernel replaced the torch forward.
+
+    Layers: kernelize replaces the instance's `forward` (applied iff `m.forward.__func__ is not
+    type(m).forward`; on a fallback kernels re-binds the class's own forward). Functions: with kernels usable,
+    transformers' `use_kernel_func_from_hub_with_fallback` wraps each function in a kernels `Func` module
+    (attached to layers as `_kernel_funcs`), whose forward kernelize replaces the same way. Empty when the
+    classes carry no `kernel_layer_name` (transformers saw no usable `kernels`).
+
+    Each row: {name, kind (layer|function), modules, applied (count), implementations, where, status}; status is
+    applied | partly | original (the original forward kept) | missed (in `expected`, e.g. the names doctor
+    found mapped for this device, but the original forward kept: the silent slow path)."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    seen_funcs: set[int] = set()
+
+    def add(kind: str, name: str, where: str, mod: Any) -> None:
+        applied, impl = _forward_state(mod)
+        g = groups.setdefault((kind, name), {"name": name, "kind": kind, "modules": 0, "applied": 0,
+                                             "implementations": [], "where": []})
+        g["modules"] += 1
+        g["applied"] += int(applied)
+        if impl not in g["implementations"]:
+            g["implementations"].append(impl)
+        if len(g["where"]) < 3:
+            g["where"].append(where)
+
+    for path, mod in model.named_modules():
+        for fname, fmod in getattr(mod, "_kernel_funcs", {}).items():
+            if id(fmod) in seen_funcs:
+                continue
+            seen_funcs.add(id(fmod))
+            add("function", str(getattr(type(fmod), "kernel_layer_name", fname)), f"{path}._kernel_funcs[{fname}]", fmod)
+        lname = getattr(type(mod), "kernel_layer_name", None)
+        if lname is not None:
+            add("layer", str(lname), path or type(model).__name__, mod)
+    out = []
+    for g in groups.values():
+        g["expected"] = bool(expected and g["name"] in expected)
+        if g["applied"] == g["modules"]:
+            g["status"] = "applied"
+        elif g["applied"]:
+            g["status"] = "partly"
+        else:
+            g["status"] = "missed" if g["expected"] else "original"
+        out.append(g)
+    return sorted(out, key=lambda g: (g["kind"], g["name"]))
+
+
+def applied_lines(rows: list[dict[str, Any]], use_kernels: bool | None = None) -> list[str]:
+    """Text lines for `applied_kernels` output."""
+    if not rows:
+        return ["no layer or function carries a Hub kernel name: transformers did not see a usable `kernels` "
+                "(outside its version window, USE_HUB_KERNELS off, or not installed), so nothing could be applied"]
+    out = []
+    if use_kernels is False:
+        out.append("model.use_kernels is False: kernelize was not run")
+    for g in rows:
+        word = {"applied": "APPLIED", "partly": "PARTLY", "original": "original", "missed": "MISSED"}[g["status"]]
+        out.append(f"{word:<8} {g['kind']:<8} {g['name']}: {g['applied']}/{g['modules']} "
+                   f"-> {', '.join(g['implementations'])}")
+    return out
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Model-level entry points (used by `kernelcheck hub` and `kernelcheck install --source hub`)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def modeling_module(model_spec_module: str) -> str:
+    """transformers' dotted modeling module for a model_type module name (qwen3_5 -> ...modeling_qwen3_5)."""
+    return f"transformers.models.{model_spec_module}.modeling_{model_spec_module}"
+
+
+def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: str,
+                capability: int | None = None) -> list[HubRepo]:
+    """The Hub repositories kernelize would load for this model on `device` in `mode` (deduplicated)."""
+    th = transformers_hub()
+    names = model_hub_names(modeling)
+    for f in functions:
+        names.setdefault(f, "function")
+    out: list[HubRepo] = []
+    for name in names:
+        entry, _ = select_entry([e for e in th.mapping if e.name == name], device, mode, capability)
+        if entry is not None and all(r.spec != entry.repo.spec for r in out):
+            out.append(entry.repo)
+    return out
+
+
+def prefetch_model(query: str, *, mode: str = "train", device: str | None = None,
+                   lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
+                   env: environment_mod.Environment | None = None,
+                   progress: Callable[[str], None] | None = None,
+                   target: Target | None = None, offline_only: bool = False) -> list[dict[str, Any]]:
+    """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
+    model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
+    kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
+    preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
+    steps {package, action, source, spec, reason}."""
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.hub.check import _capability, default_device
+
+    env = env or environment_mod.probe(packages=False)
+    model = models_mod.resolve(query)
+    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
+                        _capability(env))
+    if not repos:
+        return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
+                 "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "
+                           f"{mode} mode: nothing to pre-fetch"}]
+    return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress, target=target,
+                    offline_only=offline_only)
