@@ -25,6 +25,7 @@ from typing import Any
 LAYER_PREFIX = "kernelcheck::layer::"
 PHASE_PREFIX = "kernelcheck::phase::"
 _AUTOGRAD = "autograd::engine::evaluate_function"
+_CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel"))
 
 
 @dataclass
@@ -51,12 +52,26 @@ class PhaseCollector:
 
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
-            if ev.get("ph") != "X":
-                continue
-            ts, dur, name = ev.get("ts"), ev.get("dur") or 0.0, ev.get("name")
-            if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not isinstance(name, str):
-                continue
-            self._one(ev.get("cat"), name, float(ts), float(dur), ev)
+            self.feed_one(ev)
+
+    def passing(self, events: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        """Yield the events on while collecting from them (one streaming pass for two readers)."""
+        for ev in events:
+            self.feed_one(ev)
+            yield ev
+
+    def feed_one(self, ev: Mapping[str, Any]) -> None:
+        if ev.get("ph") != "X":
+            return
+        cat = ev.get("cat")
+        if cat not in _CATS:
+            return
+        if cat == "cpu_op" and not str(ev.get("name", "")).startswith(_AUTOGRAD):
+            return
+        ts, dur, name = ev.get("ts"), ev.get("dur") or 0.0, ev.get("name")
+        if type(ts) not in (int, float) or type(dur) not in (int, float) or type(name) is not str:
+            return
+        self._one(cat, name, float(ts), float(dur), ev)
 
     def _one(self, cat: Any, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
         if cat == "user_annotation":
@@ -72,7 +87,8 @@ class PhaseCollector:
         elif cat == "cpu_op" and name.startswith(_AUTOGRAD):
             self.autograd.append((ts, ts + dur))
         elif cat in ("cuda_runtime", "cuda_driver") and "aunch" in name:
-            corr = (ev.get("args") or {}).get("correlation")
+            args = ev.get("args")
+            corr = args.get("correlation") if isinstance(args, Mapping) else None
             if type(corr) is int:
                 self.launch[corr] = (ts, ev.get("tid"))
         elif cat == "kernel":
@@ -110,6 +126,8 @@ class PhaseCollector:
             kdur[corr].append(d)
         self._attribute_windows(phases, launches, kdur)
         self._attribute_layers(launches, kdur)
+        if not phases and not self.layers:
+            return {}
         return {"marked_by": "kernelcheck" if self.phases else ("torch" if phases else None),
                 "phases": _sum_by(phases, lambda r: r.name),
                 "layer_types": self._layer_types(),
