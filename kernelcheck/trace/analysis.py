@@ -446,9 +446,17 @@ def _percentiles(xs: list[float]) -> dict[str, float]:
 # report and text
 
 
-def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None) -> Report:
-    """Analyse the trace at `path` into a Report (command "trace"): summary, steps, findings, verdict."""
+def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None,
+                 annotate: str | os.PathLike[str] | None = None) -> Report:
+    """Analyse the trace at `path` into a Report (command "trace"): summary, steps, findings, verdict.
+    `annotate`: also write the trace back there with the findings as instant events (trace/annotate.py)."""
     a = analyze_file(path, progress)
-    return report_of(a)
+    report = report_of(a)
+    if annotate is not None:
+        from kernelcheck.trace import annotate as annotate_mod
+
+        n = annotate_mod.annotate(path, annotate, a)
+        report.extra["trace"]["annotated"] = {"file": str(annotate), "instant_events": n}
+    return report
 
 
