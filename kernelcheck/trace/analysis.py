@@ -25,7 +25,7 @@ import os
 import re
 import zlib
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,7 @@ class _Accumulator:
             cat = ev.get("cat")
             if cat == "cpu_op":
                 ts, name, dur = ev.get("ts"), ev.get("name", "?"), ev.get("dur") or 0
-                if type(ts) not in _NUM or type(name) is not str or type(dur) not in _NUM:
+                if not isinstance(ts, _NUM) or not isinstance(name, str) or not isinstance(dur, _NUM):
                     continue
                 i = names.get(name)
                 cpu_ts_append(ts)
@@ -185,15 +185,16 @@ class _Accumulator:
             handler = handlers.get(cat) if type(cat) is str else None
             if handler is not None:
                 ts, name, dur, args = ev.get("ts"), ev.get("name", ""), ev.get("dur") or 0.0, ev.get("args") or {}
-                if type(ts) in _NUM and type(name) is str and type(dur) in _NUM and type(args) is dict:
-                    handler(cat, ts, name, dur, args)
+                if isinstance(ts, _NUM) and isinstance(name, str) and isinstance(dur, _NUM) and isinstance(args, dict):
+                    handler(str(cat), ts, name, dur, args)
         self.n_events += n
         self.cpu_min, self.cpu_max = cpu_min, cpu_max
 
     @property
     def _handlers(self) -> dict[str, Callable[[str, float, str, float, dict[str, Any]], None]]:
         gpu, launch = self._gpu, self._launch
-        out = {c: gpu for c in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")}
+        kinds = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+        out: dict[str, Callable[[str, float, str, float, dict[str, Any]], None]] = {c: gpu for c in kinds}
         out.update({"cuda_runtime": launch, "cuda_driver": launch, "user_annotation": self._annotation})
         if self._py_rx is not None:
             out["python_function"] = self._python
@@ -346,7 +347,7 @@ class _Accumulator:
         kdurs: list[float] = []
         kdelays: list[float] = []
         kcount: Counter[int] = Counter()
-        ktime: Counter[int] = Counter()
+        ktime: defaultdict[int, float] = defaultdict(float)
         memcpy = memset = 0
         gpu_lo, gpu_hi = float("inf"), float("-inf")
         for i in idxs:

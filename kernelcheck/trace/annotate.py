@@ -13,6 +13,7 @@ import fnmatch
 import gzip
 import json
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -47,13 +48,13 @@ class _Places:
         self.hits: dict[str, list[tuple[float, Any, Any]]] = {k: [] for k in self.patterns}
 
     def see(self, ev: Mapping[str, Any]) -> None:
-        ts, name = ev.get("ts"), ev.get("name")
-        if type(ts) not in (int, float) or type(name) is not str:
+        ts, name, dur = ev.get("ts"), ev.get("name"), ev.get("dur")
+        if not isinstance(ts, (int, float)) or not isinstance(name, str):
             return
         if self.first_ts is None or ts < self.first_ts:
             self.first_ts = float(ts)
         if name in self.step_names and ev.get("cat") == "user_annotation":
-            dur = ev.get("dur") if type(ev.get("dur")) in (int, float) else 0
+            dur = dur if isinstance(dur, (int, float)) else 0
             self.steps.append((float(ts), float(ts) + float(dur), name, ev.get("pid"), ev.get("tid")))
         if ev.get("cat") not in ("kernel", "python_function"):
             return
@@ -96,13 +97,13 @@ def _open_out(out: Path) -> IO[str]:
         raise BadInput(f"--annotate {out}: cannot write it ({exc.strerror or exc}).") from None
 
 
-def annotate(src: str | Path, out: str | Path, an: TraceAnalysis) -> int:
+def annotate(src: str | os.PathLike[str], out: str | os.PathLike[str], an: TraceAnalysis) -> int:
     """Write `src`'s events plus the findings as instant events to `out`; returns how many were added."""
     out_p = Path(out)
     if out_p.resolve() == Path(src).resolve():
         raise BadInput(f"--annotate {out}: that is the input trace; give another file name.")
     places = _Places(an)
-    reader = TraceReader(src)
+    reader = TraceReader(Path(src))
     n_added = 0
     with _open_out(out_p) as fh:
         fh.write('{"traceEvents": [\n')

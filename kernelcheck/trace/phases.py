@@ -69,7 +69,7 @@ class PhaseCollector:
         if cat == "cpu_op" and not str(ev.get("name", "")).startswith(_AUTOGRAD):
             return
         ts, dur, name = ev.get("ts"), ev.get("dur") or 0.0, ev.get("name")
-        if type(ts) not in (int, float) or type(dur) not in (int, float) or type(name) is not str:
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not isinstance(name, str):
             return
         self._one(cat, name, float(ts), float(dur), ev)
 
@@ -152,9 +152,10 @@ class PhaseCollector:
             rs.sort(key=lambda r: r.ts)
         starts = {tid: [r.ts for r in rs] for tid, rs in by_tid.items()}
         for ts, tid, corr in launches:
-            rs = by_tid.get(tid)
-            if not rs or corr not in kdur:
+            got = by_tid.get(tid)
+            if not got or corr not in kdur:
                 continue
+            rs = got
             k = bisect.bisect_right(starts[tid], ts) - 1
             # innermost range holding the launch: walk back over ranges that started earlier
             while k >= 0 and rs[k].end < ts:

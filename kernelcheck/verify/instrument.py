@@ -79,7 +79,7 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
         clo = getattr(obj, "__closure__", None)
         if code is None or clo is None:
             return {}
-        cells = dict(zip(code.co_freevars, clo))
+        cells = dict(zip(code.co_freevars, clo, strict=False))
         if "implementation" in cells and "torch_function" in cells:
             return cells
         nxt = None
@@ -144,10 +144,7 @@ def _tensors(obj: Any) -> list[Any]:
 def _nonfinite(out: Any) -> bool:
     import torch
 
-    for t in _tensors(out):
-        if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
-            return True
-    return False
+    return any(t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()) for t in _tensors(out))
 
 
 class Instrument:
@@ -191,7 +188,7 @@ class Instrument:
 
     # -- patching ---------------------------------------------------------------------------------
     def __enter__(self) -> Instrument:
-        for fn, hook in self.hooks.items():
+        for _fn, hook in self.hooks.items():
             if self.regime == "decorator":
                 self._patch_module(hook)
             else:
@@ -295,7 +292,7 @@ class Instrument:
         if not grads:
             return args, kwargs
         marked = self._end.apply(self, idx, *[v for _, v in grads])
-        new = dict(zip([k for k, _ in grads], marked))
+        new = dict(zip([k for k, _ in grads], marked, strict=False))
         return (tuple(new.get(i, a) for i, a in enumerate(args)),
                 {k: new.get(k, v) for k, v in kwargs.items()})
 
@@ -307,7 +304,7 @@ class Instrument:
         if not pos:
             return out
         marked = self._start.apply(self, idx, *[items[i] for i in pos])
-        for i, t in zip(pos, marked):
+        for i, t in zip(pos, marked, strict=False):
             items[i] = t
         return tuple(items) if isinstance(out, tuple) else items[0]
 

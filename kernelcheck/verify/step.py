@@ -185,7 +185,7 @@ def _path_line(name: str, p: dict[str, Any]) -> str:
 
 def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
     paths = step["paths"]
-    first = next((p for p in paths.values() if "layers" in p), {})
+    first: dict[str, Any] = next((p for p in paths.values() if "layers" in p), {})
     lines = [f"whole training step ({step['shape']}: {len(first.get('layers', []))} layers "
              f"{', '.join(first.get('layers', []))}; {step['tokens']} tokens; checkpointing "
              f"{'on' if step['checkpointing'] else 'off'}; AdamW{' fused' if first.get('fused_adamw') else ''}; "
@@ -213,6 +213,6 @@ def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
     lines.append(f"cost of this check: {c['total_s']:.1f} s (first bound-path step {c['fast_first_step_s']} s: "
                  "Triton compile with a cold cache)")
     if not verbose:
-        lines.append("third-party output captured (" + "; ".join(f"{k}: {v}" for k, v in
-                                                         step.get("captured_output", {}).items()) + "): --verbose shows it")
+        got = "; ".join(f"{k}: {v}" for k, v in step.get("captured_output", {}).items())
+        lines.append(f"third-party output captured ({got}): --verbose shows it")
     return lines

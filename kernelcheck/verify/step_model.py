@@ -123,7 +123,7 @@ class LayerRanges:
     def _marks(self) -> tuple[Any, Any]:
         torch, ranges = self.torch, self
 
-        class Opener(torch.autograd.Function):
+        class Opener(torch.autograd.Function):  # type: ignore[name-defined,misc]
             @staticmethod
             def forward(ctx, name, x):  # type: ignore[override]
                 ctx.name = name
@@ -134,7 +134,7 @@ class LayerRanges:
                 ranges._enter(ctx.name + "::backward")
                 return None, g
 
-        class Closer(torch.autograd.Function):
+        class Closer(torch.autograd.Function):  # type: ignore[name-defined,misc]
             @staticmethod
             def forward(ctx, name, x):  # type: ignore[override]
                 ctx.name = name
