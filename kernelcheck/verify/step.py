@@ -79,6 +79,10 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
     shape = _device_shape(shape)
     data = layers_mod.verify_data()["step"]
     t0 = time.perf_counter()
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.verify import step_model
+
+    step_model.step_config(models_mod.resolve(query), shape, layers)  # bad --layers: exit 2 before any run
     report = run_doctor(query, mode, exact=False)
     report.command = "verify"
     ntok = tokens or int(data["tokens"][shape])
