@@ -53,7 +53,7 @@ def test_annotate_writes_the_findings_back_as_instant_events_that_trace_reads_ag
     proc = _kc("trace", str(GPU / "gdn_fallback.json.gz"), "--annotate", str(out), "--json")
     assert proc.returncode == 3, proc.stderr
     assert json.loads(proc.stdout)["trace"]["annotated"]["instant_events"] >= 3
-    data = json.loads(gzip.open(out).read())
+    data = json.loads(gzip.decompress(out.read_bytes()))
     marks = [e for e in data["traceEvents"] if e.get("cat") == "kernelcheck"]
     names = {e["name"] for e in marks}
     assert {"kernelcheck: fla-torch-fallback", "kernelcheck: verdict"} <= names

@@ -97,7 +97,8 @@ def test_the_projection_in_the_report_is_the_measured_step_plus_the_missing_laye
     for name in ("fast", "reference"):
         p = rep["step"]["projection"][name]
         assert p["full_layers"] == {"linear_attention": 48, "full_attention": 16}
-        extra = sum((p["full_layers"][t] - p["built_layers"][t]) * p["per_layer"][t]["total_ms"] for t in p["full_layers"])
+        extra = sum((p["full_layers"][t] - p["built_layers"][t]) * p["per_layer"][t]["total_ms"]
+                    for t in p["full_layers"])
         assert p["projected_step_ms"] == pytest.approx(p["measured_step_ms"] + extra, rel=1e-3)
         assert p["projected_step_ms"] > p["measured_step_ms"]
 

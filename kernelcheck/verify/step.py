@@ -77,7 +77,9 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
     if layers is not None and layers < 1:
         raise BadInput(f"--layers must be at least 1, not {layers}.")
     shape = _device_shape(shape)
-    data = layers_mod.verify_data()["step"]
+    data = dict(layers_mod.verify_data()["step"])
+    if os.environ.get("KERNELCHECK_STEP_PROFILED", "").isdigit():  # fewer profiled steps: smaller traces
+        data["profiled"] = max(1, int(os.environ["KERNELCHECK_STEP_PROFILED"]))
     t0 = time.perf_counter()
     from kernelcheck.core import models as models_mod
     from kernelcheck.verify import step_model
