@@ -136,7 +136,7 @@ def _row(st: Mapping[str, Any]) -> str:
     g = st["idle_gaps"]
     gaps = "-" if not st["kernels"] else f"{g['count']:,} · {_ms(g['total_us'])}"
     d = st["launch_delay_us"]
-    delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.2f} / {d['p90'] / 1000:,.2f} ms"
+    delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.3f} / {d['p90'] / 1000:,.3f} ms"
     cs = f"{st['memcpy']}/{st['memset']}"
     return (f"{name:<18} {st['cpu_ops']:>9,} {st['kernels']:>8,} {cs:>8} {_ms(st['cpu_span_us']):>10} {busy:>16} "
             f"{gaps:>18} {delay:>21}")

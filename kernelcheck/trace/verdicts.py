@@ -37,7 +37,7 @@ def _short(name: str, width: int = 60) -> str:
             cut = i
     s = full[:cut]
     if cut < len(full) and full[cut] == "<":
-        inner = [m for m in _INNER_RX.findall(full[cut:]) if m not in s]
+        inner = [m for m in _INNER_RX.findall(full[cut:]) if m not in s and not m.startswith("gpu_kernel")]
         s += f"<{inner[0]}, ...>" if inner else "<...>"
     if not s.strip(":").split("::")[-1]:
         s = full  # a name that would shorten to a bare namespace stays whole
