@@ -207,6 +207,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
     """
+    if verbose:
+        os.environ["KERNELCHECK_VERBOSE"] = "1"  # live runs leave third-party output on the terminal
     if step:
         from kernelcheck.verify.step import verify_step
 

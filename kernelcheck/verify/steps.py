@@ -15,6 +15,7 @@ from typing import Any
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify.instrument import CallRecord, Instrument
 
 SHAPES = ("tiny", "full")
@@ -191,6 +192,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:400] if text else ""
 
 
+CAPTURED: list[str] = []  # third-party output kept out of the user's terminal (KERNELCHECK_VERBOSE=1 shows it)
+
+
 def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence_mod.StepTrace]:
     """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace."""
     from torch.profiler import ProfilerActivity, profile
@@ -200,10 +204,13 @@ def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tu
         acts.append(ProfilerActivity.CUDA)
     steps.inst.profiling = True
     try:
-        with profile(activities=acts, record_shapes=False) as prof:
+        # the profiler's C++ side prints `USDT ... profiler_start/stop` on fd 2: keep it in the log
+        with noise_mod.captured(os.environ.get("KERNELCHECK_VERBOSE") == "1") as got, \
+                profile(activities=acts, record_shapes=False) as prof:
             result = fn()
     finally:
         steps.inst.profiling = False
+    CAPTURED.extend(got)
     with tempfile.TemporaryDirectory(prefix="kernelcheck-trace-") as tmp:
         path = Path(tmp) / f"{name}.json"
         prof.export_chrome_trace(str(path))
