@@ -85,8 +85,9 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
         assert any("torch_chunk_gated_delta_rule" in i for i in p["implementations"])
     # both paths run the same torch code on a CPU: the same ops per step
     assert step["paths"]["fast"]["cpu_ops_per_step"] == step["paths"]["reference"]["cpu_ops_per_step"]
+    # the speedup is rounded to 2 decimals
     assert step["speedup"] == pytest.approx(step["paths"]["reference"]["step_ms"] / step["paths"]["fast"]["step_ms"],
-                                            rel=1e-2)
+                                            abs=0.006)
     assert step["cost"]["total_s"] > 0 and step["cost"]["fast_first_step_s"] > 0
     ids = {f["id"] for f in rep["findings"]}
     assert "verify-cpu" in ids and "advice-fla" in ids  # transformers says flash-linear-attention: reconciled
