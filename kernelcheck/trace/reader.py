@@ -30,8 +30,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 _WS_COMMA = re.compile(r"[ \t\n\r,]*")
 _DECODER = json.JSONDecoder()
 # The C scanner behind json.loads: scan_once(text, idx) -> (value, end). StopIteration: no value at idx.
-_SCAN = json.scanner.make_scanner(_DECODER)
-_scanstring = json.decoder.scanstring
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class TraceReader:
@@ -188,7 +188,7 @@ class TraceReader:
                 # a JSONDecodeError costs a line count over the whole buffer.
                 stop = n if eof else n - min(MARGIN, CHUNK // 2)
                 while True:
-                    pos = ws_comma(buf, pos).end()
+                    pos = ws_comma(buf, pos).end()  # type: ignore[union-attr]
                     if pos >= stop:
                         break
                     if buf[pos] == "]":

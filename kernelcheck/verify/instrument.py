@@ -127,7 +127,7 @@ def _caller_layer() -> int | None:
         idx = getattr(obj, "layer_idx", None)
         if isinstance(idx, int):
             return idx
-        f = f.f_back
+        f = f.f_back  # type: ignore[assignment]
     return None
 
 
@@ -265,7 +265,7 @@ class Instrument:
             stack.append(rec)
             try:
                 with torch.profiler.record_function(rec.range_name):
-                    out = target(*args, **kwargs)
+                    out = target(*args, **kwargs)  # type: ignore[misc]
             except Exception as exc:
                 rec.error, rec.error_phase = f"{type(exc).__name__}: {exc}", "forward"
                 raise
@@ -293,7 +293,7 @@ class Instrument:
             return args, kwargs
         marked = self._end.apply(self, idx, *[v for _, v in grads])
         new = dict(zip([k for k, _ in grads], marked, strict=False))
-        return (tuple(new.get(i, a) for i, a in enumerate(args)),
+        return (tuple(new.get(i, a) for i, a in enumerate(args)),  # type: ignore[call-overload]
                 {k: new.get(k, v) for k, v in kwargs.items()})
 
     def _mark_outputs(self, idx: int, out: Any) -> Any:
@@ -356,8 +356,8 @@ class Instrument:
         args, kwargs = _clone_args(*self.capture[function])
         hook = self.hooks[function]
         if reference:
-            return hook.torch_function(*args, **kwargs)
-        return (hook.original or hook.torch_function)(*args, **kwargs)
+            return hook.torch_function(*args, **kwargs)  # type: ignore[misc]
+        return (hook.original or hook.torch_function)(*args, **kwargs)  # type: ignore[misc]
 
 
 def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:

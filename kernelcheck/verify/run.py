@@ -159,7 +159,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
             try:
                 for name in steps.names:
                     inst.reset()
-                    _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)
+                    _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
                     run.traces[name] = tr
                     run.records[name] = list(inst.records)
                 if bwd_only and mode == "train":
