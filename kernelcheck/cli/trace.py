@@ -11,9 +11,12 @@ from kernelcheck.report.model import render_json
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--annotate", "annotate", type=click.Path(dir_okay=False), default=None, metavar="OUT.json",
+              help="Also write the trace back with kernelcheck's findings as instant events (open it in Perfetto "
+                   "or chrome://tracing to see where the fallback ran); .gz compresses.")
 @output_options
 @guarded("trace")
-def trace(file: str, as_json: bool) -> int:
+def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
     """Diagnose a torch profiler trace (Chrome trace JSON, plain or .gz) of a real step.
 
     Per ProfilerStep: CPU ops, GPU kernels (memcpy/memset apart), CPU span, GPU busy time (union of
@@ -38,6 +41,6 @@ def trace(file: str, as_json: bool) -> int:
     """
     from kernelcheck.trace import analysis as trace_mod
 
-    report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr)
+    report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr, annotate=annotate)
     emit(render_json(report) if as_json else trace_mod.render_text(report), is_json=as_json)
     return report.exit_code

@@ -9,9 +9,9 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, outpu
 
 @click.command()
 @click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
-@click.option("--shape", type=click.Choice(["tiny", "full"]), default="tiny", show_default=True,
+@click.option("--shape", type=click.Choice(["tiny", "full"]), default=None,
               help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
-                   "of each type (GPU only).")
+                   "of each type (GPU only). Default: tiny; with --step full on a GPU, tiny without one.")
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
 @click.option("--benchmark", is_flag=True,
               help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
@@ -20,10 +20,21 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, outpu
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--step", is_flag=True,
+              help="Measure a whole training step (forward, loss, backward, AdamW) of a shortened model with the "
+                   "real widths and vocabulary, bound kernels vs the forced torch reference (each in its own "
+                   "process), and project it to the real layer count (see docs/verify.md).")
+@click.option("--layers", type=int, default=None,
+              help="With --step: how many decoder layers to build (default: one period of the layer pattern).")
+@click.option("--checkpointing/--no-checkpointing", default=None,
+              help="With --step: activation checkpointing (default on, like the training jobs it gates).")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="With --step: keep the whole-step traces (step-fast.json.gz, step-reference.json.gz) here.")
 @output_options
 @guarded("verify")
-def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
-           junit: str | None) -> int:
+def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
+           junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
+           trace_dir: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -39,8 +50,17 @@ def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | Non
       kernelcheck verify --model qwen3.8-27b                      # tiny shape, train mode
       kernelcheck verify --model qwen3.8-27b --mode infer --json
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
+      kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
     """
+    import os
+
+    if step:
+        from kernelcheck.verify.step import verify_step
+
+        report = verify_step(model, mode=mode, shape=shape, tokens=tokens, layers=layers, checkpointing=checkpointing,
+                             trace_dir=trace_dir, verbose=bool(os.environ.get("KERNELCHECK_VERBOSE")))
+        return finish(report, as_json, junit)
     from kernelcheck.verify.run import verify as run_verify
 
-    report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
+    report = run_verify(model, mode=mode, shape=shape or "tiny", benchmark=benchmark, tokens=tokens)
     return finish(report, as_json, junit)

@@ -15,6 +15,7 @@ import json
 import json.decoder
 import json.scanner
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -29,8 +30,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 _WS_COMMA = re.compile(r"[ \t\n\r,]*")
 _DECODER = json.JSONDecoder()
 # The C scanner behind json.loads: scan_once(text, idx) -> (value, end). StopIteration: no value at idx.
-_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # typeshed names the class, not the decoder
-_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # C helper typeshed does not list
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class TraceReader:
@@ -86,7 +87,7 @@ class TraceReader:
             raise BadInput(self._malformed(why))
         try:
             chunk = self._fh.read(CHUNK)  # type: ignore[union-attr]
-        except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; flipped bytes: zlib.error
             raise BadInput(f"{self.path}: the file is damaged or truncated ({exc}).") from None
         buf = self._buf[self._pos:]
         if len(buf) > MAX_VALUE:
@@ -121,6 +122,8 @@ class TraceReader:
                     return obj
             except (StopIteration, json.JSONDecodeError):
                 pass
+            except RecursionError:
+                raise BadInput(self._malformed("a JSON value is nested too deeply")) from None
             self._refill("the file ends in the middle of a JSON value (truncated download or interrupted export?)")
 
     def _key(self) -> str:
@@ -185,7 +188,7 @@ class TraceReader:
                 # a JSONDecodeError costs a line count over the whole buffer.
                 stop = n if eof else n - min(MARGIN, CHUNK // 2)
                 while True:
-                    pos = ws_comma(buf, pos).end()  # type: ignore[union-attr]  # [ \t\n\r,]* always matches
+                    pos = ws_comma(buf, pos).end()  # type: ignore[union-attr]
                     if pos >= stop:
                         break
                     if buf[pos] == "]":
@@ -195,6 +198,8 @@ class TraceReader:
                         ev, end = scan(buf, pos)
                     except (StopIteration, decode_error):
                         break  # incomplete; a malformed one is caught by the size guard or end of file
+                    except RecursionError:
+                        raise BadInput(self._malformed("an event is nested too deeply")) from None
                     if end >= n and not eof:
                         break
                     pos = end

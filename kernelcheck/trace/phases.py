@@ -1,0 +1,213 @@
+"""Phases (forward / backward / optimizer) and layer types of a whole training step, from the trace.
+
+Where the trace marks them:
+- `kernelcheck::phase::<name>` ranges (written by `verify --step`) are the phases;
+- otherwise torch's own marks: `Optimizer.step#...` ranges (optimizer) and the autograd engine's
+  `autograd::engine::evaluate_function: ...` ops (backward, from the first to the last of them in a
+  step); forward is what precedes the backward in the step;
+- `kernelcheck::layer::<type>::L<i>` ranges (forward) and `...::backward` give the cost per layer type.
+
+A kernel belongs to the range whose CPU side launched it (the launch call with its correlation id):
+phases by time window (they follow one another on the main thread; the backward's launches come from
+the autograd thread), layer ranges by thread and time (innermost first). A range's cost is the larger
+of its CPU time and the GPU time of its kernels: a launch-bound layer costs its CPU time, a GPU-bound
+one its kernel time.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LAYER_PREFIX = "kernelcheck::layer::"
+PHASE_PREFIX = "kernelcheck::phase::"
+_AUTOGRAD = "autograd::engine::evaluate_function"
+_CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel"))
+
+
+@dataclass
+class _Range:
+    name: str
+    ts: float
+    end: float
+    tid: Any
+    kernels: int = 0
+    gpu_us: float = 0.0
+
+
+@dataclass
+class PhaseCollector:
+    """Streams events once; keeps ranges, launches and kernel durations (a few numbers each)."""
+
+    phases: list[_Range] = field(default_factory=list)
+    layers: list[_Range] = field(default_factory=list)
+    steps: list[_Range] = field(default_factory=list)
+    optim: list[_Range] = field(default_factory=list)
+    autograd: list[tuple[float, float]] = field(default_factory=list)
+    launch: dict[int, tuple[float, Any]] = field(default_factory=dict)
+    kernels: list[tuple[int, float]] = field(default_factory=list)
+
+    def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for ev in events:
+            self.feed_one(ev)
+
+    def passing(self, events: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        """Yield the events on while collecting from them (one streaming pass for two readers)."""
+        for ev in events:
+            self.feed_one(ev)
+            yield ev
+
+    def feed_one(self, ev: Mapping[str, Any]) -> None:
+        if ev.get("ph") != "X":
+            return
+        cat = ev.get("cat")
+        if cat not in _CATS:
+            return
+        if cat == "cpu_op" and not str(ev.get("name", "")).startswith(_AUTOGRAD):
+            return
+        ts, dur, name = ev.get("ts"), ev.get("dur") or 0.0, ev.get("name")
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not isinstance(name, str):
+            return
+        self._one(cat, name, float(ts), float(dur), ev)
+
+    def _one(self, cat: Any, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
+        if cat == "user_annotation":
+            r = _Range(name, ts, ts + dur, ev.get("tid"))
+            if name.startswith(PHASE_PREFIX):
+                self.phases.append(r)
+            elif name.startswith(LAYER_PREFIX):
+                self.layers.append(r)
+            elif name.startswith("ProfilerStep#"):
+                self.steps.append(r)
+            elif name.startswith("Optimizer.step#"):
+                self.optim.append(r)
+        elif cat == "cpu_op" and name.startswith(_AUTOGRAD):
+            self.autograd.append((ts, ts + dur))
+        elif cat in ("cuda_runtime", "cuda_driver") and "aunch" in name:
+            args = ev.get("args")
+            corr = args.get("correlation") if isinstance(args, Mapping) else None
+            if type(corr) is int:
+                self.launch[corr] = (ts, ev.get("tid"))
+        elif cat == "kernel":
+            args = ev.get("args") or {}
+            corr = args.get("correlation") if isinstance(args, Mapping) else None
+            if type(corr) is int:
+                self.kernels.append((corr, dur))
+
+    # -- results ----------------------------------------------------------------------------------
+    def _phase_ranges(self) -> list[_Range]:
+        if self.phases:
+            return [_Range(r.name[len(PHASE_PREFIX):], r.ts, r.end, r.tid) for r in self.phases]
+        out: list[_Range] = []
+        windows = self.steps or ([_Range("trace", min(a for a, _ in self.autograd), max(b for _, b in self.autograd),
+                                         None)] if self.autograd else [])
+        for st in windows:
+            ag = [(a, b) for a, b in self.autograd if st.ts <= a <= st.end]
+            op = [o for o in self.optim if st.ts <= o.ts <= st.end]
+            if not ag and not op:
+                continue
+            b0 = min(a for a, _ in ag) if ag else (op[0].ts if op else st.end)
+            b1 = max(b for _, b in ag) if ag else b0
+            out.append(_Range("forward", st.ts, b0, None))
+            if ag:
+                out.append(_Range("backward", b0, b1, None))
+            out.extend(_Range("optimizer", o.ts, o.end, None) for o in op)
+        return out
+
+    def result(self) -> dict[str, Any]:
+        """{"phases": {name: {ms, kernels, gpu_ms, ranges}}, "layer_types": {type: {...}}, "marked_by": ...}."""
+        phases = self._phase_ranges()
+        launches = sorted((ts, tid, corr) for corr, (ts, tid) in self.launch.items())
+        kdur = defaultdict(list)
+        for corr, d in self.kernels:
+            kdur[corr].append(d)
+        self._attribute_windows(phases, launches, kdur)
+        self._attribute_layers(launches, kdur)
+        if not phases and not self.layers:
+            return {}
+        return {"marked_by": "kernelcheck" if self.phases else ("torch" if phases else None),
+                "phases": _sum_by(phases, lambda r: r.name),
+                "layer_types": self._layer_types(),
+                "profiled_steps": len(self.steps)}
+
+    @staticmethod
+    def _attribute_windows(ranges: list[_Range], launches: list[tuple[float, Any, int]],
+                           kdur: Mapping[int, list[float]]) -> None:
+        ts = [x[0] for x in launches]
+        for r in ranges:
+            lo, hi = bisect.bisect_left(ts, r.ts), bisect.bisect_right(ts, r.end)
+            for _, _, corr in launches[lo:hi]:
+                for d in kdur.get(corr, ()):
+                    r.kernels += 1
+                    r.gpu_us += d
+
+    def _attribute_layers(self, launches: list[tuple[float, Any, int]], kdur: Mapping[int, list[float]]) -> None:
+        by_tid: dict[Any, list[_Range]] = defaultdict(list)
+        for r in self.layers:
+            by_tid[r.tid].append(r)
+        for rs in by_tid.values():
+            rs.sort(key=lambda r: r.ts)
+        starts = {tid: [r.ts for r in rs] for tid, rs in by_tid.items()}
+        for ts, tid, corr in launches:
+            got = by_tid.get(tid)
+            if not got or corr not in kdur:
+                continue
+            rs = got
+            k = bisect.bisect_right(starts[tid], ts) - 1
+            # innermost range holding the launch: walk back over ranges that started earlier
+            while k >= 0 and rs[k].end < ts:
+                k -= 1
+            if k >= 0:
+                rs[k].kernels += len(kdur[corr])
+                rs[k].gpu_us += sum(kdur[corr])
+
+    def _layer_types(self) -> dict[str, Any]:
+        bwd = [r for r in self.layers if r.name.endswith("::backward")]
+        fwd = [r for r in self.layers if not r.name.endswith("::backward")
+               and not any(b.ts <= r.ts <= b.end for b in bwd)]  # a forward inside a backward: recompute
+        recompute = len(self.layers) - len(bwd) - len(fwd)
+        out: dict[str, Any] = {}
+        for pass_name, rs in (("forward", fwd), ("backward", bwd)):
+            for r in rs:
+                body = r.name[len(LAYER_PREFIX):]
+                typ, _, rest = body.partition("::")
+                layer = rest.split("::")[0]
+                e = out.setdefault(typ, {"layers": set(), "forward": _zero(), "backward": _zero()})
+                e["layers"].add(layer)
+                p = e[pass_name]
+                p["ranges"] += 1
+                p["cpu_ms"] += (r.end - r.ts) / 1000
+                p["gpu_ms"] += r.gpu_us / 1000
+                p["kernels"] += r.kernels
+                p["cost_ms"] += max(r.end - r.ts, r.gpu_us) / 1000
+        for e in out.values():
+            e["layers"] = len(e["layers"])
+            for p in ("forward", "backward"):
+                e[p] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in e[p].items()}
+        if out:
+            out["_recompute_ranges"] = recompute
+        return out
+
+
+def _zero() -> dict[str, Any]:
+    return {"ranges": 0, "cpu_ms": 0.0, "gpu_ms": 0.0, "kernels": 0, "cost_ms": 0.0}
+
+
+def _sum_by(ranges: list[_Range], key: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in ranges:
+        e = out.setdefault(key(r), {"ranges": 0, "ms": 0.0, "kernels": 0, "gpu_ms": 0.0})
+        e["ranges"] += 1
+        e["ms"] += (r.end - r.ts) / 1000
+        e["kernels"] += r.kernels
+        e["gpu_ms"] += r.gpu_us / 1000
+    return {k: {kk: (round(v, 3) if isinstance(v, float) else v) for kk, v in e.items()} for k, e in out.items()}
+
+
+def collect(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    c = PhaseCollector()
+    c.feed(events)
+    return c.result()

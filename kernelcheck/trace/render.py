@@ -1,0 +1,151 @@
+"""The trace report and its text: what was in the trace, one line per step, top kernels, verdict."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from kernelcheck.report.model import Report, render_findings
+from kernelcheck.trace.results import TraceAnalysis
+from kernelcheck.trace.verdicts import _ms, _short
+
+
+def report_of(a: TraceAnalysis) -> Report:
+    """The Report for an analysis: `summary` and `steps` as in DESIGN.md, `trace` (file, GPUs, verdict)."""
+    r = Report("trace", {}, None, None)
+    r.findings.extend(a.findings)
+    r.extra["trace"] = {
+        "file": a.path, "bytes": a.bytes, "gzip": a.gzip, "events": a.events, "cpu_only": a.cpu_only,
+        "gpus": a.metadata.get("gpus", []), "profiler_error": a.metadata.get("error"),
+        "diagnosis": a.verdict, "missing_packages": list(a.missing_packages),
+        "fast_packages": list(a.fast_packages), "launch_bound_steps": list(a.launch_bound_steps),
+        "fallback_signatures": [{"id": m.id, "package": m.distribution, "functions": list(m.functions),
+                                 "steps": list(m.steps), "evidence": m.evidence} for m in a.fallbacks],
+    }
+    r.extra["summary"] = a.summary.to_json()
+    r.extra["steps"] = [s.to_json() for s in a.steps]
+    if a.breakdown:
+        r.extra["breakdown"] = a.breakdown
+    return r
+
+
+def render_text(report: Report) -> str:
+    """The ten-second read: what was in the trace, one line per step, top kernels, findings, verdict."""
+    t = report.extra.get("trace", {})
+    s = report.extra.get("summary", {})
+    steps = report.extra.get("steps", [])
+    out: list[str] = []
+    size = t.get("bytes")
+    gpus = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})"
+                     for g in t.get("gpus") or []) or "no GPU listed"
+    out.append(f"kernelcheck trace · {t.get('file')} · {(size or 0) / 1e6:,.1f} MB{' gzip' if t.get('gzip') else ''} · "
+               f"{t.get('events', 0):,} events · {gpus}")
+    head = f"  {'step':<18} {'CPU ops':>9} {'kernels':>8} {'cpy/set':>8} {'CPU span':>10} {'GPU busy':>16} " \
+           f"{'idle gaps':>18} {'launch delay p50/p90':>21}"
+    out.append(head)
+    shown = _steps_to_show(steps)
+    for row in shown:
+        out.append("  " + _row(row))
+    if len(shown) < len(steps):
+        out.append(f"  ... {len(steps) - len(shown):,} more steps not shown (first, last and the least GPU-busy or "
+                   "longest are); --json lists all")
+    out.append("  " + _row(s))
+    if not t.get("cpu_only"):
+        for key, label in (("top_kernels_by_time", "top kernels by time"),
+                           ("top_kernels_by_count", "top kernels by count")):
+            items = s.get(key) or []
+            if items:
+                out.append(f"{label} (whole trace)")
+                for k in items[:5]:
+                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 90)}")
+    else:
+        ops = s.get("top_ops_by_count") or []
+        if ops:
+            out.append("top CPU ops by count (whole trace)")
+            out.append("  " + ", ".join(f"{o['name']} {o['count']:,}" for o in ops[:6]))
+    out.extend(_delay_lines(s))
+    out.extend(_breakdown_lines(report.extra.get("breakdown") or {}))
+    out.extend(render_findings(report.findings, width=5, references=False))
+    diag = t.get("diagnosis")
+    if diag == "fallback":
+        words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.get('missing_packages') or [])}"
+    elif diag == "launch-bound":
+        words = "LAUNCH-BOUND: the GPU waited for the CPU to launch many small kernels"
+    elif t.get("cpu_only"):
+        words = "HEALTHY as far as a CPU-only trace can tell (no GPU activity recorded)"
+    else:
+        words = "HEALTHY: no fallback signature, the GPU was kept busy"
+    out.append(f"verdict: {words} (exit {report.exit_code})")
+    return "\n".join(out)
+
+
+def _delay_lines(s: Mapping[str, Any]) -> list[str]:
+    d = s.get("launch_delay_us") or {}
+    if not d.get("count"):
+        return []
+    p50 = d["p50"] / 1000
+    if p50 >= 1.0:
+        return [f"launch delay: kernels started {p50:,.1f} ms (median; p90 {d['p90'] / 1000:,.1f} ms) after their "
+                "launch: the CPU runs ahead of the GPU and keeps a deep queue of launched kernels. That is GOOD: "
+                "the GPU never waits for Python."]
+    return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the queue was nearly empty, "
+            "so the GPU waited for the CPU to launch each one (healthy steps show hundreds of ms here)."]
+
+
+def _breakdown_lines(b: Mapping[str, Any]) -> list[str]:
+    """Phases (forward / backward / optimizer) and layer types, where the trace marks them."""
+    out: list[str] = []
+    phases = b.get("phases") or {}
+    steps = max(1, int(b.get("profiled_steps") or 1))
+    if phases:
+        out.append(f"phases per step (marked by {b.get('marked_by')}): " + "; ".join(
+            f"{n} {p['ms'] / steps:,.1f} ms, {p['kernels'] // steps:,} kernels" for n, p in phases.items()))
+    for typ, e in (b.get("layer_types") or {}).items():
+        if typ.startswith("_"):
+            continue
+        f, bw = e["forward"], e["backward"]
+        per = steps * max(1, e["layers"])
+        out.append(f"  layer type {typ} ({e['layers']} layers): per layer and step forward "
+                   f"{f['cost_ms'] / per:,.2f} ms / {f['kernels'] // per:,} kernels, backward "
+                   f"{bw['cost_ms'] / per:,.2f} ms / {bw['kernels'] // per:,} kernels")
+    return out
+
+
+MAX_STEP_ROWS = 8
+
+
+def _steps_to_show(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """All steps when few; else the first two, the last two and the four that matter most, in order."""
+    if len(steps) <= MAX_STEP_ROWS:
+        return list(steps)
+    keep = {0, 1, len(steps) - 2, len(steps) - 1}
+
+    def badness(i: int) -> float:
+        bf = steps[i].get("gpu_busy_fraction")
+        return -bf if bf is not None else steps[i]["cpu_span_us"]
+
+    keep.update(sorted(range(len(steps)), key=badness, reverse=True)[: MAX_STEP_ROWS - len(keep)])
+    return [steps[i] for i in sorted(keep)]
+
+
+def _row(st: Mapping[str, Any]) -> str:
+    name = "whole trace" if st["name"] == "trace" else st["name"]
+    bf = st.get("gpu_busy_fraction")
+    busy = "-" if bf is None else f"{_ms(st['gpu_busy_us'])} ({bf:.0%})"
+    g = st["idle_gaps"]
+    gaps = "-" if not st["kernels"] else f"{g['count']:,} · {_ms(g['total_us'])}"
+    d = st["launch_delay_us"]
+    delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.3f} / {d['p90'] / 1000:,.3f} ms"
+    cs = f"{st['memcpy']}/{st['memset']}"
+    return (f"{name:<18} {st['cpu_ops']:>9,} {st['kernels']:>8,} {cs:>8} {_ms(st['cpu_span_us']):>10} {busy:>16} "
+            f"{gaps:>18} {delay:>21}")
+
+
+def progress_to_stderr(done: int, total: int) -> None:
+    """Progress for big traces, on stderr so --json stays clean."""
+    if total >= 32 << 20:
+        sys.stderr.write(f"\rreading trace: {done / 1e6:,.0f} / {total / 1e6:,.0f} MB")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()

@@ -1,0 +1,115 @@
+"""The values a trace analysis returns (shared by analysis, verdicts and render)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelcheck.report.model import Finding
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What ran in one profiler step (or in the whole trace, for TraceAnalysis.summary).
+
+    Times are microseconds. `gpu_busy_us` is the union of kernel intervals (memcpy/memset excluded: they
+    do not keep the SMs busy); `wall_us` runs from the step's start to the later of its CPU end and its
+    last GPU activity; `idle_gaps` are the holes between busy intervals inside the GPU span;
+    `launch_delay_us` is kernel start minus the end of the runtime/driver call that launched it (matched
+    by correlation id), clamped at 0 (a kernel may start before its launch call returns).
+    """
+
+    name: str
+    cpu_ops: int
+    kernels: int
+    memcpy: int
+    memset: int
+    gpu_busy_us: float
+    cpu_span_us: float
+    gpu_span_us: float
+    wall_us: float
+    idle_gaps: Mapping[str, float]  # {count, total_us, longest_us}
+    launch_delay_us: Mapping[str, float]  # {p50, p90, max, count}; count 0 when no launch was matched
+    median_kernel_us: float
+    top_kernels_by_time: tuple[Mapping[str, Any], ...]  # ({name, total_us, count}, ...)
+    top_kernels_by_count: tuple[Mapping[str, Any], ...]
+    top_ops_by_count: tuple[Mapping[str, Any], ...]  # CPU ops ({name, count}, ...)
+    kernel_names: tuple[str, ...]  # sorted, distinct
+    kernel_counts: Mapping[str, int] = field(default_factory=dict)
+    launches: int = 0  # runtime/driver launch calls seen on the CPU side
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """GPU busy time / wall time of the step; None without GPU activity."""
+        if self.kernels == 0 or self.wall_us <= 0:
+            return None
+        return min(1.0, self.gpu_busy_us / self.wall_us)
+
+    def to_json(self) -> dict[str, Any]:
+        bf = self.busy_fraction
+        return {
+            "name": self.name, "cpu_ops": self.cpu_ops, "kernels": self.kernels, "memcpy": self.memcpy,
+            "memset": self.memset, "launches": self.launches,
+            "gpu_busy_us": round(self.gpu_busy_us, 3), "cpu_span_us": round(self.cpu_span_us, 3),
+            "gpu_span_us": round(self.gpu_span_us, 3), "wall_us": round(self.wall_us, 3),
+            "gpu_busy_fraction": None if bf is None else round(bf, 4),
+            "idle_gaps": {k: _r(v) for k, v in self.idle_gaps.items()},
+            "launch_delay_us": {k: _r(v) for k, v in self.launch_delay_us.items()},
+            "median_kernel_us": round(self.median_kernel_us, 3),
+            "top_kernels_by_time": [dict(k) for k in self.top_kernels_by_time],
+            "top_kernels_by_count": [dict(k) for k in self.top_kernels_by_count],
+            "top_ops_by_count": [dict(k) for k in self.top_ops_by_count],
+            "distinct_kernels": len(self.kernel_names),
+        }
+
+
+@dataclass(frozen=True)
+class SignatureMatch:
+    """A fallback signature seen in some steps, with the evidence in words."""
+
+    id: str
+    package: str  # packages.toml key (fla, causal_conv1d)
+    distribution: str  # what to pip install (fla-core)
+    title: str  # flash-linear-attention
+    functions: tuple[str, ...]
+    steps: tuple[str, ...]
+    evidence: str
+    by_python_stack: bool
+
+
+@dataclass(frozen=True)
+class TraceAnalysis:
+    """The analysis of one trace: whole-trace stats, per-step stats, verdict-relevant facts, findings."""
+
+    summary: StepStats
+    steps: tuple[StepStats, ...]
+    findings: tuple[Finding, ...]
+    cpu_only: bool
+    fast_packages: tuple[str, ...]  # packages whose fast kernels ran somewhere in the trace
+    fallbacks: tuple[SignatureMatch, ...]
+    launch_bound_steps: tuple[str, ...]
+    metadata: Mapping[str, Any]  # top-level keys of the trace (gpus, error text, ...), small
+    events: int
+    path: str | None = None
+    bytes: int | None = None
+    gzip: bool = False
+    breakdown: Mapping[str, Any] = field(default_factory=dict)  # phases and layer types (trace/phases.py)
+
+    @property
+    def verdict(self) -> str:
+        """healthy | fallback (a torch reference path ran) | launch-bound."""
+        if self.fallbacks and not self.cpu_only:
+            return "fallback"
+        if self.launch_bound_steps:
+            return "launch-bound"
+        return "healthy"
+
+    @property
+    def missing_packages(self) -> tuple[str, ...]:
+        """Distributions whose absence the trace shows (pip names), in signature order."""
+        return tuple(dict.fromkeys(m.distribution for m in self.fallbacks)) if not self.cpu_only else ()
+
+
+def _r(v: float) -> float | int:
+    return v if isinstance(v, int) else round(v, 3)

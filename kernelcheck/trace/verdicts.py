@@ -1,0 +1,260 @@
+"""Verdicts on an analysed trace: fast kernels seen, fallback signatures (matrix/signatures.toml),
+launch-bound steps, and the findings that say so."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.report.model import Finding
+from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
+
+
+def _ms(us: float) -> str:
+    if us >= 1000:
+        return f"{us / 1000:,.1f} ms"
+    return f"{us:,.0f} us"
+
+
+_SHORT_RX = re.compile(r"^(void |__global__ )")
+_ANON = "(anonymous namespace)::"
+# the functor inside a generic elementwise/reduce kernel: what the kernel really computes
+_INNER_RX = re.compile(r"at::native::(?:\w+::)*?(\w+?(?:_kernel\w*|_functor\w*|_cuda\w*|Functor\w*))")
+
+
+def _short(name: str, width: int = 60) -> str:
+    """A kernel name a person can read: no 'void', no parameter list; template arguments folded to <...>
+    except the functor that names what a generic at::native kernel computes. Never a bare namespace."""
+    full = _SHORT_RX.sub("", name).replace(_ANON, "")
+    cut = len(full)
+    for ch in "<(":
+        i = full.find(ch)
+        if 0 < i < cut:
+            cut = i
+    s = full[:cut]
+    if cut < len(full) and full[cut] == "<":
+        inner = [m for m in _INNER_RX.findall(full[cut:]) if m not in s and not m.startswith("gpu_kernel")]
+        s += f"<{inner[0]}, ...>" if inner else "<...>"
+    if not s.strip(":").split("::")[-1]:
+        s = full  # a name that would shorten to a bare namespace stays whole
+    return s if len(s) <= width else s[: width - 3] + "..."
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a tuple of fnmatch globs (cached: the same tuples are matched for every step)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+def _count_matching(counts: Mapping[str, int], rx: re.Pattern[str] | None) -> tuple[int, list[str]]:
+    if rx is None:
+        return 0, []
+    hits = [(n, c) for n, c in counts.items() if rx.match(n)]
+    hits.sort(key=lambda nc: -nc[1])
+    return sum(c for _, c in hits), [n for n, _ in hits]
+
+
+def fast_kernels_in(step: StepStats) -> dict[str, list[str]]:
+    """Packages whose fast kernels ran in `step`: {package key: [kernel names]}."""
+    sig = matrix_mod.load_signatures()
+    out: dict[str, list[str]] = {}
+    for pkg, pats in sig.fast_kernels.items():
+        _, names = _count_matching(step.kernel_counts, _compile(pats))
+        if names:
+            out[pkg] = names
+    return out
+
+
+def _match_signature(s: matrix_mod.Signature, step: StepStats, py_names: set[str],
+                     fast: dict[str, list[str]], matched: set[str]) -> tuple[str, bool] | None:
+    """(evidence in words, by_python_stack) when `s` matches the step, else None."""
+    if s.package in fast:
+        return None
+    if s.context_packages and not any(c in fast or c in matched for c in s.context_packages):
+        return None
+    rx = _compile(s.python_functions)
+    py = sorted(n for n in py_names if rx is not None and rx.match(n))
+    if py:
+        fn = py[0].rsplit(": ", 1)[-1]
+        return f"the Python stack shows `{fn}` ({py[0].rsplit(': ', 1)[0]})", True
+    if not s.kernels or step.kernels == 0:
+        return None
+    parts = []
+    for g in s.kernels:
+        n, names = _count_matching(step.kernel_counts, _compile(g.patterns))
+        if n < g.min:
+            return None
+        parts.append(f"{g.what}: {n:,} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
+    return "; ".join(parts), False
+
+
+def launch_bound_sentence(step: StepStats) -> str:
+    """The sentence a user reads, e.g. 'the GPU sat idle 42% of ProfilerStep#2 waiting for launches ...'."""
+    bf = step.busy_fraction
+    where = "the trace" if step.name == "trace" else step.name
+    if bf is None:
+        return f"no GPU kernel ran in {where}"
+    idle = 1.0 - bf
+    d = step.launch_delay_us
+    s = (f"the GPU sat idle {idle:.0%} of {where} waiting for launches: {step.kernels:,} kernels of median "
+         f"{step.median_kernel_us:.1f} us each, busy {_ms(step.gpu_busy_us)} of {_ms(step.wall_us)}")
+    if d.get("count"):
+        s += (f"; each kernel started {d['p50'] / 1000:.3f} ms (median) after its launch returned, so the queue "
+              "was empty")
+    return s
+
+
+def is_launch_bound(step: StepStats, lb: matrix_mod.LaunchBound | None = None) -> bool:
+    """Low GPU busy fraction with many short kernels that start as soon as they are launched."""
+    lb = lb or matrix_mod.load_signatures().launch_bound
+    bf = step.busy_fraction
+    if bf is None or step.kernels < lb.min_kernels:
+        return False
+    if bf >= lb.busy_fraction_below or step.median_kernel_us >= lb.median_kernel_us_below:
+        return False
+    d = step.launch_delay_us
+    # a full queue (kernels start long after their launch): idle time comes from elsewhere (syncs, copies)
+    return not (d.get("count") and d["p50"] >= lb.launch_delay_p50_below_us)
+
+
+def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
+           metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
+    sig = matrix_mod.load_signatures()
+    pk = matrix_mod.load().packages
+    findings: list[Finding] = []
+    cpu_only = summary.kernels == 0 and summary.memcpy == 0 and summary.memset == 0
+    units = list(zip(steps, py_by_step, strict=False)) if steps else [(summary, py_all)]
+    meta_small = _metadata_summary(metadata)
+
+    if cpu_only:
+        findings.append(_cpu_only_finding(meta_small))
+
+    # fast kernels anywhere
+    fast_any: dict[str, list[str]] = fast_kernels_in(summary)
+    for pkg_key, names in fast_any.items():
+        title = pk[pkg_key].title if pkg_key in pk else pkg_key
+        n = sum(summary.kernel_counts[nm] for nm in names)
+        findings.append(Finding(
+            f"{pkg_key.replace('_', '-')}-kernels-ran", "info",
+            f"{title} kernels ran: {n:,} launches of {len(names)} kernels ({', '.join(_short(x) for x in names[:4])}"
+            f"{', ...' if len(names) > 4 else ''}).", None, sig.fast_references.get(pkg_key) or None))
+
+    # fallback signatures, per step
+    matches: list[SignatureMatch] = []
+    for s in sig.signatures:
+        hit_steps: list[str] = []
+        evidence = ""
+        by_py = False
+        for st, py in units:
+            fast = fast_kernels_in(st)
+            matched_pkgs = {m.package for m in matches if st.name in m.steps}
+            r = _match_signature(s, st, py, fast, matched_pkgs)
+            if r is not None:
+                hit_steps.append(st.name)
+                if not evidence:
+                    evidence, by_py = r
+        if not hit_steps:
+            continue
+        pinfo = pk.get(s.package)
+        dist = pinfo.install_distribution if pinfo else s.package
+        title = pinfo.title if pinfo else s.package
+        matches.append(SignatureMatch(s.id, s.package, dist, title, s.functions, tuple(hit_steps), evidence, by_py))
+    for m in matches:
+        s = next(x for x in sig.signatures if x.id == m.id)
+        where = _where(m.steps, len(units), bool(steps))
+        examples = sig.fast_examples.get(m.package) or sig.fast_kernels.get(m.package, ())[:3]
+        named = m.title if m.title == m.distribution else f"{m.title} ({m.distribution})"
+        if cpu_only:
+            findings.append(Finding(
+                m.id, "info",
+                f"{s.title} {where}: {m.evidence}. On CPU this is the only path ({m.title} kernels run only on "
+                "GPUs); on the GPU the same trace would mean a slow fallback.", None, s.reference, m.functions))
+            continue
+        findings.append(Finding(
+            m.id, "fallback",
+            f"{s.title} {where} ({s.what}). Evidence: {m.evidence}; no {m.title} kernel ran. Likely missing: "
+            f"{named}, so transformers used its torch reference for {' / '.join(m.functions)}.",
+            f"pip install {m.distribution} into the job's environment (kernelcheck install --model M picks a build "
+            f"for your torch/CUDA without touching torch), restart the process and record again: the trace should "
+            f"then show {', '.join(examples)}. Check first with `kernelcheck doctor --model M`.",
+            s.reference, m.functions))
+
+    # launch-bound steps
+    lb_steps = [st for st, _ in units if is_launch_bound(st, sig.launch_bound)]
+    if lb_steps:
+        worst = min(lb_steps, key=lambda st: st.busy_fraction or 0.0)
+        where = _where(tuple(st.name for st in lb_steps), len(units), bool(steps))
+        cause = (" The kernel count points at the fallback above: fused kernels would launch a few dozen."
+                 if matches and not cpu_only else
+                 " Fewer, larger kernels (fused kernels, torch.compile, CUDA graphs, a larger batch) keep it busy.")
+        findings.append(Finding(
+            "launch-bound", "fallback",
+            f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi's utilization only says that some "
+            f"kernel was running, not that the GPU was doing useful work, so it does not show this.{cause}",
+            None, sig.launch_bound.reference))
+    elif not cpu_only:
+        bf = [st.busy_fraction for st, _ in units if st.busy_fraction is not None]
+        if bf:
+            findings.append(Finding(
+                "gpu-busy", "info",
+                f"GPU busy {min(bf):.0%}" + (f"-{max(bf):.0%}" if max(bf) - min(bf) >= 0.005 else "")
+                + f" of the {'step' if steps else 'trace'} wall time; not launch-bound."))
+
+    if not steps:
+        findings.append(Finding("trace-no-steps", "info",
+                                "no ProfilerStep#N in the trace: the whole trace is analysed as one step. Call "
+                                "prof.step() once per training/inference step to get per-step numbers."))
+    return TraceAnalysis(
+        summary=summary, steps=steps, findings=tuple(findings), cpu_only=cpu_only,
+        fast_packages=tuple(fast_any), fallbacks=tuple(matches),
+        launch_bound_steps=tuple(st.name for st in lb_steps), metadata=meta_small, events=n_events,
+        path=path, bytes=size, gzip=gz,
+    )
+
+
+def _cpu_only_finding(meta_small: Mapping[str, Any]) -> Finding:
+    why = "no GPU kernel, copy or memset was recorded"
+    if meta_small.get("error"):
+        why += f" (the profiler noted: {meta_small['error']})"
+    elif not meta_small.get("gpus"):
+        why += " and the trace lists no GPU"
+    return Finding(
+        "trace-cpu-only", "info",
+        f"CPU-only trace: {why}. Counts and spans of CPU ops are shown; GPU busy time, launch delays and "
+        "kernel signatures need a trace recorded on the GPU with ProfilerActivity.CUDA.",
+        "record on the GPU machine: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+        "ProfilerActivity.CUDA], schedule=...)", "FACTS.md section 7")
+
+
+def _where(names: tuple[str, ...], total: int, have_steps: bool) -> str:
+    if not have_steps:
+        return "in the trace"
+    if len(names) == total:
+        return f"in all {total} steps" if total > 1 else f"in {names[0]}"
+    return f"in {len(names)} of {total} steps ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+
+
+def _metadata_summary(md: Mapping[str, Any]) -> dict[str, Any]:
+    """The small, useful part of the trace's top-level keys (the GPU it ran on, a profiler error)."""
+    out: dict[str, Any] = {}
+    gpus = []
+    for d in md.get("deviceProperties") or []:
+        if isinstance(d, dict):
+            cap = f"{d.get('computeMajor', '?')}.{d.get('computeMinor', '?')}"
+            gpus.append({"name": d.get("name"), "capability": cap})
+    out["gpus"] = gpus
+    err = md.get("ERROR") or md.get("error")
+    if err:
+        out["error"] = str(err)[:300]
+    for k in ("schemaVersion", "cuda_runtime_version", "cuda_driver_version", "with_stack", "trace_id"):
+        if k in md and isinstance(md[k], (str, int, float, bool)):
+            out[k] = md[k]
+    if isinstance(md.get("distributedInfo"), dict):
+        di = md["distributedInfo"]
+        out["rank"] = di.get("rank")
+        out["world_size"] = di.get("world_size")
+    return out

@@ -1,0 +1,128 @@
+"""`verify --benchmark`: the model's kernel-calling layer timed on the bound path and on the forced
+torch reference, in this process, on the same captured inputs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify.instrument import Instrument
+from kernelcheck.verify.steps import (
+    _first_line,
+    _profile,
+    _Steps,
+)
+
+
+# -- benchmark ------------------------------------------------------------------------------------
+def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, device: str,
+               bwd_broken: set[str]) -> dict[str, Any]:
+    """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
+    reference, on the same captured inputs, in this process."""
+    import torch
+
+    layer_mods = layers_mod.layer_modules(steps.built.model, layer_class)
+    if not layer_mods:
+        return {"skipped": f"no {layer_class or 'kernel-calling'} layer in the built model"}
+    layer = layer_mods[0]
+    got: dict[str, Any] = {}
+
+    def grab(_m: Any, args: tuple, kwargs: dict) -> None:
+        if "x" not in got:
+            got["x"] = (tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args),
+                        {k: (v.detach().clone() if isinstance(v, torch.Tensor) else
+                             None if "cache" in type(v).__name__.lower() or k in ("cache", "past_key_values",
+                                                                                   "cache_params") else v)
+                         for k, v in kwargs.items()})
+
+    handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            steps.built.model(input_ids=steps.ids, use_cache=False)
+    finally:
+        handle.remove()
+    args, kwargs = got["x"]
+    data = layers_mod.verify_data()["benchmark"]
+    gen = torch.Generator(device="cpu").manual_seed(7)
+
+    def once_fwd() -> None:
+        with torch.no_grad():
+            layer(*args, **kwargs)
+
+    # the layer's input (hidden_states) comes positionally or by keyword depending on the decoder layer
+    key: int | str = next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()),
+                          next((k for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.is_floating_point()),
+                               0))
+
+    def once_train() -> None:
+        a, kw = list(args), dict(kwargs)
+        if isinstance(key, int):
+            a[key] = a[key].detach().requires_grad_(True)
+        else:
+            kw[key] = kw[key].detach().requires_grad_(True)
+        out = layer(*a, **kw)
+        out = out[0] if isinstance(out, tuple) else out
+        out.backward(grad)
+
+    with torch.no_grad():
+        probe = layer(*args, **kwargs)
+    probe = probe[0] if isinstance(probe, tuple) else probe
+    grad = torch.randn(probe.shape, generator=gen).to(device=probe.device, dtype=probe.dtype)
+    everything = set(inst.hooks)
+    saved = set(inst.forced)
+    # A function that failed only in backward still runs fast in a forward-only pass (fla#640 case).
+    passes = [("forward", once_fwd, saved - bwd_broken)]
+    if mode == "train":
+        passes.append(("forward+backward", once_train, saved))
+    out: dict[str, Any] = {"layer": type(layer).__name__, "tokens": int(steps.ids.shape[1]), "passes": {}}
+    inst.step = "bench"
+    try:
+        for pname, once, fast_forced in passes:
+            res: dict[str, Any] = {}
+            for path, forced in (("fast", fast_forced), ("reference", everything)):
+                inst.forced = set(forced)
+                try:
+                    res[path] = _time(steps, once, data, device, f"bench-{pname}-{path}")
+                except Exception as exc:  # noqa: BLE001
+                    res[path] = {"error": f"{type(exc).__name__}: {_first_line(exc)}"}
+                res[path]["forced_torch"] = sorted(forced)
+                inst.reset()
+            f, r = res["fast"], res["reference"]
+            if "ms" in f and "ms" in r and f["ms"] > 0:
+                res["speedup"] = round(r["ms"] / f["ms"], 2)
+                if f["kernels"]:
+                    res["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
+                res["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
+            if fast_forced:
+                res["note"] = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: "
+                               "it failed in this environment")
+            out["passes"][pname] = res
+    finally:
+        inst.forced = saved
+    main = "forward+backward" if mode == "train" else "forward"
+    out.update({"pass": main, **out["passes"][main]})
+    return out
+
+
+def _time(steps: _Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str) -> dict[str, Any]:
+    """Median wall time of `once` (synchronised), then one profiled call for its kernel and op counts."""
+    for _ in range(int(data["warmup"])):
+        once()
+    steps.sync()
+    times: list[float] = []
+    t_all = time.perf_counter()
+    while len(times) < int(data["max_iters"]):
+        t0 = time.perf_counter()
+        once()
+        steps.sync()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= int(data["min_iters"]) and time.perf_counter() - t_all > float(data["min_seconds"]):
+            break
+    _, tr = _profile(steps, name, once, device)
+    times.sort()
+    bf = tr.stats.busy_fraction
+    return {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times), "kernels": tr.kernels,
+            "cpu_ops": tr.cpu_ops, "gpu_busy_fraction": None if bf is None else round(bf, 3),
+            "launch_bound": tr.launch_bound}

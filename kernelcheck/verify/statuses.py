@@ -1,0 +1,213 @@
+"""From what a live run observed to evidence blocks, function statuses, findings and text lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.verify import evidence as evidence_mod
+from kernelcheck.verify.steps import (
+    LiveRun,
+)
+
+
+# -- from observations to statuses ------------------------------------------------------------------
+def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
+    """The evidence block for one function: what ran, how often, what it launched, how it compared."""
+    calls = [r for recs in run.records.values() for r in recs if r.function == fn]
+    fail = run.failures.get(fn)
+    if not calls and fail is None and fn in run.inline:
+        return {"device": run.built.device, "path": "torch", "calls": 0,
+                "implementation_called": f"inline torch code in {run.inline[fn]}",
+                "note": "transformers stored no function for it, so the layer ran its own torch code"}
+    if not calls and fail is None:
+        return None
+    ranges = [rs for tr in run.traces.values() for rs in tr.ranges if rs.function == fn]
+    fwd = [rs for rs in ranges if not rs.backward]
+    bwd = [rs for rs in ranges if rs.backward]
+    impls = list(dict.fromkeys(r.implementation for r in calls))
+    names: dict[str, int] = {}
+    for rs in ranges:
+        for k, v in rs.kernel_names.items():
+            names[k] = names.get(k, 0) + v
+    ev: dict[str, Any] = {
+        "device": run.built.device,
+        "implementation_called": impls[0] if len(impls) == 1 else impls,
+        "path": "fast" if any(r.fast and not r.forced for r in calls) else "torch",
+        "calls": len(calls),
+        "calls_by_step": {s: sum(1 for r in recs if r.function == fn) for s, recs in run.records.items()
+                          if any(r.function == fn for r in recs)},
+        "cpu_ops": sum(rs.cpu_ops for rs in fwd),
+        "gpu_kernels": sum(rs.kernels for rs in fwd),
+        "backward_cpu_ops": sum(rs.cpu_ops for rs in bwd),
+        "backward_gpu_kernels": sum(rs.kernels for rs in bwd),
+        "cpu_ms": round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
+        "gpu_ms": round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
+        "kernel_names": [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])][:12],
+        "fast_kernels_seen": evidence_mod.fast_kernel_names(
+            run.package_of.get(fn, ""), [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])])[:12],
+        "per_layer": [{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
+                       "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
+    }
+    if any(r.forced for r in calls):
+        ev["forced_torch"] = "the torch reference was forced for the rest of the run after the failure below"
+    if fn in run.nonfinite:
+        ev["nonfinite_output"] = True
+    if fail is not None:
+        ev["error"] = {"phase": fail.phase, "step": fail.step, "exception": fail.error,
+                       "implementation": fail.implementation}
+    if fn in run.direct:
+        ev["vs_reference"] = run.direct[fn]
+    if fn in run.isolated:
+        ev["alone_on_fast_path_vs_reference"] = run.isolated[fn]
+    return ev
+
+
+def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None]:
+    """(rule id, fix) of a known breakage that names `fn`, from the static rule evaluation."""
+    for fd in report.findings:
+        if fn in fd.functions and fd.severity == "broken":
+            return fd.id, fd.fix
+    return None, None
+
+
+_UNKNOWN_FIX = ("not a known breakage: reinstall {dist} for this torch/CUDA (kernelcheck install --model {model}); "
+                "until then `pip uninstall {dist}` gives the slow but working torch path")
+
+
+def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
+    """Why the observed run shows `fn` broken (exception, NaN, mismatch), or None."""
+    err = ev.get("error")
+    direct = ev.get("vs_reference") or {}
+    impl = ev.get("implementation_called")
+    if err:
+        reason = (f"observed: {err['implementation']} raised in the {err['phase']} of the {err['step']} step: "
+                  f"{err['exception']}")
+        if err["phase"] == "backward" and ev.get("path") == "fast":
+            reason += " (its forward ran the fast path correctly; training fails at the first backward)"
+        return reason
+    if ev.get("nonfinite_output") or direct.get("nonfinite"):
+        return f"observed: {impl} returned NaN/Inf"
+    if direct.get("compared") and not direct.get("ok"):
+        return (f"observed: {impl} disagrees with the torch reference on the same inputs "
+                f"(relative error {direct.get('rel_err')} > {direct.get('tolerance')})")
+    iso = run.isolated.get(fn)
+    if iso and iso.get("ok") is False:
+        bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in iso.items() if isinstance(v, dict)
+               for k in ("logits", "grads") if k in v and not v[k]["ok"]]
+        return (f"observed: with only {fn} on its bound path ({impl}), the model's results disagree with the torch "
+                f"reference ({'; '.join(bad)}; tolerance {iso['tolerance']})")
+    if direct.get("error") and ev.get("path") == "fast":
+        return f"observed: calling {fn} again on the captured inputs raised {direct['error']}"
+    return None
+
+
+def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> None:
+    broken = _broken_reason(fs.name, ev, run)
+    if broken:
+        rid, fix = _rule_fix(report, fs.name)
+        fs.status, fs.reason = "broken", broken + (f" [known breakage {rid}]" if rid else "")
+        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
+        return
+    if ev.get("path") == "fast" and ev.get("calls"):
+        fs.status, fs.reason, fs.fix = "fast", None, None
+        impl = ev["implementation_called"]
+        fs.implementation = impl if isinstance(impl, str) else fs.implementation
+        return
+    # the torch reference ran
+    if fs.status == "fast":
+        fs.status = "fallback"
+        fs.reason = (f"observed: the torch reference {ev['implementation_called']} ran although transformers bound "
+                     "the fast kernel")
+    elif fs.reason and not fs.reason.startswith("observed"):
+        fs.reason = f"observed: the torch reference ran ({ev['implementation_called']}); {fs.reason}"
+
+
+def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
+    out: list[Finding] = []
+    if run.step_error:
+        if run.step_error_fast:
+            # a fast kernel ran before the failure: it may have left bad state (or the failure is real)
+            out.append(Finding("verify-step-failed", "broken",
+                               f"the model's {run.built.shape} step failed outside the fast functions after fast "
+                               f"kernels ran: {run.step_error}",
+                               "rerun with KERNELCHECK_DEBUG=1; check attn_implementation and the transformers "
+                               "version"))
+        else:
+            # only torch code ran: the shrunk model itself does not work, which says nothing about the kernels
+            out.append(Finding("verify-incomplete", "warning",
+                               f"the {run.built.shape} {run.built.model_type} model built from the shrunk config "
+                               "failed "
+                               f"in torch code, before any fast kernel ran, so nothing was verified: {run.step_error}",
+                               "adjust this family's entry in matrix/verify.toml [tiny] (shape relations), or use "
+                               "--shape full on a GPU"))
+    mc = run.model_compare
+    if mc.get("ok") is False:
+        bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in mc.items() if isinstance(v, dict)
+               for k in ("logits", "grads") if k in v and not v[k]["ok"]]
+        fast_fns = sorted({r.function for recs in run.records.values() for r in recs if r.fast and not r.forced})
+        out.append(Finding("verify-mismatch", "broken",
+                           f"the fast path's results disagree with the torch reference on the same weights and inputs "
+                           f"({'; '.join(bad)}; tolerance {mc['tolerance']}). Functions on the fast path: "
+                           f"{', '.join(fast_fns)}.", None, None, tuple(fast_fns)))
+    return out
+
+
+def _timed_words(d: dict[str, Any]) -> str:
+    return f"{d['ms']} ms, {d['kernels']} kernels, {d['cpu_ops']} CPU ops" if "ms" in d else f"failed: {d.get('error')}"
+
+
+def _lines(run: LiveRun, report: Report) -> list[str]:
+    b = run.built
+    lines = [f"built {b.model_class} ({b.shape}: {len(b.layer_types)} layers {', '.join(b.layer_types)}; "
+             f"{b.parameters / 1e6:.2f} M parameters, {b.dtype}) on {b.device}; {run.tokens} tokens, batch 1"]
+    for _name, tr in run.traces.items():
+        lines.append(evidence_mod.launch_sentence(tr, b.device))
+    tc = run.triton
+    if tc:
+        lines.append(f"Triton cache {tc['cache_dir']}: {tc['entries_before']} -> {tc['entries_after']} entries"
+                     + (" (cold: first-call compile dominated the time)" if tc.get("cold") else ""))
+    mc = run.model_compare
+    if mc.get("skipped"):
+        lines.append(f"reference comparison: {mc['skipped']}")
+    elif "tolerance" in mc:
+        parts = []
+        for s, v in mc.items():
+            if isinstance(v, dict):
+                parts.append(f"{s} logits rel_err {v['logits']['rel_err']}"
+                             + (f", grads rel_err {v['grads']['rel_err']}" if "grads" in v else ""))
+        lines.append(f"vs torch reference (tolerance {mc['tolerance']}): " + "; ".join(parts)
+                     + (" - OK" if mc.get("ok") else " - MISMATCH"))
+    elif mc.get("error"):
+        lines.append(f"reference comparison: {mc['error']}")
+    bm = run.benchmark
+    if bm and "skipped" in bm:
+        lines.append(f"benchmark: {bm['skipped']}")
+    elif bm:
+        for pname, res in bm["passes"].items():
+            f, r = res.get("fast", {}), res.get("reference", {})
+            lines.append(f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {_timed_words(f)}; "
+                         f"torch reference {_timed_words(r)}")
+            if "speedup" in res:
+                kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
+                lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
+            if f.get("gpu_busy_fraction") is not None and r.get("gpu_busy_fraction") is not None:
+                lines.append(f"  GPU busy {f['gpu_busy_fraction']:.0%} on the bound path, "
+                             f"{r['gpu_busy_fraction']:.0%} on "
+                             "the torch reference" + (" (launch-bound)" if r.get("launch_bound") else ""))
+            if res.get("note"):
+                lines.append(f"  note: {res['note']}")
+        if not b.device.startswith("cuda"):
+            lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
+    t = run.timing
+    lines.append("time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.items()))
+    return lines
+
+
+
+
+def _step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
+    d = tr.stats.to_json()
+    d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": evidence_mod.launch_sentence(tr, device),
+              "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})
+    return d

@@ -1,0 +1,224 @@
+"""`kernelcheck verify --step`: a whole training step, bound kernels vs the torch reference, projected.
+
+Each path runs in its own worker process (step_worker.py: bindings are fixed at import), one after the
+other on the same device; this module starts them, reads their results, projects both to the real
+layer counts (projection.py) and turns it into the report: numbers, findings and statuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelcheck.core.errors import BadInput
+from kernelcheck.report.model import Finding, Report
+from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify import noise as noise_mod
+from kernelcheck.verify import projection as projection_mod
+
+PATHS = ("fast", "reference")
+
+
+def _say(msg: str) -> None:
+    print(f"kernelcheck verify --step: {msg}", file=sys.stderr, flush=True)
+
+
+def _device_shape(shape: str | None) -> str:
+    import torch
+
+    if shape is None:
+        return "full" if torch.cuda.is_available() else "tiny"
+    if shape == "full" and not torch.cuda.is_available():
+        raise BadInput("--step --shape full builds real-width layers with the real vocabulary and needs a CUDA GPU; "
+                       "there is none here. Use --shape tiny (the same code path, seconds on a CPU).")
+    return shape
+
+
+def _run_worker(args: dict[str, Any], tmp: Path, timeout: float) -> tuple[dict[str, Any], str]:
+    inp, out, logf = tmp / f"{args['path']}.in.json", tmp / f"{args['path']}.out.json", tmp / f"{args['path']}.log"
+    inp.write_text(json.dumps(args), encoding="utf-8")
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    t0 = time.perf_counter()
+    with open(logf, "wb") as lf:
+        try:
+            subprocess.run([sys.executable, "-m", "kernelcheck.verify.step_worker", str(inp), str(out)],
+                           stdout=lf, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return {"path": args["path"], "error": f"the {args['path']} path ran past {timeout:.0f} s"}, \
+                noise_mod.read_log(logf)
+    text = noise_mod.read_log(logf)
+    try:
+        res = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tail = " | ".join(text.strip().splitlines()[-3:])
+        res = {"path": args["path"], "error": f"the worker process died without a result ({tail[:400]})"}
+    res.setdefault("cost", {})["process_s"] = round(time.perf_counter() - t0, 3)
+    return res, text
+
+
+def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
+                layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
+                verbose: bool = False) -> Report:
+    """The doctor's static report plus the whole-step measurement of both paths and the projection."""
+    from kernelcheck.doctor.run import doctor as run_doctor
+
+    if mode != "train":
+        raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
+    if tokens is not None and tokens < 1:
+        raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
+    if layers is not None and layers < 1:
+        raise BadInput(f"--layers must be at least 1, not {layers}.")
+    shape = _device_shape(shape)
+    data = dict(layers_mod.verify_data()["step"])
+    if os.environ.get("KERNELCHECK_STEP_PROFILED", "").isdigit():  # fewer profiled steps: smaller traces
+        data["profiled"] = max(1, int(os.environ["KERNELCHECK_STEP_PROFILED"]))
+    t0 = time.perf_counter()
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.verify import step_model
+
+    step_model.step_config(models_mod.resolve(query), shape, layers)  # bad --layers: exit 2 before any run
+    report = run_doctor(query, mode, exact=False)
+    report.command = "verify"
+    ntok = tokens or int(data["tokens"][shape])
+    ckpt = True if checkpointing is None else checkpointing
+    results: dict[str, dict[str, Any]] = {}
+    logs: dict[str, str] = {}
+    keep = Path(trace_dir) if trace_dir else None
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-step-") as tmp_s:
+        tmp = Path(tmp_s)
+        for path in PATHS:
+            trace = (keep or tmp) / f"step-{path}.json.gz"
+            args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
+                    "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
+                    "profiled": data["profiled"], "trace": str(trace)}
+            _say(f"{path} path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
+                 f"steps + {data['profiled']} profiled on {ntok} tokens (own process)")
+            results[path], logs[path] = _run_worker(args, tmp, float(data["timeout_s"]))
+            if keep is not None and "error" not in results[path]:
+                results[path]["trace_file"] = str(trace)
+            if verbose and logs[path].strip():
+                print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
+    fast, ref = results["fast"], results["reference"]
+    proj = projection_mod.compare(fast, ref)
+    step = _summary(fast, ref, proj, shape, ntok, ckpt, time.perf_counter() - t0)
+    report.findings.extend(_findings(fast, ref, step))
+    report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
+    step["captured_output"] = {p: noise_mod.summary(t) for p, t in logs.items()}
+    report.extra["step"] = step
+    report.extra["live"] = {"ran": True, "step": True, "lines": _lines(step, verbose)}
+    return report
+
+
+def _summary(fast: dict[str, Any], ref: dict[str, Any], proj: dict[str, Any], shape: str, tokens: int,
+             ckpt: bool, total_s: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"shape": shape, "tokens": tokens, "checkpointing": ckpt, "paths": {}}
+    for name, r in (("fast", fast), ("reference", ref)):
+        if "error" in r:
+            out["paths"][name] = {"error": r["error"]}
+            continue
+        t = r["trace"]
+        out["paths"][name] = {
+            "step_ms": r["step_ms"], "tokens_per_s": r["tokens_per_s"], "kernels_per_step": t["kernels_per_step"],
+            "cpu_ops_per_step": t["cpu_ops_per_step"], "gpu_busy_fraction": t["gpu_busy_fraction"],
+            "launch_bound": bool(t["launch_bound_steps"]), "trace_verdict": t["verdict"],
+            "fallback_signatures": t["fallback_signatures"], "fast_packages": t["fast_packages"],
+            "launch_delay_ms": t["launch_delay_ms"], "peak_memory_bytes": r["peak_memory_bytes"],
+            "peak_memory_kind": r["peak_memory_kind"], "implementations": r["implementations"],
+            "phases": r["breakdown"]["phases"], "layer_types": r["breakdown"]["layer_types"],
+            "device": r["device"], "dtype": r["dtype"], "layers": r["layers"], "parameters": r["parameters"],
+            "fused_adamw": r["fused_adamw"], "cost": r["cost"], "trace_file": r.get("trace_file"),
+            "timed_steps_ms": r["timed_steps_ms"], "first_loss": r["first_loss"]}
+    pf, pr = out["paths"].get("fast", {}), out["paths"].get("reference", {})
+    if "step_ms" in pf and "step_ms" in pr and pf["step_ms"] > 0:
+        out["speedup"] = round(pr["step_ms"] / pf["step_ms"], 2)
+        if pf["kernels_per_step"]:
+            out["kernel_ratio"] = round(pr["kernels_per_step"] / pf["kernels_per_step"], 1)
+    out["projection"] = proj
+    fc = fast.get("cost", {})
+    out["cost"] = {"total_s": round(total_s, 3), "fast_first_step_s": fc.get("first_step_s"),
+                   "fast_process_s": fc.get("process_s"), "reference_process_s": ref.get("cost", {}).get("process_s"),
+                   "triton_cache": "see fast_first_step_s: the first step compiles and autotunes with a cold "
+                                   "Triton cache; rerun for the warm cost"}
+    return out
+
+
+def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    if "error" in fast:
+        out.append(Finding("verify-step-failed", "broken",
+                           f"the training step on the bound path failed: {fast['error']}",
+                           "rerun with --verbose for the worker's output; kernelcheck verify --model M (per function)"))
+        return out
+    if "error" in ref:
+        out.append(Finding("verify-step-reference-failed", "warning",
+                           f"the torch-reference step failed, so there is no speedup to report: {ref['error']}"))
+    p = step["paths"]["fast"]
+    if p["device"].startswith("cuda"):
+        for m in p["fallback_signatures"]:
+            out.append(Finding(f"step-{m['id']}", "fallback",
+                               f"the bound path's whole step still shows {m['id']} ({m['evidence']}): a torch "
+                               f"reference runs for {', '.join(m['functions'])}.",
+                               f"kernelcheck install --model M (needs {m['package']})", None, tuple(m["functions"])))
+        if p["launch_bound"]:
+            out.append(Finding("step-launch-bound", "fallback",
+                               "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))
+    else:
+        out.append(Finding("verify-cpu", "info",
+                           "no CUDA GPU here: both paths ran the torch code on the CPU, so the speedup measures "
+                           "nothing; the numbers check that the step runs. Run --step on the GPU machine."))
+    return out
+
+
+def _path_line(name: str, p: dict[str, Any]) -> str:
+    if "error" in p:
+        return f"{name}: failed: {p['error']}"
+    busy = "-" if p["gpu_busy_fraction"] is None else f"{p['gpu_busy_fraction']:.0%}"
+    gib = p["peak_memory_bytes"] / 2**30
+    return (f"{name}: {p['step_ms']:,.1f} ms/step, {p['tokens_per_s']:,.0f} tok/s, {p['kernels_per_step']:,} kernels "
+            f"and {p['cpu_ops_per_step']:,} CPU ops per step, GPU busy {busy}, peak {gib:.2f} GiB"
+            + (" (launch-bound)" if p["launch_bound"] else ""))
+
+
+def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
+    paths = step["paths"]
+    first: dict[str, Any] = next((p for p in paths.values() if "layers" in p), {})
+    lines = [f"whole training step ({step['shape']}: {len(first.get('layers', []))} layers "
+             f"{', '.join(first.get('layers', []))}; {step['tokens']} tokens; checkpointing "
+             f"{'on' if step['checkpointing'] else 'off'}; AdamW{' fused' if first.get('fused_adamw') else ''}; "
+             f"{first.get('device', '?')} {first.get('dtype', '')})"]
+    lines += [_path_line("bound path", paths["fast"]), _path_line("torch reference", paths["reference"])]
+    if "speedup" in step:
+        kr = f", {step['kernel_ratio']}x fewer kernels" if step.get("kernel_ratio") else ""
+        lines.append(f"  -> bound path {step['speedup']}x faster{kr}")
+    pj = step["projection"]
+    for name in ("fast", "reference"):
+        p = pj[name]
+        if "error" in p:
+            lines.append(f"projection ({name}): {p['error']}")
+            continue
+        per = ", ".join(f"{t} {c['total_ms']:.2f} ms" for t, c in p["per_layer"].items())
+        full = " + ".join(f"{n} {t}" for t, n in p["full_layers"].items())
+        lines.append(f"projection ({'bound path' if name == 'fast' else 'torch reference'}) to {full}: "
+                     f"{p['projected_step_ms']:,.1f} ms/step, {p['projected_tokens_per_s'] or 0:,.0f} tok/s "
+                     f"(per layer: {per}; embedding/head/loss/rest {p['rest_ms']:.1f} ms)")
+    if "projected_speedup" in pj:
+        lines.append(f"  -> projected speedup {pj['projected_speedup']}x")
+    lines.append("projection: measured step + (real - built layers) x per-layer cost (forward+backward ranges, "
+                 "plus its parameter share of the optimizer); see --json step.projection.method")
+    c = step["cost"]
+    lines.append(f"cost of this check: {c['total_s']:.1f} s (first bound-path step {c['fast_first_step_s']} s: "
+                 "Triton compile with a cold cache)")
+    if not verbose:
+        got = "; ".join(f"{k}: {v}" for k, v in step.get("captured_output", {}).items())
+        lines.append(f"third-party output captured ({got}): --verbose shows it")
+    return lines

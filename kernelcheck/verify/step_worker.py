@@ -1,0 +1,202 @@
+"""One path of `verify --step`, in its own process: `python -m kernelcheck.verify.step_worker IN.json OUT.json`.
+
+Bindings are fixed when the modeling module is imported, so the bound path and the forced torch
+reference each get a fresh interpreter. The reference is forced the way `verify` forces it: the
+instrument calls each function's torch reference (`torch_function`, what transformers runs when the
+package is absent) instead of the bound implementation.
+
+The worker builds the step model (step_model.py), runs whole training steps (forward, loss, backward,
+AdamW step, zero_grad): the first one alone (its time is the cold cost: Triton compiles and autotunes
+there), `warmup` more, `timed` synchronised ones (median = the step time), then `profiled` steps under
+torch.profiler with one ProfilerStep#N each, exports the trace (gzip) and analyses it with the same
+code as `kernelcheck trace`. Its stdout/stderr (profiler and transformers noise) go to a log the
+parent shows with --verbose.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+class _Trainer:
+    def __init__(self, lm: Any, ids: Any, device: str, checkpointing: bool):
+        import torch
+
+        self.torch, self.lm, self.ids, self.device = torch, lm, ids, device
+        fused = device.startswith("cuda")
+        self.opt = torch.optim.AdamW(lm.parameters(), lr=1e-5, fused=fused)
+        self.fused = fused
+        lm.train()
+
+    def step(self) -> float:
+        torch, rf = self.torch, self.torch.profiler.record_function
+        with rf("kernelcheck::phase::forward"):
+            out = self.lm(input_ids=self.ids, labels=self.ids, use_cache=False)
+            loss = out.loss
+        with rf("kernelcheck::phase::backward"):
+            loss.backward()
+        with rf("kernelcheck::phase::optimizer"):
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+        del out
+        return float(loss.detach()) if torch.isfinite(loss).item() else float("nan")
+
+
+def run(args: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    from kernelcheck.core import matrix as matrix_mod
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.integrations import transformers as bindings_mod
+    from kernelcheck.trace import analysis as trace_mod
+    from kernelcheck.trace import phases as phases_mod
+    from kernelcheck.verify import step_model
+    from kernelcheck.verify.instrument import Instrument
+
+    t0 = time.perf_counter()
+    model = models_mod.resolve(args["query"])
+    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)
+    import_s = time.perf_counter() - t0
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    dtype = "bfloat16" if device.startswith("cuda") else "float32"
+    cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"))
+    lm = step_model.build(cfg, device, dtype, bool(args["checkpointing"]), args.get("attn"))
+    build_s = time.perf_counter() - t0 - import_s
+    m = matrix_mod.load()
+    fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}
+    inst = Instrument(result.module, result.bindings, lm, result.regime, fallbacks)
+    if args["path"] == "reference":
+        inst.forced = {f for f, h in inst.hooks.items() if h.torch_function is not None}
+    ranges = step_model.LayerRanges(lm, shape.built_types)
+    g = torch.Generator().manual_seed(1234)
+    ids = torch.randint(0, int(cfg.vocab_size), (1, int(args["tokens"])), generator=g).to(device)
+    trainer = _Trainer(lm, ids, device, bool(args["checkpointing"]))
+    out: dict[str, Any] = {"path": args["path"], "device": device, "dtype": dtype,
+                           "layers": list(shape.built_types), "full_layer_types": shape.full_types,
+                           "full_layers": shape.full_layers, "period": shape.period, "tokens": int(args["tokens"]),
+                           "parameters": sum(p.numel() for p in lm.parameters()),
+                           "checkpointing": bool(args["checkpointing"]), "fused_adamw": trainer.fused,
+                           "class": type(lm).__name__}
+    per_type, outside = step_model.parameters_by_type(lm, shape.built_types)
+    out["parameters_per_layer"] = per_type
+    out["parameters_outside_layers"] = outside
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    with inst:
+        t1 = time.perf_counter()
+        out["first_loss"] = trainer.step()
+        _sync(device)
+        first_s = time.perf_counter() - t1
+        for _ in range(int(args["warmup"])):
+            trainer.step()
+        _sync(device)
+        times = []
+        for _ in range(int(args["timed"])):
+            t = time.perf_counter()
+            trainer.step()
+            _sync(device)
+            times.append(time.perf_counter() - t)
+        inst.reset()
+        trace_path = Path(args["trace"])
+        _profiled(trainer, device, int(args["profiled"]), trace_path)
+        out["implementations"] = sorted({f"{r.function}: {r.implementation}" for r in inst.records})
+        out["fast_calls"] = sum(1 for r in inst.records if r.fast and not r.forced)
+        out["calls"] = len(inst.records)
+    ranges.remove()
+    times.sort()
+    step_s = times[len(times) // 2]
+    out.update({"step_ms": round(step_s * 1000, 3), "tokens_per_s": round(int(args["tokens"]) / step_s, 1),
+                "timed_steps_ms": [round(t * 1000, 3) for t in times]})
+    out["peak_memory_bytes"], out["peak_memory_kind"] = _peak(device)
+    an = trace_mod.analyze_file(trace_path)
+    out["trace"] = _trace_numbers(an)
+    events = _events(trace_path)
+    out["breakdown"] = phases_mod.collect(events)
+    out["cost"] = {"import_s": round(import_s, 3), "build_s": round(build_s, 3), "first_step_s": round(first_s, 3),
+                   "total_s": round(time.perf_counter() - t0, 3)}
+    return out
+
+
+def _profiled(trainer: _Trainer, device: str, n: int, path: Path) -> None:
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    plain = path.with_suffix("")  # x.json.gz -> x.json
+    # one ProfilerStep#N range per step needs a schedule; the trace is exported when the active steps end
+    sched = schedule(wait=0, warmup=0, active=n, repeat=1)
+    with profile(activities=acts, record_shapes=False, schedule=sched,
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(plain))) as prof:
+        for _ in range(n):
+            trainer.step()
+            _sync(device)
+            prof.step()
+    with open(plain, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    plain.unlink()
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    from kernelcheck.trace.reader import TraceReader
+
+    return list(TraceReader(path).events())
+
+
+def _peak(device: str) -> tuple[int, str]:
+    if device.startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.max_memory_allocated()), "cuda max_memory_allocated"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss) * (1 if sys.platform == "darwin" else 1024), "process peak RSS (CPU)"
+
+
+def _trace_numbers(an: Any) -> dict[str, Any]:
+    steps = [s.to_json() for s in an.steps]
+    n = max(1, len(steps))
+
+    def mean(key: str) -> float:
+        return sum(float(s[key]) for s in steps) / n if steps else float(an.summary.to_json()[key])
+
+    busy = [s["gpu_busy_fraction"] for s in steps if s["gpu_busy_fraction"] is not None]
+    return {"profiled_steps": len(steps), "kernels_per_step": round(mean("kernels")),
+            "cpu_ops_per_step": round(mean("cpu_ops")), "profiled_step_ms": round(mean("wall_us") / 1000, 3),
+            "gpu_busy_fraction": round(sum(busy) / len(busy), 4) if busy else None,
+            "launch_bound_steps": list(an.launch_bound_steps), "verdict": an.verdict,
+            "fallback_signatures": [{"id": m.id, "package": m.distribution, "functions": list(m.functions),
+                                     "evidence": m.evidence} for m in an.fallbacks],
+            "fast_packages": list(an.fast_packages), "cpu_only": an.cpu_only,
+            "launch_delay_ms": {k: round(float(v) / 1000, 3) for k, v in an.summary.launch_delay_us.items()
+                                if k != "count"}}
+
+
+def main(argv: list[str]) -> int:
+    args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        out = run(args)
+    except Exception as exc:  # noqa: BLE001 - the parent reports it as what this path did
+        import traceback
+
+        traceback.print_exc()
+        out = {"path": args.get("path"), "error": f"{type(exc).__name__}: {str(exc).strip()[:600]}"}
+    Path(argv[1]).write_text(json.dumps(out, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
