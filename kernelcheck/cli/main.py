@@ -331,5 +331,9 @@ from kernelcheck.cli.hub import hub as _hub_command  # noqa: E402 - registered a
 
 main.add_command(_hub_command)
 
+from kernelcheck.cli.padding import padding as _padding_command  # noqa: E402
+
+main.add_command(_padding_command)
+
 if __name__ == "__main__":
     main()
