@@ -120,9 +120,13 @@ def main() -> None:
 @click.option("--arch", default=None, metavar="9.0[,10.0...]",
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")
+@click.option("--packing", default=None, metavar="none|position_ids|cu_seq_lens|flash",
+              help="What the job's collator passes for packed rows; a silent mix or a raise is BROKEN (exit 4). "
+                   "See docs/packing.md.")
 @guarded("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
-           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:
+           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
+           packing: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -155,6 +159,9 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
             + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
             + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
               "supports this torch's CUDA."))
+    from kernelcheck.packing.findings import attach as attach_packing
+
+    attach_packing(report, packing)
     if live and model:
         from kernelcheck.verify import run as live_mod
 
