@@ -3,6 +3,7 @@
 A tiny Qwen3.5 (Gated DeltaNet + short conv + full attention) is built from its config with random weights.
 Two sequences run alone, then packed into one row, for each way a job can pack:
 - `position_ids`: only position_ids restart (what TRL's padding-free `bfd` collator passes);
+- `cu_seq_lens`: position_ids plus the flash kwargs, no seq_idx (return_flash_attn_kwargs=True alone);
 - `flash`: position_ids plus cu_seq_lens_q/k, max_length_q/k and seq_idx (DataCollatorWithFlattening with
   return_flash_attn_kwargs=True, return_seq_idx=True).
 The second sequence's outputs are compared per layer type and at the logits. On CPU this measures the torch
@@ -18,7 +19,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 TOLERANCE = 1e-3  # fp32: packed-vs-alone differences above this are a mix, not rounding
-MODES = ("position_ids", "flash")
+MODES = ("position_ids", "cu_seq_lens", "flash")
 
 
 @dataclass
@@ -67,11 +68,12 @@ def _packed_kwargs(mode: str, lens: tuple[int, int], device: str) -> dict[str, A
 
     pos = torch.cat([torch.arange(n) for n in lens]).unsqueeze(0).to(device)
     kw: dict[str, Any] = {"position_ids": pos}
-    if mode == "flash":
+    if mode in ("cu_seq_lens", "flash"):
         cu = torch.tensor([0, lens[0], lens[0] + lens[1]], dtype=torch.int32, device=device)
-        kw.update(cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=max(lens), max_length_k=max(lens),
-                  seq_idx=torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lens)])
-                  .unsqueeze(0).to(device))
+        kw.update(cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=max(lens), max_length_k=max(lens))
+    if mode == "flash":
+        kw["seq_idx"] = (torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lens)])
+                         .unsqueeze(0).to(device))
     return kw
 
 
