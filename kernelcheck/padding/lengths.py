@@ -112,8 +112,8 @@ def _plain(path: Path) -> Iterator[int]:
 
 def _arrow(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[int]:
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # type: ignore[import-not-found]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found]
     except ImportError:
         raise BadInput(f"{path.name} is Parquet/Arrow, which needs pyarrow (not installed): pip install pyarrow, "
                        "or convert the data to JSONL or a lengths file.") from None
@@ -136,7 +136,7 @@ def _arrow(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[int]:
     text = next((c for c in TEXT_COLUMNS if c in names), None) if tokenize else None
     if col is None and text is None:
         raise _bad(path, f"no length column (columns: {', '.join(names[:8])})")
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # type: ignore[import-not-found]
 
     for batch in batches:
         if col == "input_ids":

@@ -40,12 +40,13 @@ def _tiny_model(device: str) -> Any:
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
     torch.manual_seed(0)
-    cfg = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+    cfg: Any = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                             num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2,
                             linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
                             layer_types=["linear_attention", "full_attention"])
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    return cfg, Qwen3_5ForCausalLM(cfg).to(device=device, dtype=dtype).eval()
+    model_cls: Any = Qwen3_5ForCausalLM
+    return cfg, model_cls(cfg).to(device=device, dtype=dtype).eval()
 
 
 def _hook_layers(model: Any, store: dict[str, list[Any]]) -> list[Any]:
