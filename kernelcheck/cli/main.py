@@ -182,9 +182,12 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
+@click.option("--packing", is_flag=True,
+              help="Instead: run two sequences packed and alone (position_ids only, cu_seq_lens, cu_seq_lens + "
+                   "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
 @guarded("verify")
 def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
-           junit: str | None) -> int:
+           junit: str | None, packing: bool = False) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -201,6 +204,12 @@ def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | Non
       kernelcheck verify --model qwen3.8-27b --mode infer --json
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
     """
+    if packing:
+        from kernelcheck.verify import packing as packing_mod
+
+        text, code = packing_mod.command(model, as_json)
+        click.echo(text)
+        return code
     from kernelcheck.verify.run import verify as run_verify
 
     report = run_verify(model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens)
