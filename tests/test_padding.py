@@ -97,3 +97,19 @@ def test_bad_inputs_exit_2_with_one_paragraph(tmp_path: Path) -> None:
         assert words in out and "Traceback" not in out and out.strip().count("\n") == 0
     code, out = _run(str(garbage), "--batching", "pad:3")
     assert code == 2 and "budget:TOKENS" in out
+
+
+def test_plot_renders_to_png_when_rsvg_convert_is_here(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("rsvg-convert") is None:
+        pytest.skip("rsvg-convert not installed (apt-get install librsvg2-bin)")
+    f = tmp_path / "l.txt"
+    f.write_text("\n".join(str(n) for n in range(1, 2000, 7)) + "\n")
+    svg, png = tmp_path / "o.svg", tmp_path / "o.png"
+    assert _run(str(f), "--plot", str(svg), "--batching", "batch:16")[0] == 0
+    subprocess.run(["rsvg-convert", str(svg), "-o", str(png)], check=True)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000

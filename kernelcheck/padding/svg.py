@@ -9,6 +9,13 @@ from kernelcheck.padding.waste import Waste
 W, H, PAD_L, PAD_B, PAD_T = 720, 360, 70, 50, 40
 
 
+def _short(n: int) -> str:
+    for div, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if n >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
 def _bins(w: Waste, nbins: int) -> list[tuple[int, int, int, int]]:
     width = max(1, -(-w.longest // nbins))
     out = []
@@ -43,7 +50,7 @@ def render(w: Waste, title: str, nbins: int = 40) -> str:
                          f'height="{hp:.1f}" fill="#d9534f"><title>{lo}-{hi}: {pad} padding tokens</title></rect>')
     parts += [f'<line x1="{PAD_L}" y1="{PAD_T + ph}" x2="{PAD_L + pw}" y2="{PAD_T + ph}" stroke="black"/>',
               f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{PAD_T + ph}" stroke="black"/>',
-              f'<text x="{PAD_L - 5}" y="{PAD_T + 4}" text-anchor="end">{top:,}</text>',
+              f'<text x="{PAD_L - 5}" y="{PAD_T + 4}" text-anchor="end">{_short(top)}</text>',
               f'<text x="{PAD_L - 5}" y="{PAD_T + ph}" text-anchor="end">0</text>',
               f'<text x="{PAD_L}" y="{PAD_T + ph + 16}">1</text>',
               f'<text x="{PAD_L + pw}" y="{PAD_T + ph + 16}" text-anchor="end">{w.longest:,}</text>',
