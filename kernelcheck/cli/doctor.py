@@ -27,10 +27,14 @@ from kernelcheck.report.model import Finding
 @click.option("--arch", default=None, metavar="9.0[,10.0...]",
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")
+@click.option("--packing", default=None, metavar="none|position_ids|cu_seq_lens|flash",
+              help="What the job's collator passes for packed rows; a silent mix or a raise is BROKEN (exit 4). "
+                   "See docs/packing.md.")
 @output_options
 @guarded("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
-           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:
+           arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
+           packing: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -67,4 +71,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
         from kernelcheck.verify import run as live_mod
 
         live_mod.merge_into(report, model, mode)
+    from kernelcheck.packing.findings import attach as attach_packing
+
+    attach_packing(report, packing)
     return finish(report, as_json, junit)

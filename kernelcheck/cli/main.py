@@ -41,7 +41,9 @@ def main(network_timeout: float | None = None) -> None:
         os.environ["KERNELCHECK_NETWORK_TIMEOUT"] = str(network_timeout)
 
 
-for _command in (doctor, verify, models, install, trace, hub):
+from kernelcheck.cli.padding import padding  # noqa: E402
+
+for _command in (doctor, verify, models, install, trace, hub, padding):
     main.add_command(_command)
 
 if __name__ == "__main__":

@@ -30,11 +30,14 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, outpu
               help="With --step: activation checkpointing (default on, like the training jobs it gates).")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="With --step: keep the whole-step traces (step-fast.json.gz, step-reference.json.gz) here.")
+@click.option("--packing", is_flag=True,
+              help="Instead: run two sequences packed and alone (position_ids only, cu_seq_lens, cu_seq_lens + "
+                   "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
 @output_options
 @guarded("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
-           trace_dir: str | None = None) -> int:
+           trace_dir: str | None = None, packing: bool = False) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -54,6 +57,12 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     """
     import os
 
+    if packing:
+        from kernelcheck.verify import packing as packing_mod
+
+        text, code = packing_mod.command(model, as_json)
+        click.echo(text)
+        return code
     if step:
         from kernelcheck.verify.step import verify_step
 

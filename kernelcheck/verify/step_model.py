@@ -123,7 +123,7 @@ class LayerRanges:
     def _marks(self) -> tuple[Any, Any]:
         torch, ranges = self.torch, self
 
-        class Opener(torch.autograd.Function):[name-defined,misc]
+        class Opener(torch.autograd.Function):  # type: ignore[name-defined]
             @staticmethod
             def forward(ctx, name, x):
                 ctx.name = name
@@ -134,7 +134,7 @@ class LayerRanges:
                 ranges._enter(ctx.name + "::backward")
                 return None, g
 
-        class Closer(torch.autograd.Function):[name-defined,misc]
+        class Closer(torch.autograd.Function):  # type: ignore[name-defined]
             @staticmethod
             def forward(ctx, name, x):
                 ctx.name = name

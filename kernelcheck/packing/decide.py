@@ -1,0 +1,101 @@
+"""Decide, per packing mode, what the installed transformers and the bound kernels do with packed rows.
+
+Facts (matrix/packing.toml) say which kwarg each kernel needs; the installed transformers' source says
+whether the torch path refuses packed kwargs (the guard) or ignores them. One place decides the outcome.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelcheck.core.errors import BadInput
+
+log = logging.getLogger(__name__)
+
+MATRIX = Path(__file__).resolve().parents[2] / "matrix" / "packing.toml"
+FIX = ("DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True) (TRL: a collator that "
+       "passes cu_seq_lens and seq_idx, not padding_free with position_ids only)")
+
+
+@dataclass(frozen=True)
+class ModeOutcome:
+    mode: str
+    outcome: str  # correct | raises | mixed
+    reason: str
+    fix: str | None
+
+
+def load_facts(path: Path = MATRIX) -> dict[str, Any]:
+    with path.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def transformers_dir() -> Path | None:
+    spec = importlib.util.find_spec("transformers")
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def has_guard(facts: dict[str, Any], tdir: Path | None) -> bool | None:
+    """True/False from the installed source; None when transformers or the file is not there."""
+    if tdir is None:
+        return None
+    f = tdir / facts["guard"]["file"]
+    try:
+        return facts["guard"]["text"] in f.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log.info("packing: %s not readable; guard unknown", f)
+        return None
+
+
+def _one(fn: str, fast: bool, needs: str, passes: list[str], guard: bool | None,
+         pkg: str) -> tuple[str, str]:
+    if needs not in passes:
+        return "mixed", f"{fn} gets no {needs}, so its state runs across the sequence boundary"
+    if fast:
+        return "correct", f"{fn} runs {pkg}'s kernel with {needs}"
+    if guard:
+        return "raises", f"{fn} is on the torch path, which refuses {needs} (ValueError)"
+    return "mixed", f"{fn} is on the torch path, which ignores {needs} in this transformers (no guard)"
+
+
+def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool | None) -> ModeOutcome:
+    """bound: the model's packing-relevant functions -> True when the fast kernel is bound."""
+    if mode not in facts["modes"]:
+        raise BadInput(f"--packing {mode!r} is not a packing mode. Use one of: {', '.join(facts['modes'])} "
+                       "(what the job's collator passes: nothing, position_ids only, flash kwargs without or with "
+                       "seq_idx).")
+    passes = facts["modes"][mode]["passes"]
+    if mode == "none":
+        return ModeOutcome(mode, "correct", "one sequence per row", None)
+    results = []
+    for fn, fast in sorted(bound.items()):
+        info = facts["functions"][fn]
+        results.append((fn, info, *_one(fn, fast, info["needs"], passes, guard, info["package"])))
+    for want in ("raises", "mixed"):
+        hit = [r for r in results if r[2] == want]
+        if hit:
+            slow = sorted({r[1]["package"] for r in results if not bound[r[0]]})
+            kernels = f"; install {', '.join(slow)} so the kernels take the packed kwargs" if slow else ""
+            return ModeOutcome(mode, want, "; ".join(r[3] for r in hit), FIX + kernels)
+    return ModeOutcome(mode, "correct", "; ".join(r[3] for r in results), None)
+
+
+def section(functions: dict[str, str], declared: str | None, facts: dict[str, Any] | None = None,
+            tdir: Path | None = None) -> dict[str, Any] | None:
+    """functions: name -> doctor status. None when the model has no packing-sensitive function."""
+    facts = facts or load_facts()
+    bound = {fn: status == "fast" for fn, status in functions.items() if fn in facts["functions"]}
+    if not bound:
+        return None
+    guard = has_guard(facts, tdir if tdir is not None else transformers_dir())
+    outcomes = [decide(m, bound, facts, guard) for m in facts["modes"]]
+    if declared is not None and declared not in facts["modes"]:
+        decide(declared, bound, facts, guard)  # raises BadInput with the list of modes
+    return {"declared": declared, "guard_in_source": guard, "functions": bound,
+            "modes": [o.__dict__ for o in outcomes],
+            "reference": f"{facts['modes']['position_ids']['reference']}; {facts['guard']['reference']}"}

@@ -1,0 +1,43 @@
+"""The packing section as report findings: one line by default, the table and a verdict with --packing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelcheck.report.model import Finding
+
+
+def findings(sec: dict[str, Any]) -> list[Finding]:
+    modes = {m["mode"]: m for m in sec["modes"]}
+    ref = sec["reference"]
+    fns = tuple(sec["functions"])
+    declared = sec["declared"]
+    if declared is None:
+        summary = ", ".join(f"{m} {o['outcome']}" for m, o in modes.items())
+        return [Finding("packing", "info", f"packing: {summary} (declare with --packing MODE)",
+                        modes["flash"]["fix"] or modes["position_ids"]["fix"], ref, fns)]
+    out = [Finding(f"packing-{m}", "info", f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
+           for m, o in modes.items() if m != declared]
+    o = modes[declared]
+    sev = {"correct": "info", "raises": "broken", "mixed": "broken"}[o["outcome"]]
+    word = {"correct": "correct", "raises": "the step raises ValueError",
+            "mixed": "sequences silently mix (wrong results, no error)"}[o["outcome"]]
+    out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o['reason']}",
+                          o["fix"], ref, fns))
+    return out
+
+
+def attach(report: Any, declared: str | None) -> None:
+    """Add the packing section to a doctor report (a no-op for models without packing-sensitive layers)."""
+    from kernelcheck.core.errors import BadInput
+    from kernelcheck.packing.decide import section
+
+    if report.model is None:
+        if declared is not None:
+            raise BadInput("--packing needs --model: packing correctness depends on the model's layers.")
+        return
+    sec = section({f.name: f.status for f in report.functions if f.used}, declared)
+    if sec is None:
+        return
+    report.extra["packing"] = sec
+    report.findings.extend(findings(sec))

@@ -1,0 +1,91 @@
+"""Packing truth table: what doctor decides, checked against real tiny Qwen3.5 runs in each transformers regime."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from envs import site
+
+from kernelcheck.packing.decide import decide, has_guard, load_facts, section
+
+ROOT = Path(__file__).resolve().parents[1]
+FACTS = load_facts()
+GDN = ("causal_conv1d_fn", "chunk_gated_delta_rule")
+
+# transformers regime -> the site that holds it (5.25.0 hard-requires kernels>=0.19.1, not on the index:
+# run with the venv's kernels and USE_HUB_KERNELS=0, which never imports it for a layer).
+REGIMES = {"5.17.0": (("transformers==5.17.0",), True), "5.20.2": (("transformers==5.20.2",), False),
+           "5.25.0": (("transformers==5.25.0",), False)}
+EXPECT_FLASH_TORCH = {"5.17.0": "mixed", "5.20.2": "raises", "5.25.0": "raises"}
+
+
+def _site(version: str) -> Path:
+    reqs, deps = REGIMES[version]
+    return site(*reqs, deps=deps)
+
+
+def test_torch_path_outcomes_follow_the_guard() -> None:
+    torch_path = dict.fromkeys(GDN, False)
+    assert decide("position_ids", torch_path, FACTS, guard=True).outcome == "mixed"
+    assert decide("flash", torch_path, FACTS, guard=True).outcome == "raises"
+    assert decide("flash", torch_path, FACTS, guard=False).outcome == "mixed"
+    assert decide("none", torch_path, FACTS, guard=False).outcome == "correct"
+
+
+def test_bound_kernels_are_correct_only_with_every_kwarg_they_need() -> None:
+    fast = dict.fromkeys(GDN, True)
+    assert decide("flash", fast, FACTS, guard=True).outcome == "correct"
+    o = decide("cu_seq_lens", fast, FACTS, guard=True)
+    assert o.outcome == "mixed" and "causal_conv1d_fn gets no seq_idx" in o.reason
+    o = decide("position_ids", fast, FACTS, guard=True)
+    assert o.outcome == "mixed" and "return_seq_idx=True" in (o.fix or "")
+
+
+def test_models_without_linear_layers_get_no_section() -> None:
+    assert section({"flash_attn_varlen_func": "fast"}, None, FACTS, Path("/nonexistent")) is None
+
+
+@pytest.mark.parametrize("version", list(REGIMES))
+def test_guard_is_read_from_the_installed_source(version: str) -> None:
+    expect = EXPECT_FLASH_TORCH[version] == "raises"
+    assert has_guard(FACTS, _site(version) / "transformers") is expect
+
+
+@pytest.mark.parametrize("version", list(REGIMES))
+def test_measured_truth_table_matches_the_decision(version: str) -> None:
+    tf = _site(version)
+    env = {**os.environ, "PYTHONPATH": f"{tf}{os.pathsep}{ROOT}", "USE_HUB_KERNELS": "0"}
+    res = subprocess.run([sys.executable, "-m", "kernelcheck.verify.packing", "--json"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    measured = {r["mode"]: r for r in json.loads(res.stdout)["results"]}
+    assert measured["position_ids"]["outcome"] == "mixed"
+    assert measured["position_ids"]["max_logit_diff"] > 0.05  # the hazard is large, not rounding
+    assert measured["flash"]["outcome"] == EXPECT_FLASH_TORCH[version]
+    sec = section(dict.fromkeys(GDN, "fallback"), None, FACTS, tf / "transformers")
+    assert sec is not None
+    decided = {m["mode"]: m["outcome"] for m in sec["modes"]}
+    for mode in ("position_ids", "cu_seq_lens", "flash"):
+        assert decided[mode] == measured[mode]["outcome"], (mode, measured[mode])
+
+
+def test_doctor_declared_position_ids_packing_is_broken_for_qwen3_5() -> None:
+    from click.testing import CliRunner
+
+    from kernelcheck.cli.main import main
+
+    res = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--packing", "position_ids", "--json"])
+    rep = json.loads(res.output)
+    assert res.exit_code == 4 and rep["verdict"] == "broken"
+    declared = next(f for f in rep["findings"] if f["id"] == "packing-declared")
+    assert declared["severity"] == "broken" and "silently mix" in declared["message"]
+    assert "return_seq_idx=True" in declared["fix"]
+    assert rep["packing"]["guard_in_source"] is True  # the venv's transformers 5.24 has the guard
+    res = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b"])
+    lines = [ln for ln in res.output.splitlines() if "[packing" in ln]
+    assert len(lines) == 1 and "position_ids mixed" in lines[0]
