@@ -17,7 +17,9 @@ from typing import Any
 import click
 
 from kernelcheck import SCHEMA, __version__
+from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.fleet import handoff
 from kernelcheck.report.model import EXIT_INTERNAL, Finding, Report, render_json, render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
@@ -80,6 +82,8 @@ def _finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         from kernelcheck.report import junit as junit_mod
 
         junit_mod.write(report, junit)
+    if handoff.take(report):  # --all-ranks: the fleet gate prints, on rank 0
+        return report.exit_code
     click.echo(render_json(report) if as_json else render_text(report))
     return report.exit_code
 
@@ -121,6 +125,7 @@ def main() -> None:
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")
 @guarded("doctor")
+@all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
@@ -176,6 +181,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @guarded("verify")
+@all_ranks_options("verify")
 def verify(model: str, shape: str, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
@@ -330,6 +336,10 @@ def trace(file: str, as_json: bool) -> int:
 from kernelcheck.cli.hub import hub as _hub_command  # noqa: E402 - registered after main exists
 
 main.add_command(_hub_command)
+
+from kernelcheck.cli.compare import compare as _compare_command  # noqa: E402
+
+main.add_command(_compare_command)
 
 if __name__ == "__main__":
     main()
