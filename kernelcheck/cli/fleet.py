@@ -86,6 +86,7 @@ def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], k
         click.echo(f"kernelcheck {command} --all-ranks: {outcome.message}", err=True)
     if info.rank == 0 and outcome.message:
         click.echo(f"kernelcheck {command} --all-ranks: {outcome.message}", err=True)
+    outcome.release()
     return outcome.exit_code
 
 

@@ -43,6 +43,15 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)  # rank 0 only: one per rank that reported
     missing: dict[int, str] = field(default_factory=dict)  # rank 0 only: rank -> "never joined" | "died ..."
     timings: dict[str, float] = field(default_factory=dict)
+    store: Any = None
+
+    def release(self) -> None:
+        """Rank 0, once it has printed: the other ranks may exit now."""
+        if self.store is not None:
+            try:
+                self.store.set("released", "1")
+            except Exception as exc:  # noqa: BLE001 - the others stop waiting after their slack anyway
+                log.info("release: %s", exc)
 
 
 class FleetFailure(Exception):
@@ -141,6 +150,10 @@ def _await_verdict(store: Any, info: RankInfo, seconds: float) -> Outcome:
                                         "(it died or hangs; its own log says why).")
         got = json.loads(store.get("verdict"))
         store.add("read", 1)
+        # Launchers stop the whole job at the first rank that exits non-zero: leave after rank 0 has
+        # printed the table, so it is never cut off.
+        if _wait(store, "released", _SLACK_S):
+            time.sleep(1.0)
     except Exception as exc:  # noqa: BLE001 - rank 0 hosted the store and is gone
         return Outcome(EXIT_BROKEN, f"rank {info.rank}: lost rank 0 (it holds the rendezvous store) before the fleet "
                                     f"verdict ({type(exc).__name__}); rank 0 died.")
@@ -171,7 +184,7 @@ def gate(record: dict[str, Any], info: RankInfo, timeout: float,
         msg = (f"rank {_ranks(missing)} of {info.world_size} never joined within {timeout:g} s (not started, crashed "
                "before reporting, or its check took longer than --timeout)")
         _publish(store, info, EXIT_BROKEN, msg)
-        return Outcome(EXIT_BROKEN, msg, missing={r: "never joined" for r in missing})
+        return Outcome(EXIT_BROKEN, msg, missing={r: "never joined" for r in missing}, store=store)
     deadline = time.monotonic() + timeout + _SLACK_S
     blobs = _gather_records(store, info, summary.pack(record), timeout)
     t_gather = time.perf_counter()
@@ -182,12 +195,12 @@ def gate(record: dict[str, Any], info: RankInfo, timeout: float,
     if blobs is None:
         msg, dead = _root_failure(store, info, deadline)
         _publish(store, info, EXIT_BROKEN, msg)
-        return Outcome(EXIT_BROKEN, msg, missing=dead)
+        return Outcome(EXIT_BROKEN, msg, missing=dead, store=store)
     records = [summary.unpack(b) for b in blobs]
     code = decide(records, {})
     _publish(store, info, code, None)
     _destroy()
-    return Outcome(code, None, records=records,
+    return Outcome(code, None, records=records, store=store,
                    timings={"join_s": t_join - t0, "gather_s": t_gather - t_join,
                             "bytes_per_rank_max": float(max(len(b) for b in blobs))})
 
