@@ -66,8 +66,9 @@ def torchrun_fleet(tmp_path_factory) -> dict:
     wrapper.chmod(0o755)
     env = _base_env() | {"ODD_RANK": "1", "ODD_SITE": str(fla), "KC_PYTHON": sys.executable, "KC_OUT": str(out)}
     t0 = time.monotonic()
-    res = subprocess.run([str(TORCHRUN), "--nproc-per-node", "3", "--master-port", str(_port()), "--monitor-interval", "3", "--no-python",
-                          str(wrapper), "doctor", "--model", MODEL, "--all-ranks", "--json", "--timeout", "60"],
+    res = subprocess.run([str(TORCHRUN), "--nproc-per-node", "3", "--master-port", str(_port()),
+                          "--monitor-interval", "3", "--no-python", str(wrapper),
+                          "doctor", "--model", MODEL, "--all-ranks", "--json", "--timeout", "60"],
                          env=env, capture_output=True, text=True, timeout=300)
     codes = {r: int((out / f"rank{r}.rc").read_text()) for r in range(3)}
     return {"res": res, "codes": codes, "fleet": json.loads((out / "rank0.out").read_text()),

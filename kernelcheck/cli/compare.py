@@ -15,7 +15,7 @@ from kernelcheck.cli.main import guarded
               help="The job has N nodes/ranks: fewer reports than N is a missing rank (exit 4).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.fleet/1) on stdout.")
 @guarded("compare")
-def compare(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
+def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
     """Compare REPORTS (files from `kernelcheck doctor/verify --json`, or folders of them) as one fleet.
 
     Prints the same fleet table as `--all-ranks`: one row per report (named by its file), the

@@ -65,7 +65,8 @@ def summarise(report: dict[str, Any], rank: int | None = None, host: str | None 
         "exit_code": report.get("exit_code"),
         "rank": rank,
         "host": host,
-        "model": {"id": model.get("id") or model.get("query"), "model_type": model.get("model_type")} if model else None,
+        "model": ({"id": model.get("id") or model.get("query"), "model_type": model.get("model_type")}
+                  if model else None),
         "mode": report.get("mode"),
         "environment": _environment(report.get("environment") or {}),
         "functions": [{"name": f.get("name"), "package": f.get("package"), "status": f.get("status"),
