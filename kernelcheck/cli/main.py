@@ -337,9 +337,9 @@ from kernelcheck.cli.hub import hub as _hub_command  # noqa: E402 - registered a
 
 main.add_command(_hub_command)
 
-from kernelcheck.cli import compare as _compare_module  # noqa: E402
+from kernelcheck.cli.compare import compare_command as _compare_command  # noqa: E402
 
-main.add_command(_compare_module.compare_command)
+main.add_command(_compare_command)
 
 if __name__ == "__main__":
     main()
