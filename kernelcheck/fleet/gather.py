@@ -153,7 +153,7 @@ def _await_verdict(store: Any, info: RankInfo, seconds: float) -> Outcome:
         # Launchers stop the whole job at the first rank that exits non-zero: leave after rank 0 has
         # printed the table, so it is never cut off.
         if _wait(store, "released", _SLACK_S):
-            time.sleep(1.0)
+            time.sleep(0.5)
     except Exception as exc:  # noqa: BLE001 - rank 0 hosted the store and is gone
         return Outcome(EXIT_BROKEN, f"rank {info.rank}: lost rank 0 (it holds the rendezvous store) before the fleet "
                                     f"verdict ({type(exc).__name__}); rank 0 died.")
