@@ -395,3 +395,60 @@ def test_examples_and_docs_use_the_same_commands():
     cmd_line = next(line.strip() for line in k8s.splitlines() if line.strip().startswith('command: ["kernelcheck"'))
     assert run_line in doc and cmd_line in doc
     assert "examples/slurm-prolog.sh" in doc
+
+
+# ---- the multi-node gates (kernelcheck --all-ranks, kernelcheck compare; docs/fleet.md) ----------------
+
+def test_slurm_fleet_sbatch_parses_and_its_gate_flags_exist(kc_bin):
+    script = EXAMPLES / "slurm-fleet.sbatch"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    text = script.read_text(encoding="utf-8")
+    gate = next(line for line in text.splitlines() if "-m kernelcheck doctor" in line)
+    flags = shlex.split(gate.split("-m kernelcheck", 1)[1].rstrip("\\"))
+    cont = text.split(gate, 1)[1].splitlines()[1]  # the continuation line
+    flags += shlex.split(cont)
+    flags = [f.replace('"$model"', "qwen3.8-27b").replace("$model", "qwen3.8-27b").replace("$mode", "train")
+             for f in flags]
+    assert "--all-ranks" in flags and "--timeout" in flags
+    _doctor_accepts(["kernelcheck", *flags], kc_bin)
+    assert 'exit "$rc"' in text  # a failed gate stops the job before the training step
+
+
+def test_k8s_indexed_job_is_one_rendezvous(kc_bin):
+    yaml = pytest.importorskip("yaml")
+    svc, job = list(yaml.safe_load_all((EXAMPLES / "k8s-indexed-job.yaml").read_text(encoding="utf-8")))
+    assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
+    assert job["kind"] == "Job" and job["spec"]["completionMode"] == "Indexed"
+    pod = job["spec"]["template"]["spec"]
+    assert pod["subdomain"] == svc["metadata"]["name"] and pod["restartPolicy"] == "Never"
+    (c,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in c["env"]}
+    assert int(env["WORLD_SIZE"]) == job["spec"]["completions"] == job["spec"]["parallelism"]
+    assert env["MASTER_ADDR"] == f"{job['metadata']['name']}-0.{svc['metadata']['name']}"
+    assert int(env["MASTER_PORT"]) == svc["spec"]["ports"][0]["port"]
+    _doctor_accepts(c["command"], kc_bin)
+    assert "--all-ranks" in c["command"]
+
+
+def test_github_actions_fleet_matrix_collects_reports_into_compare(tmp_path, kc_bin):
+    wf = _yaml(EXAMPLES / "github-actions-fleet.yml")
+    check, compare = wf["jobs"]["check"], wf["jobs"]["compare"]
+    assert compare["needs"] == "check"
+    runners = check["strategy"]["matrix"]["runner"]
+    (step,) = [s for s in check["steps"] if "kernelcheck" in s.get("run", "")]
+    (gate,) = [s for s in compare["steps"] if "kernelcheck compare" in s.get("run", "")]
+    reports = tmp_path / "reports"  # download-artifact merge-multiple: every report in one folder
+    reports.mkdir()
+    for runner in runners[:-1]:  # one runner's report never arrives
+        script = step["run"].replace("${{ matrix.runner }}", runner)
+        res = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], capture_output=True,
+                             text=True, env=_env(kc_bin), cwd=reports)
+        assert res.returncode == 0, res.stderr[-2000:]
+    run = lambda s: subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s],  # noqa: E731
+                                   capture_output=True, text=True, env=_env(kc_bin), cwd=tmp_path)
+    missing = run(gate["run"])
+    assert missing.returncode == 4 and "no report (expected 3, found 2)" in missing.stdout
+    (reports / "report-extra.json").write_text((reports / f"report-{runners[0]}.json").read_text())
+    full = run(gate["run"])
+    assert full.returncode == 3, full.stdout[-2000:]  # this CPU machine: every runner's report is fallback
+    assert "none: all 3 agree" in full.stdout

@@ -149,6 +149,10 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
 
 
 def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
+    from kernelcheck.fleet import handoff
+
+    if handoff.take(report):  # --all-ranks: the fleet gate prints, on rank 0
+        return report.exit_code
     if junit:
         from kernelcheck.report import junit as junit_mod
 

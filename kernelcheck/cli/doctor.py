@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding
 
@@ -32,6 +33,7 @@ from kernelcheck.report.model import Finding
                    "See docs/packing.md.")
 @output_options
 @guarded("doctor")
+@all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
            packing: str | None = None) -> int:

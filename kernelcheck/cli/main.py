@@ -41,9 +41,10 @@ def main(network_timeout: float | None = None) -> None:
         os.environ["KERNELCHECK_NETWORK_TIMEOUT"] = str(network_timeout)
 
 
+from kernelcheck.cli.compare import compare_command  # noqa: E402
 from kernelcheck.cli.padding import padding  # noqa: E402
 
-for _command in (doctor, verify, models, install, trace, hub, padding):
+for _command in (doctor, verify, models, install, trace, hub, padding, compare_command):
     main.add_command(_command)
 
 if __name__ == "__main__":

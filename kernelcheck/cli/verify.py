@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.fleet import all_ranks_options
 
 
 @click.command()
@@ -35,6 +36,7 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, outpu
                    "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
 @output_options
 @guarded("verify")
+@all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
            trace_dir: str | None = None, packing: bool = False) -> int:

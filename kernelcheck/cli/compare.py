@@ -1,0 +1,40 @@
+"""`kernelcheck compare REPORT...`: the fleet table for reports written per node (shared volume, prolog)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kernelcheck.cli.common import guarded
+
+
+@click.command("compare")
+@click.argument("reports", nargs=-1, required=True)
+@click.option("--expect", type=click.IntRange(min=1), default=None, metavar="N",
+              help="The job has N nodes/ranks: fewer reports than N is a missing rank (exit 4).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.fleet/1) on stdout.")
+@guarded("compare")
+def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
+    """Compare REPORTS (files from `kernelcheck doctor/verify --json`, or folders of them) as one fleet.
+
+    Prints the same fleet table as `--all-ranks`: one row per report (named by its file), the
+    differences that matter (identical reports grouped, the odd ones named with each differing field),
+    and exits with the worst report's code: 0 ready, 3 fallback, 4 broken or a missing report (--expect),
+    2 a file that is not a report of this kernelcheck's schema.
+
+    \b
+    Examples:
+      kernelcheck compare /shared/kernelcheck/$SLURM_JOB_ID/        # one JSON per node, from a prolog
+      kernelcheck compare reports/*.json --expect 16 --json
+    """
+    from kernelcheck.fleet import compare as compare_mod
+    from kernelcheck.fleet import table
+
+    records, missing = compare_mod.collect(list(reports), expect)
+    code = table.fleet_code(records, missing)
+    if as_json:
+        click.echo(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str))
+    else:
+        click.echo(table.render_text("compare", records, missing, code))
+    return code

@@ -1,0 +1,56 @@
+"""`kernelcheck compare`: the fleet table for reports collected another way (files on a shared volume)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from kernelcheck.core.errors import BadInput
+from kernelcheck.fleet import summary
+
+log = logging.getLogger(__name__)
+
+
+def report_files(paths: list[str]) -> list[Path]:
+    """The files named, a folder standing for the *.json inside it (a Slurm prolog's shared folder)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.glob("*.json"))
+            if not found:
+                raise BadInput(f"compare: folder {p} holds no *.json reports.")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise BadInput(f"compare: {p} does not exist.")
+    if not out:
+        raise BadInput("compare: give one or more report files (kernelcheck doctor --json > node.json) or folders.")
+    return out
+
+
+def load(path: Path) -> dict[str, Any]:
+    """One file as a fleet record labelled by its file name."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"compare: cannot read {path}: {exc}.") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"compare: {path} is not JSON ({exc.msg} at line {exc.lineno}): pass the stdout of "
+                       "`kernelcheck doctor --json`, not its text output or a log.") from None
+    data = summary.check_report(data, str(path))
+    rec = summary.summarise(data)
+    rec["label"] = path.stem
+    return rec
+
+
+def collect(paths: list[str], expect: int | None = None) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """Records from the files, and, with `expect`, the count of reports that never arrived as missing."""
+    records = [load(p) for p in report_files(paths)]
+    missing: dict[int, str] = {}
+    if expect is not None and len(records) < expect:
+        for i in range(len(records), expect):
+            missing[i] = f"no report (expected {expect}, found {len(records)})"
+    return records, missing

@@ -1,0 +1,231 @@
+"""The fleet gate with real processes: torchrun ranks, one of them on another package set, a rank
+SIGKILLed as it enters the gather, a rank that never starts, and `compare` on real doctor reports.
+
+Each multi-process run imports torch once per rank on a small machine, so every run happens once
+(module-scoped fixtures) and several tests read its results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import envs
+import pytest
+
+from kernelcheck.core.errors import BadInput
+from kernelcheck.fleet import ranks, summary, table
+
+REPO = envs.REPO
+TORCHRUN = Path(sys.executable).parent / "torchrun"
+MODEL = "qwen3.8-27b"
+
+WRAPPER = """#!/bin/bash
+# one rank: the odd one gets another package set first on PYTHONPATH; every rank records its exit code.
+# torchrun SIGTERMs the other workers as soon as one exits non-zero; ignoring it (inherited by python)
+# lets each rank finish, so each rank's own exit code can be read.
+trap '' TERM
+if [ "$LOCAL_RANK" = "$ODD_RANK" ]; then export PYTHONPATH="$ODD_SITE:$PYTHONPATH"; fi
+"$KC_PYTHON" -m kernelcheck "$@" > "$KC_OUT/rank$LOCAL_RANK.out" 2> "$KC_OUT/rank$LOCAL_RANK.err"
+rc=$?
+echo $rc > "$KC_OUT/rank$LOCAL_RANK.rc"
+exit $rc
+"""
+
+# A rank that is really killed (SIGKILL, no cleanup) the moment it enters the gather.
+KILLED = ("import os, signal, sys; import torch.distributed as d; "
+          "d.gather_object = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "
+          "from kernelcheck.cli.main import main; sys.argv[0] = 'kernelcheck'; main()")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _base_env() -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("KERNELCHECK_", "RANK", "WORLD_SIZE", "MASTER_"))}
+    e.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    return e
+
+
+@pytest.fixture(scope="module")
+def torchrun_fleet(tmp_path_factory) -> dict:
+    """torchrun --nproc-per-node 3, rank 1 with fla-core + triton on its PYTHONPATH (on CPU: broken)."""
+    out = tmp_path_factory.mktemp("fleet")
+    fla = envs.site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    wrapper = out / "rank.sh"
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o755)
+    env = _base_env() | {"ODD_RANK": "1", "ODD_SITE": str(fla), "KC_PYTHON": sys.executable, "KC_OUT": str(out)}
+    t0 = time.monotonic()
+    res = subprocess.run([str(TORCHRUN), "--nproc-per-node", "3", "--master-port", str(_port()),
+                          "--no-python", str(wrapper),
+                          "doctor", "--model", MODEL, "--all-ranks", "--json", "--timeout", "60"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    codes = {r: int((out / f"rank{r}.rc").read_text()) for r in range(3)}
+    return {"res": res, "codes": codes, "fleet": json.loads((out / "rank0.out").read_text()),
+            "stdout": {r: (out / f"rank{r}.out").read_text() for r in range(3)}, "wall": time.monotonic() - t0}
+
+
+def test_every_rank_exits_with_the_worst_ranks_code(torchrun_fleet):
+    # ranks 0 and 2: fallback (3) on this CPU machine; rank 1 with fla-core: broken (4)
+    assert torchrun_fleet["codes"] == {0: 4, 1: 4, 2: 4}
+    assert torchrun_fleet["res"].returncode != 0  # torchrun fails the job before it trains
+
+
+def test_the_fleet_table_names_the_odd_rank_and_what_differs(torchrun_fleet):
+    fleet = torchrun_fleet["fleet"]
+    assert fleet["schema"] == "kernelcheck.fleet/1" and fleet["size"] == 3 and fleet["exit_code"] == 4
+    by_rank = {r["rank"]: r for r in fleet["ranks"]}
+    assert by_rank[1]["verdict"] == "broken" and by_rank[0]["verdict"] == by_rank[2]["verdict"] == "fallback"
+    assert [len(g) for g in fleet["groups"]] == [2, 1]
+    (odd,) = fleet["differences"]
+    assert odd["ranks"] == [f"rank 1 ({socket.gethostname()})"]
+    fields = {f["field"]: f for f in odd["fields"]}
+    assert "fla-core 0.6.0" in fields["kernel packages"]["value"] and fields["kernel packages"]["others"] == "none"
+    assert fields["verdict"]["value"] == "broken"
+
+
+def test_only_rank_0_prints_the_fleet(torchrun_fleet):
+    assert torchrun_fleet["stdout"][1] == "" and torchrun_fleet["stdout"][2] == ""
+
+
+def test_gathered_records_stay_small(torchrun_fleet):
+    assert torchrun_fleet["fleet"]["timings"]["bytes_per_rank_max"] < 4096
+
+
+def _launch(rank: int, world: int, port: int, args: list[str], code: str | None = None) -> subprocess.Popen:
+    env = _base_env() | {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "kernelcheck", *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def killed_fleet() -> dict:
+    """Three srun-style processes (rank 0 hosts the store); rank 2 is SIGKILLed as it enters the gather."""
+    port, args = _port(), ["doctor", "--model", MODEL, "--all-ranks", "--timeout", "10"]
+    t0 = time.monotonic()
+    procs = [_launch(0, 3, port, args), _launch(1, 3, port, args), _launch(2, 3, port, args, code=KILLED)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    return {"codes": [p.returncode for p in procs], "outs": outs, "wall": time.monotonic() - t0}
+
+
+def test_a_rank_killed_mid_gather_is_named_and_every_survivor_exits_4(killed_fleet):
+    assert killed_fleet["codes"][:2] == [4, 4]
+    assert killed_fleet["codes"][2] == -9  # really killed
+    out0, err0 = killed_fleet["outs"][0]
+    assert "rank 2 joined but died or hung during the gather" in err0
+    assert "MISSING: died during the gather" in out0 and "exit 4" in out0
+    assert "died or hung during the gather" in killed_fleet["outs"][1][1]  # rank 1 hears why from rank 0
+    assert killed_fleet["wall"] < 40  # --timeout 10: bounded, no hang
+
+
+def test_a_rank_that_never_starts_is_named_after_the_timeout():
+    port, args = _port(), ["doctor", "--all-ranks", "--timeout", "4"]
+    t0 = time.monotonic()
+    procs = [_launch(0, 3, port, args), _launch(1, 3, port, args)]  # rank 2 of 3 never starts
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [4, 4]
+    assert "rank 2 of 3 never joined within 4 s" in outs[0][1]
+    assert "MISSING: never joined" in outs[0][0]
+    assert time.monotonic() - t0 < 40
+
+
+# -- compare, on reports written by real doctor runs -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("reports")
+    fla = envs.site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    for name, sites in (("node1", ()), ("node2", (fla,))):
+        res = envs.run(["doctor", "--model", MODEL, "--json"], *sites)
+        (d / f"{name}.json").write_text(res.stdout)
+    (d / "node3.json").write_text((d / "node1.json").read_text())
+    return d
+
+
+def test_compare_names_the_odd_node_and_exits_with_the_worst_code(reports):
+    res = envs.run(["compare", str(reports)])
+    assert res.returncode == 4, res.stderr
+    assert "ODD node2:" in res.stdout and "2 agree: node1, node3" in res.stdout
+    assert "fla-core 0.6.0" in res.stdout
+
+
+def test_compare_of_identical_nodes_is_their_verdict(reports):
+    res = envs.run(["compare", str(reports / "node1.json"), str(reports / "node3.json")])
+    assert res.returncode == 3 and "none: all 2 agree" in res.stdout
+
+
+def test_compare_counts_a_report_that_never_arrived(reports):
+    res = envs.run(["compare", str(reports / "node1.json"), str(reports / "node3.json"), "--expect", "3", "--json"])
+    assert res.returncode == 4 and json.loads(res.stdout)["missing"][0]["reason"].startswith("no report")
+
+
+def test_compare_refuses_a_report_of_another_kernelcheck_schema(reports, tmp_path):
+    old = json.loads((reports / "node1.json").read_text())
+    old["schema"] = "kernelcheck.report/0"
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    res = envs.run(["compare", str(reports / "node1.json"), str(tmp_path / "old.json")])
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "old.json: report schema 'kernelcheck.report/0'" in res.stderr
+    assert "different kernelcheck version" in res.stderr
+
+
+def test_compare_tolerates_extra_keys_but_not_missing_ones(reports, tmp_path):
+    newer = json.loads((reports / "node1.json").read_text()) | {"a_future_section": {"x": 1}}
+    (tmp_path / "newer.json").write_text(json.dumps(newer))
+    assert envs.run(["compare", str(reports / "node1.json"), str(tmp_path / "newer.json")]).returncode == 3
+    del newer["functions"]
+    (tmp_path / "cut.json").write_text(json.dumps(newer))
+    res = envs.run(["compare", str(tmp_path / "cut.json")])
+    assert res.returncode == 2 and "without functions" in res.stderr
+
+
+# -- decisions, in process --------------------------------------------------------------------------
+
+def test_rank_discovery_from_each_launcher():
+    tr = ranks.discover({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "n0", "MASTER_PORT": "29500",
+                         "TORCHELASTIC_RUN_ID": "j", "TORCHELASTIC_USE_AGENT_STORE": "True"}, host="h")
+    assert (tr.rank, tr.world_size, tr.local_rank, tr.launcher, tr.agent_store) == (5, 8, 1, "torchrun", True)
+    sl = ranks.discover({"SLURM_PROCID": "3", "SLURM_NTASKS": "16", "SLURM_LOCALID": "3",
+                         "SLURM_NODELIST": "gpu[007-010,012]", "SLURM_JOB_ID": "4242"}, host="h")
+    assert (sl.rank, sl.world_size, sl.master_addr, sl.master_port, sl.launcher) == (3, 16, "gpu007", 24242, "slurm")
+    k8 = ranks.discover({"JOB_COMPLETION_INDEX": "2", "WORLD_SIZE": "4", "MASTER_ADDR": "gate-0.gate"}, host="h")
+    assert (k8.rank, k8.world_size, k8.master_addr, k8.launcher) == (2, 4, "gate-0.gate", "kubernetes")
+    for bad in ({}, {"RANK": "4", "WORLD_SIZE": "4"}, {"JOB_COMPLETION_INDEX": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}):
+        with pytest.raises(BadInput):
+            ranks.discover(bad, host="h")
+
+
+def test_fleet_code_is_the_worst_and_missing_is_broken():
+    recs = [{"exit_code": 0}, {"exit_code": 3}]
+    assert table.fleet_code(recs, {}) == 3
+    assert table.fleet_code(recs + [{"exit_code": 2}], {}) == 2
+    assert table.fleet_code(recs, {2: "never joined"}) == 4
+    assert table.fleet_code([], {}) == 4
+
+
+def test_summarised_record_of_a_real_report_packs_to_a_few_kb(reports):
+    full = json.loads((reports / "node2.json").read_text())
+    blob = summary.pack(summary.summarise(full, rank=0, host="h"))
+    assert len(blob) < 2048 < len(json.dumps(full))
+    assert summary.unpack(blob)["verdict"] == full["verdict"]
+
+
+def test_verify_all_ranks_runs_the_real_layers_on_each_rank_and_agrees():
+    port, args = _port(), ["verify", "--model", MODEL, "--all-ranks", "--json", "--timeout", "120"]
+    procs = [_launch(0, 2, port, args), _launch(1, 2, port, args)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [3, 3], outs[0][1][-2000:]
+    fleet = json.loads(outs[0][0])
+    assert fleet["command"] == "verify" and fleet["differences"] == [] and len(fleet["groups"][0]) == 2
+    assert {f["status"] for f in fleet["ranks"][1]["functions"]} == {"fallback", "fast"}
+    assert outs[1][0] == ""
