@@ -176,7 +176,7 @@ def main() -> int:
         raw_mb = plain.stat().st_size / 1e6  # throughput against the uncompressed JSON, also for .gz
         results = {name: run(py, name, f, a.repeat) for py, name in contenders}
         ref = results["json.load"]["cpu_s"]
-        for py, name in contenders:
+        for py, name in contenders:  # noqa: B007 - the loop unpacks the pair; only the name is used
             r = results[name]
             label = f"{f.name} ({f.stat().st_size / 1e6:.0f} MB)"
             if r["rc"]:

@@ -150,7 +150,7 @@ class Emulated:
         for ins in stage.instructions:
             if ins.keyword == "ARG":
                 k, _, v = ins.args.partition("=")
-                env[k] = self.build_args.get(k, self.df.global_args.get(k, v) if not v else v)
+                env[k] = self.build_args.get(k, self.df.global_args.get(k, v) if not v else v)  # noqa: SIM212
             elif ins.keyword == "ENV":
                 before = dict(env)
                 for item in shlex.split(ins.args):

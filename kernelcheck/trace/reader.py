@@ -57,7 +57,7 @@ class TraceReader:
     # -- input -------------------------------------------------------------------------------------
     def _open(self) -> None:
         try:
-            raw = open(self.path, "rb")
+            raw = open(self.path, "rb")  # noqa: SIM115 - the handle outlives this function (streaming reader closes it)
         except FileNotFoundError:
             raise BadInput(f"{self.path}: no such file. Give the path of a trace written by torch.profiler "
                            "(prof.export_chrome_trace('trace.json') or tensorboard_trace_handler).") from None
