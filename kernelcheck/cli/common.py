@@ -61,7 +61,7 @@ def _setup_output(kwargs: dict[str, Any]) -> None:
     _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
     verbose = bool(kwargs.pop("verbose", False))
     if verbose:
-        os.environ["KERNELCHECK_VERBOSE"] = "1"  # live runs and step workers leave third-party output visible
+        settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="kernelcheck: %(name)s: %(message)s")
 

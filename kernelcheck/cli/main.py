@@ -6,8 +6,6 @@ Exit codes, identical for every command: 0 ready · 3 a slow fallback path would
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from kernelcheck import __version__
@@ -17,6 +15,7 @@ from kernelcheck.cli.install import install
 from kernelcheck.cli.models import models
 from kernelcheck.cli.trace import trace
 from kernelcheck.cli.verify import verify
+from kernelcheck.core import settings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,7 +37,7 @@ def main(network_timeout: float | None = None) -> None:
     as a pipeline gate.
     """
     if network_timeout is not None:
-        os.environ["KERNELCHECK_NETWORK_TIMEOUT"] = str(network_timeout)
+        settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))
 
 
 from kernelcheck.cli.compare import compare_command  # noqa: E402

@@ -6,6 +6,7 @@ import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.core import settings
 
 
 @click.command()
@@ -57,7 +58,6 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
     """
-    import os
 
     if packing:
         from kernelcheck.verify import packing as packing_mod
@@ -69,7 +69,7 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
         from kernelcheck.verify.step import verify_step
 
         report = verify_step(model, mode=mode, shape=shape, tokens=tokens, layers=layers, checkpointing=checkpointing,
-                             trace_dir=trace_dir, verbose=bool(os.environ.get("KERNELCHECK_VERBOSE")))
+                             trace_dir=trace_dir, verbose=bool(settings.variable("KERNELCHECK_VERBOSE")))
         return finish(report, as_json, junit)
     from kernelcheck.verify.run import verify as run_verify
 

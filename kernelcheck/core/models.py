@@ -55,8 +55,9 @@ class ResolvedModel:
 
 
 def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE") or \
-        os.environ.get("KERNELCHECK_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    from kernelcheck.core import settings
+
+    return settings.hub_offline()
 
 
 def _read_config(path: Path, query: str) -> dict[str, Any]:
@@ -146,13 +147,9 @@ def _from_cache(repo_id: str) -> Path | None:
 
 
 def network_timeout() -> float:
-    """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
-    (default 5)."""
-    try:
-        return max(0.1, float(os.environ.get("KERNELCHECK_NETWORK_TIMEOUT", "5")))
-    except ValueError:
-        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={os.environ['KERNELCHECK_NETWORK_TIMEOUT']!r} is not a number "
-                       "of seconds.") from None
+    from kernelcheck.core import settings
+
+    return settings.network_timeout()
 
 
 def bounded(call: Any, what: str, timeout: float | None = None) -> Any:

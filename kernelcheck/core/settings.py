@@ -90,3 +90,26 @@ def offline() -> bool:
 def hub_offline() -> bool:
     """True when the Hugging Face Hub may not be used (any of HUB_OFFLINE_VARIABLES)."""
     return current().hub_offline
+
+
+def variable(name: str, default: str | None = None) -> str | None:
+    """Any other KERNELCHECK_* variable (paths, mirrors, test knobs): read here, so every variable kernelcheck
+    honours is found in this module."""
+    return os.environ.get(name, default)
+
+
+def set_variable(name: str, value: str) -> None:
+    """Hand a CLI choice (--verbose, --network-timeout) to code and child processes that read it here."""
+    os.environ[name] = value
+
+
+def network_timeout() -> float:
+    """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
+    (default 5)."""
+    raw = os.environ.get("KERNELCHECK_NETWORK_TIMEOUT", "5")
+    try:
+        return max(0.1, float(raw))
+    except ValueError:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={raw!r} is not a number of seconds.") from None

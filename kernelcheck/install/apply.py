@@ -336,7 +336,7 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | No
     if pkg is not None and pkg.kind == "cuda-extension":
         trial = None
         if info.build is None and any(info.so_arches.values()) and plan.target.cuda_major is not None:
-            from kernelcheck.install.sources import trial_import  # unlabelled wheel: try it again, here
+            from kernelcheck.install.trial import trial_import  # unlabelled wheel: try it again, here
 
             trial = trial_import(info, pkg.extension, step_target, torch_version)
         d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension,

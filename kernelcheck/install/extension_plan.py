@@ -9,7 +9,7 @@ from packaging.version import Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.install import wheels
-from kernelcheck.install.plan import Candidates, Options, Rejected, Step, _pip_cmd, _sm, _ver
+from kernelcheck.install.plan_types import Candidates, Options, Rejected, Step, _pip_cmd, _sm, _ver
 
 
 def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,

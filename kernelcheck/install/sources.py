@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
-import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,10 +22,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
+from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
 PIP_NET = ["--retries", "0", "--timeout", "15"]
@@ -34,7 +35,7 @@ PIP_NET = ["--retries", "0", "--timeout", "15"]
 
 def default_wheelhouse() -> Path:
     """$KERNELCHECK_HOME/wheelhouse, else ~/.cache/kernelcheck/wheelhouse."""
-    home = os.environ.get("KERNELCHECK_HOME")
+    home = settings.variable("KERNELCHECK_HOME")
     base = Path(home) if home else Path.home() / ".cache" / "kernelcheck"
     return base / "wheelhouse"
 
@@ -246,31 +247,6 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
     return out, None
 
 
-def trial_import(wheel: wheels.WheelInfo, module: str, target: str | None, torch_version: str) -> wheels.TrialImport:
-    """Unpack `wheel` into a scratch folder and import `module` (after torch) in a fresh process, run from
-    another scratch folder so nothing in the working directory shadows it."""
-    with tempfile.TemporaryDirectory(prefix="kernelcheck-trial-") as tmp:
-        root, cwd = Path(tmp) / "site", Path(tmp) / "cwd"
-        cwd.mkdir()
-        try:
-            with zipfile.ZipFile(wheel.path) as zf:
-                zf.extractall(root)
-        except (zipfile.BadZipFile, OSError) as exc:
-            return wheels.TrialImport(module, False, f"cannot unpack: {exc}", torch_version)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(root), *([target] if target else []),
-                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        code = f"import torch\nimport {module}\n"
-        try:
-            res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                                 cwd=str(cwd), timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return wheels.TrialImport(module, False, str(exc), torch_version)
-    lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
-    return wheels.TrialImport(module, res.returncode == 0, "" if res.returncode == 0 else
-                              (lines[-1] if lines else f"exit {res.returncode}")[:300], torch_version)
-
-
 def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:
     """Trial imports for compiled wheels that do not say what they were built for (plain `pip wheel` names)."""
     env = ctx.env
@@ -346,7 +322,7 @@ def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo, version: str | None) -> tup
         url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
                                        cxx11abi=str(bool(target.cxx11abi)).upper(), py=env.python_tag[2:],
                                        platform=env.platform)
-        mirror = os.environ.get("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
+        mirror = settings.variable("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
         if mirror:
             url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
         return url, _release_status(url, opts.offline) if opts.source in ("auto", "release") else None

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding, Report
 from kernelcheck.verify import layers as layers_mod
@@ -78,8 +79,8 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
         raise BadInput(f"--layers must be at least 1, not {layers}.")
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])
-    if os.environ.get("KERNELCHECK_STEP_PROFILED", "").isdigit():  # fewer profiled steps: smaller traces
-        data["profiled"] = max(1, int(os.environ["KERNELCHECK_STEP_PROFILED"]))
+    if (settings.variable("KERNELCHECK_STEP_PROFILED") or "").isdigit():  # fewer profiled steps: smaller traces
+        data["profiled"] = max(1, int(settings.variable("KERNELCHECK_STEP_PROFILED") or 1))
     t0 = time.perf_counter()
     from kernelcheck.core import models as models_mod
     from kernelcheck.verify import step_model

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import settings
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify import layers as layers_mod
@@ -205,7 +206,7 @@ def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tu
     steps.inst.profiling = True
     try:
         # the profiler's C++ side prints `USDT ... profiler_start/stop` on fd 2: keep it in the log
-        with noise_mod.captured(os.environ.get("KERNELCHECK_VERBOSE") == "1") as got, \
+        with noise_mod.captured(settings.variable("KERNELCHECK_VERBOSE") == "1") as got, \
                 profile(activities=acts, record_shapes=False) as prof:
             result = fn()
     finally:

@@ -1,0 +1,127 @@
+"""The install plan's vocabulary: steps, options, candidates, the plan; shared by plan.py and extension_plan.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from kernelcheck.core.environment import Environment
+from kernelcheck.install import wheels
+from kernelcheck.install.wheels import TrialImport, WheelInfo
+
+PINNED = ("torch", "triton", "transformers")
+SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    candidate: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Step:
+    package: str  # distribution name
+    action: str  # keep | install | build | offer | refuse | blocked
+    source: str  # installed | wheelhouse | release | build | pypi | -
+    spec: str
+    reason: str
+    command: str = ""
+    rejected: tuple[Rejected, ...] = ()
+    artifact: str = ""  # local wheel/sdist path or release URL the installer uses
+    sha256: str = ""
+    arches: tuple[str, ...] = ()  # GPU code the chosen wheel carries / the build targets
+    import_name: str = ""
+    severity: str = ""  # a predicted problem this step leaves: broken | fallback
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["rejected"] = [dataclasses.asdict(r) for r in self.rejected]
+        d["arches"] = list(self.arches)
+        return d
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "train"
+    source: str = "auto"
+    arches: tuple[str, ...] = ()  # capabilities to build/match for ("9.0")
+    arch_origin: str = "gpu"  # gpu | --arch | none
+    allow_change: frozenset[str] = frozenset()
+    with_packages: tuple[str, ...] = ()
+    offline: bool = False
+    model: str = "M"
+    wheelhouse: str = ""
+    target: str | None = None
+    fixes: bool = True  # train mode: install additive fixes (tilelang for fla#640) unless --no-fixes
+    without: tuple[str, ...] = ()  # fixes not to install (--without tilelang)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What `sources.gather` found for one distribution."""
+
+    wheels: tuple[WheelInfo, ...] = ()  # wheelhouse (and downloaded PyPI) wheels
+    pypi_wheel: WheelInfo | None = None  # newest wheel PyPI gave (pure packages)
+    pypi_error: str | None = None
+    sdist: str | None = None  # local sdist path (--sdist, wheelhouse, or downloaded from PyPI)
+    sdist_origin: str = ""  # --sdist | wheelhouse | pypi
+    sdist_error: str | None = None
+    release_url: str | None = None
+    release_status: str | None = None  # "exists" | "missing: ..." | "unreachable: ..." | "skipped: ..."
+    build_tools: dict[str, bool] = field(default_factory=dict)  # wheel/setuptools/ninja importable
+    nvcc_arches: tuple[str, ...] = ()  # compute_XX the nvcc here accepts
+    resolved: tuple[WheelInfo, ...] = ()  # a fix and its dependencies as pip resolved them, pins held
+    resolve_error: str | None = None  # why pip could not resolve the fix here
+    trials: dict[str, TrialImport] = field(default_factory=dict)  # wheel path -> trial import
+    overlay: dict[str, str] = field(default_factory=dict)  # build tool -> where the build overlay gets it
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    target: wheels.Target
+    blocked: bool  # a step needs a pinned package changed: nothing is executed
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.steps]
+
+    @property
+    def predicted(self) -> str:
+        """ready | fallback | broken: what the job gets if the plan is carried out."""
+        sev = {s.severity for s in self.steps if s.action not in ("offer",) or s.severity == "broken"}
+        if "broken" in sev:
+            return "broken"
+        if "fallback" in sev or self.blocked:
+            return "fallback"
+        return "ready"
+
+
+def target_of(env: Environment, opts: Options) -> wheels.Target:
+    t = env.torch
+    cuda_major = int(t.cuda.split(".")[0]) if t and t.cuda else None
+    mm = ".".join(t.version.split("+")[0].split(".")[:2]) if t else "?"
+    return wheels.Target(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
+
+
+def _ver(v: str | None) -> Version | None:
+    try:
+        return Version(v) if v else None
+    except InvalidVersion:
+        return None
+
+
+def _sm(arches: tuple[str, ...]) -> str:
+    return ", ".join(f"sm_{wheels.cap_to_sm(a)}" for a in arches) or "no GPU arch"
+
+
+def _pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:
+    tgt = f" --target {opts.target} --upgrade" if opts.target else ""
+    return f"pip install --no-deps -c <constraints: {', '.join(PINNED)} pinned>{tgt}{extra} {spec_or_path}"
+
+
+# ---------------------------------------------------------------- pure-Python (Triton) packages
+
