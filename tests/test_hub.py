@@ -492,6 +492,8 @@ def test_install_source_hub_prefetches_and_writes_the_lock_in_the_wheelhouse(tmp
     """`kernelcheck install --source hub` is the same prefetch, from the install command (docker build stage)."""
     env = _cache(tmp_path, MATCHING)
     wh = tmp_path / "wheelhouse"
+    wh.mkdir()  # a --wheelhouse you name must exist (a typo is never created)
+    (tmp_path / "wh2").mkdir()
     code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
                            "--wheelhouse", str(wh)], env=env)
     assert code == 0, data
