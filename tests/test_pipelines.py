@@ -128,6 +128,7 @@ class Emulated:
         self.df = dockerfile.parse(DOCKERFILE)
         self.map = {"/opt/kernels": str(root / "opt" / "kernels"), "/wheelhouse": str(root / "wheelhouse"),
                     "/src/kernelcheck": str(root / "src" / "kernelcheck")}
+        (root / "wheelhouse").mkdir(parents=True, exist_ok=True)  # a cache mount always exists in a build
         self.build_args = build_args or {}
         # The "base image": this test's Python with its torch/transformers/pip, nothing from the caller.
         base_path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
