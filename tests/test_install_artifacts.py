@@ -62,7 +62,7 @@ def test_a_windows_fla_wheel_next_to_the_real_one_is_rejected_at_plan_time(tmp_p
 def test_train_mode_installs_tilelang_by_default_resolved_by_pip_with_its_window(tmp_path: Path):
     wh = pypi_wheels()
     window = "tilelang==0.1.15; apache-tvm-ffi>=0.1.11,<0.1.13; z3-solver>=4.13.0,<4.15.5"
-    resolved, err = sources.resolve_with_pip("tilelang", window, wh, True, tmp_path, None)
+    resolved, err, _ = sources.resolve_with_pip("tilelang", window, wh, True, tmp_path, None)
     assert err is None, err
     got = {w.name.name: w.name.version for w in resolved}
     assert got["tilelang"] == "0.1.15" and got["apache-tvm-ffi"] == "0.1.12" and got["z3-solver"] == "4.15.4.0"
@@ -79,8 +79,49 @@ def test_train_mode_installs_tilelang_by_default_resolved_by_pip_with_its_window
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), without=("tilelang",)), found)
     assert steps_of(p, "tilelang")[0].action == "offer" and p.predicted == "broken"
     # a window pip cannot meet from this wheelhouse is a reason, not a crash
-    _, err = sources.resolve_with_pip("tilelang", "apache-tvm-ffi>=0.1.13", wh, True, tmp_path, None)
+    _, err, _ = sources.resolve_with_pip("tilelang", "apache-tvm-ffi>=0.1.13", wh, True, tmp_path, None)
     assert err and "cannot resolve tilelang" in err and "offline" in err
+
+
+
+def test_a_fix_resolves_where_the_images_torch_already_fails_pip_check(tmp_path: Path):
+    """Big images (the H200's holds jax, cupy and torch side by side) often ship a torch whose own declared
+    requirements are not all met. pip then refuses any resolution that touches torch offline
+    (ResolutionImpossible: it would need the missing requirement from an index). kernelcheck holds the
+    pinned packages as installed and resolves the fix around them, and says so in the plan."""
+    import json
+
+    from kcfixtures import REPO, scratch_venv
+
+    scratch = scratch_venv(Path(sys.prefix), tmp_path / "s")
+    py = scratch / "bin" / "python"
+    old = tmp_path / "old"  # torch here requires fsspec>=0.8.5: a real older fsspec makes that unmet
+    got = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+                          "fsspec==0.8.4", "-d", str(old)], capture_output=True, text=True)
+    if got.returncode != 0:
+        pytest.skip(f"PyPI not reachable: {got.stderr[-300:]}")
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", *old.glob("*.whl")],
+                   check=True)
+    wh = pypi_wheels()
+    window = "tilelang==0.1.15; apache-tvm-ffi>=0.1.11,<0.1.13; z3-solver>=4.13.0,<4.15.5"
+    # what plain pip says in this environment: the failure the H200 install hit
+    plain = subprocess.run([str(py), "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", str(wh),
+                            "tilelang==0.1.15"], capture_output=True, text=True)
+    assert plain.returncode != 0 and "fsspec" in plain.stderr + plain.stdout
+    prog = ("import json, sys; from pathlib import Path; from kernelcheck.install import sources; "
+            "w, err, note = sources.resolve_with_pip('tilelang', sys.argv[1], Path(sys.argv[2]), True, "
+            "Path(sys.argv[3]), None); print(json.dumps({'wheels': {x.name.name: x.name.version for x in w}, "
+            "'err': err, 'note': note}))")
+    res = subprocess.run([str(py), "-c", prog, window, str(wh), str(tmp_path / "dl")], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["err"] is None, out["err"]
+    assert out["wheels"]["tilelang"] == "0.1.15" and out["wheels"]["apache-tvm-ffi"] == "0.1.12"
+    assert "torch" not in out["wheels"] and "fsspec" not in out["wheels"]  # held, left as it is
+    from importlib.metadata import version
+
+    assert f"torch {version('torch')} declares fsspec>=0.8.5" in out["note"] and "pip check" in out["note"]
 
 
 _UNDEF = r'''

@@ -326,6 +326,8 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
         name = w.name.name
         reason = f"{why}; {wanted}" if name == pkg else \
             f"dependency of the {pkg} fix{window}, resolved by pip with torch/triton/transformers pinned"
+        if name == pkg and c.resolve_note:
+            reason += f"; note: {c.resolve_note}"
         out.append(Step(name, "install", "pip-resolve", f"{name}=={w.name.version}", reason,
                         _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256))
     return sorted(out, key=lambda s: s.package == pkg)

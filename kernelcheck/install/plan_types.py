@@ -76,6 +76,7 @@ class Candidates:
     nvcc_arches: tuple[str, ...] = ()  # compute_XX the nvcc here accepts
     resolved: tuple[WheelInfo, ...] = ()  # a fix and its dependencies as pip resolved them, pins held
     resolve_error: str | None = None  # why pip could not resolve the fix here
+    resolve_note: str | None = None  # pinned packages' own unmet requirements the resolution was made around
     trials: dict[str, TrialImport] = field(default_factory=dict)  # wheel path -> trial import
     overlay: dict[str, str] = field(default_factory=dict)  # build tool -> where the build overlay gets it
 

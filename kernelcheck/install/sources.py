@@ -196,15 +196,72 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
 def _fix_candidates(ctx: _Ctx, dist: str, spec: str, window: str | None) -> Candidates:
     """An additive fix and its dependency window, resolved by pip itself with the pins held."""
     base = _pure_candidates(dist, spec, ctx.whl, ctx.opts, ctx.dl_dir, fetch=False)
-    resolved, err = resolve_with_pip(spec, window, ctx.wheelhouse, ctx.opts.offline, ctx.dl_dir, ctx.opts.target)
-    return replace(base, resolved=tuple(resolved), resolve_error=err)
+    resolved, err, note = resolve_with_pip(spec, window, ctx.wheelhouse, ctx.opts.offline, ctx.dl_dir,
+                                           ctx.opts.target)
+    return replace(base, resolved=tuple(resolved), resolve_error=err, resolve_note=note)
+
+
+def unmet_requirements(target: str | None, exclude: frozenset[str] = frozenset()
+                       ) -> dict[str, tuple[str, str, list[str], list[str]]]:
+    """Installed distributions whose declared requirements this environment does not meet (what `pip check`
+    reports; big images often ship so, torch among them): {name: (name, version, met, unmet)}. `exclude`:
+    the distributions being resolved now (a fix whose own requirement is unmet is what gets fixed)."""
+    from importlib import metadata
+
+    installed: dict[str, metadata.Distribution] = {}
+    for d in metadata.distributions(path=([target] if target else []) + sys.path):
+        name = str(canonicalize_name(d.metadata["Name"] or ""))
+        if name:
+            installed.setdefault(name, d)  # the first on the path wins, as for pip and for import
+    out = {}
+    for name, dist in installed.items():
+        if name in exclude:
+            continue
+        met: list[str] = []
+        unmet: list[str] = []
+        for line in dist.requires or []:
+            try:
+                req = Requirement(line)
+            except ValueError:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            dep = installed.get(str(canonicalize_name(req.name)))
+            ok = dep is not None and (not req.specifier or req.specifier.contains(dep.version, prereleases=True))
+            (met if ok else unmet).append(line)
+        if unmet:
+            out[name] = (dist.metadata["Name"], dist.version, met, unmet)
+    return out
+
+
+def _held_view(folder: Path, unmet: dict[str, tuple[str, str, list[str], list[str]]]) -> Path:
+    """A folder of metadata-only copies of the installed distributions that declare only what is met here,
+    first on the resolver's path: pip then holds them as installed and resolves the fix around them instead
+    of giving up on requirements the image already lacked (it would need them from an index it cannot use)."""
+    for name, version, met, _ in unmet.values():
+        info = folder / f"{canonicalize_name(name)}-{version}.dist-info"
+        info.mkdir(parents=True)
+        lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in met)]
+        (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def _pip_error(text: str) -> str:
+    """pip's own explanation of a failed resolution, in a few lines (the conflict, not the help URL)."""
+    noise = ("To fix this", "1. loosen", "2. remove", "Processing", "Requirement already", "WARNING: Location")
+    keep = [ln.strip() for ln in text.splitlines()
+            if ln.strip() and "dealing-with-dependency-conflicts" not in ln and not ln.strip().startswith(noise)]
+    return " | ".join(keep[-8:])[:900]
 
 
 def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: bool, dl_dir: Path,
-                     target: str | None) -> tuple[list[wheels.WheelInfo], str | None]:
+                     target: str | None) -> tuple[list[wheels.WheelInfo], str | None, str | None]:
     """`pip install --dry-run --report` for `spec`: what pip would add to this environment (what is
     installed and fits stays), with torch/triton/transformers pinned by the constraints file and the
-    fix's known-good window (matrix) as extra constraints. Wheels only; each one is inspected."""
+    fix's known-good window (matrix) as extra constraints. Wheels only; each one is inspected.
+    Returns (wheels, error, note); the note says which of the pinned packages' own unmet requirements
+    (a `pip check` failure that predates kernelcheck) the resolution was made around."""
+    note = None
     with tempfile.TemporaryDirectory(prefix="kernelcheck-resolve-") as tmp:
         cons = Path(tmp) / "constraints.txt"
         lines = [_CONSTRAINTS[0].read_text(encoding="utf-8")] if _CONSTRAINTS else []
@@ -218,33 +275,43 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         if offline:
             cmd += ["--no-index"]
         env = dict(os.environ)
-        if target:  # what --target already holds counts as installed
-            env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        path = [target] if target else []  # what --target already holds counts as installed
+        wanted = [spec, *(w.strip() for w in (window or "").split(";") if w.strip())]
+        resolving = {str(canonicalize_name(Requirement(r).name)) for r in wanted}
+        unmet = unmet_requirements(target, frozenset(resolving))
+        if unmet:
+            path.insert(0, str(_held_view(Path(tmp) / "held", unmet)))
+            shown = sorted(unmet.values(), key=lambda u: (u[0].lower() not in PINNED, u[0].lower()))
+            note = "this environment already fails `pip check` (not caused by kernelcheck): " + "; ".join(
+                f"{n} {v} declares {', '.join(u[:2])}{' ...' if len(u) > 2 else ''}" for n, v, _, u in shown[:3]) + \
+                (f" and {len(shown) - 3} more" if len(shown) > 3 else "") + \
+                "; pip resolved the fix with those packages held as installed and left them as they are"
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
             res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
-            return [], f"pip's resolver did not run: {exc}"
+            return [], f"pip's resolver did not run: {exc}", note
         if res.returncode != 0 or not report.exists():
-            err = [ln.strip() for ln in (res.stderr or res.stdout).splitlines() if "ERROR" in ln]
             where = "the wheelhouse" + (" (offline)" if offline else " or PyPI")
             return [], f"pip cannot resolve {spec} from {where} with torch/triton/transformers pinned: " + \
-                (err[-1] if err else f"exit {res.returncode}")[:300]
+                (_pip_error((res.stderr or "") + "\n" + (res.stdout or "")) or f"exit {res.returncode}"), note
         items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     out: list[wheels.WheelInfo] = []
     for it in items:
         url = (it.get("download_info") or {}).get("url", "")
-        path: Path | None = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) \
+        whl: Path | None = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) \
             if url.startswith("file:") else None
-        if path is None:
-            path, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
-                                       f"{it['metadata']['version']}"], dl_dir)
-            if path is None:
-                return [], why
-        info = wheels.inspect_wheel(path)
+        if whl is None:
+            whl, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
+                                      f"{it['metadata']['version']}"], dl_dir)
+            if whl is None:
+                return [], why, note
+        info = wheels.inspect_wheel(whl)
         if info is None:
-            return [], f"{path.name} is not a wheel"
+            return [], f"{whl.name} is not a wheel", note
         out.append(info)
-    return out, None
+    return out, None, note
 
 
 def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:
