@@ -31,6 +31,16 @@ export KERNELCHECK_OFFLINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
+echo "== 0. the image as it is: pip check, and plain pip resolving the fix offline (what install hit in session 3)"
+$PY -m pip check > "$OUT/pip_check.txt" 2>&1; echo "pip check exit $?" >> "$OUT/pip_check.txt"
+grep -c . "$OUT/pip_check.txt"; head -5 "$OUT/pip_check.txt"
+printf 'torch==%s\ntriton==%s\ntransformers==%s\n' "$($PY -c 'import torch;print(torch.__version__)')" \
+  "$($PY -c 'import triton;print(triton.__version__)')" "$($PY -c 'import transformers;print(transformers.__version__)')" \
+  > /tmp/kc-pins.txt
+$PY -m pip install --dry-run --no-index --find-links "$WH" -c /tmp/kc-pins.txt "tilelang==0.1.15" \
+  "apache-tvm-ffi>=0.1.11,<0.1.13" > "$OUT/pip_plain_resolve.txt" 2>&1
+echo "plain pip resolve exit $?" | tee -a "$OUT/pip_plain_resolve.txt"; grep -E "ERROR|conflict|requires" "$OUT/pip_plain_resolve.txt" | head -8
+
 echo "== 1. dry run (the plan, nothing changed)"
 $PY -m kernelcheck install --model $MODEL --mode train --wheelhouse "$WH" --offline --target "$SITE" --dry-run \
   > "$OUT/install_dry_run.txt" 2>&1
@@ -54,8 +64,16 @@ $PY -m kernelcheck doctor --model $MODEL --mode train > "$OUT/doctor_train.txt" 
 echo "doctor exit $? (expect 0)" | tee "$OUT/doctor.exit"
 grep -E "verdict|tilelang|fla-640" "$OUT/doctor_train.txt"
 
+echo "== 3b. where doctor's time goes (cProfile + import times)"
+( time $PY -m kernelcheck doctor --model $MODEL --mode train > /dev/null 2>&1 ) 2> "$OUT/doctor_time.txt"
+$PY -X importtime -m cProfile -o "$OUT/doctor.prof" -m kernelcheck doctor --model $MODEL --mode train \
+  > /dev/null 2> "$OUT/doctor_importtime.txt"
+$PY -c "import pstats,sys; pstats.Stats(sys.argv[1]).sort_stats('cumulative').print_stats(40)" "$OUT/doctor.prof" \
+  > "$OUT/doctor_profile.txt" 2>&1
+cat "$OUT/doctor_time.txt"; sort -t'|' -k2 -n "$OUT/doctor_importtime.txt" | tail -12
+
 echo "== 4. verify --shape full --benchmark --tokens 8192 --mode train (expect exit 0, fwd+bwd ratio)"
-$PY -m kernelcheck verify --model $MODEL --shape full --benchmark --tokens 8192 --mode train \
+timeout ${VERIFY_TIMEOUT:-400} $PY -m kernelcheck verify --model $MODEL --shape full --benchmark --tokens 8192 --mode train \
   > "$OUT/verify_train.txt" 2>"$OUT/verify_train.stderr"
 echo "verify exit $? (expect 0)" | tee "$OUT/verify.exit"
 grep -iE "ms|x faster|ratio|verdict" "$OUT/verify_train.txt" | head -20

@@ -31,7 +31,7 @@ cat "$OUT/versions.txt"
 run_step() {  # name, extra args...
   local name=$1; shift
   local t0=$(date +%s)
-  python3 -m kernelcheck verify --model qwen3.8-27b --step --mode train --tokens 8192 "$@" --json \
+  timeout ${STEP_TIMEOUT:-290} python3 -m kernelcheck verify --model qwen3.8-27b --step --mode train --tokens 8192 "$@" --json \
     > "$OUT/$name.json" 2> "$OUT/$name.stderr"
   echo "$name exit $? in $(( $(date +%s) - t0 )) s (Triton cache entries: $(ls "$TRITON_CACHE_DIR" 2>/dev/null | wc -l))" \
     | tee -a "$OUT/cost.txt"
@@ -46,8 +46,8 @@ PY
 for part in $PARTS; do
   case $part in
     step)
-      rm -rf "$TRITON_CACHE_DIR"
-      run_step step --trace-dir "$OUT/traces"
+      [ -n "${KEEP_TRITON_CACHE:-}" ] || rm -rf "$TRITON_CACHE_DIR"
+      KERNELCHECK_STEP_PROFILED=${KERNELCHECK_STEP_PROFILED:-1} run_step step --trace-dir "$OUT/traces"
       for p in fast reference; do
         f="$OUT/traces/step-$p.json.gz"
         [ -f "$f" ] || continue
