@@ -4,6 +4,7 @@ and the real causal-conv1d 1.7.0 sdist's setup.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -122,6 +123,51 @@ def test_a_fix_resolves_where_the_images_torch_already_fails_pip_check(tmp_path:
     from importlib.metadata import version
 
     assert f"torch {version('torch')} declares fsspec>=0.8.5" in out["note"] and "pip check" in out["note"]
+
+
+
+def test_pins_use_the_version_pip_sees_when_torch_reports_a_local_label_its_metadata_lacks(tmp_path: Path):
+    """The H200 image: `torch.__version__` is 2.11.0+cu130 but its dist-info says 2.11.0 (pip freeze:
+    torch==2.11.0). A constraint `torch==2.11.0+cu130` matches nothing pip knows, so every resolution that
+    touches torch (tilelang requires torch) ends in ResolutionImpossible. Reproduced here with this venv's
+    real torch, its METADATA copied with the local label dropped, first on the path."""
+    import json
+    import re
+    from importlib.metadata import distribution
+
+    from kcfixtures import REPO
+    from packaging.version import Version
+
+    real = distribution("torch")
+    local = Version(real.version)
+    if not local.local:
+        pytest.skip(f"this torch ({real.version}) has no local label to drop")
+    held = tmp_path / "image" / f"torch-{local.public}.dist-info"
+    held.mkdir(parents=True)
+    meta = re.sub(r"(?m)^Version: .*$", f"Version: {local.public}", real.read_text("METADATA") or "")
+    (held / "METADATA").write_text(meta)
+    # no pip config: this machine's /opt/wheels holds a torch wheel pip would otherwise reinstall torch from
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "image"), str(REPO)]), "PATH": "/usr/bin:/bin",
+           "PIP_CONFIG_FILE": os.devnull}
+    wh = pypi_wheels()
+    cons = tmp_path / "as_reported.txt"
+    cons.write_text(f"torch=={real.version}\n")
+    plain = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", str(wh),
+                            "-c", str(cons), "tilelang==0.1.15"], capture_output=True, text=True, env=env)
+    assert plain.returncode != 0 and "ResolutionImpossible" in plain.stderr  # what session 3 hit on the H200
+    prog = ("import json, sys; from pathlib import Path; from kernelcheck.core import environment; "
+            "from kernelcheck.install import sources; e = environment.probe(packages=False); "
+            "pins = sources._constraints_file(e); "
+            "w, err, note = sources.resolve_with_pip('tilelang', sys.argv[1], Path(sys.argv[2]), True, "
+            "Path(sys.argv[3]), None); print(json.dumps({'pins': pins.read_text(), 'reported': e.torch.version, "
+            "'wheels': sorted(x.name.name for x in w), 'err': err}))")
+    window = "tilelang==0.1.15; apache-tvm-ffi>=0.1.11,<0.1.13; z3-solver>=4.13.0,<4.15.5"
+    res = subprocess.run([sys.executable, "-c", prog, window, str(wh), str(tmp_path / "dl")], capture_output=True,
+                         text=True, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["reported"] == real.version and f"torch=={local.public}\n" in out["pins"]
+    assert out["err"] is None and "tilelang" in out["wheels"] and "torch" not in out["wheels"]
 
 
 _UNDEF = r'''

@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from kernelcheck import __version__
 from kernelcheck.core import manifest
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core.environment import Environment
+from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
@@ -97,13 +97,30 @@ def lock_paths(wheelhouse: Path, target: str | None) -> list[Path]:
 # ---------------------------------------------------------------- constraints and pip
 
 def constraints_text(env: Environment, allow_change: frozenset[str]) -> str:
-    """`torch==X`, `triton==Y`, `transformers==Z` for what is installed (minus what the user lets change)."""
+    """`torch==X`, `triton==Y`, `transformers==Z` for what is installed (minus what the user lets change).
+
+    X is the version pip sees, the distribution's metadata, not `torch.__version__`: images built from
+    source or repackaged often install torch whose metadata says 2.11.0 while it reports 2.11.0+cu130
+    (the H200 image does), and `torch==2.11.0+cu130` then matches nothing pip knows: ResolutionImpossible."""
     lines = ["# written by kernelcheck install: the installed torch, triton and transformers may not change"]
     for name in PINNED:
-        v = env.version_of(name)
+        v = _pip_version(name, env.version_of(name))
         if v and name not in allow_change:
             lines.append(f"{name}=={v}")
     return "\n".join(lines) + "\n"
+
+
+def _pip_version(name: str, probed: str | None) -> str | None:
+    """The installed distribution's metadata version when it is the probed one up to a local label."""
+    from packaging.version import InvalidVersion, Version
+
+    meta = dist_version(name)
+    try:
+        if meta and probed and Version(meta).public == Version(probed).public:
+            return meta
+    except InvalidVersion:
+        pass
+    return probed
 
 
 def _pip_install(files: list[str], constraints: Path, target: str | None, log: Callable[[str], None]) -> None:
