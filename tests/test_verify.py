@@ -77,6 +77,15 @@ def test_cpu_verify_text_names_the_path_and_exit_code() -> None:
     assert "verdict: FALLBACK" in out and "(exit 3)" in out
     # progress for people goes to stderr, not into the report
     assert "kernelcheck verify: building the tiny qwen3_5 model" in res.stderr
+    # third-party noise stays out of the terminal: transformers' "falling back ... install
+    # `flash-linear-attention`" lines and the profiler's USDT lines are counted, the advice reconciled
+    assert "falling back" not in res.stderr and "[transformers]" not in res.stderr, res.stderr
+    assert "USDT" not in res.stderr
+    assert "third-party output captured (" in out and "transformers line(s)" in out
+    assert "[advice-fla]" in out and "fla-core" in out
+    # --verbose shows it
+    loud = run(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "32", "--verbose"])
+    assert loud.returncode == 3 and "falling back" in loud.stderr
 
 
 def test_infer_mode_runs_prefill_and_decode_only() -> None:

@@ -85,6 +85,39 @@ def captured(verbose: bool) -> Iterator[list[str]]:
             box.append(tmp.read().decode("utf-8", "replace"))
 
 
+class _ListHandler(logging.Handler):
+    def __init__(self, box: list[str]):
+        super().__init__(logging.WARNING)
+        self.box = box
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.box.append(f"[transformers] {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def captured_logging(verbose: bool) -> Iterator[list[str]]:
+    """Keep transformers' log lines ("... is falling back ... install `flash-linear-attention`") and Python
+    warnings out of the terminal while the block runs, as lines in the yielded list. Unlike `captured` the
+    file descriptors stay as they are, so kernelcheck's own progress lines keep reaching stderr."""
+    import warnings
+
+    box: list[str] = []
+    if verbose:
+        yield box
+        return
+    logger = logging.getLogger("transformers")
+    saved = logger.handlers[:], logger.propagate
+    logger.handlers = [_ListHandler(box)]
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield box
+    finally:
+        logger.handlers, logger.propagate = saved
+        box.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+
+
 def read_log(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")

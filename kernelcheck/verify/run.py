@@ -16,10 +16,13 @@ from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
+from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, Report
 from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify import noise as noise_mod
+from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import _benchmark
 from kernelcheck.verify.compare import _compare_results, _direct_compare, _isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
@@ -145,8 +148,9 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
         _say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
              f"{dtype})")
         t1 = time.perf_counter()
-        with _Ticker(what, cache):
+        with _Ticker(what, cache), noise_mod.captured_logging(settings.variable("KERNELCHECK_VERBOSE") == "1") as got:
             first = _first_pass(steps, inst, run)
+        steps_mod.CAPTURED.extend(got)
         run.timing["first_pass_s"] = round(time.perf_counter() - t1, 3)
         run.forced = set(inst.forced)
         after = cache_entries(cache)
@@ -236,6 +240,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         report.extra["live"] = {"ran": False, "lines": ["not run: the modeling module does not import"]}
         return
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
+    steps_mod.CAPTURED.clear()
     run = run_live(model, result, needs, mode, shape, tokens, benchmark)
     run.timing = {"static_s": static_s, **run.timing}
     total = time.perf_counter() - t0
@@ -251,6 +256,9 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         fs.evidence = ev
         _observed_status(report, fs, ev, run)
     report.findings.extend(_model_findings(run, report))
+    noise = "\n".join(steps_mod.CAPTURED)
+    report.findings.extend(f for f in noise_mod.advice_findings(noise)
+                           if f.id not in {g.id for g in report.findings})
     fast = [f.name for f in report.functions if f.evidence and f.evidence.get("path") == "fast"]
     if not run.built.device.startswith("cuda"):
         report.findings.append(Finding(
@@ -271,7 +279,9 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         "benchmark": run.benchmark,
         "triton_cache": run.triton,
         "timing": run.timing,
-        "lines": _lines(run, report),
+        "lines": _lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
+                                         "shows it"] if noise.strip() else []),
+        "captured_output": noise_mod.summary(noise) if noise.strip() else None,
     }
 
 
