@@ -15,7 +15,7 @@ tail -40 "$RES/proof.log"
 echo "== after the proof: ${SECONDS} s"
 export TRITON_CACHE_DIR=$HOME/.triton/cache KEEP_TRITON_CACHE=1
 left=$(( DEADLINE - SECONDS ))
-if [ "$left" -gt 60 ]; then
+if [ "$left" -gt ${STEP_MIN:-150} ]; then
   OUT=$RES/step STEP_TIMEOUT=$(( left > 240 ? 240 : left - 10 )) bash benchmarks/gpu_step.sh step > "$RES/step.log" 2>&1
   tail -30 "$RES/step.log"
 fi
