@@ -245,22 +245,22 @@ def _use_hub_kernels(hk_src: str | None, iu_src: str | None) -> tuple[str, bool]
     if m:
         default = m.group(1)
     raw = os.environ.get("USE_HUB_KERNELS", default).upper()
-    truthy = set(_TRUE)
     if "is_env_variable_true(\"USE_HUB_KERNELS\"" in (hk_src or ""):
-        t = re.search(r"def is_env_variable_true\(.*?in\s*(\([^)]*\))", iu_src or "", re.S)
-        if t:
-            try:
-                truthy = {str(x).upper() for x in ast.literal_eval(t.group(1))}
-            except (ValueError, SyntaxError):
-                pass
+        truthy = _literal_values(r"def is_env_variable_true\(.*?in\s*(\([^)]*\))", iu_src, re.S)
     else:
-        m = re.search(r"^ENV_VARS_TRUE_VALUES\s*=\s*(\{[^}]*\})", iu_src or "", re.M)
-        if m:
-            try:
-                truthy = {str(x).upper() for x in ast.literal_eval(m.group(1))}
-            except (ValueError, SyntaxError):
-                pass
-    return raw, raw in truthy
+        truthy = _literal_values(r"^ENV_VARS_TRUE_VALUES\s*=\s*(\{[^}]*\})", iu_src, re.M)
+    return raw, raw in (truthy or set(_TRUE))
+
+
+def _literal_values(pattern: str, source: str | None, flags: int) -> set[str] | None:
+    """The upper-cased strings of the tuple/set literal `pattern` captures in `source`, if it parses."""
+    m = re.search(pattern, source or "", flags)
+    if not m:
+        return None
+    try:
+        return {str(x).upper() for x in ast.literal_eval(m.group(1))}
+    except (ValueError, SyntaxError):
+        return None
 
 
 def _line(src: str, pos: int) -> int:

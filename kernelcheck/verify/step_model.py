@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,31 +122,24 @@ class LayerRanges:
             self.handles.append(layer.register_forward_hook(self._post(i, name)))
 
     def _marks(self) -> tuple[Any, Any]:
-        torch, ranges = self.torch, self
+        """Two identity autograd functions whose backward opens / closes the layer's backward range."""
+        torch = self.torch
 
-        class Opener(torch.autograd.Function):  # type: ignore[name-defined]
-            @staticmethod
-            def forward(ctx, name, x):
-                ctx.name = name
-                return x.view_as(x)
+        def mark(on_backward: Callable[[str], None]) -> Any:
+            class Mark(torch.autograd.Function):  # type: ignore[name-defined]
+                @staticmethod
+                def forward(ctx, name, x):
+                    ctx.name = name
+                    return x.view_as(x)
 
-            @staticmethod
-            def backward(ctx, g):
-                ranges._enter(ctx.name + "::backward")
-                return None, g
+                @staticmethod
+                def backward(ctx, g):
+                    on_backward(ctx.name + "::backward")
+                    return None, g
 
-        class Closer(torch.autograd.Function):  # type: ignore[name-defined]
-            @staticmethod
-            def forward(ctx, name, x):
-                ctx.name = name
-                return x.view_as(x)
+            return Mark
 
-            @staticmethod
-            def backward(ctx, g):
-                ranges._exit(ctx.name + "::backward")
-                return None, g
-
-        return Opener, Closer
+        return mark(self._enter), mark(self._exit)
 
     def _enter(self, name: str) -> None:
         if name not in self.open:
