@@ -111,7 +111,7 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                                     f"match {r.would_match}",
                           "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]})
             continue
-        if r.source == "hf-cache":
+        if r.source == "hf-cache" and r.location:
             ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
             fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
             steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
@@ -139,8 +139,9 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                           "reason": f"download failed: {type(exc).__name__}: {exc}"})
     if lock_path is not None and done and not dry_run:
         p = write_lock(done, lock_path)
+        pins = ", ".join(f"{r.spec}={(r.commit or '?')[:12]}" for r in done)
         steps.append({"package": "kernels.lock", "action": "lock", "source": "hub", "spec": str(p),
-                      "reason": f"pins {', '.join(f'{r.spec}={r.commit[:12]}' for r in done)} in kernels' lock format"})
+                      "reason": f"pins {pins} in kernels' lock format"})
     return steps
 
 

@@ -163,11 +163,13 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
             exec(compile(mod, "<transformers _build_kernel_mapping>", "exec"), ns)  # noqa: S102 - trusted installed code
             return ns["_build_kernel_mapping"]()
     for node in ast.walk(tree):
-        target = None
+        target: ast.expr | None = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         elif isinstance(node, ast.AnnAssign):
             target = node.target
+        else:
+            continue
         if isinstance(target, ast.Name) and target.id == "_KERNEL_MAPPING" and isinstance(node.value, ast.Dict):
             mod = ast.Module(body=[ast.Assign(targets=[ast.Name("_KERNEL_MAPPING", ast.Store())], value=node.value,
                                               lineno=node.lineno, col_offset=0)], type_ignores=[])
@@ -377,20 +379,20 @@ def select_entry(entries: list[MappingEntry], device: str, mode: str,
         devices = sorted({e.device for e in entries})
         return None, f"no Hub kernel for {device} (mapped only for {', '.join(devices)}): the torch forward stays"
     if device in ("cuda", "rocm"):
-        ranged = [e for e in dev if e.capability is not None]
+        ranged = [(e, e.capability) for e in dev if e.capability is not None]
         plain = [e for e in dev if e.capability is None]
         if capability is None:
             cand = plain
             if not cand:
                 caps = ", ".join(_cap(lo) if lo == hi else f"{_cap(lo)}-{_cap(hi)}"
-                                 for lo, hi in sorted({e.capability for e in ranged}))
+                                 for lo, hi in sorted({c for _, c in ranged}))
                 return None, (f"mapped for {device} only on compute capability {caps}; no GPU here to compare "
                               "(on any other GPU the torch forward stays)")
         else:
-            fits = [e for e in ranged if e.capability[0] <= capability <= e.capability[1]]
+            fits = [(e, c) for e, c in ranged if c[0] <= capability <= c[1]]
             if fits:  # kernels takes the smallest interval
-                width = min(e.capability[1] - e.capability[0] for e in fits)
-                cand = [e for e in fits if e.capability[1] - e.capability[0] == width]
+                width = min(c[1] - c[0] for _, c in fits)
+                cand = [e for e, c in fits if c[1] - c[0] == width]
             else:
                 cand = plain
             if not cand:
