@@ -54,7 +54,8 @@ def _child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def compile_once(src: Path, arches: tuple[int, ...], incs: list[str], out: Path) -> tuple[float, float, tuple[str, ...]]:
+def compile_once(src: Path, arches: tuple[int, ...], incs: list[str],
+                 out: Path) -> tuple[float, float, tuple[str, ...]]:
     """(wall s, CPU s of nvcc and its children, arches in the object)."""
     gen = [x for a in arches for x in ("-gencode", f"arch=compute_{a},code=sm_{a}")]
     cmd = ["nvcc", "-c", str(src), "-o", str(out), *FLAGS, *gen, *incs, f"-I{src.parent}"]

@@ -8,8 +8,8 @@ The large trace is built from a REAL trace recorded here: the tiny Qwen3.5 (Gate
 training step under torch.profiler for a few ProfilerSteps; its events are then repeated with shifted
 timestamps and renumbered steps, in torch's own event layout, until the file reaches --size-mb. Each
 contender runs in its own subprocess so its peak RSS (ru_maxrss) is its own; the table shows MB/s of
-uncompressed JSON per CPU second (the machine may be shared; wall time is shown too), peak RSS above an interpreter that only did
-the imports, and the ratio to json.load. orjson and HTA are never project dependencies: pass
+uncompressed JSON per CPU second (the machine may be shared; wall time is shown too), peak RSS above an
+interpreter that only did the imports, and the ratio to json.load. orjson and HTA are never project dependencies: pass
 --other-python with a throwaway venv that has them (pip install orjson HolisticTraceAnalysis).
 """
 
@@ -93,7 +93,8 @@ def build_trace(path: Path, size_mb: int) -> None:
         with open(src) as fh:
             doc = json.load(fh)
     events = doc.pop("traceEvents")
-    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    steps = [e for e in events
+             if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")]
     t0 = min(e["ts"] for e in events if "ts" in e and isinstance(e["ts"], (int, float)))
     t1 = max(e["ts"] + e.get("dur", 0) for e in events if "ts" in e and isinstance(e["ts"], (int, float)))
     period = (t1 - t0) + 1000.0
@@ -170,8 +171,8 @@ def main() -> int:
             else:
                 print(f"{name}: not importable by {a.other_python}; skipped")
     print(f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs")
-    print(f"{'file':<26} {'contender':<26} {'wall s':>7} {'CPU s':>7} {'MB/s':>8} {'peak +RSS MB':>12} {'vs json.load':>13}  "
-          "events, cpu_ops, steps")
+    print(f"{'file':<26} {'contender':<26} {'wall s':>7} {'CPU s':>7} {'MB/s':>8} {'peak +RSS MB':>12} "
+          f"{'vs json.load':>13}  events, cpu_ops, steps")
     for f in files:
         raw_mb = plain.stat().st_size / 1e6  # throughput against the uncompressed JSON, also for .gz
         results = {name: run(py, name, f, a.repeat) for py, name in contenders}
@@ -184,8 +185,9 @@ def main() -> int:
                 continue
             print(f"{label:<26} {name:<26} {r['s']:>7.2f} {r['cpu_s']:>7.2f} {raw_mb / r['cpu_s']:>8.1f} "
                   f"{r['rss_mb']:>12.0f} {ref / r['cpu_s']:>12.2f}x  {r['out']}")
-    print("MB/s: uncompressed JSON per CPU second (CPU time, not wall: steady on a shared machine); 'vs json.load' > 1: "
-          "faster than json.load on the same file. HTA's CPU time excludes its worker processes; see its wall time.")
+    print("MB/s: uncompressed JSON per CPU second (CPU time, not wall: steady on a shared machine); "
+          "'vs json.load' > 1: faster than json.load on the same file. HTA's CPU time excludes its worker "
+          "processes; see its wall time.")
     return 0
 
 

@@ -84,7 +84,8 @@ def main() -> int:
         c, w = cold.get(key), warm.get(key)
         ratio = f"{c / w:.1f}x" if isinstance(c, (int, float)) and isinstance(w, (int, float)) and w else "-"
         print(f"{key:<24}{c if c is not None else '-':>12}{w if w is not None else '-':>12}{ratio:>10}")
-    print(f"{'cache entries after':<24}{cold.get('cache_entries_after', '-'):>12}{warm.get('cache_entries_after', '-'):>12}")
+    after = "cache_entries_after"
+    print(f"{'cache entries after':<24}{cold.get(after, '-'):>12}{warm.get(after, '-'):>12}")
     ok = True
     for label, res in (("cold", cold), ("warm", warm)):
         v = res.get("excluding_import_s")

@@ -113,7 +113,8 @@ def test_upstream_setup_py_patch_of_the_real_sdist():
             # the sdist is only downloaded, never built: skip its build so no CUDA torch is needed
             res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
                                   ":all:", "--no-build-isolation", "causal-conv1d==1.7.0", "-d", str(dest)],
-                                 capture_output=True, text=True, env={**os.environ, "CAUSAL_CONV1D_SKIP_CUDA_BUILD": "TRUE"})
+                                 capture_output=True, text=True,
+                                 env={**os.environ, "CAUSAL_CONV1D_SKIP_CUDA_BUILD": "TRUE"})
             assert res.returncode == 0, res.stderr[-2000:]
     import tarfile
 

@@ -195,7 +195,8 @@ def built(tmp_path_factory, kc_bin):
                 continue
             res = em.run("build", ins, env, cwd)
             results.append((ins, res))
-            assert res.returncode == 0, f"Dockerfile.build line {ins.line} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+            assert res.returncode == 0, \
+                f"Dockerfile.build line {ins.line} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     em.results = results
     return em
 

@@ -118,7 +118,8 @@ def test_kernel_names_from_the_h200_are_recognised():
     """FACTS.md section 6 names, as the profiler writes them, against matrix/signatures.toml."""
     fast = {
         "fla": ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64", "chunk_gated_delta_rule_fwd_kkt_solve_kernel",
-                "chunk_fwd_kernel_o", "chunk_local_cumsum_scalar_kernel", "l2norm_fwd_kernel", "recompute_w_u_fwd_kernel"],
+                "chunk_fwd_kernel_o", "chunk_local_cumsum_scalar_kernel", "l2norm_fwd_kernel",
+                "recompute_w_u_fwd_kernel"],
         "causal_conv1d": ["void causal_conv1d_channellast_fwd_kernel<Causal_conv1d_channellast_fwd_kernel_traits<128, "
                           "4, 4, true, c10::BFloat16, c10::BFloat16> >(ConvParamsBase)"],
     }

@@ -264,7 +264,8 @@ def test_module_globals_regime_transformers_5_14() -> None:
         "implementation_called"]
 
 
-@pytest.mark.parametrize("model_type, prefill_fn", [("mamba2", "mamba_chunk_scan_combined"), ("kimi_linear", "chunk_kda")])
+@pytest.mark.parametrize("model_type, prefill_fn",
+                         [("mamba2", "mamba_chunk_scan_combined"), ("kimi_linear", "chunk_kda")])
 def test_other_families_shrink_from_the_same_field_table(model_type: str, prefill_fn: str) -> None:
     code, rep = run_json(["verify", "--model", model_type, "--mode", "infer", "--tokens", "16"])
     assert code == 3, rep.get("error")

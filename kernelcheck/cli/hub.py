@@ -138,7 +138,8 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
 
     targets = []
     if model:
-        targets.extend(kernels_prefetch.model_repos(modeling or "", functions, mode, dev, gpu_mod.capability_number(env)))
+        targets.extend(kernels_prefetch.model_repos(modeling or "", functions, mode, dev,
+                                                    gpu_mod.capability_number(env)))
     targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:

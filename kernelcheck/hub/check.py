@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, Report
 
@@ -55,7 +56,8 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
                        f"accepts ({th.window_text}): transformers treats kernels as absent")
     if not th.hub_enabled_by_env:
         return False, f"{who}, but USE_HUB_KERNELS={th.use_hub_kernels} turns the Hub layer decorators off"
-    return True, f"{who}; kernels {th.kernels} is inside transformers' window {th.window_text}; USE_HUB_KERNELS={th.use_hub_kernels}"
+    return True, (f"{who}; kernels {th.kernels} is inside transformers' window {th.window_text}; "
+                  f"USE_HUB_KERNELS={th.use_hub_kernels}")
 
 
 def _kernels_importable() -> bool:
@@ -133,9 +135,9 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
     origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
     lines = [f"device {dev} ({origin}) · mode {mode} · variants listed from {listing}"]
     if target is not None:
-        lines.append(f"resolving for torch {target.torch or 'as installed'}, "
-                     f"{'CUDA ' + target.cuda if target.cuda else ('CPU' if target.cuda == '' else 'CUDA as installed')}"
-                     f"{', GPU sm_' + env.capabilities[0].replace('.', '') if env.capabilities else ''} "
+        cuda = f"CUDA {target.cuda}" if target.cuda else ("CPU" if target.cuda == "" else "CUDA as installed")
+        gpu = f", GPU {gpu_mod.Capability.parse(env.capabilities[0]).sm}" if env.capabilities else ""
+        lines.append(f"resolving for torch {target.torch or 'as installed'}, {cuda}{gpu} "
                      "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
     return lines
 
@@ -228,7 +230,8 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
             "the `kernels` package is not installed (or does not import)" + (
                 ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
                 if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
-            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'  (only if you want Hub kernels)"))
+            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'"
+            "  (only if you want Hub kernels)"))
         names = {}
     rows, resolutions = _rows(th, names, env, dev, mode, source, target)
     fstatus = {f.name: f for f in report.functions}
@@ -328,7 +331,8 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
     tail = (" kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path"
             + (f" for {', '.join(r['name'] for r in slow)}." if slow else ".")) if slow else \
-        " Nothing is lost: the package path transformers bound at import runs, or the function is not used in this mode."
+        (" Nothing is lost: the package path transformers bound at import runs, or the function is not used in "
+         "this mode.")
     findings.append(Finding(
         "hub-no-variant", "fallback" if slow else "info",
         f"{res.spec} (for {names}) has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "

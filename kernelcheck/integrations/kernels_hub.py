@@ -121,7 +121,8 @@ def _repo_folders(repo_id: str) -> list[Path]:
     return [base / repo_folder_name(repo_id=repo_id, repo_type=t) for t in ("kernel", "model")]
 
 
-def _cache_snapshot(repo_id: str, version: int | None, revision: str | None) -> tuple[Path | None, str | None, str | None, str]:
+def _cache_snapshot(repo_id: str, version: int | None,
+                    revision: str | None) -> tuple[Path | None, str | None, str | None, str]:
     """(snapshot dir, ref, commit, why-not) for a repo in the HF cache."""
     ref = f"v{version}" if version is not None else revision
     for folder in _repo_folders(repo_id):
@@ -355,7 +356,8 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
             if accepted else None
         return Resolution(repo_id, version, revision, "LOCAL_KERNELS", str(path), None, None, tuple(decisions),
                           accepted[0].variant_str if accepted else None, near, match, problem,
-                          None if variants else f"LOCAL_KERNELS points {repo_id} at {path}, which holds no build variant",
+                          None if variants else
+                          f"LOCAL_KERNELS points {repo_id} at {path}, which holds no build variant",
                           ("LOCAL_KERNELS overrides the Hub for this repository (kernels reads it first)",))
     use_hub = source == "hub" or (source == "auto" and not offline())
     if use_hub:
@@ -367,7 +369,8 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
         except Exception as exc:  # noqa: BLE001 - the cache may still answer
             msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if source == "hub":
-                return Resolution(repo_id, version, revision, "none", "hub", error=f"the Hub could not be asked ({msg})")
+                return Resolution(repo_id, version, revision, "none", "hub",
+                                  error=f"the Hub could not be asked ({msg})")
             notes.append(f"the Hub could not be asked ({msg}); the Hugging Face cache answered instead")
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:

@@ -37,7 +37,8 @@ def write_lock(resolutions: list[Resolution], path: str | os.PathLike[str]) -> P
     for r in resolutions:
         if not r.commit or not _HEX40.match(r.commit):
             continue
-        ver = KernelVersion.Version(r.version) if r.version is not None else KernelVersion.Revision(r.revision or r.commit)
+        ver = (KernelVersion.Version(r.version) if r.version is not None
+               else KernelVersion.Revision(r.revision or r.commit))
         locks[KernelDependency(repo_id=r.repo_id, version=ver)] = KernelLock(commit=r.commit)
     p = Path(path)
     if p.is_dir():
@@ -115,8 +116,9 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
             ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
             fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
             steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
-                          "spec": spec, "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
-                                                   else f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
+                          "spec": spec,
+                          "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
+                                     else f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
             if ok:
                 done.append(r)
             continue
@@ -131,8 +133,8 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                 raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
             fixed = _repair(Path(where), r)
             steps.append({"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
-                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref {r.ref or r.commit}"
-                                    f"{fixed}"})
+                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref "
+                                    f"{r.ref or r.commit}{fixed}"})
             done.append(r)
         except Exception as exc:  # noqa: BLE001
             steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
@@ -192,7 +194,8 @@ def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[s
             if id(fmod) in seen_funcs:
                 continue
             seen_funcs.add(id(fmod))
-            add("function", str(getattr(type(fmod), "kernel_layer_name", fname)), f"{path}._kernel_funcs[{fname}]", fmod)
+            add("function", str(getattr(type(fmod), "kernel_layer_name", fname)), f"{path}._kernel_funcs[{fname}]",
+                fmod)
         lname = getattr(type(mod), "kernel_layer_name", None)
         if lname is not None:
             add("layer", str(lname), path or type(model).__name__, mod)
