@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from envs import REPO, function, run, run_json, site
@@ -20,6 +21,7 @@ from kernel_repos import cache_repo, local_repo
 OTHER_TORCH = ["torch29-cxx11-cu126-x86_64-linux", "torch210-cxx11-cu128-x86_64-linux"]
 MATCHING = ["torch29-cxx11-cu126-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux", "torch-universal"]
 HUB_REPOS = ("kernels-community/fla", "kernels-community/mamba-ssm")
+PROGRAMS = Path(__file__).resolve().parent / "programs"  # the scripts the tests run in other environments
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +37,19 @@ def _cache(tmp: Path, variants: list[str]) -> dict[str, str]:
     return {"HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1"}
 
 
-def _run_py(code: str, *sites: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+def _run_program(name: str, *args: str, sites: tuple[Path, ...] = (), env: dict[str, str]
+                 ) -> subprocess.CompletedProcess:
+    """Run `python tests/programs/NAME.py ARGS` with `sites` then this repo on PYTHONPATH (another
+    transformers/kernels than the installed ones: a site from tests/envs.py)."""
     e = dict(os.environ)
     e.update(env)
     e["PYTHONPATH"] = os.pathsep.join([*map(str, sites), str(REPO)])
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=600)
+    return subprocess.run([sys.executable, str(PROGRAMS / f"{name}.py"), *args], capture_output=True, text=True,
+                          env=e, timeout=600)
+
+
+def _last_json(res: subprocess.CompletedProcess) -> Any:
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def _finding(report: dict, fid: str) -> list[dict]:
@@ -54,28 +64,9 @@ def _finding(report: dict, fid: str) -> list[dict]:
 def test_mapping_window_and_defaults_are_read_from_the_installed_transformers(t522: Path) -> None:
     """kernelcheck's reading of the Hub mapping equals transformers' own mapping objects (5.22.2, where
     kernels is usable so `get_kernel_mapping_transformers()` exists), and the window is its constants."""
-    code = r'''
-import json
-from kernelcheck.integrations import kernels_hub as hub
-from transformers.integrations import hub_kernels
-from transformers.utils import import_utils
-real = hub_kernels.get_kernel_mapping_transformers()
-th = hub.transformers_hub()
-mine = {(e.name, e.device, e.repo.repo_id, e.repo.layer_name, e.repo.version, e.repo.revision) for e in th.mapping}
-theirs = set()
-for name, per_dev in real.items():
-    for dev, repos in per_dev.items():
-        dtype = dev if isinstance(dev, str) else dev.type
-        for repo in (repos.values() if isinstance(repos, dict) else [repos]):
-            theirs.add((name, dtype, repo._repo_id, repo.layer_name, repo._version, repo._revision))
-print(json.dumps({"equal": mine == theirs, "n": len(mine), "window": list(th.window),
-                  "real_window": [import_utils.KERNELS_MIN_VERSION, import_utils.KERNELS_MAX_VERSION],
-                  "met": th.window_met, "use_kernels_default": th.use_kernels_default,
-                  "missing": sorted(map(str, theirs - mine))[:5], "extra": sorted(map(str, mine - theirs))[:5]}))
-'''
-    res = _run_py(code, t522, env={"HF_HUB_OFFLINE": "1"})
+    res = _run_program("hub_mapping", sites=(t522,), env={"HF_HUB_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
+    got = _last_json(res)
     assert got["equal"], got
     assert got["n"] > 20
     assert got["window"] == got["real_window"] == ["0.17.2", "0.18.0"]
@@ -126,8 +117,10 @@ def test_doctor_reports_the_miss_with_every_reason_and_the_nearest_build(tmp_pat
     assert {m["severity"] for m in misses} == {"fallback"}
     fla = next(m for m in misses if "kernels-community/fla@v1" in m["message"])  # 5.22.2 maps fla v1
     assert "RMSNormGated (layer)" in fla["message"] and "chunk_gated_delta_rule (function)" in fla["message"]
-    for reason in ("torch29-cxx11-cu126-x86_64-linux: Torch version (2.9) does not match environment Torch version (2.13)",
-                   "torch210-cxx11-cu128-x86_64-linux: Torch version (2.10) does not match environment Torch version (2.13)"):
+    for reason in ("torch29-cxx11-cu126-x86_64-linux: Torch version (2.9) does not match environment Torch "
+                   "version (2.13)",
+                   "torch210-cxx11-cu128-x86_64-linux: Torch version (2.10) does not match environment Torch "
+                   "version (2.13)"):
         assert reason in fla["message"]
     assert "Nearest: torch210-cxx11-cu128-x86_64-linux" in fla["message"]
     assert "torch 2.10 (cxx11 ABI) built for CUDA 12.8 or a later 12.x" in fla["message"]
@@ -148,8 +141,8 @@ def test_rejection_reasons_are_kernels_own(tmp_path: Path) -> None:
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=env)
     assert code == 3
     reasons = [d["reason"] for d in data["hub"]["repos"][0]["decisions"]]
-    res = _run_py("import kernels\ntry:\n kernels.get_kernel('kernels-community/fla', version=2)\n"
-                  "except FileNotFoundError as e:\n print(e)\n", env=env)
+    res = _run_program("hub_get_kernel", "kernels-community/fla", "2", env=env)
+    assert "FAILED FileNotFoundError" in res.stdout, (res.stdout, res.stderr[-2000:])
     assert "Cannot find a build variant for this system" in res.stdout, res.stderr[-2000:]
     for r in reasons:
         assert r in res.stdout
@@ -225,16 +218,11 @@ def test_prefetch_offline_writes_a_kernels_lock_that_kernels_loads(tmp_path: Pat
         "kernels-community/fla@v2/torch213-cxx11-cpu-x86_64-linux",
         "kernels-community/mamba-ssm@v5/torch213-cxx11-cpu-x86_64-linux"}
     assert plan[-1]["action"] == "lock" and plan[-1]["spec"] == str(lock / "kernels.lock")
-    res = _run_py(
-        "import sys, kernels\nfrom pathlib import Path\nfrom kernels._rust import KernelLocks\n"
-        f"lock = Path({str(lock / 'kernels.lock')!r})\n"
-        "locks = KernelLocks.from_json(lock.read_text())\n"
-        "print(sorted(d.repo_id for d in locks.keys()))\n"
-        "m = kernels.load_kernel('kernels-community/fla', lockfile=lock)\n"
-        "print(m.__file__)\n", env=env)
+    res = _run_program("hub_load_lock", str(lock / "kernels.lock"), "kernels-community/fla", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "['kernels-community/fla', 'kernels-community/mamba-ssm']" in res.stdout
-    assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in res.stdout
+    got = _last_json(res)
+    assert got["locked"] == ["kernels-community/fla", "kernels-community/mamba-ssm"]
+    assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in got["file"]
 
 
 def test_prefetch_reports_a_missing_build(tmp_path: Path) -> None:
@@ -250,11 +238,10 @@ def test_prefetch_reports_a_missing_build(tmp_path: Path) -> None:
 def test_prefetch_api_for_install(tmp_path: Path) -> None:
     """The call `install --source hub` uses: kernelcheck.hub.prefetch_model."""
     env = _cache(tmp_path, MATCHING)
-    res = _run_py("import json\nfrom kernelcheck.integrations import kernels_prefetch as hub\n"
-                  f"print(json.dumps(hub.prefetch_model('qwen3.8-27b', mode='train', device='cuda', "
-                  f"lock_path={str(tmp_path / 'k.lock')!r})))", env=env)
+    res = _run_program("hub_prefetch_model", "qwen3.8-27b", "--mode", "train", "--device", "cuda",
+                       "--lock", str(tmp_path / "k.lock"), env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    steps = json.loads(res.stdout.strip().splitlines()[-1])
+    steps = _last_json(res)
     assert [s["action"] for s in steps] == ["cached", "cached", "lock"]
     assert all(s["source"] == "hub" for s in steps)
 
@@ -272,40 +259,13 @@ def test_bad_repo_and_option_misuse_exit_2(tmp_path: Path) -> None:
 # after loading: was the Hub kernel really applied?
 # ---------------------------------------------------------------------------------------------------------------
 
-APPLIED = r'''
-import json, sys, torch
-from kernelcheck.integrations import kernels_prefetch as hub
-from transformers import Qwen3_5TextConfig, Qwen3_5ForCausalLM
-cfg = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-    num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
-    linear_key_head_dim=16, linear_value_head_dim=16, layer_types=["linear_attention", "full_attention"])
-model = Qwen3_5ForCausalLM(cfg).eval()
-error = None
-try:
-    from kernels import LayerRepository, use_kernel_mapping
-    mapping = {
-        "RMSNormGated": {"cpu": LayerRepository("kc-test/tiny-norm", layer_name="TinyRMSNormGated", version=1)},
-        "chunk_gated_delta_rule": {"cpu": LayerRepository("kc-test/tiny-norm", layer_name="chunk_gated_delta_rule",
-                                                          version=1)},
-    }
-    with use_kernel_mapping(mapping):
-        model.set_use_kernels(True)  # transformers' own path: its mapping + kernelize(fallback=ALL)
-except Exception as exc:
-    error = f"{type(exc).__name__}: {exc}"
-rows = hub.applied_kernels(model, expected={"RMSNormGated", "chunk_gated_delta_rule"})
-norm = model.model.layers[0].linear_attn.norm
-n = norm.weight.shape[0]
-x = torch.ones(1, n)
-print(json.dumps({"rows": {r["name"]: r for r in rows}, "error": error,
-                  "norm_out": float(norm(x, torch.zeros(1, n)).sum()) / n,  # Hub test layer: 2.0; torch: 0.0
-                  "lines": hub.applied_lines(rows, getattr(model, "use_kernels", None))}))
-'''
 
 
 def _applied(env: dict[str, str], *sites: Path) -> dict:
-    res = _run_py(APPLIED, *sites, env=env)
+    res = _run_program("hub_applied", sites=sites, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    got: dict = _last_json(res)
+    return got
 
 
 def test_applied_when_a_build_matches(tmp_path: Path, t522: Path) -> None:
@@ -368,12 +328,13 @@ def test_online_prefetch_downloads_only_the_chosen_build_and_offline_jobs_load_i
         ["torch213-cxx11-cpu-x86_64-linux"]  # only the chosen variant was downloaded
     # the Hub is gone: the job runs offline, through kernels' version lookup and through the lock
     offline = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    res = _run_py("import kernels\nfrom pathlib import Path\n"
-                  "print(kernels.get_kernel('kernels-community/fla', version=2).__file__)\n"
-                  f"print(kernels.load_kernel('kernels-community/fla', lockfile=Path({str(tmp_path / 'kernels.lock')!r})).__file__)\n",
-                  env=offline)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.count("/build/torch213-cxx11-cpu-x86_64-linux/__init__.py") == 2
+    by_version = _run_program("hub_get_kernel", "kernels-community/fla", "2", env=offline)
+    assert by_version.returncode == 0, by_version.stderr[-3000:]
+    by_lock = _run_program("hub_load_lock", str(tmp_path / "kernels.lock"), "kernels-community/fla", env=offline)
+    assert by_lock.returncode == 0, by_lock.stderr[-3000:]
+    built = "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py"
+    assert by_version.stdout.count(built) == 1 and "FAILED" not in by_version.stdout, by_version.stdout
+    assert _last_json(by_lock)["file"].count(built) == 1
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
     assert code == 0 and data["hub"]["repos"][0]["source"] == "hf-cache"
 
@@ -401,9 +362,7 @@ def test_kernels_client_check_agrees_with_kernels(tmp_path: Path, t522: Path) ->
     publish(tmp_path / "srv", "kernels-community/mamba-ssm", MATCHING, versions=(3, 5))
     with FakeHub(tmp_path / "srv") as hub:
         env = _online(tmp_path, hub.url, HF_HUB_DISABLE_TELEMETRY="1")
-        res = _run_py("import kernels\ntry:\n print(kernels.get_kernel('kernels-community/fla', version=2, "
-                      "trust_remote_code=True).__file__)\nexcept Exception as e:\n print('FAILED', type(e).__name__)\n",
-                      env=env)
+        res = _run_program("hub_get_kernel", "kernels-community/fla", "2", "--trust-remote-code", env=env)
         kernels_fails = "FAILED" in res.stdout
         code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
     flagged = bool(_finding(data, "hub-client-broken"))
@@ -422,14 +381,12 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
 
     publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(2,))
     with FakeHub(tmp_path / "srv") as hub:
-        res = _run_py("from huggingface_hub import snapshot_download\n"
-                      "snapshot_download('kernels-community/fla', repo_type='kernel', revision='v2', "
-                      "allow_patterns=['build/torch213-cxx11-cpu-x86_64-linux/*'])\n", env=_online(tmp_path, hub.url))
+        res = _run_program("hub_partial_download", "kernels-community/fla", "v2",
+                           "build/torch213-cxx11-cpu-x86_64-linux/*", env=_online(tmp_path, hub.url))
         assert res.returncode == 0, res.stderr[-2000:]
     offline = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
-    load = ("import kernels\ntry:\n print(kernels.get_kernel('kernels-community/fla', version=2).__file__)\n"
-            "except Exception as e:\n print('FAILED', type(e).__name__, e)\n")
-    before = _run_py(load, env=offline).stdout
+    load = ("hub_get_kernel", "kernels-community/fla", "2")
+    before = _run_program(*load, env=offline).stdout
     assert "FAILED FileNotFoundError" in before  # the real kernels refuses the cached build
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
     assert code == 3
@@ -437,7 +394,7 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
     assert "Cannot find a local snapshot" in f["message"] and "--prefetch" in f["fix"]
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch"], env=offline)
     assert code == 0 and data["plan"][0]["action"] == "cached" and "removed" in data["plan"][0]["reason"]
-    after = _run_py(load, env=offline).stdout
+    after = _run_program(*load, env=offline).stdout
     assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in after, after
 
 
