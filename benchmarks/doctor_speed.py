@@ -2,7 +2,10 @@
 and `transformers env`, side by side in one run (interleaved, median of N). Target: doctor no slower
 than `transformers env`.
 
-    python benchmarks/doctor_speed.py [--runs 5]
+    python benchmarks/doctor_speed.py [--runs 5] [--site DIR ...] [--mode train|infer]
+
+--site DIR puts DIR first on PYTHONPATH for all three commands (a `pip install --target` folder with
+fla-core, triton, ...), so they see the same environment. The doctor measured is this checkout's.
 """
 
 from __future__ import annotations
@@ -13,26 +16,35 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-COMMANDS = {
-    "kernelcheck doctor --model qwen3.8-27b": [sys.executable, "-m", "kernelcheck", "doctor", "--model", "qwen3.8-27b"],
-    "python -m torch.utils.collect_env": [sys.executable, "-m", "torch.utils.collect_env"],
-    "transformers env": [os.path.join(os.path.dirname(sys.executable), "transformers"), "env"],
-}
+REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--site", action="append", default=[], help="folder to put first on PYTHONPATH (repeatable)")
+    ap.add_argument("--mode", default="train", choices=["train", "infer"])
     args = ap.parse_args()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    times: dict[str, list[float]] = {k: [] for k in COMMANDS}
+    commands = {
+        "kernelcheck doctor --model qwen3.8-27b": [sys.executable, "-m", "kernelcheck", "doctor", "--model",
+                                                   "qwen3.8-27b", "--mode", args.mode],
+        "python -m torch.utils.collect_env": [sys.executable, "-m", "torch.utils.collect_env"],
+        "transformers env": [os.path.join(os.path.dirname(sys.executable), "transformers"), "env"],
+    }
+    path = [str(REPO), *args.site, *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(path))
+    times: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.runs):  # interleaved so that machine noise hits every command alike
-        for name, cmd in COMMANDS.items():
+        for name, cmd in commands.items():
             t = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, env=env)
+            res = subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
             times[name].append(time.perf_counter() - t)
+            if res.returncode not in (0, 3, 4):
+                sys.exit(f"{name} exited {res.returncode}: {res.stderr.decode(errors='replace')[-2000:]}")
     ref = statistics.median(times["transformers env"])
+    print(f"sites: {', '.join(args.site) or '(none)'}; {args.runs} runs; {os.cpu_count()} CPUs")
     print(f"{'command':<42} {'median s':>9} {'min s':>7}  vs transformers env")
     for name, ts in times.items():
         med = statistics.median(ts)

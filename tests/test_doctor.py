@@ -127,6 +127,33 @@ def test_fla_with_triton_on_cpu_is_broken_under_5_24():
     assert any(x["id"] == "fla-cpu-crash" and x["severity"] == "broken" for x in rep["findings"])
 
 
+KERNEL_IMPORTS = ("fla", "triton", "causal_conv1d", "mamba_ssm", "tilelang", "flash_attn")
+
+
+def _imported_here(stderr: str) -> set[str]:
+    """Top-level packages in doctor's own `-X importtime` lines (its import children write elsewhere)."""
+    return {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in stderr.splitlines()
+            if ln.startswith("import time:") and "|" in ln}
+
+
+def test_doctor_imports_no_kernel_package_in_its_own_process_and_still_binds_fla():
+    """The speed property (issue 12 item 7): fla's import (torch._dynamo, inductor: seconds) runs in a forked
+    child; doctor's process imports torch only. The answer is the in-process one: fla bound, BROKEN on CPU."""
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    res = run(["doctor", "--model", "qwen3.8-27b", "--json"], fla, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert res.returncode == 4, res.stderr[-3000:]
+    rep = json.loads(res.stdout)
+    assert function(rep, "chunk_gated_delta_rule")["implementation"].startswith("fla.ops.gated_delta_rule")
+    assert rep["environment"]["packages"]["fla"]["imports"] is True
+    here = _imported_here(res.stderr)
+    assert "torch" in here and "kernelcheck" in here  # the lines are there: the check below can see imports
+    assert not here & set(KERNEL_IMPORTS), sorted(here & set(KERNEL_IMPORTS))
+    assert "UserWarning" not in res.stderr  # what fla prints while importing stays in the child's file
+    exact = run(["doctor", "--model", "qwen3.8-27b", "--json", "--exact"], fla, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert "fla" in _imported_here(exact.stderr)  # --exact imports in-process, as documented
+    assert json.loads(exact.stdout)["functions"] == rep["functions"]
+
+
 def test_fla_with_triton_on_cpu_under_5_14_is_disabled_not_broken():
     tf = site("transformers==5.14.1", deps=True)
     fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")

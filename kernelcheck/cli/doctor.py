@@ -62,7 +62,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
                            "here. Use one or the other.")
         # Packages are probed after binding, as doctor does without --arch.
         env = environment.probe(packages=False, gpu_override=targets.parse_arch(arch))
-    report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device)
+    report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device, isolate=not live)
     if env is not None:
         report.findings.insert(0, Finding(
             "gpu-target", "info", "GPUs from --arch "

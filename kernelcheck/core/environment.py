@@ -6,6 +6,7 @@ as absent (None / empty), never raised.
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import importlib.metadata as md
 import importlib.util
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -119,13 +121,15 @@ def dist_version(name: str) -> str | None:
         return None
 
 
-def _probe_torch() -> TorchInfo | None:
+def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | None:
     if importlib.util.find_spec("torch") is None:
         return None
     try:
         import torch
     except Exception as exc:  # torch present but broken: report as absent with the reason in version
         return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
+    if after_import is not None:
+        after_import()  # before any CUDA call (doctor forks its import children here)
     cuda = getattr(torch.version, "cuda", None)
     hip = getattr(torch.version, "hip", None)
     try:
@@ -215,6 +219,14 @@ def _cuda_home() -> str | None:
     return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
 
 
+def absent_state(info: matrix_mod.PackageInfo) -> PackageState | None:
+    """The state of a package that is not installed (found without importing anything), or None when it is
+    installed and only importing it can tell the rest (probe_package)."""
+    if any(dist_version(d) for d in info.distributions) or _safe_find(info.name):
+        return None
+    return PackageState(info.name, installed=False, version=None, distribution=None, imports=False, error=None)
+
+
 def probe_package(info: matrix_mod.PackageInfo) -> PackageState:
     """Version and import state of one kernel package; the real exception is kept."""
     version = dist = None
@@ -267,10 +279,35 @@ def with_packages(env: Environment) -> Environment:
     return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
 
 
-def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None) -> Environment:
-    """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages)."""
+def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
+          after_torch_import: Callable[[], None] | None = None) -> Environment:
+    """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages).
+    `after_torch_import` runs once torch imported, before any CUDA call and before this probe starts threads."""
     m = matrix_mod.load()
-    torch_info = _probe_torch()
+    cuda_home = _cuda_home()
+    # nvcc --version and nvidia-smi run while torch imports and queries CUDA (each waits on its own process, not
+    # on the GIL); nvidia-smi's answer is used only when torch lists no GPU, as before.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # threads start at the first submit
+        jobs: list[concurrent.futures.Future[Any] | None] = []
+
+        def start_jobs() -> None:
+            if not jobs:
+                jobs.append(pool.submit(nvcc_version, cuda_home))
+                jobs.append(pool.submit(_nvidia_smi) if gpu_override is None else None)
+
+        def after_import() -> None:
+            if after_torch_import is not None:
+                after_torch_import()
+            start_jobs()
+
+        if after_torch_import is None:
+            start_jobs()
+        torch_info = _probe_torch(after_import)
+        start_jobs()
+        nvcc_job, smi_job = jobs
+        assert nvcc_job is not None
+        nvcc, _ = nvcc_job.result()
+        smi = smi_job.result() if smi_job is not None else ((), None)
     driver = _driver_version()
     gpus: tuple[Gpu, ...] = ()
     source = "none"
@@ -283,12 +320,10 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None)
             log.info("torch could not list the GPUs (%s: %s); asking nvidia-smi", type(exc).__name__, exc)
             gpus = ()
     if not gpus and gpu_override is None:
-        smi_gpus, smi_driver = _nvidia_smi()
+        smi_gpus, smi_driver = smi
         if smi_gpus:
             gpus, source = smi_gpus, "nvidia-smi"
         driver = driver or smi_driver
-    cuda_home = _cuda_home()
-    nvcc, _ = nvcc_version(cuda_home)
     pkgs = {n: probe_package(p) for n, p in m.packages.items()} if packages else {}
     present = {n: _safe_find(n) for n in ("tilelang",)}
     py = sys.version_info

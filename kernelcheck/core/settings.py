@@ -14,6 +14,7 @@ and install.
 | KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
 | KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 10) |
 | KERNELCHECK_DEBUG | print tracebacks of internal errors |
+| KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 """
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
@@ -12,6 +14,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 
@@ -40,8 +43,19 @@ def _import_error_fill(env: environment_mod.Environment, dist: str, package: str
             "torch_mm": ".".join((torch_v or "0.0").split(".")[:2])}
 
 
+AttrCheck = Callable[[str, str, str], dict[str, Any]]
+
+
+def _attr_in_process(module: str, fn: str, package: str) -> dict[str, Any]:
+    """`import module; hasattr(fn)` here: {"has": bool} or {"error": text}."""
+    try:
+        return {"has": hasattr(importlib.import_module(module), fn)}
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
-               m: matrix_mod.Matrix) -> tuple[str, str | None, str]:
+               m: matrix_mod.Matrix, attr: AttrCheck = _attr_in_process) -> tuple[str, str | None, str]:
     """(reason, fix, status) for a function transformers bound to its torch reference path."""
     info = m.functions.get(fn)
     pkg = m.packages.get(b.package or (info.package if info else ""))
@@ -68,14 +82,13 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
             return reason, rule.fix.format(**fill), "fallback"
         return reason, _install_fix(query, dist), "fallback"
     if info is not None:
-        try:
-            mod = importlib.import_module(info.module)
-            if not hasattr(mod, fn):
-                return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
-                        f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
-                        "compatible version)", "fallback")
-        except Exception as exc:  # noqa: BLE001
-            return (f"`import {info.module}` fails: {type(exc).__name__}: {exc}", _install_fix(query, dist), "fallback")
+        found = attr(info.module, fn, pkg.name)
+        if "error" in found:
+            return (f"`import {info.module}` fails: {found['error']}", _install_fix(query, dist), "fallback")
+        if not found.get("has"):
+            return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
+                    f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
+                    "compatible version)", "fallback")
     for e in m.transformers.get("root_import", []):
         if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
                 and environment_mod.dist_version(e["unless_distribution"]) is None:
@@ -92,7 +105,7 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
 
 def function_statuses(
     needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
-    mode: str, query: str | None,
+    mode: str, query: str | None, attr: AttrCheck = _attr_in_process,
 ) -> list[FunctionStatus]:
     m = matrix_mod.load()
     out = []
@@ -120,7 +133,7 @@ def function_statuses(
             else:
                 out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
             continue
-        reason, fix, status = _why_torch(fn, b, env, query, m)
+        reason, fix, status = _why_torch(fn, b, env, query, m, attr)
         out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
     return out
 
@@ -230,14 +243,70 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
 
 def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
-           hub_source: str = "auto") -> Report:
+           hub_source: str = "auto", isolate: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
     hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
     use_kernels=True; False skips the Hub section. hub_device: the device type the job runs on (default:
-    the torch build's). hub_source: auto | cache | hub (where build variants are listed from)."""
+    the torch build's). hub_source: auto | cache | hub (where build variants are listed from).
+    isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
+    child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
+    never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
     if mode not in ("train", "infer"):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
+    started: list[imports_mod.ImportProbe] = []
+    single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
+    try:
+        if single is not None:  # fork the children once torch is imported, before any CUDA call
+            env = environment_mod.probe(packages=False,
+                                        after_torch_import=lambda: started.append(imports_mod.ImportProbe.start(single)))
+        return _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
+    finally:
+        for probe in started:
+            probe.close()
+
+
+def _single_sequence(query: str | None) -> bool | None:
+    """Whether one import child must run doctor's whole sequence (a modeling module is imported: transformers
+    <= 5.14, or newer than tested); None where doctor stops with bad input before any import (a model but no
+    transformers)."""
+    version = environment_mod.dist_version("transformers")
+    if query is not None and not version:
+        return None
+    return query is not None and (bindings_mod.detect_regime() != "decorator" or _newer_than_tested(version))
+
+
+def _with_packages(env: environment_mod.Environment,
+                   probe: imports_mod.ImportProbe | None) -> environment_mod.Environment:
+    if probe is None or env.packages:
+        return environment_mod.with_packages(env)
+    return replace(env, packages=probe.packages())
+
+
+def _bind(model: models_mod.ResolvedModel, report: Report, env: environment_mod.Environment, exact: bool,
+          probe: imports_mod.ImportProbe | None) -> bindings_mod.BindingResult:
+    """What transformers binds, read as before; with `probe`, every import in it runs in the children."""
+    spec = model.spec
+    newer = not exact and _newer_than_tested(env.transformers)
+    if probe is None:
+        result = bindings_mod.bind(spec.module, spec.functions, exact=exact)
+        return _cross_check(report, result, spec, env) if newer else result
+    read = bindings_mod.read_static(spec.module)
+    if read is not None and not newer:
+        probe.plan_static(read, spec.functions)
+        probe.send()
+        return bindings_mod.bindings_from_static(read, spec.functions, probe.resolved(read))
+    # as bind(): the static reading, or the modeling module imported when it cannot be read; then the
+    # cross-check's import for a transformers newer than tested (one child runs them in this order)
+    probe.plan_sequence(read, spec.module, spec.functions, (1 if read is None else 0) + (1 if newer else 0))
+    probe.send()
+    result = (bindings_mod.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
+              else probe.exact(0))
+    return _cross_check(report, result, spec, env, probe.exact(1 if read is None else 0)) if newer else result
+
+
+def _doctor(query: str | None, mode: str, env: environment_mod.Environment | None, exact: bool, hub: bool | None,
+            hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
     env = env or environment_mod.probe(packages=False)
@@ -249,7 +318,10 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
         raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
     report = Report("doctor", env.to_json(), None, mode if query else None)
     if query is None:
-        env = environment_mod.with_packages(env)
+        if probe is not None:
+            probe.plan_packages()
+            probe.send()
+        env = _with_packages(env, probe)
         report.environment = env.to_json()
         report.findings.extend(environment_findings(env))
         report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
@@ -271,11 +343,12 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     report.model = model.to_json()
     too_old = _too_old(model, env)
     if too_old is not None:
-        return _too_old_report(report, model, env, too_old, mode)
-    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=exact)
-    if not exact and _newer_than_tested(env.transformers):
-        result = _cross_check(report, result, model.spec, env)
-    env = environment_mod.with_packages(env)
+        if probe is not None:
+            probe.plan_packages()
+            probe.send()
+        return _too_old_report(report, model, env, too_old, mode, probe)
+    result = _bind(model, report, env, exact, probe)
+    env = _with_packages(env, probe)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
@@ -293,7 +366,8 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
                 fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
                 f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
     else:
-        report.functions.extend(function_statuses(needs, result, env, mode, query))
+        report.functions.extend(function_statuses(needs, result, env, mode, query,
+                                                  probe.attr if probe is not None else _attr_in_process))
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
@@ -338,11 +412,13 @@ def _newer_than_tested(version: str | None) -> bool:
 
 
 def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matrix_mod.ModelType,
-                 env: environment_mod.Environment) -> bindings_mod.BindingResult:
-    """transformers newer than any the tests cover: import the modeling module and compare what it really bound
-    with the static reading; the imported answer wins, every difference is a warning."""
+                 env: environment_mod.Environment,
+                 exact: bindings_mod.BindingResult | None = None) -> bindings_mod.BindingResult:
+    """transformers newer than any the tests cover: import the modeling module (here, or `exact` from the import
+    children) and compare what it really bound with the static reading; the imported answer wins, every
+    difference is a warning."""
     tested = matrix_mod.load().transformers.get("tested_through")
-    exact = bindings_mod.bind_exact(spec.module, spec.functions)
+    exact = exact or bindings_mod.bind_exact(spec.module, spec.functions)
     view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
     diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
     msg = (f"transformers {env.transformers} is newer than the newest version kernelcheck's tests cover ({tested}); "
@@ -373,9 +449,9 @@ def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) 
 
 
 def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: environment_mod.Environment,
-                    finding: Finding, mode: str) -> Report:
+                    finding: Finding, mode: str, probe: imports_mod.ImportProbe | None = None) -> Report:
     m = matrix_mod.load()
-    env = environment_mod.with_packages(env)
+    env = _with_packages(env, probe)
     report.environment = env.to_json()
     report.findings.append(finding)
     for fn in model.spec.functions:

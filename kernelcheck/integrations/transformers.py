@@ -128,13 +128,28 @@ def _literal_mapping(tree: ast.Module, name: str) -> dict[str, str]:
     return {}
 
 
-def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult | None:
-    """The decorator regime without importing transformers: read the decorators from the modeling
-    source and resolve each one exactly as `use_kernel_func_from_hub_with_fallback` does
-    (import the package, walk the internal path, fall back to the submodule where the installed
-    transformers does). None when the source cannot be read this way; callers then use `bind`.
-    Tests assert it agrees with `bind` for every transformers installed in them.
-    """
+@dataclass(frozen=True)
+class Decorated:
+    """One `@use_kernel_func_from_hub_with_fallback(registered, package[, internal_path])` in a modeling source."""
+
+    attribute: str  # the decorated torch function's name in the module
+    registered: str
+    package: str
+    internal_path: str | None
+
+
+@dataclass(frozen=True)
+class StaticRead:
+    """What the modeling source declares, read without importing anything (the imports come after)."""
+
+    dotted: str
+    decorated: tuple[Decorated, ...]
+    submodule_fallback: bool
+
+
+def read_static(module_name: str) -> StaticRead | None:
+    """The decorators of transformers.models.<module>.modeling_<module>, read from source (no import). None
+    when the source cannot be read this way (module-globals regime, unreadable or unparsable source)."""
     tdir = _transformers_dir()
     if tdir is None or detect_regime() != "decorator":
         return None
@@ -146,10 +161,7 @@ def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult |
     except (OSError, SyntaxError, ValueError):
         return None
     internal = _literal_mapping(hub_tree, "_KERNELS_INTERNAL_PATH_MAPPINGS")
-    submodule_fallback = "full_module_path != package" in hub_src
-    m = matrix_mod.load()
-    misnamed = {e["registered"]: e["function"] for e in m.transformers.get("misnamed", [])}
-    found: dict[str, Binding] = {}
+    decorated: list[Decorated] = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
@@ -162,20 +174,52 @@ def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult |
             except ValueError:
                 return None
             registered, package = args[0], args[1]
-            ipath = internal.get(registered, args[2] if len(args) > 2 else None)
-            impl = _resolve_like_transformers(package, registered, ipath, submodule_fallback)
-            fname = misnamed.get(registered, registered)
-            found[fname] = Binding(
-                function=fname, package=package, bound="package" if impl is not None else "torch",
-                implementation=_dotted(impl) if impl is not None else f"{dotted}.{node.name}",
-                regime="decorator", registered_as=registered if registered != fname else None,
-                extra={"attribute": node.name, "method": "static"},
-            )
+            decorated.append(Decorated(node.name, registered, package,
+                                       internal.get(registered, args[2] if len(args) > 2 else None)))
+    return StaticRead(dotted, tuple(decorated), "full_module_path != package" in hub_src)
+
+
+def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
+                         resolved: list[str | None]) -> BindingResult:
+    """The BindingResult of `read` once each decorator is resolved (`resolved[i]`: the dotted name of what
+    transformers takes for read.decorated[i], None when it keeps the torch function)."""
+    m = matrix_mod.load()
+    misnamed = {e["registered"]: e["function"] for e in m.transformers.get("misnamed", [])}
+    found: dict[str, Binding] = {}
+    for d, impl in zip(read.decorated, resolved, strict=True):
+        fname = misnamed.get(d.registered, d.registered)
+        found[fname] = Binding(
+            function=fname, package=d.package, bound="package" if impl is not None else "torch",
+            implementation=impl if impl is not None else f"{read.dotted}.{d.attribute}",
+            regime="decorator", registered_as=d.registered if d.registered != fname else None,
+            extra={"attribute": d.attribute, "method": "static"},
+        )
     out = {}
     for f in dict.fromkeys((*functions, *found)):
         out[f] = found.get(f) or Binding(f, m.functions[f].package if f in m.functions else "", "unbound", "-",
                                          "decorator")
-    return BindingResult("decorator", dotted, out, discovered=tuple(found))
+    return BindingResult("decorator", read.dotted, out, discovered=tuple(found))
+
+
+def resolve_decorated(read: StaticRead, d: Decorated) -> str | None:
+    """Resolve one decorator in this process exactly as `use_kernel_func_from_hub_with_fallback` does (imports
+    the package): the dotted name of the implementation, None for the torch function."""
+    impl = _resolve_like_transformers(d.package, d.registered, d.internal_path, read.submodule_fallback)
+    return _dotted(impl) if impl is not None else None
+
+
+def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult | None:
+    """The decorator regime without importing transformers: read the decorators from the modeling
+    source and resolve each one exactly as `use_kernel_func_from_hub_with_fallback` does
+    (import the package, walk the internal path, fall back to the submodule where the installed
+    transformers does). None when the source cannot be read this way; callers then use `bind`.
+    Tests assert it agrees with `bind` for every transformers installed in them. doctor runs the same
+    resolution in a child process (kernelcheck/doctor/imports.py), so that its own process imports no kernel.
+    """
+    read = read_static(module_name)
+    if read is None:
+        return None
+    return bindings_from_static(read, functions, [resolve_decorated(read, d) for d in read.decorated])
 
 
 def _resolve_like_transformers(package: str, func: str, internal_path: str | None, submodule_fallback: bool) -> Any:

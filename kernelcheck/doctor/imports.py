@@ -1,0 +1,371 @@
+"""doctor's import proofs, off its critical path and out of its own process.
+
+Whether a kernel package imports, and what transformers would bind from it, is only known by importing it,
+and that is the slow part of doctor: `import fla.ops.gated_delta_rule` pulls in torch._dynamo and
+inductor (seconds). doctor forks its children right after `import torch` (before any CUDA call or thread),
+so each child starts with exactly the state the old in-process sequence had at that point (sys.path,
+sys.modules with torch, warnings, environment) and pays nothing for torch again. doctor reads transformers'
+source and probes the machine meanwhile, then sends each child its steps and joins them at the end with a
+bounded wait (KERNELCHECK_IMPORT_TIMEOUT).
+
+A child runs the very functions doctor ran in-process before (transformers.resolve_decorated,
+environment.probe_package, bind_exact), in the same order, so the answers are the same; only the process
+differs. Packages are split over children (one per installed kernel package, at most CPUs - 1 of them) only
+where the steps touch one package each (the static reading of the decorator regime); otherwise one child runs
+the whole sequence. What the packages print while importing goes to a file, shown only when a child dies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import select
+import sys
+import tempfile
+import time
+import warnings
+from typing import IO, Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import settings
+from kernelcheck.integrations import transformers as bindings_mod
+
+DEFAULT_TIMEOUT = 300.0
+
+
+def import_timeout() -> float:
+    """Seconds doctor waits for its import proofs (KERNELCHECK_IMPORT_TIMEOUT, default 300)."""
+    raw = settings.variable("KERNELCHECK_IMPORT_TIMEOUT") or ""
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(f"KERNELCHECK_IMPORT_TIMEOUT={raw!r} is not a number of seconds.") from None
+    return value if value > 0 else DEFAULT_TIMEOUT
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# child side
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _attr_check(module: str, function: str) -> dict[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return {"has": hasattr(importlib.import_module(module), function)}
+    except Exception as exc:  # noqa: BLE001 - the failure is the answer (as in doctor's _why_torch)
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
+    kind = step["kind"]
+    if kind == "resolve":
+        read = bindings_mod.StaticRead(step["dotted"], (), step["submodule_fallback"])
+        return bindings_mod.resolve_decorated(read, bindings_mod.Decorated(**step["decorated"]))
+    if kind == "exact":
+        return dataclasses.asdict(bindings_mod.bind_exact(step["module"], tuple(step["functions"])))
+    if kind == "probe":
+        return dataclasses.asdict(environment_mod.probe_package(matrix_mod.load().packages[step["name"]]))
+    if kind == "attrs":  # `_why_torch`'s check, for the functions of packages that imported in this child
+        m = matrix_mod.load()
+        fns = list(step["functions"])
+        for i in step.get("discovered_from", []):
+            fns.extend(results[i].get("discovered", []))
+        imported = {r["name"] for r in results if isinstance(r, dict) and "imports" in r and r["imports"]}
+        out = {}
+        for fn in dict.fromkeys(fns):
+            info = m.functions.get(fn)
+            if info is not None and info.package in imported:
+                out[fn] = _attr_check(info.module, fn)
+        return out
+    raise ValueError(f"unknown step {kind!r}")
+
+
+def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int]) -> None:
+    """A forked child: read its steps (one JSON line), run them in order, write the results as JSON; never
+    returns (os._exit: the parent's atexit handlers and buffers are not the child's)."""
+    code = 1
+    try:
+        for fd in inherited:  # the other children's pipe ends: their EOFs must not wait for this process
+            os.close(fd)
+        os.dup2(err_fd, 1)
+        os.dup2(err_fd, 2)
+        with os.fdopen(plan_fd, "rb") as fh:
+            steps = json.loads(fh.readline() or b"[]")
+        results: list[Any] = []
+        for step in steps:
+            sys.stderr.write(f"kernelcheck-step {json.dumps(step)}\n")
+            sys.stderr.flush()
+            results.append(_run_step(step, results))
+        with os.fdopen(result_fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(results))
+        code = 0
+    except BaseException:  # noqa: BLE001 - the parent reports a child that dies
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# parent side
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Child:
+    pid: int
+    plan_fd: int  # parent's write end
+    result_fd: int  # parent's read end
+    stderr: IO[str]
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    results: list[Any] | None = None
+    failure: str | None = None
+    status: int | None = None  # waitpid status once reaped
+
+
+class ImportProbe:
+    """The children of one doctor run. `start` before importing torch; `plan_*` once the steps are known, then
+    `send`; the readers (`packages`, `resolved`, `exact`, `attr`) join the children on first use."""
+
+    def __init__(self) -> None:
+        m = matrix_mod.load()
+        self._absent = {n: environment_mod.absent_state(p) for n, p in m.packages.items()}
+        self.installed = [n for n, st in self._absent.items() if st is None]
+        self._children: list[_Child] = []
+        self._joined = False
+        self._owner: dict[str, int] = {}  # package -> child
+        self._probe_at: dict[str, tuple[int, int]] = {}
+        self._resolve_at: list[tuple[int, int] | None] = []
+        self._exact_at: list[tuple[int, int]] = []
+        self._exact_dotted = ""
+        self._attrs_at: dict[int, tuple[int, int]] = {}
+
+    @classmethod
+    def start(cls, single: bool) -> ImportProbe:
+        """Children for this machine: one when a single sequence must run (`single`), else one per installed
+        kernel package, at most CPUs - 1 (the parent keeps one core). Call right after `import torch`."""
+        probe = cls()
+        n = 1 if single else min(len(probe.installed), max(1, (os.cpu_count() or 2) - 1))
+        for _ in range(n):
+            probe._spawn()
+        return probe
+
+    def _spawn(self) -> None:
+        err = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
+        plan_r, plan_w = os.pipe()
+        result_r, result_w = os.pipe()
+        inherited = [fd for c in self._children for fd in (c.plan_fd, c.result_fd)] + [plan_w, result_r]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(plan_r, result_w, err.fileno(), inherited)
+        os.close(plan_r)
+        os.close(result_w)
+        self._children.append(_Child(pid, plan_w, result_r, err))
+
+    def _add(self, i: int, step: dict[str, Any]) -> tuple[int, int]:
+        while len(self._children) <= i:  # a package the start did not know of (not in the matrix)
+            self._spawn()
+        c = self._children[i]
+        c.steps.append(step)
+        return i, len(c.steps) - 1
+
+    @staticmethod
+    def _resolve_step(read: bindings_mod.StaticRead, d: bindings_mod.Decorated) -> dict[str, Any]:
+        return {"kind": "resolve", "dotted": read.dotted, "submodule_fallback": read.submodule_fallback,
+                "decorated": dataclasses.asdict(d)}
+
+    def plan_static(self, read: bindings_mod.StaticRead, functions: tuple[str, ...]) -> None:
+        """The decorator regime read from source: each decorator resolved in the child of its package, then each
+        package probed, then `_why_torch`'s checks, package by package (the order of doctor's old sequence)."""
+        k = max(1, len(self._children))
+        self._owner = {n: i % k for i, n in enumerate(self.installed)}
+        for d in read.decorated:
+            if d.package not in self._owner and environment_mod._safe_find(d.package.split(".")[0]):
+                self._owner[d.package] = 0
+            if d.package in self._owner:
+                self._resolve_at.append(self._add(self._owner[d.package], self._resolve_step(read, d)))
+            else:
+                self._resolve_at.append(None)  # not installed: its import fails at once, in any process
+        for n in self.installed:
+            self._probe_at[n] = self._add(self._owner[n], {"kind": "probe", "name": n})
+        fns = list(bindings_mod.bindings_from_static(read, functions, [None] * len(read.decorated)).bindings)
+        for i in sorted(set(self._owner.values())):
+            self._attrs_at[i] = self._add(i, {"kind": "attrs", "functions": fns})
+
+    def plan_sequence(self, read: bindings_mod.StaticRead | None, module: str, functions: tuple[str, ...],
+                      exacts: int) -> None:
+        """One child runs doctor's old sequence: the static resolutions (if any), `exacts` imports of the
+        modeling module (bind_exact), every probe, then `_why_torch`'s checks."""
+        self._owner = {n: 0 for n in self.installed}
+        if read is not None:
+            self._resolve_at = [self._add(0, self._resolve_step(read, d)) for d in read.decorated]
+        self._exact_dotted = f"transformers.models.{module}.modeling_{module}"
+        self._exact_at = [self._add(0, {"kind": "exact", "module": module, "functions": list(functions)})
+                          for _ in range(exacts)]
+        for n in self.installed:
+            self._probe_at[n] = self._add(0, {"kind": "probe", "name": n})
+        self._attrs_at[0] = self._add(0, {"kind": "attrs", "functions": list(functions),
+                                          "discovered_from": [at[1] for at in self._exact_at]})
+
+    def plan_packages(self) -> None:
+        """A report without a model (or for a model this transformers lacks): every installed package probed."""
+        k = max(1, len(self._children))
+        for i, n in enumerate(self.installed):
+            self._probe_at[n] = self._add(i % k, {"kind": "probe", "name": n})
+
+    def send(self) -> None:
+        """Hand each child its steps (children without steps end at once)."""
+        for c in self._children:
+            try:
+                os.write(c.plan_fd, (json.dumps(c.steps) + "\n").encode())  # small: fits the pipe's buffer
+            except OSError as exc:  # the child died already: join() reports it
+                c.failure = f"ImportCrash: {type(exc).__name__}: {exc}"
+            os.close(c.plan_fd)
+            c.plan_fd = -1
+
+    def join(self) -> None:
+        """Wait for every child (bounded), read its results or say why there are none."""
+        if self._joined:
+            return
+        self._joined = True
+        timeout = import_timeout()
+        deadline = time.monotonic() + timeout
+        for c in self._children:
+            data = self._read(c.result_fd, deadline)
+            os.close(c.result_fd)
+            c.result_fd = -1
+            if data is None:
+                self._kill(c)
+                c.failure = (f"TimeoutError: did not finish within {timeout:g} s (KERNELCHECK_IMPORT_TIMEOUT)"
+                             f"{self._last_step(c)}")
+                continue
+            _, c.status = os.waitpid(c.pid, 0)
+            if os.waitstatus_to_exitcode(c.status) == 0:
+                try:
+                    c.results = json.loads(data)
+                    continue
+                except ValueError:
+                    pass
+            code = os.waitstatus_to_exitcode(c.status)
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+            c.failure = c.failure or (f"ImportCrash: the Python process importing it {how}{self._last_step(c)}"
+                                      f"{self._stderr_tail(c)}")
+
+    @staticmethod
+    def _read(fd: int, deadline: float) -> bytes | None:
+        """Everything from `fd` until EOF, None if the deadline passes first."""
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+    @staticmethod
+    def _kill(c: _Child) -> None:
+        if c.status is None:
+            try:
+                os.kill(c.pid, 9)
+            except ProcessLookupError:
+                pass
+            _, c.status = os.waitpid(c.pid, 0)
+
+    @staticmethod
+    def _last_step(c: _Child) -> str:
+        c.stderr.seek(0)
+        steps = [ln for ln in c.stderr.read().splitlines() if ln.startswith("kernelcheck-step ")]
+        if not steps:
+            return ""
+        step = json.loads(steps[-1].split(" ", 1)[1])
+        what = step.get("name") or step.get("module") or (step.get("decorated") or {}).get("package") or ""
+        return f" while running {step['kind']} {what}".rstrip()
+
+    @staticmethod
+    def _stderr_tail(c: _Child) -> str:
+        c.stderr.seek(0)
+        lines = [ln for ln in c.stderr.read().splitlines() if ln.strip() and not ln.startswith("kernelcheck-step ")]
+        return (": " + lines[-1].strip()[:300]) if lines else ""
+
+    def close(self) -> None:
+        """End children still running (doctor stopped early: bad input) and free their pipes and files."""
+        for c in self._children:
+            for fd in (c.plan_fd, c.result_fd):
+                if fd >= 0:
+                    os.close(fd)
+            c.plan_fd = c.result_fd = -1
+            self._kill(c)
+            c.stderr.close()
+
+    def _result(self, at: tuple[int, int]) -> tuple[Any, str | None]:
+        self.join()
+        c = self._children[at[0]]
+        if c.results is not None and at[1] < len(c.results):
+            return c.results[at[1]], None
+        return None, c.failure or "ImportCrash: no answer"
+
+    # readers ----------------------------------------------------------------------------------------------
+
+    def packages(self) -> dict[str, environment_mod.PackageState]:
+        """Every kernel package's state, in matrix order, as with_packages gives it."""
+        out: dict[str, environment_mod.PackageState] = {}
+        for n, absent in self._absent.items():
+            if absent is not None:
+                out[n] = absent
+                continue
+            res, failure = self._result(self._probe_at[n]) if n in self._probe_at else (None, "not probed")
+            if res is not None:
+                out[n] = environment_mod.PackageState(**res)
+            else:
+                info = matrix_mod.load().packages[n]
+                version = dist = None
+                for d in info.distributions:
+                    version = environment_mod.dist_version(d)
+                    if version:
+                        dist = d
+                        break
+                out[n] = environment_mod.PackageState(n, installed=True, version=version, distribution=dist,
+                                                      imports=False, error=failure)
+        return out
+
+    def resolved(self, read: bindings_mod.StaticRead) -> list[str | None]:
+        """What transformers takes for each of read.decorated (None: the torch function)."""
+        out = [None if at is None else self._result(at)[0] for at in self._resolve_at]
+        if len(out) != len(read.decorated):
+            raise RuntimeError("import plan and static reading disagree")
+        return out
+
+    def exact(self, i: int) -> bindings_mod.BindingResult:
+        """The i-th bind_exact of plan_sequence."""
+        res, failure = self._result(self._exact_at[i])
+        if res is None:
+            return bindings_mod.BindingResult(bindings_mod.detect_regime(), self._exact_dotted, {},
+                                              module_error=failure)
+        return bindings_mod.BindingResult(
+            res["regime"], res["module"], {k: bindings_mod.Binding(**v) for k, v in res["bindings"].items()},
+            res["module_error"], tuple(res["discovered"]))
+
+    def attr(self, module: str, fn: str, package: str) -> dict[str, Any]:
+        """{"has": bool} or {"error": text}: `import info.module; hasattr(fn)` in the child that imported
+        `package` (asked only when that package imported there)."""
+        at = self._attrs_at.get(self._owner.get(package, -1))
+        if at is None:
+            return {"error": "ImportCrash: not checked"}
+        res, failure = self._result(at)
+        if res is None or fn not in res:
+            return {"error": failure or "ImportCrash: not checked"}
+        return dict(res[fn])
