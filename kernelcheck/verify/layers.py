@@ -106,7 +106,11 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
         elif isinstance(vocab, int) and isinstance(v, list) and any(isinstance(x, int) and x >= vocab for x in v):
             overrides[key] = [min(x, vocab - 1) for x in v]
     types = have.get("layer_types")
-    if isinstance(types, list) and types:
+    fixed = per_type.get("fields", {}).get("layer_types") if shape == "tiny" else None
+    if fixed:  # the type's default config has no usable mix (all attention, or a list its own init rebuilds)
+        overrides["layer_types"] = list(fixed)
+        overrides["num_hidden_layers"] = len(fixed)
+    elif isinstance(types, list) and types:
         keep = _one_of_each(types)
         overrides["layer_types"] = keep
         overrides["num_hidden_layers"] = len(keep)
