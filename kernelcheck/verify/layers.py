@@ -37,7 +37,7 @@ class BuiltModel:
     parameters: int
     overrides: dict[str, Any] = field(default_factory=dict)
     attn_implementation: str = "sdpa"
-    cache_kwarg: str = "past_key_values"  # transformers >= 5.24 renamed it to `cache`
+    cache_kwarg: str = "past_key_values"  # transformers >= 5.24 renamed it to `cache`; <= 5.14 Mamba: `cache_params`
 
     def to_json(self) -> dict[str, Any]:
         return {"model_type": self.model_type, "class": self.model_class, "shape": self.shape,
@@ -163,7 +163,7 @@ def build(model: ResolvedModel, shape: str, device: str, dtype_name: str,
     sig = inspect.signature(lm.forward).parameters
     return BuiltModel(lm, getattr(cfg, "model_type", model.model_type), type(lm).__name__, shape, types, device,
                       dtype_name, params, overrides, getattr(lm.config, "_attn_implementation", None) or "default",
-                      "cache" if "cache" in sig else "past_key_values")
+                      next((k for k in ("cache", "past_key_values", "cache_params") if k in sig), "past_key_values"))
 
 
 def _decoder_layers(lm: Any) -> list[Any]:
