@@ -281,19 +281,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
                              "attn_implementation": needs.attn_implementation}
     report.extra["bindings"] = {"regime": result.regime, "module": result.module}
-    if result.module_error:
-        report.findings.append(Finding(
-            "modeling-import-fails", "broken",
-            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
-            _module_error_fix(result.module_error, env, query),
-        ))
-        for fn in needs.functions:
-            info = matrix_mod.load().functions.get(fn)
-            report.functions.append(FunctionStatus(
-                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
-                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
-    else:
-        report.functions.extend(function_statuses(needs, result, env, mode, query))
+    _function_section(report, model, result, needs, env, mode, query)
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
@@ -309,6 +297,30 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
+
+
+def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
+                      needs: models_mod.Needs, env: environment_mod.Environment, mode: str, query: str) -> None:
+    """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
+    if result.module_error:
+        report.findings.append(Finding(
+            "modeling-import-fails", "broken",
+            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
+            _module_error_fix(result.module_error, env, query),
+        ))
+        for fn in needs.functions:
+            info = matrix_mod.load().functions.get(fn)
+            report.functions.append(FunctionStatus(
+                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
+                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
+    elif result.regime == "lazy-kernel":
+        from kernelcheck.doctor.lazy import lazy_statuses
+
+        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query)
+        report.functions.extend(lazy_fns)
+        report.findings.extend(lazy_findings)
+    else:
+        report.functions.extend(function_statuses(needs, result, env, mode, query))
 
 
 def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
