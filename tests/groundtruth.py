@@ -198,7 +198,8 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     try:
         mod = importlib.import_module(dotted)
     except Exception as exc:  # noqa: BLE001
-        return {**out, "build_error": f"import {dotted}: {_first_line(exc)}", "modes": _all_raised(modes)}
+        err = f"import {dotted}: {_first_line(exc)}"
+        return {**out, "build_error": err, "modes": _all_raised(modes, err)}
     rec = Recorder(mod, _slot_names(model.spec.module))
     rec.patch_module()
     try:
@@ -206,7 +207,7 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": _first_line(exc), "modes": {}}
-        return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes)}
+        return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
     rec.patch_module()  # names the layers' __init__ assigned (5.13/5.14 lazy_load_kernel)
     rec.patch_model(built.model)
     out["class"] = built.model_class
@@ -234,8 +235,8 @@ class _StepState:
     mark_backward = False
 
 
-def _all_raised(modes: tuple[str, ...]) -> dict[str, Any]:
-    return {m: {"exit": 4, "error": "building the model raised", "calls": []} for m in modes}
+def _all_raised(modes: tuple[str, ...], error: str) -> dict[str, Any]:
+    return {m: {"exit": 4, "error": f"building the model raised: {error}", "calls": []} for m in modes}
 
 
 def child_main(types: list[str], modes: tuple[str, ...]) -> None:
@@ -275,9 +276,9 @@ def truth(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: di
             got[obs["model_type"]] = obs
     for t in types:
         if t not in got:  # the child died on this type (a segfault, an abort): that is a crash too
-            got[t] = {"model_type": t, "build_error": f"the child process died (exit {res.returncode}): "
-                      f"{res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ''}",
-                      "modes": _all_raised(modes)}
+            err = (f"the child process died (exit {res.returncode}): "
+                   f"{res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ''}")
+            got[t] = {"model_type": t, "build_error": err, "modes": _all_raised(modes, err)}
             break
     return got
 
@@ -382,10 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.transformers or a.extra_reqs:
         from envs import site
 
-        if a.transformers:
-            sites.insert(0, site(f"transformers=={a.transformers}", deps=True))
+        # transformers' own closure first: a --with package's dependencies (a newer huggingface_hub) must not
+        # shadow the versions that transformers release resolved to
+        made = [site(f"transformers=={a.transformers}", deps=True)] if a.transformers else []
         if a.extra_reqs:
-            sites.insert(0, site(*a.extra_reqs))
+            made.append(site(*a.extra_reqs, deps=True))
+        sites = made + sites
     types = [t for t in (a.types or "").split(",") if t] or known_types()
     unknown = sorted(set(types) - set(known_types()))
     if unknown:
