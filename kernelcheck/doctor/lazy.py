@@ -20,6 +20,7 @@ from typing import Any
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
+from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus
 
@@ -61,8 +62,6 @@ def _pip_resolves(package: str, path: str) -> Any:
 def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Environment, available: set[str],
                     m: matrix_mod.Matrix, query: str | None) -> tuple[str, str | None] | None:
     """Why lazy_load_kernel leaves `name` None here (reason, fix), or None when it resolves."""
-    from kernelcheck.doctor.run import _install_fix, _no_device_reason
-
     kernel = b.extra["kernel"]
     check = f"is_{kernel.replace('-', '_')}_available"
     pkg = m.packages.get(b.package) or m.packages.get(m.functions[name].package if name in m.functions else "")
@@ -76,12 +75,12 @@ def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Env
     st = env.packages.get(pkg.name) if pkg else None
     if st is None or not st.installed:
         return (f"{pkg.title if pkg else b.package} is not installed (pip distribution {dist})",
-                _install_fix(query, dist))
+                install_fix(query, dist))
     if not _cuda(env):
-        return (f"{check}() is false: {_no_device_reason(env, pkg)}" if pkg else f"{check}() is false",
+        return (f"{check}() is false: {no_device_reason(env, pkg)}" if pkg else f"{check}() is false",
                 "run on a machine with an NVIDIA GPU and a CUDA build of torch")
     if not st.imports or pkg is None:
-        return f"{st.distribution} {st.version} is installed but does not import: {st.error}", _install_fix(query, dist)
+        return f"{st.distribution} {st.version} is installed but does not import: {st.error}", install_fix(query, dist)
     if _pip_resolves(pkg.name, b.extra["attribute_path"]) is None:
         return (f"{st.distribution} {st.version} has no `{b.extra['attribute_path']}`",
                 f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a compatible version)")
@@ -166,10 +165,8 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
             reason, cure = f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
                 (f for _, f in missing.values() if f), None)
         else:
-            from kernelcheck.doctor.run import _no_device_reason
-
             pkg = m.packages.get(b.package)
-            reason = _no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
+            reason = no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
             cure = "run on a machine with an NVIDIA GPU and a CUDA build of torch"
         gate_txt = (f"transformers {tv} resolves the kernels in {layer}.__init__ (lazy_load_kernel) and its forward "
                     f"takes the fused path only when all of ({gate}) are found and the weights are on CUDA")

@@ -12,25 +12,14 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.doctor.wording import install_fix as _install_fix
+from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 
 
-def _install_fix(query: str | None, dist: str) -> str:
-    if query:
-        return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
-    return f"pip install {dist}  (with a constraints file pinning your torch)"
-
-
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
     return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
-
-
-def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
-    if env.torch and not env.torch.cuda:
-        return (f"torch {env.torch.version} is a CPU build and no CUDA GPU is usable here; {pkg.title}'s kernels "
-                f"run only on {'/'.join(pkg.devices)}")
-    return f"no CUDA GPU is visible to torch here; {pkg.title}'s kernels run only on {'/'.join(pkg.devices)}"
 
 
 def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
