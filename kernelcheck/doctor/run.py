@@ -15,25 +15,14 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import imports as imports_mod
+from kernelcheck.doctor.wording import install_fix as _install_fix
+from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 
 
-def _install_fix(query: str | None, dist: str) -> str:
-    if query:
-        return f"kernelcheck install --model {query}   (installs {dist} for this torch/CUDA without touching torch)"
-    return f"pip install {dist}  (with a constraints file pinning your torch)"
-
-
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
     return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
-
-
-def _no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
-    if env.torch and not env.torch.cuda:
-        return (f"torch {env.torch.version} is a CPU build and no CUDA GPU is usable here; {pkg.title}'s kernels "
-                f"run only on {'/'.join(pkg.devices)}")
-    return f"no CUDA GPU is visible to torch here; {pkg.title}'s kernels run only on {'/'.join(pkg.devices)}"
 
 
 def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
@@ -292,6 +281,11 @@ def _bind(model: models_mod.ResolvedModel, report: Report, env: environment_mod.
         result = bindings_mod.bind(spec.module, spec.functions, exact=exact)
         return _cross_check(report, result, spec, env) if newer else result
     read = bindings_mod.read_static(spec.module)
+    lazy = bindings_mod.bind_lazy(spec.module, spec.functions) if read is None else None
+    if lazy is not None:  # <= 5.14 Mamba family: read from source; the child only probes the packages
+        probe.plan_sequence(None, spec.module, spec.functions, 0)
+        probe.send()
+        return lazy
     if read is not None and not newer:
         probe.plan_static(read, spec.functions)
         probe.send()
@@ -354,20 +348,8 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
                              "attn_implementation": needs.attn_implementation}
     report.extra["bindings"] = {"regime": result.regime, "module": result.module}
-    if result.module_error:
-        report.findings.append(Finding(
-            "modeling-import-fails", "broken",
-            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
-            _module_error_fix(result.module_error, env, query),
-        ))
-        for fn in needs.functions:
-            info = matrix_mod.load().functions.get(fn)
-            report.functions.append(FunctionStatus(
-                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
-                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
-    else:
-        report.functions.extend(function_statuses(needs, result, env, mode, query,
-                                                  probe.attr if probe is not None else _attr_in_process))
+    _function_section(report, model, result, needs, env, mode, query,
+                      probe.attr if probe is not None else _attr_in_process)
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
@@ -383,6 +365,31 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
+
+
+def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
+                      needs: models_mod.Needs, env: environment_mod.Environment, mode: str, query: str,
+                      attr: AttrCheck = _attr_in_process) -> None:
+    """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
+    if result.module_error:
+        report.findings.append(Finding(
+            "modeling-import-fails", "broken",
+            f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
+            _module_error_fix(result.module_error, env, query),
+        ))
+        for fn in needs.functions:
+            info = matrix_mod.load().functions.get(fn)
+            report.functions.append(FunctionStatus(
+                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
+                f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
+    elif result.regime == "lazy-kernel":
+        from kernelcheck.doctor.lazy import lazy_statuses
+
+        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query)
+        report.functions.extend(lazy_fns)
+        report.findings.extend(lazy_findings)
+    else:
+        report.functions.extend(function_statuses(needs, result, env, mode, query, attr))
 
 
 def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,

@@ -117,15 +117,126 @@ def _unwrap_kernels_func(obj: Any) -> Any:
     return inner if inner is not None else obj
 
 
-def _literal_mapping(tree: ast.Module, name: str) -> dict[str, str]:
+def _literal_mapping(tree: ast.Module, name: str) -> dict[str, Any]:
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             try:
-                val = ast.literal_eval(node.value)
+                val = ast.literal_eval(value)
             except ValueError:
                 return {}
             return val if isinstance(val, dict) else {}
     return {}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# transformers <= 5.14, Mamba family: kernels resolved in the mixer's __init__ by `lazy_load_kernel`
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LazyLayer:
+    """A layer class whose `__init__` binds module globals from `lazy_load_kernel(NAME)` and whose forward takes
+    the fast path only when every name of its `all((...))` gate is set (and the weights are on CUDA)."""
+
+    cls: str
+    torch_path: str  # the method that runs otherwise: torch_forward | slow_forward
+    gate: tuple[str, ...]  # module-level names the fast path needs, as the source spells them
+    sources: dict[str, tuple[str, str]]  # name -> (lazy_load_kernel name, attribute path in that module)
+    line: int = 0  # the first lazy_load_kernel call (for references)
+
+
+def _lazy_layer(node: ast.ClassDef) -> LazyLayer | None:
+    kernel_of: dict[str, str] = {}
+    sources: dict[str, tuple[str, str]] = {}
+    gate: tuple[str, ...] = ()
+    line = 0
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name) \
+                and isinstance(sub.value, ast.Call):
+            target, call = sub.targets[0].id, sub.value
+            fname = getattr(call.func, "id", getattr(call.func, "attr", ""))
+            args = [a.value if isinstance(a, ast.Constant) else getattr(a, "id", None) for a in call.args]
+            kw = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
+            if fname == "lazy_load_kernel" and args and isinstance(args[0], str):
+                kernel_of[target] = args[0]
+                line = line or sub.lineno
+            elif fname == "getattr" and len(args) >= 2 and args[0] in kernel_of and isinstance(args[1], str):
+                sources[target] = (kernel_of[str(args[0])], args[1])
+            elif fname == "resolve_internal_import" and args and args[0] in kernel_of:
+                path = kw.get("chained_path") or (args[1] if len(args) > 1 else None)
+                if isinstance(path, str):
+                    sources[target] = (kernel_of[str(args[0])], path)
+        if isinstance(sub, ast.Call) and getattr(sub.func, "id", "") == "all" and len(sub.args) == 1 \
+                and isinstance(sub.args[0], ast.Tuple | ast.List):
+            names = tuple(e.id for e in sub.args[0].elts if isinstance(e, ast.Name))
+            if names and set(names) <= set(sources):
+                gate = names
+    methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    torch_path = next((p for p in ("torch_forward", "slow_forward") if p in methods), "")
+    if not sources or not torch_path:
+        return None
+    return LazyLayer(node.name, torch_path, gate or tuple(sources), sources, line)
+
+
+def lazy_layers(module_name: str) -> list[LazyLayer] | None:
+    """The lazily-resolving layers of transformers.models.<module>.modeling_<module>, read from the installed
+    source (no import: importing binds nothing, building the model does); None when the module has none."""
+    tdir = _transformers_dir()
+    if tdir is None:
+        return None
+    try:
+        src = (tdir / "models" / module_name / f"modeling_{module_name}.py").read_text(encoding="utf-8")
+        if "lazy_load_kernel(" not in src:
+            return None
+        tree = ast.parse(src)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found = [lz for n in tree.body if isinstance(n, ast.ClassDef) and (lz := _lazy_layer(n)) is not None]
+    return found or None
+
+
+def lazy_kernel_sources() -> tuple[dict[str, Any], set[str], str]:
+    """(_HUB_KERNEL_MAPPING, the `is_<name>_available` functions import_utils defines, hub_kernels.py path) of the
+    installed transformers: what `lazy_load_kernel` consults."""
+    tdir = _transformers_dir()
+    if tdir is None:
+        return {}, set(), ""
+    hub = tdir / "integrations" / "hub_kernels.py"
+    try:
+        mapping = _literal_mapping(ast.parse(hub.read_text(encoding="utf-8")), "_HUB_KERNEL_MAPPING")
+        iu = (tdir / "utils" / "import_utils.py").read_text(encoding="utf-8")
+    except (OSError, SyntaxError, ValueError):
+        return {}, set(), str(hub)
+    return mapping, set(re.findall(r"^def (is_\w+_available)\(", iu, re.M)), str(hub)
+
+
+def bind_lazy(module_name: str, functions: tuple[str, ...]) -> BindingResult | None:
+    """The lazy-kernel regime: one Binding per gate name, bound "torch" until doctor resolves it the way
+    lazy_load_kernel does (doctor/run.py `lazy_statuses`), which needs the environment."""
+    if detect_regime() == "decorator":
+        return None
+    got = lazy_layers(module_name)
+    if not got:
+        return None
+    m = matrix_mod.load()
+    aliases = dict((m.transformers.get("lazy_kernels") or {}).get("aliases", {}))
+    dotted = f"transformers.models.{module_name}.modeling_{module_name}"
+    out: dict[str, Binding] = {}
+    for lz in got:
+        for name in lz.gate:
+            fn = aliases.get(name, name)
+            kernel, attr = lz.sources[name]
+            out.setdefault(fn, Binding(
+                fn, kernel.replace("-", "_"), "torch", f"{dotted}.{lz.cls}.{lz.torch_path}", "lazy-kernel",
+                registered_as=name if name != fn else None,
+                extra={"layer": lz.cls, "torch_path": lz.torch_path, "kernel": kernel, "attribute_path": attr,
+                       "gate": [aliases.get(g, g) for g in lz.gate], "line": lz.line}))
+    return BindingResult("lazy-kernel", dotted, out, discovered=tuple(out))
 
 
 @dataclass(frozen=True)
@@ -254,6 +365,10 @@ def bind(module_name: str, functions: tuple[str, ...], exact: bool = False) -> B
         got = bind_static(module_name, functions)
         if got is not None:
             return got
+    # <= 5.14 Mamba family: importing the module binds nothing, building the layer does; the source says how
+    lazy = bind_lazy(module_name, functions)
+    if lazy is not None:
+        return lazy
     return bind_exact(module_name, functions)
 
 

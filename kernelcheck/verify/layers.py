@@ -37,7 +37,7 @@ class BuiltModel:
     parameters: int
     overrides: dict[str, Any] = field(default_factory=dict)
     attn_implementation: str = "sdpa"
-    cache_kwarg: str = "past_key_values"  # transformers >= 5.24 renamed it to `cache`
+    cache_kwarg: str = "past_key_values"  # transformers >= 5.24 renamed it to `cache`; <= 5.14 Mamba: `cache_params`
 
     def to_json(self) -> dict[str, Any]:
         return {"model_type": self.model_type, "class": self.model_class, "shape": self.shape,
@@ -106,7 +106,11 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
         elif isinstance(vocab, int) and isinstance(v, list) and any(isinstance(x, int) and x >= vocab for x in v):
             overrides[key] = [min(x, vocab - 1) for x in v]
     types = have.get("layer_types")
-    if isinstance(types, list) and types:
+    fixed = per_type.get("fields", {}).get("layer_types") if shape == "tiny" else None
+    if fixed:  # the type's default config has no usable mix (all attention, or a list its own init rebuilds)
+        overrides["layer_types"] = list(fixed)
+        overrides["num_hidden_layers"] = len(fixed)
+    elif isinstance(types, list) and types:
         keep = _one_of_each(types)
         overrides["layer_types"] = keep
         overrides["num_hidden_layers"] = len(keep)
@@ -159,7 +163,7 @@ def build(model: ResolvedModel, shape: str, device: str, dtype_name: str,
     sig = inspect.signature(lm.forward).parameters
     return BuiltModel(lm, getattr(cfg, "model_type", model.model_type), type(lm).__name__, shape, types, device,
                       dtype_name, params, overrides, getattr(lm.config, "_attn_implementation", None) or "default",
-                      "cache" if "cache" in sig else "past_key_values")
+                      next((k for k in ("cache", "past_key_values", "cache_params") if k in sig), "past_key_values"))
 
 
 def _decoder_layers(lm: Any) -> list[Any]:

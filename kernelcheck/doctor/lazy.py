@@ -1,0 +1,195 @@
+"""doctor for the lazy-kernel regime (transformers 5.13-5.14, Mamba family): what the mixer's __init__ resolves.
+
+`lazy_load_kernel(NAME)` runs when the model is built, not when the modeling module is imported, so there is no
+binding to read: doctor resolves each gate name the way lazy_load_kernel would here (facts and references in
+matrix/transformers.toml [lazy_kernels]):
+- `kernels` inside transformers' window: get_kernel(<Hub repo>, version=1), USE_HUB_KERNELS not read; offline
+  without a cached build it raises in __init__ (BROKEN);
+- otherwise the pip package, only when import_utils has `is_<name>_available()` and it is true (torch with CUDA,
+  package importable).
+The layer's forward runs its fused path only when every gate name is set and the weights are on CUDA; otherwise
+its torch path (torch_forward / slow_forward) for the whole layer, or, for the types in [lazy_kernels.raises],
+it raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import models as models_mod
+from kernelcheck.doctor.wording import install_fix, no_device_reason
+from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.report.model import Finding, FunctionStatus
+
+
+def _cuda(env: environment_mod.Environment) -> bool:
+    return bool(env.cuda_gpu and env.torch and env.torch.cuda)
+
+
+def _hub_state(repo: dict[str, Any]) -> tuple[bool, str]:
+    """(cached, where) for a _HUB_KERNEL_MAPPING entry in the cache kernels reads."""
+    from kernelcheck.integrations import kernels_hub as hub_mod
+
+    try:
+        snap, _ref, _commit, why = hub_mod._cache_snapshot(repo["repo_id"], repo.get("version", 1)
+                                                           if repo.get("revision") is None else None,
+                                                           repo.get("revision"))
+    except Exception as exc:  # noqa: BLE001 - no huggingface_hub: kernels could not fetch either
+        return False, f"the cache could not be read ({type(exc).__name__}: {exc})"
+    return snap is not None, str(snap) if snap is not None else why
+
+
+def _pip_resolves(package: str, path: str) -> Any:
+    """What `getattr(module, name)` / `resolve_internal_import(module, chained_path=...)` returns for the pip
+    package (called only where transformers would import it)."""
+    try:
+        obj: Any = importlib.import_module(package)
+        for i, part in enumerate(path.split(".")):
+            nxt = getattr(obj, part, None)
+            if nxt is None and i < len(path.split(".")) - 1:
+                nxt = importlib.import_module(f"{package}.{'.'.join(path.split('.')[:i + 1])}")
+            obj = nxt
+            if obj is None:
+                return None
+        return obj
+    except Exception:  # noqa: BLE001 - lazy_load_kernel swallows import errors too
+        return None
+
+
+def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Environment, available: set[str],
+                    m: matrix_mod.Matrix, query: str | None) -> tuple[str, str | None] | None:
+    """Why lazy_load_kernel leaves `name` None here (reason, fix), or None when it resolves."""
+    kernel = b.extra["kernel"]
+    check = f"is_{kernel.replace('-', '_')}_available"
+    pkg = m.packages.get(b.package) or m.packages.get(m.functions[name].package if name in m.functions else "")
+    dist = pkg.install_distribution if pkg else b.package
+    if check not in available:
+        return (f"transformers {env.transformers}'s lazy_load_kernel('{kernel}') looks for {check}(), which "
+                "transformers.utils.import_utils does not define, so the pip package is never imported for this "
+                "layer; only a Hub kernel (kernels inside transformers' window) can provide it",
+                "pip install 'kernels' inside transformers' window on a machine with an NVIDIA GPU (Hub kernels), "
+                "or upgrade transformers to >=5.15 (decorated functions)")
+    st = env.packages.get(pkg.name) if pkg else None
+    if st is None or not st.installed:
+        return (f"{pkg.title if pkg else b.package} is not installed (pip distribution {dist})",
+                install_fix(query, dist))
+    if not _cuda(env):
+        return (f"{check}() is false: {no_device_reason(env, pkg)}" if pkg else f"{check}() is false",
+                "run on a machine with an NVIDIA GPU and a CUDA build of torch")
+    if not st.imports or pkg is None:
+        return f"{st.distribution} {st.version} is installed but does not import: {st.error}", install_fix(query, dist)
+    if _pip_resolves(pkg.name, b.extra["attribute_path"]) is None:
+        return (f"{st.distribution} {st.version} has no `{b.extra['attribute_path']}`",
+                f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a compatible version)")
+    return None
+
+
+def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
+                  env: environment_mod.Environment, mode: str, query: str | None
+                  ) -> tuple[list[FunctionStatus], list[Finding]]:
+    from kernelcheck.integrations import kernels_hub as hub_mod
+
+    m = matrix_mod.load()
+    lz = m.transformers.get("lazy_kernels") or {}
+    ref = lz.get("reference")
+    raises = (lz.get("raises") or {}).get(model.model_type)
+    hub_map, available, _ = bindings_mod.lazy_kernel_sources()
+    th = hub_mod.transformers_hub()
+    hub_on = bool(env.kernels and th.window and th.window_met)
+    tv = env.transformers
+    statuses: list[FunctionStatus] = []
+    findings: list[Finding] = []
+    layers = {b.extra["layer"] for b in result.bindings.values()}
+    cfg = model.text_config
+    if hub_on:
+        repos = {b.extra["kernel"]: hub_map.get(b.extra["kernel"]) for b in result.bindings.values()}
+        uncached = {k: r for k, r in repos.items() if r and not _hub_state(r)[0]}
+        if uncached and hub_mod.offline():
+            names = ", ".join(f"{r['repo_id']} (lazy_load_kernel('{k}'))" for k, r in uncached.items())
+            why = (f"building {model.model_type} raises in {', '.join(sorted(layers))}.__init__: transformers {tv} "
+                   f"fetches Hub kernels there whenever kernels {env.kernels} is inside its window "
+                   f"({th.window_text}), USE_HUB_KERNELS is not consulted, and HF_HUB_OFFLINE is set while the cache "
+                   f"({hub_mod.cache_dir()}) lacks {names}: get_kernel raises ValueError ('... is not available in "
+                   "the local cache and Hugging Face Hub is in offline mode'), which lazy_load_kernel does not catch")
+            gets = "; ".join(f"get_kernel('{r['repo_id']}', version={r.get('version', 1)})" for r in uncached.values())
+            fix = ("prefetch while online, on this image: python -c \"from kernels import get_kernel; " + gets
+                   + "\" (fills the HF cache for this torch/CUDA); or pip uninstall kernels (transformers then uses "
+                   "the pip causal-conv1d / mamba-ssm on a CUDA GPU); USE_HUB_KERNELS=0 does not help on this version")
+            findings.append(Finding("lazy-hub-fetch-offline", "broken", why + ".", fix, ref))
+            for fn, b in result.bindings.items():
+                info = m.functions.get(fn)
+                statuses.append(FunctionStatus(fn, _dist(m, b, fn), "broken", "-", why, fix,
+                                               info.phase if info else "", used=True))
+            return statuses, findings
+        findings.append(Finding(
+            "lazy-hub-kernels", "warning",
+            f"transformers {tv} loads {', '.join(sorted(r['repo_id'] for r in repos.values() if r))} from the Hub "
+            f"when {', '.join(sorted(layers))} is built (kernels {env.kernels} is inside its window; USE_HUB_KERNELS "
+            "is not read there): an offline job needs these builds in its HF cache, and an error other than "
+            "FileNotFoundError while fetching crashes the build.",
+            "keep the HF cache prefetched for offline jobs (python -c \"from kernels import get_kernel; ...\")", ref))
+    missing: dict[str, tuple[str, str | None]] = {}
+    if not hub_on:
+        for fn, b in result.bindings.items():
+            got = _missing_reason(fn, b, env, available, m, query)
+            if got is not None:
+                missing[fn] = got
+    cuda = _cuda(env)
+    kernels_off = cfg.get("use_mamba_kernels") is False
+    for fn, b in result.bindings.items():
+        info = m.functions.get(fn)
+        phase = info.phase if info else ""
+        used = not (mode == "train" and phase == "decode")
+        layer, gate = f"{b.extra['layer']}", ", ".join(b.extra["gate"])
+        torch_impl = b.implementation
+        if kernels_off:
+            statuses.append(FunctionStatus(fn, _dist(m, b, fn), "fallback", torch_impl,
+                                           f"the config sets use_mamba_kernels=False: {layer} runs "
+                                           f"{b.extra['torch_path']}", "remove use_mamba_kernels=False from the "
+                                           "config (on a machine with the kernels)", phase, used))
+            continue
+        if not missing and cuda:
+            impl = (f"{hub_map.get(b.extra['kernel'], {}).get('repo_id', b.extra['kernel'])} (Hub kernel, "
+                    f"{b.extra['attribute_path']})") if hub_on else f"{b.package}.{b.extra['attribute_path']}"
+            statuses.append(FunctionStatus(fn, _dist(m, b, fn), "fast", impl, None, None, phase, used))
+            continue
+        own = missing.get(fn)
+        reason: str
+        cure: str | None
+        if own is not None:
+            reason, cure = own
+        elif missing:
+            reason, cure = f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
+                (f for _, f in missing.values() if f), None)
+        else:
+            pkg = m.packages.get(b.package)
+            reason = no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
+            cure = "run on a machine with an NVIDIA GPU and a CUDA build of torch"
+        gate_txt = (f"transformers {tv} resolves the kernels in {layer}.__init__ (lazy_load_kernel) and its forward "
+                    f"takes the fused path only when all of ({gate}) are found and the weights are on CUDA")
+        if raises and cfg.get(raises["config_field"], raises["default"]):
+            statuses.append(FunctionStatus(
+                fn, _dist(m, b, fn), "broken", "-",
+                f"{gate_txt}, and otherwise raises ({raises['error']}) because {raises['config_field']} is "
+                f"{raises['default']} by default: here {reason}",
+                (cure + "; " if cure else "") + f"or set {raises['config_field']}=False in the config (torch path)",
+                phase, used=True))
+            continue
+        status = "unsupported" if not missing and not cuda else "fallback"
+        statuses.append(FunctionStatus(fn, _dist(m, b, fn), status, torch_impl,
+                                       f"{gate_txt}; otherwise the whole layer runs {b.extra['torch_path']}: here "
+                                       f"{reason}", cure, phase, used))
+    if raises and any(s.status == "broken" for s in statuses):
+        findings.append(Finding("lazy-kernels-raise", "broken",
+                                f"{model.model_type}'s forward raises '{raises['error']}' here: see its functions.",
+                                f"set {raises['config_field']}=False in the config, or run where the kernels load",
+                                raises["reference"]))
+    return statuses, findings
+
+
+def _dist(m: matrix_mod.Matrix, b: bindings_mod.Binding, fn: str) -> str:
+    pkg = m.packages.get(b.package) or m.packages.get(m.functions[fn].package if fn in m.functions else "")
+    return pkg.install_distribution if pkg else b.package

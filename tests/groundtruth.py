@@ -1,0 +1,402 @@
+"""Ground truth for doctor: build each model type tiny, run it on the CPU, record which callable really ran.
+
+For every model type kernelcheck knows (matrix/models.toml), a child process with the chosen transformers
+first on sys.path builds the model's own causal-LM class from its config with random weights (verify's
+tiny-model builder, kernelcheck/verify/layers.py), runs a train step (forward + backward) and a prefill plus
+one cached decode step (verify's steps), while recording wrappers sit on every fast-function slot the
+modeling module binds:
+- `use_kernel_func_from_hub_with_fallback` wrappers (transformers >= 5.15): the closure cells
+  `implementation` and `torch_function`, so whichever callable really executes records itself (the 5.25
+  per-call device check included);
+- module-level names (transformers <= 5.14): kernel-package callables and the `torch_*` references, before
+  and after the model is built (5.13/5.14's Mamba mixers assign them in `__init__` via `lazy_load_kernel`);
+- layer methods: `torch_forward` / `slow_forward` (torch path) and `cuda_kernels_forward` (fast path) of the
+  Mamba-family mixers, and a layer attribute that is None while its forward runs (inline torch code).
+
+The truth's exit code per mode: 4 if building the model or a step raised, 3 if any slot ran a torch path,
+0 if every slot called ran its fast kernel. It is compared with `kernelcheck doctor --model TYPE --mode MODE
+--json` run in the same environment (exit code; and no function doctor calls fast may have run torch).
+
+    python -m tests.groundtruth                                  # installed transformers, every type
+    python -m tests.groundtruth --transformers 5.13.1 --types mamba,zamba --modes train
+    python -m tests.groundtruth --site DIR --site DIR2 --env HF_HUB_OFFLINE=1 --json
+
+Exit 0 when doctor agrees with the truth everywhere, 1 when it disagrees anywhere, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+for p in (str(REPO), str(HERE)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+MODES = {"train": ("train",), "infer": ("prefill", "decode")}
+TOKENS = 64
+LAYER_TORCH = ("torch_forward", "slow_forward")  # Mamba-family mixers' torch paths
+LAYER_FAST = ("cuda_kernels_forward",)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# child: build, run, record (runs with the chosen transformers first on sys.path)
+# ----------------------------------------------------------------------------------------------------------
+class Recorder:
+    """Recording wrappers on every slot of one modeling module; `calls` collects (step, slot, callable, fast)."""
+
+    def __init__(self, module: Any, slots: dict[str, str]):
+        self.module = module
+        self.slots = slots  # module-level name -> slot name (fast functions, their torch references, aliases)
+        self.step = "build"
+        self.calls: list[dict[str, Any]] = []
+        self._wrapped: dict[int, Any] = {}  # id(original) -> recorder
+        self._done: set[int] = set()
+
+    def _record(self, slot: str, name: str, fast: bool) -> None:
+        entry = {"step": self.step, "slot": slot, "callable": name, "fast": fast}
+        if entry not in self.calls:
+            self.calls.append(entry)
+
+    def wrap(self, slot: str, real: Any, fast: bool) -> Any:
+        if id(real) in self._done:
+            return real
+        if id(real) in self._wrapped:
+            return self._wrapped[id(real)]
+        from kernelcheck.verify.instrument import dotted
+
+        name = dotted(real)
+
+        @functools.wraps(real)
+        def recorder(*args: Any, **kwargs: Any) -> Any:
+            self._record(slot, name, fast)
+            return real(*args, **kwargs)
+
+        self._wrapped[id(real)] = recorder
+        self._done.add(id(recorder))
+        return recorder
+
+    def patch_module(self) -> None:
+        """Module-level slots: decorated wrappers' cells, kernel-package callables, torch references."""
+        from kernelcheck.integrations.transformers import _unwrap_kernels_func
+        from kernelcheck.verify.instrument import _closure_cells
+
+        mod = self.module
+        for attr, obj in list(vars(mod).items()):
+            if obj is None or id(obj) in self._done or isinstance(obj, type):
+                continue
+            inner = _unwrap_kernels_func(obj)
+            cells = _closure_cells(inner) if callable(inner) else {}
+            if cells:
+                if id(inner) in self._done:
+                    continue
+                self._done.add(id(inner))
+                slot = _cell_value(cells, "func_name") or self.slots.get(attr, attr)
+                tf = _cell_value(cells, "torch_function")
+                for cell_name in ("implementation", "torch_function"):
+                    real = _cell_value(cells, cell_name)
+                    if real is not None and id(real) not in self._done:
+                        fast = cell_name == "implementation" and real is not tf
+                        cells[cell_name].cell_contents = self.wrap(slot, real, fast)
+                continue
+            if not callable(obj) or not hasattr(obj, "__module__"):
+                continue
+            top = (getattr(obj, "__module__", "") or "").split(".")[0]
+            if attr in self.slots and top not in ("transformers", "torch", "builtins", ""):
+                setattr(mod, attr, self.wrap(self.slots[attr], obj, True))  # a kernel package's function
+            elif attr in self.slots and getattr(obj, "__module__", "") == mod.__name__:
+                setattr(mod, attr, self.wrap(self.slots[attr], obj, False))  # the module's own torch reference
+
+    def patch_model(self, model: Any) -> None:
+        """Layer attributes and methods: bound functions, inline torch code (attribute None), mixer paths."""
+        import types
+
+        for sub in model.modules():
+            cls = type(sub)
+            attrs = vars(sub)
+            for attr, val in list(attrs.items()):
+                if attr in self.slots and callable(val) and not isinstance(val, type) and id(val) not in self._done:
+                    top = (getattr(val, "__module__", "") or "").split(".")[0]
+                    setattr(sub, attr, self.wrap(self.slots[attr], val, top not in ("transformers", "torch")))
+            inline = [self.slots[a] for a, v in attrs.items() if a in self.slots and v is None]
+            if inline and "forward" not in attrs:
+                sub.forward = self._inline_forward(sub, cls.__name__, inline)
+            if any(hasattr(cls, m) for m in LAYER_FAST) and any(hasattr(cls, m) for m in LAYER_TORCH):
+                for meth in (*LAYER_TORCH, *LAYER_FAST):
+                    if hasattr(cls, meth):
+                        bound = types.MethodType(getattr(cls, meth), sub)
+                        setattr(sub, meth, self.wrap(f"{cls.__name__}.{meth}", bound, meth in LAYER_FAST))
+
+    def _inline_forward(self, sub: Any, cls_name: str, slots: list[str]) -> Any:
+        real = sub.forward
+
+        @functools.wraps(real)
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            for s in slots:
+                self._record(s, f"inline torch code in {cls_name}.forward (its attribute is None)", False)
+            return real(*args, **kwargs)
+
+        return forward
+
+
+def _cell_value(cells: dict[str, Any], name: str) -> Any:
+    cell = cells.get(name)
+    try:
+        return cell.cell_contents if cell is not None else None
+    except ValueError:
+        return None
+
+
+def _slot_names(module_name: str) -> dict[str, str]:
+    """module-level / layer attribute name -> slot (kernelcheck's function name where it has one)."""
+    from kernelcheck.core import matrix as matrix_mod
+
+    m = matrix_mod.load()
+    out: dict[str, str] = {}
+    for fn, info in m.functions.items():
+        out[fn] = fn
+        fb = info.torch_fallback.split(" ")[0]
+        if fb.startswith("torch_") and fb.isidentifier():
+            out[fb] = fn
+    for e in m.transformers.get("misnamed", []):
+        out[e["registered"]] = e["function"]
+    out["falcon_mamba_inner_fn"] = "mamba_inner_fn"  # 5.13/5.14 falcon_mamba's name for mamba_inner_fn
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
+def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
+    """Build `model_type` tiny on the CPU and run each mode's steps; what ran, per mode."""
+    import importlib
+    import warnings
+
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.verify import layers as layers_mod
+    from kernelcheck.verify.steps import _Steps
+
+    warnings.simplefilter("ignore")
+    out: dict[str, Any] = {"model_type": model_type}
+    try:
+        model = models_mod.resolve(model_type)
+    except Exception as exc:  # noqa: BLE001
+        return {**out, "error": f"kernelcheck cannot resolve it: {_first_line(exc)}"}
+    dotted = f"transformers.models.{model.spec.module}.modeling_{model.spec.module}"
+    try:
+        mod = importlib.import_module(dotted)
+    except Exception as exc:  # noqa: BLE001
+        err = f"import {dotted}: {_first_line(exc)}"
+        return {**out, "build_error": err, "modes": _all_raised(modes, err)}
+    rec = Recorder(mod, _slot_names(model.spec.module))
+    rec.patch_module()
+    try:
+        built = layers_mod.build(model, "tiny", "cpu", "float32", None)
+    except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
+        if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
+            return {**out, "untested": _first_line(exc), "modes": {}}
+        return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
+    rec.patch_module()  # names the layers' __init__ assigned (5.13/5.14 lazy_load_kernel)
+    rec.patch_model(built.model)
+    out["class"] = built.model_class
+    out["modes"] = {}
+    for mode in modes:
+        inst = _StepState()
+        steps = _Steps(built, inst, "train", TOKENS)  # type: ignore[arg-type]
+        rec.calls = []
+        error = None
+        for step in MODES[mode]:
+            rec.step = inst.step = step
+            try:
+                steps.run(step)
+            except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
+                error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
+                break
+        calls = list(rec.calls)
+        code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
+        out["modes"][mode] = {"exit": code, "error": error, "calls": calls}
+    return out
+
+
+class _StepState:
+    step = "?"
+    mark_backward = False
+
+
+def _all_raised(modes: tuple[str, ...], error: str) -> dict[str, Any]:
+    return {m: {"exit": 4, "error": f"building the model raised: {error}", "calls": []} for m in modes}
+
+
+def child_main(types: list[str], modes: tuple[str, ...]) -> None:
+    import logging
+
+    logging.disable(logging.WARNING)
+    for t in types:
+        t0 = time.perf_counter()
+        got = observe(t, modes)
+        got["seconds"] = round(time.perf_counter() - t0, 2)
+        print("GROUNDTRUTH " + json.dumps(got), flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# parent: truth in a child, doctor in subprocesses, comparison
+# ----------------------------------------------------------------------------------------------------------
+def _env(sites: list[Path], extra: dict[str, str]) -> dict[str, str]:
+    e = dict(os.environ)
+    for k in ("KERNELCHECK_DEBUG", "PYTHONPATH"):
+        e.pop(k, None)
+    e["PYTHONPATH"] = os.pathsep.join([*(str(s) for s in sites), str(REPO)])
+    e.setdefault("HF_HUB_OFFLINE", "1")
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    e.update(extra)
+    return e
+
+
+def truth(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict[str, str],
+          timeout: float = 1800) -> dict[str, dict[str, Any]]:
+    """{model_type: observation}, from one child process (one transformers import for every type)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", ",".join(types), "--modes", ",".join(modes)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(sites, extra), cwd=str(REPO), timeout=timeout)
+    got = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("GROUNDTRUTH "):
+            obs = json.loads(line[len("GROUNDTRUTH "):])
+            got[obs["model_type"]] = obs
+    for t in types:
+        if t not in got:  # the child died on this type (a segfault, an abort): that is a crash too
+            err = (f"the child process died (exit {res.returncode}): "
+                   f"{res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ''}")
+            got[t] = {"model_type": t, "build_error": err, "modes": _all_raised(modes, err)}
+            break
+    return got
+
+
+def doctor(model_type: str, mode: str, sites: list[Path], extra: dict[str, str]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", model_type, "--mode", mode, "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(sites, extra), cwd=str(REPO), timeout=600)
+    try:
+        rep = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        rep = {"error": (res.stderr.strip().splitlines() or ["no output"])[-1]}
+    return {"exit": res.returncode, "report": rep}
+
+
+def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, Any]:
+    """One (type, mode) row: agree when doctor's exit is the truth's and no function doctor calls fast ran torch."""
+    t = obs.get("modes", {}).get(mode) or {"exit": None, "error": obs.get("error"), "calls": []}
+    rep = doc["report"]
+    fns = {f["name"]: f for f in rep.get("functions", [])}
+    problems = []
+    if obs.get("untested") or obs.get("error"):
+        problems.append(f"no truth: {obs.get('untested') or obs.get('error')}")
+    elif t["exit"] != doc["exit"]:
+        problems.append(f"exit: truth {t['exit']}, doctor {doc['exit']}")
+    torch_ran = {c["slot"] for c in t["calls"] if not c["fast"]}
+    for name in sorted(torch_ran):
+        f = fns.get(name)
+        if f is not None and f.get("used") and f.get("status") == "fast":
+            problems.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
+    return {
+        "model_type": obs["model_type"], "mode": mode, "truth_exit": t["exit"], "doctor_exit": doc["exit"],
+        "agree": not problems, "problems": problems, "truth_error": t.get("error") or obs.get("build_error"),
+        "truth_calls": sorted({f"{c['slot']}={'fast' if c['fast'] else 'torch'}:{c['callable']}"
+                               for c in t["calls"]}),
+        "doctor": {n: f"{f.get('status')}{'' if f.get('used', True) else ' (unused)'}" for n, f in fns.items()},
+        "doctor_error": rep.get("error"),
+    }
+
+
+def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict[str, str] | None = None,
+        jobs: int = 2) -> list[dict[str, Any]]:
+    """Every (type, mode) row: the truth's child and the doctor runs side by side."""
+    extra = extra or {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        obs_f = pool.submit(truth, types, modes, sites, extra)
+        doc_f = {(t, m): pool.submit(doctor, t, m, sites, extra) for t in types for m in modes}
+        obs = obs_f.result()
+        return [compare(obs[t], doc_f[(t, m)].result(), m) for t in types for m in modes]
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'model_type':<22} {'mode':<6} {'truth':>5} {'doctor':>6}  result"]
+    for r in rows:
+        word = "agree" if r["agree"] else "DISAGREE: " + "; ".join(r["problems"])
+        lines.append(f"{r['model_type']:<22} {r['mode']:<6} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
+        if not r["agree"]:
+            if r["truth_error"]:
+                lines.append(f"{'':<30} truth raised: {r['truth_error']}")
+            lines.append(f"{'':<30} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
+            lines.append(f"{'':<30} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
+    n = sum(r["agree"] for r in rows)
+    lines.append(f"{n} of {len(rows)} agree")
+    return "\n".join(lines)
+
+
+def known_types() -> list[str]:
+    from kernelcheck.core import matrix as matrix_mod
+
+    return list(matrix_mod.load().model_types)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.groundtruth", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--transformers", help="a transformers version to test (installed into a cached test site)")
+    ap.add_argument("--site", action="append", default=[], type=Path,
+                    help="a folder put first on sys.path (e.g. one made with pip install --target); repeatable")
+    ap.add_argument("--with", dest="extra_reqs", action="append", default=[],
+                    help="another requirement for a cached test site (e.g. kernels==0.15.2); repeatable")
+    ap.add_argument("--types", help="comma-separated model types (default: every type kernelcheck knows)")
+    ap.add_argument("--modes", default="train,infer")
+    ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both runs; repeatable")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    modes = tuple(m for m in a.modes.split(",") if m)
+    if any(m not in MODES for m in modes):
+        ap.error(f"--modes takes train and/or infer, not {a.modes}")
+    if a.child is not None:
+        child_main([t for t in a.child.split(",") if t], modes)
+        return 0
+    extra = {}
+    for kv in a.env:
+        if "=" not in kv:
+            ap.error(f"--env takes KEY=VALUE, not {kv}")
+        k, _, v = kv.partition("=")
+        extra[k] = v
+    sites = [s.resolve() for s in a.site]
+    for s in sites:
+        if not s.is_dir():
+            ap.error(f"--site {s}: no such folder")
+    if a.transformers or a.extra_reqs:
+        from envs import site
+
+        # transformers' own closure first: a --with package's dependencies (a newer huggingface_hub) must not
+        # shadow the versions that transformers release resolved to
+        made = [site(f"transformers=={a.transformers}", deps=True)] if a.transformers else []
+        if a.extra_reqs:
+            made.append(site(*a.extra_reqs, deps=True))
+        sites = made + sites
+    types = [t for t in (a.types or "").split(",") if t] or known_types()
+    unknown = sorted(set(types) - set(known_types()))
+    if unknown:
+        ap.error(f"unknown model types {unknown}; kernelcheck knows {known_types()}")
+    rows = run(types, modes, sites, extra, a.jobs)
+    print(json.dumps(rows, indent=1) if a.json else table(rows))
+    return 0 if all(r["agree"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""doctor against the ground truth: real tiny models built and run on the CPU, the callable of every slot recorded
+(tests/groundtruth.py). A bounded subset here; `python -m tests.groundtruth [--transformers X]` runs every type."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import groundtruth
+import pytest
+from envs import REPO, site
+
+pytestmark = pytest.mark.integration
+
+MAMBA_513 = ["mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "nemotron_h"]
+
+
+def _check(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    assert all(r["agree"] for r in rows), "\n" + groundtruth.table(rows)
+    return {(r["model_type"], r["mode"]): r for r in rows}
+
+
+def test_installed_transformers_doctor_agrees_with_what_runs():
+    rows = _check(groundtruth.run(["qwen3_5", "mamba2", "zamba", "lfm2"], ("train", "infer"), [], {}))
+    # the truth is what ran: the torch callables of the decorated functions, on this CPU
+    calls = rows[("qwen3_5", "infer")]["truth_calls"]
+    assert any(c.startswith("chunk_gated_delta_rule=torch:") and "torch_chunk_gated_delta_rule" in c for c in calls)
+    assert any(c.startswith("fused_recurrent_gated_delta_rule=torch:") for c in calls)
+    assert not any(c.startswith("fused_recurrent_gated_delta_rule") for c in rows[("qwen3_5", "train")]["truth_calls"])
+    assert all(r["truth_exit"] == 3 for r in rows.values())
+
+
+def test_transformers_5_13_mamba_family_doctor_agrees_with_what_runs():
+    tf = site("transformers==5.13.1", deps=True)
+    rows = _check(groundtruth.run(MAMBA_513, ("train",), [tf], {}))
+    # 5.13 resolves the kernels in the mixer's __init__: with none here the mixer's own torch path runs ...
+    assert rows[("mamba2", "train")]["truth_calls"] == [
+        "Mamba2Mixer.torch_forward=torch:transformers.models.mamba2.modeling_mamba2.Mamba2Mixer.torch_forward"]
+    assert rows[("mamba", "train")]["truth_exit"] == 3 and rows[("jamba", "train")]["truth_exit"] == 3
+    # ... and zamba's forward raises instead (use_mamba_kernels defaults to True)
+    assert rows[("zamba", "train")]["truth_exit"] == 4
+    assert "Fast Mamba kernels are not available" in rows[("zamba", "train")]["truth_error"]
+
+
+def test_transformers_5_13_with_kernels_in_window_offline_crashes_at_build_and_doctor_says_broken(tmp_path):
+    # kernels 0.15.2 is inside 5.13's window: lazy_load_kernel fetches Hub kernels in __init__; offline with an empty
+    # cache that raises. The one command a user runs for a release, with its JSON rows.
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    res = subprocess.run(
+        [sys.executable, "-m", "tests.groundtruth", "--transformers", "5.13.1", "--with", "kernels==0.15.2",
+         "--env", f"HF_HOME={tmp_path}", "--env", "HF_HUB_OFFLINE=1", "--env", "USE_HUB_KERNELS=0",
+         "--types", "mamba2,falcon_mamba", "--modes", "train", "--json"],
+        capture_output=True, text=True, cwd=str(REPO), env=env, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    rows = {r["model_type"]: r for r in json.loads(res.stdout)}
+    for t in ("mamba2", "falcon_mamba"):
+        assert rows[t]["truth_exit"] == 4 and rows[t]["doctor_exit"] == 4 and rows[t]["agree"]
+        assert "not available in the local cache" in rows[t]["truth_error"]  # USE_HUB_KERNELS=0 does not help
+
+
+def test_harness_reports_a_disagreement_and_exits_1():
+    # doctor says READY for mamba2 on 5.13 when the lazy-kernel regime is not read; the harness must say so. The
+    # same comparison, fed doctor's old answer (exit 0, every function "not called"), disagrees.
+    obs = {"model_type": "mamba2", "modes": {"train": {"exit": 3, "error": None, "calls": [
+        {"step": "train", "slot": "Mamba2Mixer.torch_forward", "callable": "x.torch_forward", "fast": False}]}}}
+    old = {"exit": 0, "report": {"functions": [{"name": "causal_conv1d_fn", "status": "unsupported", "used": False}]}}
+    row = groundtruth.compare(obs, old, "train")
+    assert not row["agree"] and row["problems"] == ["exit: truth 3, doctor 0"]
+    assert "DISAGREE: exit: truth 3, doctor 0" in groundtruth.table([row])
