@@ -20,14 +20,14 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from kernelcheck import __version__
-from kernelcheck.core import errors, manifest
+from kernelcheck.core import errors, manifest, signals
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import KernelcheckError
@@ -124,6 +124,8 @@ def _pip_version(name: str, probed: str | None) -> str | None:
 
 
 def _pip_install(files: list[str], constraints: Path, target: str | None, log: Callable[[str], None]) -> None:
+    """pip in its own session, its temp folders beside the constraints file (removed with it even when pip
+    is ended by a signal and cannot clean up)."""
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
            "--no-input", "-c", str(constraints)]
     if target:
@@ -131,7 +133,11 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     cmd += files
     log("  $ " + " ".join(cmd))
     # its own session: a Ctrl-C reaches kernelcheck, which ends pip's whole group and rolls back
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    scratch = constraints.parent / "pip-tmp"
+    scratch.mkdir(exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(scratch))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
     try:
         out, err = proc.communicate()
     except BaseException:
@@ -379,31 +385,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-@contextmanager
-def _deferred_signals() -> Iterator[list[int]]:
+def _deferred_signals() -> AbstractContextManager[list[int]]:
     """SIGINT/SIGTERM wait until the block ends (a rollback or a commit is never cut in half by a second
     Ctrl-C); the signals that came are listed for the caller."""
-    import signal
-
-    came: list[int] = []
-    old: dict[int, object] = {}
-
-    def note(signum: int, frame: object) -> None:
-        came.append(signum)
-
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.getsignal(sig)
-            if old[sig] is not signal.SIG_IGN:
-                signal.signal(sig, note)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield came
-    finally:
-        for signum, handler in old.items():
-            if handler is not signal.SIG_IGN:
-                signal.signal(signum, handler)  # type: ignore[arg-type]
+    return signals.held(reraise=False)
 
 
 # ---------------------------------------------------------------- prepare (nothing installed yet)

@@ -263,7 +263,11 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             "TORCH_CUDA_ARCH_LIST": ";".join(arches),  # for any extension torch adds flags to
             "MAX_JOBS": str(jobs),
             "PIP_NO_INPUT": "1",
+            # pip's own temp folders (its copy of the source tree, objects ...) inside the build folder: a pip
+            # ended by a signal cannot clean them up, and they go with the build folder
+            "TMPDIR": str(Path(tmp) / "tmp"),
         })
+        (Path(tmp) / "tmp").mkdir()
         if cxx11abi:
             env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
         if cuda_home and not env.get("CUDA_HOME"):
