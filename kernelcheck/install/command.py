@@ -7,7 +7,8 @@ doctor's view of the environment and the model's needs -> candidates (sources.ga
 Exit codes: 0 every needed package is (or would be) installed and the job is ready; 3 a package was
 refused or blocked (it cannot be installed here, or only by changing torch/triton/transformers), so
 its torch fallback stays; 4 the result is broken (a predicted breakage such as fla#640 in train mode,
-or an install/build step failed - then nothing was changed); 2 bad flags or input; 1 internal error.
+or an install/build step failed - then nothing was changed); 2 bad flags or input; 1 internal error;
+130/143 interrupted by SIGINT/SIGTERM (rolled back, or after the commit: the completed install).
 After a real install with a GPU present the exit code is the post-install doctor's.
 """
 
