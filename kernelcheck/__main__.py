@@ -1,4 +1,10 @@
-from kernelcheck.cli.main import main
+from kernelcheck.cli import interrupts
+
+interrupts.install()  # a signal while the commands are still being imported is an interruption too (exit 130/143)
+try:
+    from kernelcheck.cli.main import main
+except KeyboardInterrupt as exc:
+    interrupts.report("", exc, False)
 
 if __name__ == "__main__":
     main()

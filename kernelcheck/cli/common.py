@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kernelcheck import SCHEMA
+from kernelcheck.cli import interrupts
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
@@ -121,13 +122,16 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             as_json = bool(kwargs.get("as_json"))
             _setup_output(kwargs)
             try:
-                check_junit_path(kwargs.get("junit"))
-                code = fn(*args, **kwargs)
+                with interrupts.routed():
+                    check_junit_path(kwargs.get("junit"))
+                    code = fn(*args, **kwargs)
+            except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: exit 130 / 143, cleanup done on the way out
+                interrupts.report(command, exc, as_json)
             except KernelcheckError as exc:
                 _junit_error(command, kwargs, exc)
                 _emit_error(command, as_json, exc)
                 sys.exit(exc.exit_code)
-            except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
+            except (click.exceptions.Exit, click.ClickException):
                 raise
             except BrokenPipeError:  # the output's reader left before the verdict was printed
                 _drop_stdout()

@@ -64,7 +64,8 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     \b
     Exit codes: 0 ready; 3 a package was refused or blocked (its torch fallback stays);
     4 broken (a predicted breakage such as fla#640, or a failed step: nothing was changed);
-    2 bad flags or input; 1 internal error.
+    2 bad flags or input; 1 internal error; 130/143 interrupted by SIGINT/SIGTERM (the environment
+    is as it was, or the completed install: the last stderr line says which).
     """
     from kernelcheck.install import command as install_mod
 

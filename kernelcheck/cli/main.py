@@ -1,7 +1,8 @@
 """The command line: a thin click group; each command lives in its own module of this folder.
 
 Exit codes, identical for every command: 0 ready · 3 a slow fallback path would run ·
-4 broken (crash, refusal, wrong results) · 2 bad usage or bad input · 1 internal error.
+4 broken (crash, refusal, wrong results) · 2 bad usage or bad input · 1 internal error ·
+130 / 143 interrupted by SIGINT / SIGTERM (128 + the signal; cli/interrupts.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck import __version__
+from kernelcheck.cli import interrupts
 from kernelcheck.cli.doctor import doctor
 from kernelcheck.cli.hub import hub
 from kernelcheck.cli.install import install
@@ -18,7 +20,18 @@ from kernelcheck.cli.verify import verify
 from kernelcheck.core import settings
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Group(click.Group):
+    """click's own Ctrl-C handling says "Aborted!" and exits 1 (an internal error); an interruption while
+    the command line is still being parsed exits 130/143 like one inside a command (cli/interrupts.py)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            interrupts.report(ctx.invoked_subcommand or "", exc, False)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="kernelcheck")
 @click.option("--network-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
@@ -33,8 +46,8 @@ def main(network_timeout: float | None = None) -> None:
       kernelcheck trace step.json.gz                    # why a "98% busy" GPU is starved
 
     Exit codes (every command): 0 ready, 3 a slow fallback path would run, 4 broken (crash, refusal or
-    wrong results), 2 bad usage or input, 1 internal error. Use `kernelcheck doctor --model M --mode train`
-    as a pipeline gate.
+    wrong results), 2 bad usage or input, 1 internal error, 130/143 interrupted by SIGINT/SIGTERM.
+    Use `kernelcheck doctor --model M --mode train` as a pipeline gate.
     """
     if network_timeout is not None:
         settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))

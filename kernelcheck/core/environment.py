@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import signals
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,8 @@ def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | 
     if importlib.util.find_spec("torch") is None:
         return None
     try:
-        import torch
+        with signals.held(second_interrupts=True):  # torch's C code swallows a Ctrl-C inside its numpy import
+            import torch
     except Exception as exc:  # torch present but broken: report as absent with the reason in version
         return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
     if after_import is not None:
@@ -243,11 +245,13 @@ def probe_package(info: matrix_mod.PackageInfo) -> PackageState:
     ext_path = None
     for mod in info.probe_modules:
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), signals.held(second_interrupts=True):
                 warnings.simplefilter("ignore")
                 m = importlib.import_module(mod)
             if info.extension and mod == info.extension:
                 ext_path = getattr(m, "__file__", None)
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM while importing: the command stops (an interrupted
+            raise  # import is not "the package does not import", which install would act on)
         except BaseException as exc:  # noqa: BLE001 - any failure is the finding (SystemExit too)
             error = f"{type(exc).__name__}: {exc}".strip()
             break

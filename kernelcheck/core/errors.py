@@ -17,3 +17,35 @@ class BadInput(KernelcheckError):
     """Bad usage or bad input (unknown model, malformed config, no torch): exit 2."""
 
     exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM: the command stopped before its verdict. Exit 128 + the signal number (130 for
+    SIGINT, 143 for SIGTERM: what a shell reports for a process ended by that signal). A KeyboardInterrupt,
+    so `except Exception` never swallows it and every `finally` and cleanup on the way out runs.
+
+    `detail` says what the interruption left (install: nothing changed, rolled back, or completed)."""
+
+    def __init__(self, signum: int = 2, detail: str = ""):
+        super().__init__(f"signal {signum}")
+        self.signum = int(signum)
+        self.detail = detail
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def signal_name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+    @classmethod
+    def of(cls, exc: BaseException, detail: str = "") -> Interrupted:
+        """The same interruption with `detail` (a plain KeyboardInterrupt is SIGINT's)."""
+        signum = exc.signum if isinstance(exc, Interrupted) else 2
+        return cls(signum, detail or (exc.detail if isinstance(exc, Interrupted) else ""))

@@ -20,14 +20,14 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from kernelcheck import __version__
-from kernelcheck.core import manifest
+from kernelcheck.core import errors, manifest, signals
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import KernelcheckError
@@ -124,6 +124,8 @@ def _pip_version(name: str, probed: str | None) -> str | None:
 
 
 def _pip_install(files: list[str], constraints: Path, target: str | None, log: Callable[[str], None]) -> None:
+    """pip in its own session, its temp folders beside the constraints file (removed with it even when pip
+    is ended by a signal and cannot clean up)."""
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
            "--no-input", "-c", str(constraints)]
     if target:
@@ -131,7 +133,11 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     cmd += files
     log("  $ " + " ".join(cmd))
     # its own session: a Ctrl-C reaches kernelcheck, which ends pip's whole group and rolls back
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    scratch = constraints.parent / "pip-tmp"
+    scratch.mkdir(exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(scratch))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
     try:
         out, err = proc.communicate()
     except BaseException:
@@ -184,21 +190,22 @@ class Backup:
     saved: dict[str, list[tuple[Path, Path]]] = field(default_factory=dict)  # dist -> [(original, copy)]
 
     def save(self, site: Path, dist: str) -> None:
+        """Copy `dist`'s files (its RECORD) under root/dist: files in `site` by their relative path, files
+        outside it (a venv's bin/ scripts) under _outside/ by their absolute path."""
         pairs = []
+        base = site.resolve()
         for di in _dist_infos(site, dist):
             for f in _record_files(site, di):
-                if f.is_dir():
-                    dst = self.root / dist / f.relative_to(site.resolve()) if f.is_relative_to(site.resolve()) \
-                        else None
-                    if dst:
+                inside = f.is_relative_to(base)
+                rel = f.relative_to(base) if inside else Path("_outside") / f.relative_to(f.anchor)
+                dst = self.root / dist / rel
+                if f.is_dir() and not f.is_symlink():
+                    if inside:
                         shutil.copytree(f, dst, dirs_exist_ok=True, symlinks=True)
                         pairs.append((f, dst))
-                elif f.is_file():
-                    inside = f.is_relative_to(site.resolve())
-                    rel = f.relative_to(site.resolve()) if inside else Path("_outside") / f.name
-                    dst = self.root / dist / rel
+                elif f.is_file() or f.is_symlink():
                     dst.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(f, dst)
+                    shutil.copy2(f, dst, follow_symlinks=False)
                     pairs.append((f, dst))
         self.saved[dist] = pairs
 
@@ -215,10 +222,10 @@ class Backup:
 # ---------------------------------------------------------------- the journal: undo an interrupted install
 
 TXN = ".kernelcheck-txn"
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM (or SIGINT) during an install: rolled back, then reported."""
+Interrupted = errors.Interrupted  # SIGTERM or SIGINT during an install: rolled back, then reported (exit 143/130)
+# pip's AdjacentTempDirectory (pip/_internal/utils/temp_dir.py): while it uninstalls `fla` it stashes it as
+# `~la` beside it; a pip ended mid-uninstall leaves that stash in site-packages
+_PIP_STASH_CHARS = "-~.=%0123456789"
 
 
 def _wheel_tops(path: str) -> list[str]:
@@ -228,82 +235,160 @@ def _wheel_tops(path: str) -> list[str]:
         return sorted({n.split("/", 1)[0] for n in zf.namelist() if not n.split("/", 1)[0].endswith(".data")})
 
 
-def _begin(site: Path, dists: list[str], files: list[str]) -> Path:
-    """Write the journal before pip runs: what was in site-packages, and what these wheels add."""
+def _tree(top: Path) -> list[str]:
+    """Every path under `top` (folders too), relative to it: what an existing top-level entry held."""
+    if not top.is_dir() or top.is_symlink():
+        return []
+    return sorted(str(p.relative_to(top)) for p in top.rglob("*"))
+
+
+def _begin(site: Path, dists: list[str], files: list[str], manifest_path: Path | None = None) -> Path:
+    """Before pip runs: back up every distribution that will be replaced (and the manifest), then write the
+    journal (what site-packages held, what these wheels add). The journal is written last, atomically: a
+    journal on disk always has its complete backup beside it; a backup without a journal is just removed."""
     import json
 
     txn = site / TXN
     shutil.rmtree(txn, ignore_errors=True)
     (txn / "backup").mkdir(parents=True)
+    backup = Backup(txn / "backup")
+    for d in dists:
+        backup.save(site, d)
     tops = sorted({t for f in files for t in _wheel_tops(f)})
     before = sorted(p.name for p in site.iterdir()) if site.is_dir() else []
-    data = {"pid": os.getpid(), "dists": dists, "tops": tops, "before": before}
+    data: dict = {"pid": os.getpid(), "dists": dists, "tops": tops, "before": before,
+                  "top_files": {t: _tree(site / t) for t in tops if t in before}}
+    if manifest_path is not None:
+        data["manifest"] = str(manifest_path)
+        data["manifest_existed"] = manifest_path.is_file()
+        if manifest_path.is_file():
+            shutil.copy2(manifest_path, txn / "manifest.json")
     tmp = txn / ".journal.tmp"
     tmp.write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, txn / "journal.json")
     return txn
 
 
-def _rollback(site: Path, txn: Path) -> list[str]:
-    """Put site-packages back as the journal recorded it: new top-level entries of the wheels removed,
-    the backed-up distributions restored."""
-    import json
-
-    try:
-        data = json.loads((txn / "journal.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        shutil.rmtree(txn, ignore_errors=True)
-        return []
-    before = set(data.get("before", []))
-    for top in data.get("tops", []):
-        p = site / top
-        if top in before or top == TXN:
+def _prune(top: Path, keep: list[str]) -> None:
+    """Remove what is under `top` and was not there before (files first, then folders, deepest first)."""
+    kept = set(keep)
+    for p in sorted(top.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+        if str(p.relative_to(top)) in kept:
             continue
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
-    backup = Backup(txn / "backup")
+
+
+def _is_pip_stash(name: str, originals: set[str]) -> bool:
+    """`~la` for `fla`, `~-a` ...: "~", then pip's leading characters, then the rest of an original name."""
+    if not name.startswith("~"):
+        return False
+    return any(len(o) == len(name) and any(name[i:] == o[i:] and all(c in _PIP_STASH_CHARS for c in name[1:i])
+                                           for i in range(1, len(o)))
+               for o in originals)
+
+
+def _rollback(site: Path, txn: Path) -> list[str]:
+    """Put site-packages back as the journal recorded it: what the wheels added removed, the replaced
+    distributions and the manifest restored. Idempotent: a rollback cut short (SIGKILL) is redone by the
+    next run, as the journal goes last."""
+    import json
+
+    try:
+        data = json.loads((txn / "journal.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        shutil.rmtree(txn, ignore_errors=True)  # no journal: pip never ran, nothing to undo
+        return []
+    before = set(data.get("before", []))
+    tops = list(data.get("tops", []))
+    for entry in sorted(site.iterdir()) if site.is_dir() else []:
+        name = entry.name
+        if name in before or name == TXN or not (name in tops or _is_pip_stash(name, before | set(tops))):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
     for dist in data.get("dists", []):
         _remove_dist(site, dist)  # whatever pip got to write of the new version
-        root = backup.root / dist
-        if root.is_dir():
-            for copy in root.rglob("*"):
-                if (copy.is_file() or copy.is_symlink()) and copy.relative_to(root).parts[0] != "_outside":
-                    orig = site / copy.relative_to(root)
-                    orig.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(copy, orig)
-    shutil.rmtree(txn, ignore_errors=True)
+    for top, keep in data.get("top_files", {}).items():
+        if (site / top).is_dir():
+            _prune(site / top, keep)  # files of the new version that the old one did not have
+    _restore_backup(site, txn / "backup", list(data.get("dists", [])))
+    if data.get("manifest"):
+        man = Path(data["manifest"])
+        if data.get("manifest_existed") and (txn / "manifest.json").is_file():
+            man.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(txn / "manifest.json", man)
+        elif not data.get("manifest_existed"):
+            man.unlink(missing_ok=True)
+    _end_txn(txn)
     return list(data.get("dists", []))
+
+
+def _restore_backup(site: Path, root: Path, dists: list[str]) -> None:
+    for dist in dists:
+        for copy in (root / dist).rglob("*") if (root / dist).is_dir() else ():
+            if not (copy.is_file() or copy.is_symlink()):
+                continue
+            rel = copy.relative_to(root / dist)
+            orig = Path("/", *rel.parts[1:]) if rel.parts[0] == "_outside" else site / rel
+            orig.parent.mkdir(parents=True, exist_ok=True)
+            if orig.is_symlink():
+                orig.unlink()
+            shutil.copy2(copy, orig, follow_symlinks=False)
+
+
+def _end_txn(txn: Path) -> None:
+    """The journal first (the commit point: without it nothing is undone), then the rest."""
+    (txn / "journal.json").unlink(missing_ok=True)
+    shutil.rmtree(txn, ignore_errors=True)
 
 
 def repair(target: str | None, log: Callable[[str], None] = print) -> None:
     """Undo what an interrupted install left (a journal whose process is gone); called under the lock."""
     site = site_dir(target)
     txn = site / TXN
-    if not (txn / "journal.json").exists():
+    if not txn.exists():
         return
-    dists = _rollback(site, txn)
+    if not (txn / "journal.json").exists():
+        shutil.rmtree(txn, ignore_errors=True)  # a backup begun before a kill, pip never ran
+        return
+    with _deferred_signals():
+        dists = _rollback(site, txn)
     log(f"repaired an interrupted kernelcheck install in {site}: {', '.join(dists) or 'nothing'} put back as "
         "it was before")
 
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises Interrupted, as SIGINT raises KeyboardInterrupt (the CLI does this for every command;
+    here for callers of execute() as a library)."""
     import signal
 
     def raise_it(signum: int, frame: object) -> None:
-        raise Interrupted(f"signal {signum}")
+        raise Interrupted(signum)
 
     try:
-        old = signal.signal(signal.SIGTERM, raise_it)
+        old = signal.getsignal(signal.SIGTERM)
+        if old is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, raise_it)
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        if old is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _deferred_signals() -> AbstractContextManager[list[int]]:
+    """SIGINT/SIGTERM wait until the block ends (a rollback or a commit is never cut in half by a second
+    Ctrl-C); the signals that came are listed for the caller."""
+    return signals.held(reraise=False)
 
 
 # ---------------------------------------------------------------- prepare (nothing installed yet)
@@ -435,40 +520,68 @@ def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Enviro
 
 def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, allow_change: frozenset[str],
             log: Callable[[str], None] = print, jobs: int | None = None, offline: bool = True) -> Outcome:
-    """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged."""
+    """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged.
+
+    SIGINT/SIGTERM raise Interrupted whose `detail` says what was left: before pip, nothing was changed
+    (a build's process group is ended, its folder removed); from the journal on until the commit, the site
+    and manifest are rolled back; after the commit (journal removed) the install is complete."""
     started = time.monotonic()
     outcome = Outcome()
     site = site_dir(target)
     m = matrix_mod.load()
-    with tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
+    with _sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
-        ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target)
+        try:
+            ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target)
+        except KeyboardInterrupt as exc:
+            raise Interrupted.of(exc, "stopped before anything was installed (a build's processes were ended and "
+                                      "its folder removed): nothing was changed.") from None
         if not ready:
             outcome.seconds = time.monotonic() - started
             return outcome
         dists = [info.name.name for _, info, _ in ready]
         files = [info.path for _, info, _ in ready]
-        site.mkdir(parents=True, exist_ok=True)
-        with _sigterm_as_interrupt():
-            txn = _begin(site, dists, files)
-            backup = Backup(txn / "backup")
-            try:
-                for d in dists:
-                    backup.save(site, d)
-                _pip_install(files, constraints, target, log)
-                err = _check_imports(ready, env, target, m)
-            except BaseException:
-                _rollback(site, txn)
-                log("interrupted or failed: the install was rolled back (site-packages as before)")
-                raise
+        where = manifest.target_path(target) if target else None
+        txn: Path | None = None
+        try:
+            site.mkdir(parents=True, exist_ok=True)
+            txn = _begin(site, dists, files, where or manifest.path())
+            _pip_install(files, constraints, target, log)
+            err = _check_imports(ready, env, target, m)
             if err:
-                _rollback(site, txn)
                 raise InstallFailed(f"after install, {err}. The new packages were removed and the previous "
                                     "state restored.")
-            shutil.rmtree(txn, ignore_errors=True)
-    where = manifest.target_path(target) if target else None
+            _record(ready, plan, env, site, where, outcome)  # inside the transaction: undone with the rest
+            with _deferred_signals() as came:
+                _end_txn(txn)  # the commit
+                txn = None
+        except BaseException as exc:
+            if txn is not None:
+                with _deferred_signals():
+                    _rollback(site, txn)
+                log("interrupted or failed: the install was rolled back (site-packages as before)")
+            elif (site / TXN).exists() and not (site / TXN / "journal.json").exists():
+                shutil.rmtree(site / TXN, ignore_errors=True)  # a backup begun, pip never ran
+            if isinstance(exc, KeyboardInterrupt):
+                raise Interrupted.of(exc, f"the install was rolled back: {site} is as it was before, nothing was "
+                                          "changed.") from None
+            raise
+    if came:  # a signal during the commit: the install is complete, and then interrupted
+        raise Interrupted(came[0], _completed_detail(outcome))
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _completed_detail(outcome: Outcome) -> str:
+    what = ", ".join(f"{e['distribution']} {e['version']}" for e in outcome.installed)
+    return (f"the install had completed ({what}; manifest {outcome.manifest}), but no verdict was reached: run "
+            "`kernelcheck doctor` for it.")
+
+
+def _record(ready: list[tuple[Step, wheels.WheelInfo, dict]], plan: Plan, env: Environment, site: Path,
+            where: Path | None, outcome: Outcome) -> None:
     for step, info, how in ready:
         entry = {
             "distribution": info.name.name, "version": info.name.version, "spec": step.spec,
@@ -485,5 +598,3 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         p = manifest.record(key, entry, where)
         outcome.manifest = str(p)
         outcome.installed.append(entry)
-    outcome.seconds = time.monotonic() - started
-    return outcome

@@ -11,6 +11,7 @@ memory, compile steps are streamed as progress, and the wheel is kept in the whe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -262,7 +263,11 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             "TORCH_CUDA_ARCH_LIST": ";".join(arches),  # for any extension torch adds flags to
             "MAX_JOBS": str(jobs),
             "PIP_NO_INPUT": "1",
+            # pip's own temp folders (its copy of the source tree, objects ...) inside the build folder: a pip
+            # ended by a signal cannot clean them up, and they go with the build folder
+            "TMPDIR": str(Path(tmp) / "tmp"),
         })
+        (Path(tmp) / "tmp").mkdir()
         if cxx11abi:
             env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
         if cuda_home and not env.get("CUDA_HOME"):
@@ -308,28 +313,50 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
 
 
 def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    """SIGTERM the process group of `proc`, SIGKILL what is left after `grace` seconds."""
+    """SIGTERM the process group of `proc`, SIGKILL what is left after `grace` seconds, and return only when
+    no process of the group is alive (ninja, nvcc, cicc, cc1plus outlive pip by a moment otherwise)."""
     import signal
 
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        return
+    pgid = proc.pid  # started with start_new_session: its own group, whose id is its pid
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
-            return
+            break
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             continue
-        # the leader is gone; children may linger a moment
-        time.sleep(0.2)
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 0)
+        while group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not group_alive(pgid):
+            break
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    deadline = time.monotonic() + grace
+    while group_alive(pgid) and time.monotonic() < deadline:  # SIGKILLed members finishing their exit
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Processes of group `pgid` that are still running (zombies excluded), from /proc."""
+    out = []
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            out.append(int(pid))
+    return out
 
 
 def sidecar_path(wheel: Path) -> Path:

@@ -7,7 +7,8 @@ doctor's view of the environment and the model's needs -> candidates (sources.ga
 Exit codes: 0 every needed package is (or would be) installed and the job is ready; 3 a package was
 refused or blocked (it cannot be installed here, or only by changing torch/triton/transformers), so
 its torch fallback stays; 4 the result is broken (a predicted breakage such as fla#640 in train mode,
-or an install/build step failed - then nothing was changed); 2 bad flags or input; 1 internal error.
+or an install/build step failed - then nothing was changed); 2 bad flags or input; 1 internal error;
+130/143 interrupted by SIGINT/SIGTERM (rolled back, or after the commit: the completed install).
 After a real install with a GPU present the exit code is the post-install doctor's.
 """
 
@@ -30,7 +31,7 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
-from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
 from kernelcheck.core.status import EXIT_CODE, worst
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
@@ -186,7 +187,25 @@ def _doctor_after(req: Request) -> tuple[dict | None, str]:
 
 
 def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
-    """Plan, print, and unless --dry-run carry out; returns the final report and exit code."""
+    """Plan, print, and unless --dry-run carry out; returns the final report and exit code.
+
+    SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
+    or the install completed before the doctor after it gave a verdict."""
+    done: list[installer.Outcome] = []  # the committed install, once there is one
+    try:
+        return _run(req, echo, as_json, done)
+    except KeyboardInterrupt as exc:
+        if done:
+            detail = installer._completed_detail(done[0]).replace(
+                "run `kernelcheck doctor`", f"run `kernelcheck doctor --model {req.model} --mode {req.mode}`")
+            raise Interrupted.of(exc, detail) from None
+        if isinstance(exc, Interrupted) and exc.detail:
+            raise
+        raise Interrupted.of(exc, "stopped before anything was installed: nothing was changed.") from None
+
+
+def _run(req: Request, echo: Callable[[str], None], as_json: bool,
+         done: list[installer.Outcome]) -> tuple[Report, int]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
     arches, versions = _validate(req)
@@ -235,11 +254,19 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
                                         log=progress, jobs=req.jobs, offline=offline)
+            done.append(outcome)
         except (installer.InstallFailed, build_mod.BuildFailed) as exc:
             report.extra["plan"] = plan.to_json()
             report.findings.append(Finding("install-failed", "broken", exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
+    return _after_install(req, report, plan, outcome, opts, origin, echo, progress, as_json)
+
+
+def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: installer.Outcome,
+                   opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
+                   progress: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
+    """What was installed, then doctor in a fresh process; its verdict is the command's."""
     report.extra.update({"plan": plan.to_json(), "installed": outcome.installed, "manifest": outcome.manifest,
                          "install_seconds": round(outcome.seconds, 1)})
     for e in outcome.installed:
@@ -259,7 +286,8 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     # report's, and the exit code is the worst verdict printed (the doctor after install, and with --arch
     # also the plan's prediction for GPUs that are not here), never READY under a FALLBACK block.
     if after:
-        report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
+        fields = FunctionStatus.__dataclass_fields__
+        report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in fields})
                             for f in after.get("functions", [])]
         report.findings = [Finding(**{**f, "functions": tuple(f.get("functions", ()))})
                            for f in after.get("findings", [])] + _plan_findings(plan)
@@ -274,8 +302,6 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
                                        "judged those GPUs (--arch), not this machine's"))
         return report, EXIT_CODE[worst([report.verdict, plan.predicted])]
     return report, report.exit_code
-
-
 
 
 def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,

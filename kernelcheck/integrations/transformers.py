@@ -350,6 +350,8 @@ def _resolve_like_transformers(package: str, func: str, internal_path: str | Non
                         break
             if obj is None and submodule_fallback and full_module_path != package:
                 obj = getattr(importlib.import_module(full_module_path), func, None)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM during the import: the command stops, it is no finding
+        raise
     except BaseException:  # noqa: BLE001 - transformers swallows every exception here too
         return None
     return obj
@@ -381,6 +383,8 @@ def bind_exact(module_name: str, functions: tuple[str, ...]) -> BindingResult:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mod = importlib.import_module(dotted)
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM during the import: the command stops, it is no finding
+        raise
     except BaseException as exc:  # noqa: BLE001 - a failing import is the finding
         return BindingResult(regime, dotted, {}, module_error=f"{type(exc).__name__}: {exc}")
     if regime == "decorator":
