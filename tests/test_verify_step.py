@@ -53,6 +53,12 @@ def test_profiler_overhead_is_scaled_out_and_both_paths_give_a_projected_speedup
     assert "measured step" in both["method"]
 
 
+def test_on_a_gpu_the_optimizer_share_is_its_kernel_time_not_the_cpu_waiting_for_the_queue():
+    r = _result(step_ms=200.0, prof_ms=200.0, opt_ms=40.0)  # CPU 40 ms per step in the optimizer range
+    r["breakdown"]["phases"]["optimizer"]["gpu_ms"] = 2 * 10.0  # its kernels: 10 ms per step
+    assert projection.project(r)["per_layer"]["linear_attention"]["optimizer_ms"] == pytest.approx(2.0)
+
+
 def test_a_layer_type_that_was_not_built_cannot_be_projected():
     r = _result(200.0, 200.0, 10.0)
     del r["breakdown"]["layer_types"]["full_attention"]
@@ -82,6 +88,13 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
         assert p["peak_memory_bytes"] > 0
         assert set(p["phases"]) == {"forward", "backward", "optimizer"}
         assert set(p["layer_types"]) >= {"linear_attention", "full_attention"}
+        # every layer has its forward and its backward range in each of the 2 profiled steps, with checkpointing
+        # on (a recompute opens none: the backward range holds it, and it is dearer than the forward)
+        for typ, n in (("linear_attention", 3), ("full_attention", 1)):
+            lt = p["layer_types"][typ]
+            assert lt["forward"]["ranges"] == lt["backward"]["ranges"] == 2 * n, (typ, lt)
+            assert 0 < lt["forward"]["cost_ms"] < lt["backward"]["cost_ms"], (typ, lt)
+        assert p["layer_types"].get("_recompute_ranges", 0) == 0
         assert any("torch_chunk_gated_delta_rule" in i for i in p["implementations"])
     # both paths run the same torch code on a CPU: the same ops per step
     assert step["paths"]["fast"]["cpu_ops_per_step"] == pytest.approx(

@@ -4,8 +4,10 @@ From one path's worker result (step_worker.py):
 - the per-layer cost of each layer type: the cost of its forward and backward ranges in the profiled
   steps (larger of CPU time and GPU kernel time per range, trace/phases.py), per layer and per step,
   scaled from the profiled step to the unprofiled median step (profiler overhead);
-- plus its share of the optimizer step: the optimizer phase's time times the layer's share of the
-  parameters (AdamW's cost grows with the parameters it updates);
+- plus its share of the optimizer step: the optimizer phase's cost times the layer's share of the
+  parameters (AdamW's cost grows with the parameters it updates); on a GPU that cost is the phase's
+  kernel time (a fused AdamW is a few multi-tensor kernels; the phase's CPU time mostly waits for the
+  backward's queued kernels to drain), without kernels its CPU time;
 - everything else (embedding, LM head and loss, the optimizer's share for them, the step's overhead) is
   the measured step minus the layers: it does not grow with the layer count.
 
@@ -24,7 +26,7 @@ def per_layer_costs(r: dict[str, Any]) -> dict[str, dict[str, float]]:
     prof_ms = float(r["trace"]["profiled_step_ms"] or 0.0)
     scale = float(r["step_ms"]) / prof_ms if prof_ms > 0 else 1.0
     opt = (bd.get("phases") or {}).get("optimizer", {})
-    opt_ms = float(opt.get("ms", 0.0)) / steps * scale
+    opt_ms = float(opt.get("gpu_ms") or opt.get("ms", 0.0)) / steps * scale
     total_params = float(r["parameters"]) or 1.0
     out: dict[str, dict[str, float]] = {}
     for typ, e in (bd.get("layer_types") or {}).items():

@@ -152,8 +152,17 @@ class LayerRanges:
         if rf is not None:
             rf.__exit__(None, None, None)
 
+    def _recomputing(self) -> bool:
+        """Inside a backward pass: activation checkpointing recomputing the layer's forward. No range of its own:
+        its cost belongs to the layer's backward range, which holds it; and a non-reentrant checkpoint stops the
+        recompute as soon as the saved tensors are back, so the forward hook would never close a range opened
+        here (it stayed open to the end of the step and the next step's forward had none)."""
+        return bool(self.torch._C._current_graph_task_id() != -1)
+
     def _pre(self, i: int, name: str) -> Any:
         def hook(_m: Any, args: tuple, kwargs: dict) -> Any:
+            if self._recomputing():
+                return None  # the backward range holds it (see _recomputing)
             self._enter(name)
             grad = self.torch.is_grad_enabled()
             if args and isinstance(args[0], self.torch.Tensor) and grad and args[0].requires_grad:
@@ -167,6 +176,8 @@ class LayerRanges:
 
     def _post(self, i: int, name: str) -> Any:
         def hook(_m: Any, _args: tuple, out: Any) -> Any:
+            if self._recomputing():
+                return None
             self._exit(name)
             t = out[0] if isinstance(out, tuple) else out
             if not (isinstance(t, self.torch.Tensor) and self.torch.is_grad_enabled() and t.requires_grad):
