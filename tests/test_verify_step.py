@@ -103,6 +103,12 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
     assert step["speedup"] == pytest.approx(step["paths"]["reference"]["step_ms"] / step["paths"]["fast"]["step_ms"],
                                             abs=0.006)
     assert step["cost"]["total_s"] > 0 and step["cost"]["fast_first_step_s"] > 0
+    tc = step["cost"]["triton_cache"]  # no Triton kernel on a CPU: nothing compiled
+    assert tc["state"] == "warm" and tc["entries_added"] == 0 and tc["first_step_s"] > 0
+    # the two workers overlap only where no device work runs: the reference imports while the bound path
+    # runs, and starts its steps only after the bound path has finished
+    fc, rc = (step["paths"][p]["cost"] for p in ("fast", "reference"))
+    assert rc["started_at"] < fc["finished_at"] <= rc["gate_passed_at"]
     ids = {f["id"] for f in rep["findings"]}
     assert "verify-cpu" in ids and "advice-fla" in ids  # transformers says flash-linear-attention: reconciled
 

@@ -3,6 +3,11 @@
 Each path runs in its own worker process (step_worker.py: bindings are fixed at import), one after the
 other on the same device; this module starts them, reads their results, projects both to the real
 layer counts (projection.py) and turns it into the report: numbers, findings and statuses.
+
+To keep the check short, both workers start at once and only the GPU work is sequential: the bound
+path builds its model and runs its first (compiling) step while this process runs doctor, and times its
+steps only once doctor is done (its `timed_gate`); the reference path imports transformers and binds
+meanwhile and waits (`start_gate`) until the bound path has finished before it builds anything.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from kernelcheck.report.model import Finding, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import projection as projection_mod
+from kernelcheck.verify import steps as steps_mod
 
 PATHS = ("fast", "reference")
 
@@ -41,28 +47,43 @@ def _device_shape(shape: str | None) -> str:
     return shape
 
 
-def _run_worker(args: dict[str, Any], tmp: Path, timeout: float) -> tuple[dict[str, Any], str]:
-    inp, out, logf = tmp / f"{args['path']}.in.json", tmp / f"{args['path']}.out.json", tmp / f"{args['path']}.log"
-    inp.write_text(json.dumps(args), encoding="utf-8")
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    t0 = time.perf_counter()
-    with open(logf, "wb") as lf:
+class _Worker:
+    """One path's worker process, started early; `finish` waits for its result (bounded)."""
+
+    def __init__(self, args: dict[str, Any], tmp: Path):
+        self.path = args["path"]
+        inp, self.out, self.logf = tmp / f"{self.path}.in.json", tmp / f"{self.path}.out.json", tmp / f"{self.path}.log"
+        inp.write_text(json.dumps(args), encoding="utf-8")
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.t0 = time.perf_counter()
+        self._log = open(self.logf, "wb")  # noqa: SIM115 - closed in finish()
+        self.proc = subprocess.Popen([sys.executable, "-m", "kernelcheck.verify.step_worker", str(inp),
+                                      str(self.out)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def finish(self, timeout: float) -> tuple[dict[str, Any], str]:
         try:
-            subprocess.run([sys.executable, "-m", "kernelcheck.verify.step_worker", str(inp), str(out)],
-                           stdout=lf, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            return {"path": args["path"], "error": f"the {args['path']} path ran past {timeout:.0f} s"}, \
-                noise_mod.read_log(logf)
-    text = noise_mod.read_log(logf)
-    try:
-        res = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        tail = " | ".join(text.strip().splitlines()[-3:])
-        res = {"path": args["path"], "error": f"the worker process died without a result ({tail[:400]})"}
-    res.setdefault("cost", {})["process_s"] = round(time.perf_counter() - t0, 3)
-    return res, text
+            self.kill()
+            return {"path": self.path, "error": f"the {self.path} path ran past {timeout:.0f} s"}, \
+                noise_mod.read_log(self.logf)
+        finally:
+            self._log.close()
+        text = noise_mod.read_log(self.logf)
+        try:
+            res = json.loads(self.out.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            tail = " | ".join(text.strip().splitlines()[-3:])
+            res = {"path": self.path, "error": f"the worker process died without a result ({tail[:400]})"}
+        res.setdefault("cost", {})["process_s"] = round(time.perf_counter() - self.t0, 3)
+        return res, text
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
@@ -86,8 +107,6 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
     from kernelcheck.verify import step_model
 
     step_model.step_config(models_mod.resolve(query), shape, layers)  # bad --layers: exit 2 before any run
-    report = run_doctor(query, mode, exact=False)
-    report.command = "verify"
     ntok = tokens or int(data["tokens"][shape])
     ckpt = True if checkpointing is None else checkpointing
     results: dict[str, dict[str, Any]] = {}
@@ -95,23 +114,45 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
     keep = Path(trace_dir) if trace_dir else None
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
+    cache = steps_mod.triton_cache_dir()
+    cache_before = steps_mod.cache_entries(cache)
     with tempfile.TemporaryDirectory(prefix="kernelcheck-step-") as tmp_s:
         tmp = Path(tmp_s)
-        for path in PATHS:
-            trace = (keep or tmp) / f"step-{path}.json.gz"
-            args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
-                    "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
-                    "profiled": data["profiled"], "trace": str(trace)}
-            _say(f"{path} path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
-                 f"steps + {data['profiled']} profiled on {ntok} tokens (own process)")
-            results[path], logs[path] = _run_worker(args, tmp, float(data["timeout_s"]))
-            if keep is not None and "error" not in results[path]:
-                results[path]["trace_file"] = str(trace)
-            if verbose and logs[path].strip():
-                print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
+        gates = {"fast": tmp / "fast.timed.go", "reference": tmp / "reference.go"}
+        workers: dict[str, _Worker] = {}
+        try:
+            for path in PATHS:
+                trace = (keep or tmp) / f"step-{path}.json.gz"
+                args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
+                        "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
+                        "profiled": data["profiled"], "trace": str(trace),
+                        # the overlap (module docstring): fast times its steps after doctor; reference starts
+                        # its steps after fast has finished
+                        ("timed_gate" if path == "fast" else "start_gate"): str(gates[path])}
+                workers[path] = _Worker(args, tmp)
+            _say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
+                 f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
+                 "meanwhile and runs after it)")
+            report = run_doctor(query, mode, exact=False)
+            gates["fast"].touch()
+            for path in PATHS:
+                if path == "reference":
+                    cache_after = steps_mod.cache_entries(cache)
+                    _say("reference path: the same step with every function forced to its torch reference")
+                    gates["reference"].touch()
+                results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
+                if keep is not None and "error" not in results[path]:
+                    results[path]["trace_file"] = str((keep or tmp) / f"step-{path}.json.gz")
+                if verbose and logs[path].strip():
+                    print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
+        finally:
+            for w in workers.values():
+                w.kill()
+    report.command = "verify"
     fast, ref = results["fast"], results["reference"]
     proj = projection_mod.compare(fast, ref)
     step = _summary(fast, ref, proj, shape, ntok, ckpt, time.perf_counter() - t0)
+    step["cost"]["triton_cache"] = _cache_state(cache, cache_before, cache_after, fast)
     report.findings.extend(_findings(fast, ref, step))
     report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
     step["captured_output"] = {p: noise_mod.summary(t) for p, t in logs.items()}
@@ -147,10 +188,18 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], proj: dict[str, Any], sh
     out["projection"] = proj
     fc = fast.get("cost", {})
     out["cost"] = {"total_s": round(total_s, 3), "fast_first_step_s": fc.get("first_step_s"),
-                   "fast_process_s": fc.get("process_s"), "reference_process_s": ref.get("cost", {}).get("process_s"),
-                   "triton_cache": "see fast_first_step_s: the first step compiles and autotunes with a cold "
-                                   "Triton cache; rerun for the warm cost"}
+                   "fast_process_s": fc.get("process_s"), "reference_process_s": ref.get("cost", {}).get("process_s")}
     return out
+
+
+def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> dict[str, Any]:
+    """Whether this run paid for compiling (cold: the bound path added Triton cache entries) or not (warm)."""
+    added = max(0, after - before)
+    return {"dir": str(cache), "entries_before": before, "entries_added": added,
+            "state": "cold" if added else "warm", "first_step_s": fast.get("cost", {}).get("first_step_s"),
+            "note": ("the bound path's first step compiled and autotuned its Triton kernels; a rerun with this "
+                     "cache is the warm cost" if added else
+                     "nothing was compiled: every Triton kernel came from the cache (or none is used)")}
 
 
 def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -> list[Finding]:

@@ -57,6 +57,17 @@ class _Trainer:
         return float(loss.detach()) if torch.isfinite(loss).item() else float("nan")
 
 
+def _wait_for(gate: str | None) -> None:
+    """Block until the parent creates `gate` (step.py's overlap); end quietly when the parent is gone."""
+    if not gate:
+        return
+    parent = os.getppid()
+    while not os.path.exists(gate):
+        if os.getppid() != parent:
+            raise SystemExit(1)
+        time.sleep(0.02)
+
+
 def run(args: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -68,10 +79,12 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
-    t0 = time.perf_counter()
+    t0, started_at = time.perf_counter(), time.time()
     model = models_mod.resolve(args["query"])
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)
     import_s = time.perf_counter() - t0
+    _wait_for(args.get("start_gate"))
+    gate_at = time.time()
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
     cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"))
@@ -102,6 +115,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
         out["first_loss"] = trainer.step()
         _sync(device)
         first_s = time.perf_counter() - t1
+        _wait_for(args.get("timed_gate"))
         for _ in range(int(args["warmup"])):
             trainer.step()
         _sync(device)
@@ -128,7 +142,9 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     events = _events(trace_path)
     out["breakdown"] = phases_mod.collect(events)
     out["cost"] = {"import_s": round(import_s, 3), "build_s": round(build_s, 3), "first_step_s": round(first_s, 3),
-                   "total_s": round(time.perf_counter() - t0, 3)}
+                   "total_s": round(time.perf_counter() - t0, 3),
+                   # wall clock (seconds since the epoch): step.py's overlap keeps the GPU work sequential
+                   "started_at": started_at, "gate_passed_at": gate_at, "finished_at": time.time()}
     return out
 
 
