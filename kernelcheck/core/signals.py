@@ -45,5 +45,5 @@ def held(*, reraise: bool = True, second_interrupts: bool = False) -> Iterator[l
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]
-    if came and reraise:
-        raise Interrupted(came[0])
+        if came and reraise:  # also when the block raised: the signal wins (an import that failed because
+            raise Interrupted(came[0])  # a package is broken must not swallow the SIGTERM that came meanwhile)

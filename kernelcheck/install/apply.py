@@ -356,7 +356,7 @@ def repair(target: str | None, log: Callable[[str], None] = print) -> None:
     if not (txn / "journal.json").exists():
         shutil.rmtree(txn, ignore_errors=True)  # a backup begun before a kill, pip never ran
         return
-    with _deferred_signals():
+    with signals.held():  # the repair completes; a signal that came meanwhile then stops the command
         dists = _rollback(site, txn)
     log(f"repaired an interrupted kernelcheck install in {site}: {', '.join(dists) or 'nothing'} put back as "
         "it was before")
