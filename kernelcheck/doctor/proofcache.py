@@ -10,12 +10,13 @@ The key (`fingerprint`) is everything that can change an answer:
   - kernelcheck itself (version, and the size+mtime of every file of the package and of matrix/);
   - the interpreter: sys.executable, sys.version, the sys.path entries in order, and the names in each entry
     (a package added or removed anywhere on the path changes it);
-  - torch and transformers: version, location, the size+mtime of their dist-info RECORD and their package
+  - torch, transformers and kernels: version, location, the size+mtime of their dist-info RECORD and their package
     folder's listing;
-  - every kernel package of the matrix that is installed, what its distributions require (transitively,
-    torch and transformers excepted: above) and what the matrix says it needs (triton): version, RECORD
+  - every kernel package of the matrix that is installed, what its distributions require (one level; torch,
+    transformers and kernels excepted: above) and what the matrix says it needs (triton): version, RECORD
     size+mtime, and size+mtime of every file and the names in every folder of its import packages (a file
     touched or edited, one added, a reinstall: all change the key; __pycache__ is left out, Python writes it);
+    every other distribution's version is in the sys.path listing (its dist-info folder's name);
   - the environment variables an import or a dispatch can read (CUDA_*, TORCH*, TRITON_*, FLA_*,
     TRANSFORMERS_*, HF_*, USE_HUB_KERNELS, LOCAL_KERNELS, LD_*, PYTHON*, KERNELCHECK_*, ...);
   - the machine: host name and NVIDIA driver (/proc/driver/nvidia/version), /dev/nvidia* devices;
@@ -60,7 +61,7 @@ ENV_PREFIXES = ("CUDA", "NVIDIA", "TORCH", "PYTORCH", "TRITON", "FLA_", "TILELAN
                 "OMP_", "MKL_")
 ENV_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS", "HOME", "PATH", "CC", "CXX")
 ENV_IGNORED = ("KERNELCHECK_IMPORT_CACHE", "KERNELCHECK_IMPORT_TIMEOUT")  # they choose, not change, the answer
-_SKIP_DEPS = {"torch", "transformers"}  # large trees: keyed by version, RECORD and listing
+_SKIP_DEPS = ("torch", "transformers", "kernels")  # large trees / many requirements: version, RECORD, listing
 _MAX_FILES = 50_000
 
 
@@ -166,60 +167,58 @@ def _find_dist(name: str) -> md.Distribution | None:
 
 def _dist_entry(dist: md.Distribution, deep: bool) -> dict[str, Any]:
     base = _dist_path(dist)
-    roots = _roots(dist)
     entry: dict[str, Any] = {"version": dist.version, "at": str(base) if base else None,
-                             "record": _stat(str(base / "RECORD")) if base else None,
-                             "roots": {r: _listing(r) for r in roots} if not deep else {}}
-    if deep:
+                             "record": _stat(str(base / "RECORD")) if base else None}
+    if deep:  # every file of its import packages (RECORD read: small distributions only)
         h = hashlib.sha256()
         budget = [_MAX_FILES]
-        for r in roots:
+        for r in _roots(dist):
             if os.path.isdir(r):
                 _tree(r, h, budget)
             else:
                 h.update(f"f {r} {_stat(r)}\n".encode())
         entry["files"] = h.hexdigest()
+    elif base is not None:  # torch, transformers, kernels: the listing of their package folder
+        names = (dist.read_text("top_level.txt") or "").split() or [_canon(dist.metadata["Name"]).replace("-", "_")]
+        entry["roots"] = {n: _listing(str(base.parent / n)) for n in sorted(names)}
     return entry
 
 
 def _packages() -> dict[str, Any]:
-    """Kernel packages of the matrix, their requirements and needs (transitively), torch and transformers."""
+    """Each kernel package of the matrix that is here, what it needs (matrix) and requires (its metadata, one
+    level): every file; torch, transformers and kernels: version, RECORD and folder listing. Any other
+    distribution's version is in the sys.path listings (its dist-info folder's name)."""
     m = matrix_mod.load()
-    todo: list[str] = []
+    deep: list[str] = []
     out: dict[str, Any] = {}
     for info in m.packages.values():
-        todo.extend(_canon(d) for d in info.distributions)
-        todo.extend(_canon(n) for n in info.needs)
-        if not any(_find_dist(d) for d in info.distributions):  # a source tree on the path, no dist-info
-            import importlib.util
+        dists = [d for d in (_find_dist(x) for x in info.distributions) if d is not None]
+        for d in dists:
+            deep.append(_canon(d.metadata["Name"]))
+            deep.extend(_requires(d))
+        if dists:
+            deep.extend(_canon(n) for n in info.needs)
+            continue
+        import importlib.util
 
-            try:
-                spec = importlib.util.find_spec(info.name)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is not None:
-                h = hashlib.sha256()
-                for loc in spec.submodule_search_locations or [spec.origin or ""]:
-                    if os.path.isdir(loc):
-                        _tree(loc, h, [_MAX_FILES])
-                    else:
-                        h.update(f"f {loc} {_stat(loc)}\n".encode())
-                out[f"import:{info.name}"] = {"origin": spec.origin, "files": h.hexdigest()}
-    todo.extend(("torch", "transformers", "kernels"))
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
+        try:
+            spec = importlib.util.find_spec(info.name)  # a source tree on the path, no dist-info
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            deep.extend(_canon(n) for n in info.needs)
+            h = hashlib.sha256()
+            for loc in spec.submodule_search_locations or [spec.origin or ""]:
+                if os.path.isdir(loc):
+                    _tree(loc, h, [_MAX_FILES])
+                else:
+                    h.update(f"f {loc} {_stat(loc)}\n".encode())
+            out[f"import:{info.name}"] = {"origin": spec.origin, "files": h.hexdigest()}
+    for name in dict.fromkeys([*_SKIP_DEPS, *deep]):
+        if name in out:
             continue
-        seen.add(name)
         dist = _find_dist(name)
-        if dist is None:
-            out[name] = None
-            continue
-        deep = name not in _SKIP_DEPS
-        out[name] = _dist_entry(dist, deep)
-        if deep:
-            todo.extend(_requires(dist))
+        out[name] = None if dist is None else _dist_entry(dist, name not in _SKIP_DEPS)
     return dict(sorted(out.items(), key=lambda kv: kv[0]))
 
 
