@@ -172,9 +172,14 @@ class ImportProbe:
         n = 1 if single else min(len(probe.installed), max(1, (os.cpu_count() or 2) - 1))
         if proofcache.enabled():
             probe._sys_path = list(sys.path)
-            probe._fingerprint = proofcache.fingerprint(query, single, n)
-            probe._key = proofcache.key_of(probe._fingerprint)
-            probe._stored = proofcache.load(probe._key)
+            try:
+                probe._fingerprint = proofcache.fingerprint(query, single, n)
+            except Exception as exc:  # noqa: BLE001 - no key, no cache: prove as without one
+                proofcache.log.info("import proof cache off for this run (%s: %s)", type(exc).__name__, exc)
+                probe._fingerprint = None
+            if probe._fingerprint is not None:
+                probe._key = proofcache.key_of(probe._fingerprint)
+                probe._stored = proofcache.load(probe._key)
             if probe._stored is not None and len(probe._stored["children"]) != n:
                 probe._stored = None
         for _ in range(n):

@@ -31,7 +31,7 @@ version and the folder listing alone (editing site-packages/transformers/... in 
 (KERNELCHECK_IMPORT_CACHE=0) and `--exact` always prove afresh.
 
 Files: $KERNELCHECK_HOME/import-proofs/<key>.json (default ~/.cache/kernelcheck/import-proofs), one per key,
-written atomically; an unreadable, corrupt or unwritable file is a miss, never an error.
+written atomically, the KEEP newest kept; an unreadable, corrupt or unwritable file is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ ENV_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS", "HOME", "PATH", "CC", "CXX")
 ENV_IGNORED = ("KERNELCHECK_IMPORT_CACHE", "KERNELCHECK_IMPORT_TIMEOUT")  # they choose, not change, the answer
 _SKIP_DEPS = ("torch", "transformers", "kernels")  # large trees / many requirements: version, RECORD, listing
 _MAX_FILES = 50_000
+KEEP = 64  # proofs kept (newest first); older ones are removed when a new one is stored
 
 
 def enabled() -> bool:
@@ -302,7 +303,18 @@ def store(key: str, fp: dict[str, Any], children: list[dict[str, Any]]) -> tuple
     except OSError as exc:
         log.info("import proof not cached (%s: %s)", type(exc).__name__, exc)
         return None
+    _prune(path.parent)
     return str(path), proven_at
+
+
+def _prune(where: Path) -> None:
+    """Keep the KEEP newest proofs: every package change makes a new key, the old files are dead."""
+    try:
+        files = sorted(where.glob("*.json"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for f in files[KEEP:]:
+            f.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def cacheable(children: list[dict[str, Any]]) -> bool:
