@@ -393,9 +393,10 @@ class ImportProbe:
                 "nothing it depends on changed since (packages, files, sys.path, environment variables).",
                 "kernelcheck doctor --no-cache (or KERNELCHECK_IMPORT_CACHE=0) proves it again"))
             return
-        done = self._joined and all(c.results is not None and len(c.results) == len(c.steps)
-                                    for c in self._children)
-        children = [{"steps": c.steps, "results": c.results} for c in self._children] if done else []
+        # complete: every child with steps answered them all (none with steps: nothing here imports anything)
+        done = all((c.results is not None and len(c.results) == len(c.steps)) or not c.steps
+                   for c in self._children)
+        children = [{"steps": c.steps, "results": c.results or []} for c in self._children] if done else []
         stored = (proofcache.store(self._key, self._fingerprint, children)
                   if done and proofcache.cacheable(children) else None)
         report.extra["import_proof"] = {"source": "proven", "cache": "stored" if stored else "not stored",
