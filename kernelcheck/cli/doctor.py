@@ -31,12 +31,16 @@ from kernelcheck.report.model import Finding
 @click.option("--packing", default=None, metavar="none|position_ids|cu_seq_lens|flash",
               help="What the job's collator passes for packed rows; a silent mix or a raise is BROKEN (exit 4). "
                    "See docs/packing.md.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Prove afresh which kernel packages import and what transformers binds, instead of reusing the "
+                   "proof of an earlier doctor in the same unchanged environment (as KERNELCHECK_IMPORT_CACHE=0; "
+                   "see docs/doctor.md).")
 @output_options
 @guarded("doctor")
 @all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
-           packing: str | None = None) -> int:
+           packing: str | None = None, no_cache: bool = False) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -52,6 +56,10 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     """
     from kernelcheck.doctor.run import doctor as run_doctor
 
+    if no_cache:
+        from kernelcheck.core import settings
+
+        settings.set_variable("KERNELCHECK_IMPORT_CACHE", "0")
     env = None
     if arch is not None:
         from kernelcheck.core import environment

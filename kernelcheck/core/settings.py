@@ -15,6 +15,7 @@ and install.
 | KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 10) |
 | KERNELCHECK_DEBUG | print tracebacks of internal errors |
 | KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
+| KERNELCHECK_IMPORT_CACHE | 0/off: doctor proves imports afresh, caches nothing (doctor --no-cache; proofcache.py) |
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 """
 

@@ -13,6 +13,12 @@ environment.probe_package, bind_exact), in the same order, so the answers are th
 differs. Packages are split over children (one per installed kernel package, at most CPUs - 1 of them) only
 where the steps touch one package each (the static reading of the decorator regime); otherwise one child runs
 the whole sequence. What the packages print while importing goes to a file, shown only when a child dies.
+
+The answers are cached (doctor/proofcache.py): `start` looks the environment's key up before forking; on a
+hit no child is started, the steps planned are compared with the stored ones at `send`, and when they are
+the same the stored answers are the children's (nothing is imported). When they differ (the same query now
+means another model), fresh interpreters prove them (a fork is no longer safe then: CUDA may be
+initialised). `annotate` says where the answers came from and stores a complete, successful proof.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from typing import IO, Any
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
+from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.report.model import Finding, Report
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -126,7 +134,7 @@ class _Child:
     pid: int
     plan_fd: int  # parent's write end
     result_fd: int  # parent's read end
-    stderr: IO[str]
+    stderr: IO[str] | None  # None: a placeholder (answers from the cache)
     steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     results: list[Any] | None = None
     failure: str | None = None
@@ -149,18 +157,39 @@ class ImportProbe:
         self._exact_at: list[tuple[int, int]] = []
         self._exact_dotted = ""
         self._attrs_at: dict[int, tuple[int, int]] = {}
+        self._fingerprint: dict[str, Any] | None = None  # the proof cache's key (None: cache off)
+        self._key = ""
+        self._stored: dict[str, Any] | None = None  # a stored proof for the key: no child forked
+        self._sys_path: list[str] = []
+        self.source = "proven"  # or "cache" once send() found the stored steps equal
 
     @classmethod
-    def start(cls, single: bool) -> ImportProbe:
+    def start(cls, single: bool, query: str | None = None) -> ImportProbe:
         """Children for this machine: one when a single sequence must run (`single`), else one per installed
-        kernel package, at most CPUs - 1 (the parent keeps one core). Call right after `import torch`."""
+        kernel package, at most CPUs - 1 (the parent keeps one core). Call right after `import torch`.
+        With a stored proof for this environment (proofcache) no child starts: `send` decides."""
         probe = cls()
         n = 1 if single else min(len(probe.installed), max(1, (os.cpu_count() or 2) - 1))
+        if proofcache.enabled():
+            probe._sys_path = list(sys.path)
+            try:
+                probe._fingerprint = proofcache.fingerprint(query, single, n)
+            except Exception as exc:  # noqa: BLE001 - no key, no cache: prove as without one
+                proofcache.log.info("import proof cache off for this run (%s: %s)", type(exc).__name__, exc)
+                probe._fingerprint = None
+            if probe._fingerprint is not None:
+                probe._key = proofcache.key_of(probe._fingerprint)
+                probe._stored = proofcache.load(probe._key)
+            if probe._stored is not None and len(probe._stored["children"]) != n:
+                probe._stored = None
         for _ in range(n):
             probe._spawn()
         return probe
 
     def _spawn(self) -> None:
+        if self._stored is not None:  # a placeholder: send() fills it from the cache or a fresh interpreter
+            self._children.append(_Child(-1, -1, -1, None, status=0))
+            return
         err = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
         plan_r, plan_w = os.pipe()
         result_r, result_w = os.pipe()
@@ -173,6 +202,27 @@ class ImportProbe:
         os.close(plan_r)
         os.close(result_w)
         self._children.append(_Child(pid, plan_w, result_r, err))
+
+    def _spawn_fresh(self, steps: list[dict[str, Any]]) -> _Child:
+        """A child in a new interpreter (torch imported first, this process's sys.path at start), for steps
+        the cache did not have: forking now could hand the child an initialised CUDA."""
+        err = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
+        plan_r, plan_w = os.pipe()
+        result_r, result_w = os.pipe()
+        code = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); import torch; "
+                "from kernelcheck.doctor.imports import _child; "
+                "_child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), [])")
+        passed = (plan_r, result_w, err.fileno())
+        for fd in passed:
+            os.set_inheritable(fd, True)
+        try:
+            pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code, json.dumps(self._sys_path),
+                                                  *map(str, passed)], dict(os.environ))
+        finally:
+            os.set_inheritable(err.fileno(), False)
+            os.close(plan_r)
+            os.close(result_w)
+        return _Child(pid, plan_w, result_r, err, steps=steps)
 
     def _add(self, i: int, step: dict[str, Any]) -> tuple[int, int]:
         while len(self._children) <= i:  # a package the start did not know of (not in the matrix)
@@ -226,7 +276,19 @@ class ImportProbe:
             self._probe_at[n] = self._add(i % k, {"kind": "probe", "name": n})
 
     def send(self) -> None:
-        """Hand each child its steps (children without steps end at once)."""
+        """Hand each child its steps (children without steps end at once). With a stored proof: its answers
+        when its steps are these, else fresh interpreters prove them."""
+        if self._stored is not None:
+            stored = self._stored["children"]
+            if json.loads(json.dumps([c.steps for c in self._children])) == [sc["steps"] for sc in stored]:
+                for c, sc in zip(self._children, stored, strict=True):
+                    c.results = sc["results"]
+                self.source = "cache"
+                self._joined = True
+                return
+            for i, c in enumerate(self._children):
+                self._children[i] = self._spawn_fresh(c.steps)
+            self._stored = None
         for c in self._children:
             try:
                 os.write(c.plan_fd, (json.dumps(c.steps) + "\n").encode())  # small: fits the pipe's buffer
@@ -278,7 +340,7 @@ class ImportProbe:
 
     @staticmethod
     def _kill(c: _Child) -> None:
-        if c.status is None:
+        if c.status is None and c.pid > 0:
             try:
                 os.kill(c.pid, 9)
             except ProcessLookupError:
@@ -287,6 +349,8 @@ class ImportProbe:
 
     @staticmethod
     def _last_step(c: _Child) -> str:
+        if c.stderr is None:
+            return ""
         c.stderr.seek(0)
         steps = [ln for ln in c.stderr.read().splitlines() if ln.startswith("kernelcheck-step ")]
         if not steps:
@@ -297,6 +361,8 @@ class ImportProbe:
 
     @staticmethod
     def _stderr_tail(c: _Child) -> str:
+        if c.stderr is None:
+            return ""
         c.stderr.seek(0)
         lines = [ln for ln in c.stderr.read().splitlines() if ln.strip() and not ln.startswith("kernelcheck-step ")]
         return (": " + lines[-1].strip()[:300]) if lines else ""
@@ -309,7 +375,33 @@ class ImportProbe:
                     os.close(fd)
             c.plan_fd = c.result_fd = -1
             self._kill(c)
-            c.stderr.close()
+            if c.stderr is not None:
+                c.stderr.close()
+
+    def annotate(self, report: Report) -> None:
+        """Say in `report` where the import answers came from (JSON `import_proof`; a short info finding on a
+        hit) and store a complete, successful proof for the next run."""
+        if self._fingerprint is None:  # cache off (--no-cache, KERNELCHECK_IMPORT_CACHE=0)
+            report.extra["import_proof"] = {"source": "proven", "cache": "off", "file": None, "proven_at": None}
+            return
+        if self.source == "cache" and self._stored is not None:
+            file, at = self._stored["file"], self._stored["proven_at"]
+            report.extra["import_proof"] = {"source": "cache", "cache": "hit", "file": file, "proven_at": at}
+            report.findings.append(Finding(
+                "import-proof-cached", "info",
+                f"which kernel packages import and what transformers binds come from the proof of {at} ({file}): "
+                "nothing it depends on changed since (packages, files, sys.path, environment variables).",
+                "kernelcheck doctor --no-cache (or KERNELCHECK_IMPORT_CACHE=0) proves it again"))
+            return
+        # complete: every child with steps answered them all (none with steps: nothing here imports anything)
+        done = all((c.results is not None and len(c.results) == len(c.steps)) or not c.steps
+                   for c in self._children)
+        children = [{"steps": c.steps, "results": c.results or []} for c in self._children] if done else []
+        stored = (proofcache.store(self._key, self._fingerprint, children)
+                  if done and proofcache.cacheable(children) else None)
+        report.extra["import_proof"] = {"source": "proven", "cache": "stored" if stored else "not stored",
+                                        "file": stored[0] if stored else None,
+                                        "proven_at": stored[1] if stored else None}
 
     def _result(self, at: tuple[int, int]) -> tuple[Any, str | None]:
         self.join()

@@ -248,8 +248,12 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     try:
         if single is not None:  # fork the children once torch is imported, before any CUDA call
             env = environment_mod.probe(packages=False,
-                                        after_torch_import=lambda: started.append(imports_mod.ImportProbe.start(single)))
-        return _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
+                                        after_torch_import=lambda: started.append(
+                                            imports_mod.ImportProbe.start(single, query)))
+        report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
+        if started:
+            started[0].annotate(report)  # where the import answers came from; caches a complete proof
+        return report
     finally:
         for probe in started:
             probe.close()
