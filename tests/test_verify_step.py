@@ -133,6 +133,7 @@ def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr
     assert "install `flash-linear-attention`" not in proc.stderr
     assert "--verbose shows it" in proc.stdout
+    assert "warm: nothing compiled" in proc.stdout  # a CPU compiles no Triton kernel
 
 
 def test_the_whole_step_trace_it_keeps_reads_back_with_phases_and_layer_types(step_run):

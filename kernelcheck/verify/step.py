@@ -266,8 +266,10 @@ def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
     lines.append("projection: measured step + (real - built layers) x per-layer cost (forward+backward ranges, "
                  "plus its parameter share of the optimizer); see --json step.projection.method")
     c = step["cost"]
-    lines.append(f"cost of this check: {c['total_s']:.1f} s (first bound-path step {c['fast_first_step_s']} s: "
-                 "Triton compile with a cold cache)")
+    tc = c.get("triton_cache") or {}
+    how = (f"cold Triton cache: {tc['entries_added']} kernels compiled and autotuned; a rerun is the warm cost"
+           if tc.get("state") == "cold" else "warm: nothing compiled, every Triton kernel came from the cache")
+    lines.append(f"cost of this check: {c['total_s']:.1f} s (first bound-path step {c['fast_first_step_s']} s; {how})")
     if not verbose:
         got = "; ".join(f"{k}: {v}" for k, v in step.get("captured_output", {}).items())
         lines.append(f"third-party output captured ({got}): --verbose shows it")
