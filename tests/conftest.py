@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE))
 
 INTEGRATION_MODULES = frozenset({
     "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",
-    "test_trace", "test_trace_gpu", "test_verify",
+    "test_trace", "test_trace_gpu", "test_trace_step_gpu", "test_verify", "test_verify_step",
 })
 
 
