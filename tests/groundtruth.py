@@ -14,11 +14,14 @@ modeling module binds:
   Mamba-family mixers, and a layer attribute that is None while its forward runs (inline torch code).
 
 The truth's exit code per mode: 4 if building the model or a step raised, 3 if any slot ran a torch path,
-0 if every slot called ran its fast kernel. It is compared with `kernelcheck doctor --model TYPE --mode MODE
---json` run in the same environment (exit code; and no function doctor calls fast may have run torch).
+0 if every slot called ran its fast kernel. "Building" includes the job's load: the tiny model is saved and
+loaded back with `from_pretrained` (5.25 turns Hub kernels on there). It is compared with `kernelcheck doctor
+--model TYPE --mode MODE --json` run in the same environment: the exit code, and per function that ran: doctor
+reports it, as used in this mode, not fast when its torch path ran and fast when only its kernel ran.
 
     python -m tests.groundtruth                                  # installed transformers, every type
     python -m tests.groundtruth --transformers 5.13.1 --types mamba,zamba --modes train
+    python -m tests.groundtruth --transformers 5.25.0 --no-deps --env USE_HUB_KERNELS=0
     python -m tests.groundtruth --site DIR --site DIR2 --env HF_HUB_OFFLINE=1 --json
 
 Exit 0 when doctor agrees with the truth everywhere, 1 when it disagrees anywhere, 2 for bad arguments.
@@ -208,6 +211,9 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": _first_line(exc), "modes": {}}
         return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
+    load = _load_error(built.model)
+    if load is not None:  # the job's from_pretrained raises (5.25: Hub kernels on by default, kernels unusable)
+        return {**out, "build_error": load, "modes": _all_raised(modes, load)}
     rec.patch_module()  # names the layers' __init__ assigned (5.13/5.14 lazy_load_kernel)
     rec.patch_model(built.model)
     out["class"] = built.model_class
@@ -228,6 +234,24 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
         out["modes"][mode] = {"exit": code, "error": error, "calls": calls}
     return out
+
+
+def _load_error(lm: Any) -> str | None:
+    """What a job's load does: the tiny model saved to a temporary folder and loaded back with its own class's
+    `from_pretrained` (transformers 5.25 turns Hub kernels on there by default and raises when `kernels` is
+    unusable; building from a config does not). The error's first line, or None when it loads."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kc-groundtruth-") as folder:
+        try:
+            lm.save_pretrained(folder)
+        except Exception as exc:  # noqa: BLE001 - saving is the harness's step, not the job's: say so
+            return f"harness: save_pretrained failed ({_first_line(exc)}), so the load could not be checked"
+        try:
+            type(lm).from_pretrained(folder)
+        except Exception as exc:  # noqa: BLE001 - the job's load raising is the truth (exit 4)
+            return f"from_pretrained: {_first_line(exc)}"
+    return None
 
 
 class _StepState:
@@ -303,11 +327,7 @@ def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, An
         problems.append(f"no truth: {obs.get('untested') or obs.get('error')}")
     elif t["exit"] != doc["exit"]:
         problems.append(f"exit: truth {t['exit']}, doctor {doc['exit']}")
-    torch_ran = {c["slot"] for c in t["calls"] if not c["fast"]}
-    for name in sorted(torch_ran):
-        f = fns.get(name)
-        if f is not None and f.get("used") and f.get("status") == "fast":
-            problems.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
+    problems += _function_problems(t["calls"], fns, rep)
     return {
         "model_type": obs["model_type"], "mode": mode, "truth_exit": t["exit"], "doctor_exit": doc["exit"],
         "agree": not problems, "problems": problems, "truth_error": t.get("error") or obs.get("build_error"),
@@ -316,6 +336,38 @@ def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, An
         "doctor": {n: f"{f.get('status')}{'' if f.get('used', True) else ' (unused)'}" for n, f in fns.items()},
         "doctor_error": rep.get("error"),
     }
+
+
+def _function_problems(calls: list[dict[str, Any]], fns: dict[str, dict[str, Any]],
+                       rep: dict[str, Any]) -> list[str]:
+    """Per function, what doctor says against what ran: a function that ran is reported and used in this mode;
+    one that ran its torch path is not called fast, one that ran only its kernel is called fast. Layer methods
+    (`Mamba2Mixer.torch_forward`) are no doctor function: the exit code covers them."""
+    misnamed = _misnamed()
+    ran: dict[str, set[bool]] = {}
+    for c in calls:
+        ran.setdefault(misnamed.get(c["slot"], c["slot"]), set()).add(bool(c["fast"]))
+    out = []
+    for name, kinds in sorted(ran.items()):
+        f = fns.get(name)
+        if f is None:
+            if "." not in name and fns and not rep.get("error"):
+                out.append(f"{name} ran ({'fast' if kinds == {True} else 'torch'}), doctor does not report it")
+            continue
+        if not f.get("used", True):
+            out.append(f"{name} ran, doctor says it is not used in this mode")
+        if False in kinds and f.get("status") == "fast":
+            out.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
+        if kinds == {True} and f.get("status") != "fast":
+            out.append(f"{name}: doctor says {f.get('status')}, its kernel ran")
+    return out
+
+
+@functools.cache
+def _misnamed() -> dict[str, str]:
+    from kernelcheck.core import matrix as matrix_mod
+
+    return {e["registered"]: e["function"] for e in matrix_mod.load().transformers.get("misnamed", [])}
 
 
 def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict[str, str] | None = None,
@@ -353,6 +405,9 @@ def known_types() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.groundtruth", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transformers", help="a transformers version to test (installed into a cached test site)")
+    ap.add_argument("--no-deps", action="store_true",
+                    help="install --transformers without its dependencies (5.25.0 hard-requires kernels>=0.19.1, "
+                         "which the index lacks: the base environment's dependencies serve)")
     ap.add_argument("--site", action="append", default=[], type=Path,
                     help="a folder put first on sys.path (e.g. one made with pip install --target); repeatable")
     ap.add_argument("--with", dest="extra_reqs", action="append", default=[],
@@ -385,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # transformers' own closure first: a --with package's dependencies (a newer huggingface_hub) must not
         # shadow the versions that transformers release resolved to
-        made = [site(f"transformers=={a.transformers}", deps=True)] if a.transformers else []
+        made = [site(f"transformers=={a.transformers}", deps=not a.no_deps)] if a.transformers else []
         if a.extra_reqs:
             made.append(site(*a.extra_reqs, deps=True))
         sites = made + sites
