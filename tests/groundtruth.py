@@ -46,7 +46,12 @@ for p in (str(REPO), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-MODES = {"train": ("train",), "infer": ("prefill", "decode")}
+# "recording": a prefill, then one forward of DRAFTS tokens with a cache that keeps their intermediate recurrent
+# states (Cache.activate_past_recording, as 5.25's speculative and MTP generation do), compared with doctor's train
+# mode: there transformers 5.25's chunked path calls the recurrent ("decode") function for those tokens
+MODES = {"train": ("train",), "infer": ("prefill", "decode"), "recording": ("prefill", "drafts")}
+DOCTOR_MODE = {"train": "train", "infer": "infer", "recording": "train"}
+DRAFTS = 3
 TOKENS = 64
 LAYER_TORCH = ("torch_forward", "slow_forward")  # Mamba-family mixers' torch paths
 LAYER_FAST = ("cuda_kernels_forward",)
@@ -226,14 +231,39 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         for step in MODES[mode]:
             rec.step = inst.step = step
             try:
-                steps.run(step)
+                if step == "drafts":
+                    _drafts(steps)
+                else:
+                    steps.run(step)
+            except _NoRecording as exc:
+                error = f"untested: {exc}"
+                break
             except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
                 error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
                 break
         calls = list(rec.calls)
+        if error and error.startswith("untested: "):
+            out["modes"][mode] = {"exit": None, "error": None, "calls": [], "untested": error[len("untested: "):]}
+            continue
         code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
         out["modes"][mode] = {"exit": code, "error": error, "calls": calls}
     return out
+
+
+class _NoRecording(Exception):
+    """This transformers' cache cannot keep intermediate recurrent states: the recording mode has no truth."""
+
+
+def _drafts(steps: Any) -> None:
+    """One forward of DRAFTS tokens after the prefill, the cache recording their intermediate states."""
+    import torch
+
+    cache = steps.cache
+    if cache is None or not hasattr(cache, "activate_past_recording"):
+        raise _NoRecording(f"{type(cache).__name__} has no activate_past_recording (transformers < 5.25)")
+    cache.activate_past_recording(recurrent_states_to_keep=DRAFTS)
+    with torch.no_grad():
+        steps.built.model(input_ids=steps.ids[:, :DRAFTS], use_cache=True, **{steps.built.cache_kwarg: cache})
 
 
 def _load_error(lm: Any) -> str | None:
@@ -323,8 +353,8 @@ def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, An
     rep = doc["report"]
     fns = {f["name"]: f for f in rep.get("functions", [])}
     problems = []
-    if obs.get("untested") or obs.get("error"):
-        problems.append(f"no truth: {obs.get('untested') or obs.get('error')}")
+    if obs.get("untested") or obs.get("error") or t.get("untested"):
+        problems.append(f"no truth: {obs.get('untested') or obs.get('error') or t.get('untested')}")
     elif t["exit"] != doc["exit"]:
         problems.append(f"exit: truth {t['exit']}, doctor {doc['exit']}")
     problems += _function_problems(t["calls"], fns, rep)
@@ -376,21 +406,22 @@ def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict
     extra = extra or {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         obs_f = pool.submit(truth, types, modes, sites, extra)
-        doc_f = {(t, m): pool.submit(doctor, t, m, sites, extra) for t in types for m in modes}
+        doc_f = {(t, d): pool.submit(doctor, t, d, sites, extra)
+                 for t in types for d in dict.fromkeys(DOCTOR_MODE[m] for m in modes)}
         obs = obs_f.result()
-        return [compare(obs[t], doc_f[(t, m)].result(), m) for t in types for m in modes]
+        return [compare(obs[t], doc_f[(t, DOCTOR_MODE[m])].result(), m) for t in types for m in modes]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'model_type':<22} {'mode':<6} {'truth':>5} {'doctor':>6}  result"]
+    lines = [f"{'model_type':<22} {'mode':<9} {'truth':>5} {'doctor':>6}  result"]
     for r in rows:
         word = "agree" if r["agree"] else "DISAGREE: " + "; ".join(r["problems"])
-        lines.append(f"{r['model_type']:<22} {r['mode']:<6} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
+        lines.append(f"{r['model_type']:<22} {r['mode']:<9} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
         if not r["agree"]:
             if r["truth_error"]:
-                lines.append(f"{'':<30} truth raised: {r['truth_error']}")
-            lines.append(f"{'':<30} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
-            lines.append(f"{'':<30} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
+                lines.append(f"{'':<33} truth raised: {r['truth_error']}")
+            lines.append(f"{'':<33} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
+            lines.append(f"{'':<33} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
     n = sum(r["agree"] for r in rows)
     lines.append(f"{n} of {len(rows)} agree")
     return "\n".join(lines)
@@ -413,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with", dest="extra_reqs", action="append", default=[],
                     help="another requirement for a cached test site (e.g. kernels==0.15.2); repeatable")
     ap.add_argument("--types", help="comma-separated model types (default: every type kernelcheck knows)")
-    ap.add_argument("--modes", default="train,infer")
+    ap.add_argument("--modes", default="train,infer",
+                    help="train, infer and/or recording (5.25+: drafts with a recording cache, against doctor train)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both runs; repeatable")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
@@ -421,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     modes = tuple(m for m in a.modes.split(",") if m)
     if any(m not in MODES for m in modes):
-        ap.error(f"--modes takes train and/or infer, not {a.modes}")
+        ap.error(f"--modes takes {', '.join(MODES)}, not {a.modes}")
     if a.child is not None:
         child_main([t for t in a.child.split(",") if t], modes)
         return 0
