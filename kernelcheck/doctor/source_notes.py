@@ -54,6 +54,13 @@ def source_findings(module: str, env: environment_mod.Environment, mode: str) ->
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
                 None, f"the installed {module} source"))
     hooks = calls_mod.hooks(module)
+    out += hook_findings(module, tv, hooks)
+    return out
+
+
+def hook_findings(module: str, tv: str | None, hooks: calls_mod.Hooks) -> list[Finding]:
+    """kernelize hooks around functions kernelcheck checks (info), decorators it cannot read (warning)."""
+    out: list[Finding] = []
     known = set(matrix_mod.load().functions)
     relevant = [h for h in hooks.forward_functions if set(h[3]) & known or h[0] in known]
     for h in hooks.forward_functions:

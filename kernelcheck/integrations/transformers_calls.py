@@ -150,8 +150,11 @@ def decode_calls_outside_decode(dotted: str, decode_functions: set[str]) -> list
 def hooks(dotted: str) -> Hooks:
     """The Hub hooks of transformers.models.<m>.modeling_<m> (`dotted`), read from its source."""
     tree = _tree(dotted)
-    if tree is None:
-        return Hooks((), (), ())
+    return hooks_of(tree) if tree is not None else Hooks((), (), ())
+
+
+def hooks_of(tree: ast.Module) -> Hooks:
+    """The Hub hooks of one parsed modeling source."""
     forward: list[tuple[str, str, int, tuple[str, ...]]] = []
     registered = _registered(tree)
     kernelized: list[tuple[str, tuple[str, ...], int]] = []
