@@ -14,11 +14,14 @@ modeling module binds:
   Mamba-family mixers, and a layer attribute that is None while its forward runs (inline torch code).
 
 The truth's exit code per mode: 4 if building the model or a step raised, 3 if any slot ran a torch path,
-0 if every slot called ran its fast kernel. It is compared with `kernelcheck doctor --model TYPE --mode MODE
---json` run in the same environment (exit code; and no function doctor calls fast may have run torch).
+0 if every slot called ran its fast kernel. "Building" includes the job's load: the tiny model is saved and
+loaded back with `from_pretrained` (5.25 turns Hub kernels on there). It is compared with `kernelcheck doctor
+--model TYPE --mode MODE --json` run in the same environment: the exit code, and per function that ran: doctor
+reports it, as used in this mode, not fast when its torch path ran and fast when only its kernel ran.
 
     python -m tests.groundtruth                                  # installed transformers, every type
     python -m tests.groundtruth --transformers 5.13.1 --types mamba,zamba --modes train
+    python -m tests.groundtruth --transformers 5.25.0 --no-deps --env USE_HUB_KERNELS=0
     python -m tests.groundtruth --site DIR --site DIR2 --env HF_HUB_OFFLINE=1 --json
 
 Exit 0 when doctor agrees with the truth everywhere, 1 when it disagrees anywhere, 2 for bad arguments.
@@ -43,7 +46,12 @@ for p in (str(REPO), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-MODES = {"train": ("train",), "infer": ("prefill", "decode")}
+# "recording": a prefill, then one forward of DRAFTS tokens with a cache that keeps their intermediate recurrent
+# states (Cache.activate_past_recording, as 5.25's speculative and MTP generation do), compared with doctor's train
+# mode: there transformers 5.25's chunked path calls the recurrent ("decode") function for those tokens
+MODES = {"train": ("train",), "infer": ("prefill", "decode"), "recording": ("prefill", "drafts")}
+DOCTOR_MODE = {"train": "train", "infer": "infer", "recording": "train"}
+DRAFTS = 3
 TOKENS = 64
 LAYER_TORCH = ("torch_forward", "slow_forward")  # Mamba-family mixers' torch paths
 LAYER_FAST = ("cuda_kernels_forward",)
@@ -208,6 +216,11 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": _first_line(exc), "modes": {}}
         return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
+    load = _load_error(built.model)
+    if isinstance(load, _LoadUnchecked):
+        out["load_unchecked"] = str(load)
+    elif load is not None:  # the job's from_pretrained raises (5.25: Hub kernels on by default, kernels unusable)
+        return {**out, "build_error": load, "modes": _all_raised(modes, load)}
     rec.patch_module()  # names the layers' __init__ assigned (5.13/5.14 lazy_load_kernel)
     rec.patch_model(built.model)
     out["class"] = built.model_class
@@ -220,14 +233,61 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         for step in MODES[mode]:
             rec.step = inst.step = step
             try:
-                steps.run(step)
+                if step == "drafts":
+                    _drafts(steps)
+                else:
+                    steps.run(step)
+            except _NoRecording as exc:
+                error = f"untested: {exc}"
+                break
             except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
                 error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
                 break
         calls = list(rec.calls)
+        if error and error.startswith("untested: "):
+            out["modes"][mode] = {"exit": None, "error": None, "calls": [], "untested": error[len("untested: "):]}
+            continue
         code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
         out["modes"][mode] = {"exit": code, "error": error, "calls": calls}
     return out
+
+
+class _NoRecording(Exception):
+    """This transformers' cache cannot keep intermediate recurrent states: the recording mode has no truth."""
+
+
+def _drafts(steps: Any) -> None:
+    """One forward of DRAFTS tokens after the prefill, the cache recording their intermediate states."""
+    import torch
+
+    cache = steps.cache
+    if cache is None or not hasattr(cache, "activate_past_recording"):
+        raise _NoRecording(f"{type(cache).__name__} has no activate_past_recording (transformers < 5.25)")
+    cache.activate_past_recording(recurrent_states_to_keep=DRAFTS)
+    with torch.no_grad():
+        steps.built.model(input_ids=steps.ids[:, :DRAFTS], use_cache=True, **{steps.built.cache_kwarg: cache})
+
+
+class _LoadUnchecked(str):
+    """The harness could not save the tiny model: the load is not checked (the steps still run)."""
+
+
+def _load_error(lm: Any) -> str | None:
+    """What a job's load does: the tiny model saved to a temporary folder and loaded back with its own class's
+    `from_pretrained` (transformers 5.25 turns Hub kernels on there by default and raises when `kernels` is
+    unusable; building from a config does not). The error's first line, or None when it loads."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kc-groundtruth-") as folder:
+        try:
+            lm.save_pretrained(folder)
+        except Exception as exc:  # noqa: BLE001 - saving is the harness's step, not the job's: no load truth
+            return _LoadUnchecked(f"save_pretrained of the tiny model failed ({_first_line(exc)})")
+        try:
+            type(lm).from_pretrained(folder)
+        except Exception as exc:  # noqa: BLE001 - the job's load raising is the truth (exit 4)
+            return f"from_pretrained: {_first_line(exc)}"
+    return None
 
 
 class _StepState:
@@ -299,15 +359,11 @@ def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, An
     rep = doc["report"]
     fns = {f["name"]: f for f in rep.get("functions", [])}
     problems = []
-    if obs.get("untested") or obs.get("error"):
-        problems.append(f"no truth: {obs.get('untested') or obs.get('error')}")
+    if obs.get("untested") or obs.get("error") or t.get("untested"):
+        problems.append(f"no truth: {obs.get('untested') or obs.get('error') or t.get('untested')}")
     elif t["exit"] != doc["exit"]:
         problems.append(f"exit: truth {t['exit']}, doctor {doc['exit']}")
-    torch_ran = {c["slot"] for c in t["calls"] if not c["fast"]}
-    for name in sorted(torch_ran):
-        f = fns.get(name)
-        if f is not None and f.get("used") and f.get("status") == "fast":
-            problems.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
+    problems += _function_problems(t["calls"], fns, rep)
     return {
         "model_type": obs["model_type"], "mode": mode, "truth_exit": t["exit"], "doctor_exit": doc["exit"],
         "agree": not problems, "problems": problems, "truth_error": t.get("error") or obs.get("build_error"),
@@ -318,27 +374,60 @@ def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, An
     }
 
 
+def _function_problems(calls: list[dict[str, Any]], fns: dict[str, dict[str, Any]],
+                       rep: dict[str, Any]) -> list[str]:
+    """Per function, what doctor says against what ran: a function that ran is reported and used in this mode;
+    one that ran its torch path is not called fast, one that ran only its kernel is called fast. Layer methods
+    (`Mamba2Mixer.torch_forward`) are no doctor function: the exit code covers them."""
+    misnamed = _misnamed()
+    ran: dict[str, set[bool]] = {}
+    for c in calls:
+        ran.setdefault(misnamed.get(c["slot"], c["slot"]), set()).add(bool(c["fast"]))
+    out = []
+    for name, kinds in sorted(ran.items()):
+        f = fns.get(name)
+        if f is None:
+            if "." not in name and fns and not rep.get("error"):
+                out.append(f"{name} ran ({'fast' if kinds == {True} else 'torch'}), doctor does not report it")
+            continue
+        if not f.get("used", True):
+            out.append(f"{name} ran, doctor says it is not used in this mode")
+        if False in kinds and f.get("status") == "fast":
+            out.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
+        if kinds == {True} and f.get("status") != "fast":
+            out.append(f"{name}: doctor says {f.get('status')}, its kernel ran")
+    return out
+
+
+@functools.cache
+def _misnamed() -> dict[str, str]:
+    from kernelcheck.core import matrix as matrix_mod
+
+    return {e["registered"]: e["function"] for e in matrix_mod.load().transformers.get("misnamed", [])}
+
+
 def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict[str, str] | None = None,
         jobs: int = 2) -> list[dict[str, Any]]:
     """Every (type, mode) row: the truth's child and the doctor runs side by side."""
     extra = extra or {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         obs_f = pool.submit(truth, types, modes, sites, extra)
-        doc_f = {(t, m): pool.submit(doctor, t, m, sites, extra) for t in types for m in modes}
+        doc_f = {(t, d): pool.submit(doctor, t, d, sites, extra)
+                 for t in types for d in dict.fromkeys(DOCTOR_MODE[m] for m in modes)}
         obs = obs_f.result()
-        return [compare(obs[t], doc_f[(t, m)].result(), m) for t in types for m in modes]
+        return [compare(obs[t], doc_f[(t, DOCTOR_MODE[m])].result(), m) for t in types for m in modes]
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'model_type':<22} {'mode':<6} {'truth':>5} {'doctor':>6}  result"]
+    lines = [f"{'model_type':<22} {'mode':<9} {'truth':>5} {'doctor':>6}  result"]
     for r in rows:
         word = "agree" if r["agree"] else "DISAGREE: " + "; ".join(r["problems"])
-        lines.append(f"{r['model_type']:<22} {r['mode']:<6} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
+        lines.append(f"{r['model_type']:<22} {r['mode']:<9} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
         if not r["agree"]:
             if r["truth_error"]:
-                lines.append(f"{'':<30} truth raised: {r['truth_error']}")
-            lines.append(f"{'':<30} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
-            lines.append(f"{'':<30} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
+                lines.append(f"{'':<33} truth raised: {r['truth_error']}")
+            lines.append(f"{'':<33} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
+            lines.append(f"{'':<33} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
     n = sum(r["agree"] for r in rows)
     lines.append(f"{n} of {len(rows)} agree")
     return "\n".join(lines)
@@ -353,12 +442,16 @@ def known_types() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.groundtruth", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transformers", help="a transformers version to test (installed into a cached test site)")
+    ap.add_argument("--no-deps", action="store_true",
+                    help="install --transformers without its dependencies (5.25.0 hard-requires kernels>=0.19.1, "
+                         "which the index lacks: the base environment's dependencies serve)")
     ap.add_argument("--site", action="append", default=[], type=Path,
                     help="a folder put first on sys.path (e.g. one made with pip install --target); repeatable")
     ap.add_argument("--with", dest="extra_reqs", action="append", default=[],
                     help="another requirement for a cached test site (e.g. kernels==0.15.2); repeatable")
     ap.add_argument("--types", help="comma-separated model types (default: every type kernelcheck knows)")
-    ap.add_argument("--modes", default="train,infer")
+    ap.add_argument("--modes", default="train,infer",
+                    help="train, infer and/or recording (5.25+: drafts with a recording cache, against doctor train)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for both runs; repeatable")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
@@ -366,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     modes = tuple(m for m in a.modes.split(",") if m)
     if any(m not in MODES for m in modes):
-        ap.error(f"--modes takes train and/or infer, not {a.modes}")
+        ap.error(f"--modes takes {', '.join(MODES)}, not {a.modes}")
     if a.child is not None:
         child_main([t for t in a.child.split(",") if t], modes)
         return 0
@@ -385,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # transformers' own closure first: a --with package's dependencies (a newer huggingface_hub) must not
         # shadow the versions that transformers release resolved to
-        made = [site(f"transformers=={a.transformers}", deps=True)] if a.transformers else []
+        made = [site(f"transformers=={a.transformers}", deps=not a.no_deps)] if a.transformers else []
         if a.extra_reqs:
             made.append(site(*a.extra_reqs, deps=True))
         sites = made + sites

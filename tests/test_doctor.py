@@ -335,6 +335,48 @@ def test_5_25_hub_kernels_on_by_default_with_kernels_outside_its_window_is_broke
     assert not any(x["id"] == "transformers-unread" for x in rep["findings"])
 
 
+def test_5_25_train_mode_counts_the_recurrent_function_of_the_chunked_path_and_reports_kernelize_hooks():
+    code, rep = run_json(["doctor", "--model", "qwen3_5", "--mode", "train"], site(*TF525),
+                         env={"USE_HUB_KERNELS": "0"})
+    assert code == 3, rep
+    # 5.25's Qwen3_5GatedDeltaNet.forward calls torch_recurrent_gated_delta_rule for the last tokens when the cache
+    # keeps intermediate states: not "not used in this mode"; the conv update stays decode-only
+    assert function(rep, "fused_recurrent_gated_delta_rule")["used"] is True
+    assert function(rep, "causal_conv1d_update")["used"] is False
+    ids = {f["id"]: f for f in rep["findings"]}
+    msg = ids["decode-function-in-prefill"]["message"]
+    assert "fused_recurrent_gated_delta_rule (torch_recurrent_gated_delta_rule, called in " \
+           "Qwen3_5GatedDeltaNet.forward" in msg and "get_recurrent_states_to_keep" in msg
+    hooks = ids["kernelize-hooks"]["message"]
+    assert "causal_conv1d_forward (@use_kernel_forward_from_hub('causal_conv1d_forward')" in hooks
+    assert "attached to Qwen3_5GatedDeltaNet by use_kernelized_func" in hooks
+    assert "its own body runs and calls causal_conv1d_fn, causal_conv1d_update" in hooks
+    assert ids["kernelize-hooks"]["severity"] == "info" and "kernel-decorator-unread" not in ids
+
+
+def test_the_installed_transformers_has_no_recurrent_call_in_the_chunked_path():
+    code, rep = run_json(["doctor", "--model", "qwen3_5", "--mode", "train"])
+    assert code == 3, rep
+    assert function(rep, "fused_recurrent_gated_delta_rule")["used"] is False  # 5.24: decode only
+    assert not any(f["id"] == "decode-function-in-prefill" for f in rep["findings"])
+
+
+def test_a_kernel_decorator_the_reader_does_not_know_is_a_warning():
+    import ast
+
+    from kernelcheck.doctor import source_notes
+    from kernelcheck.integrations import transformers_calls
+
+    src = (site(*TF525) / "transformers" / "models" / "qwen3_5" / "modeling_qwen3_5.py").read_text()
+    src += '\n\n@use_kernel_stepwise_from_hub("chunk_gated_delta_rule")\ndef stepwise(x):\n    return x\n'
+    got = source_notes.hook_findings("transformers.models.qwen3_5.modeling_qwen3_5", "5.99.0",
+                                     transformers_calls.hooks_of(ast.parse(src)))
+    bad = next(f for f in got if f.id == "kernel-decorator-unread")
+    assert bad.severity == "warning"
+    assert "@use_kernel_stepwise_from_hub on stepwise (line " in bad.message
+    assert "What they bind is not in this report" in bad.message
+
+
 def test_5_25_with_hub_kernels_disabled_is_the_torch_fallback():
     tf = site(*TF525)
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], tf, env={"USE_HUB_KERNELS": "0"})

@@ -14,7 +14,9 @@ from envs import REPO, site
 
 pytestmark = pytest.mark.integration
 
-MAMBA_513 = ["mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "nemotron_h"]
+MAMBA_513 = ["mamba", "mamba2", "jamba", "zamba"]  # falcon_mamba, nemotron_h, bamba ...: the full command
+TF525 = ("transformers==5.25.0",)  # hard-requires kernels>=0.19.1,<0.20 (not on the index): --no-deps
+FLA = ("fla-core==0.6.0", "einops", "triton==3.6.0")
 
 
 def _check(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -60,6 +62,35 @@ def test_transformers_5_13_with_kernels_in_window_offline_crashes_at_build_and_d
         assert "not available in the local cache" in rows[t]["truth_error"]  # USE_HUB_KERNELS=0 does not help
 
 
+def test_5_25_hub_kernels_by_default_the_load_raises_and_doctor_says_broken():
+    # kernels 0.17.2 (the dev env's) is outside 5.25's window: from_pretrained turns use_kernels on by default and
+    # raises; building from a config alone would not, so the harness loads the saved tiny model like a job does
+    rows = _check(groundtruth.run(["qwen3_5"], ("train",), [site(*TF525)], {}))
+    for r in rows.values():
+        assert r["truth_exit"] == 4 and r["doctor_exit"] == 4
+        assert r["truth_error"].startswith("building the model raised: from_pretrained: ValueError: Kernels are not "
+                                           "available"), r["truth_error"]
+
+
+def test_5_25_fla_bound_on_cpu_and_drafts_with_a_recording_cache_doctor_agrees_with_what_runs():
+    rows = _check(groundtruth.run(["qwen3_5", "mamba2"], ("infer", "recording"),
+                                  [site(*TF525), site(*FLA)], {"USE_HUB_KERNELS": "0"}))
+    # fla is bound, but 5.25's wrapper checks the input's device on every call: on this CPU the torch function
+    # runs, and doctor names it (status unsupported: fla would run on a GPU)
+    infer = rows[("qwen3_5", "infer")]
+    assert any(c.startswith("chunk_gated_delta_rule=torch:") and c.endswith("torch_chunk_gated_delta_rule")
+               for c in infer["truth_calls"]), infer["truth_calls"]
+    assert infer["doctor"]["chunk_gated_delta_rule"] == "unsupported"
+    # the cached decode passes the cache as `cache` (5.25's name): the recurrent function ran in decode
+    assert any(c.startswith("fused_recurrent_gated_delta_rule=torch:") for c in infer["truth_calls"])
+    # a forward of drafted tokens with a cache that keeps their states calls the recurrent ("decode") function
+    # in the chunked path: doctor's train mode counts it as used
+    for model_type, fn in (("qwen3_5", "fused_recurrent_gated_delta_rule"), ("mamba2", "selective_state_update")):
+        rec = rows[(model_type, "recording")]
+        assert any(c.startswith(f"{fn}=torch:") for c in rec["truth_calls"]), rec["truth_calls"]
+        assert rec["doctor"][fn] in ("unsupported", "fallback"), rec["doctor"]  # no "(unused)"
+
+
 def test_harness_reports_a_disagreement_and_exits_1():
     # doctor says READY for mamba2 on 5.13 when the lazy-kernel regime is not read; the harness must say so. The
     # same comparison, fed doctor's old answer (exit 0, every function "not called"), disagrees.
@@ -69,3 +100,12 @@ def test_harness_reports_a_disagreement_and_exits_1():
     row = groundtruth.compare(obs, old, "train")
     assert not row["agree"] and row["problems"] == ["exit: truth 3, doctor 0"]
     assert "DISAGREE: exit: truth 3, doctor 0" in groundtruth.table([row])
+    # per function: a function that ran is "not used in this mode" for doctor (its pre-5.25 train-mode answer
+    # for the recurrent function that drafted tokens call)
+    obs = {"model_type": "qwen3_5", "modes": {"recording": {"exit": 3, "error": None, "calls": [
+        {"step": "drafts", "slot": "fused_recurrent_gated_delta_rule", "callable": "x.torch_recurrent",
+         "fast": False}]}}}
+    old = {"exit": 3, "report": {"functions": [
+        {"name": "fused_recurrent_gated_delta_rule", "status": "fallback", "used": False}]}}
+    row = groundtruth.compare(obs, old, "recording")
+    assert row["problems"] == ["fused_recurrent_gated_delta_rule ran, doctor says it is not used in this mode"]

@@ -15,6 +15,7 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import imports as imports_mod
+from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
@@ -98,12 +99,13 @@ def function_statuses(
 ) -> list[FunctionStatus]:
     m = matrix_mod.load()
     out = []
+    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == "train" else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         pkg = m.packages.get(b.package or (info.package if info else ""))
         dist = pkg.install_distribution if pkg else b.package
         phase = info.phase if info else ""
-        used = not (mode == "train" and phase == "decode")
+        used = not (mode == "train" and phase == "decode") or fn in in_prefill
         if b.bound == "unbound":
             out.append(FunctionStatus(fn, dist, "unsupported", "-",
                                       f"transformers {env.transformers}'s {result.module} does not call `{fn}`: "
@@ -358,6 +360,8 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
+    if not result.module_error:
+        report.findings.extend(notes_mod.source_findings(result.module, env, mode))
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
