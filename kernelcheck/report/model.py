@@ -7,40 +7,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck import SCHEMA
-from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' one home is core/status.py
+from kernelcheck.core import decide
+from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
     EXIT_FALLBACK,
     EXIT_INTERNAL,
     EXIT_READY,
     EXIT_USAGE,
-    verdict_of_severity,
-    verdict_of_status,
+    Finding,
+    FunctionStatus,
     worst,
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str  # broken | fallback | warning | info
-    message: str
-    fix: str | None = None
-    reference: str | None = None
-    functions: tuple[str, ...] = ()
-
-
-@dataclass
-class FunctionStatus:
-    name: str
-    package: str  # distribution a user installs
-    status: str  # fast | fallback | broken | unsupported
-    implementation: str
-    reason: str | None = None
-    fix: str | None = None
-    phase: str = ""
-    used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
-    evidence: dict[str, Any] | None = None
 
 
 @dataclass
@@ -55,8 +33,7 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        return worst([*(verdict_of_status(f.status) for f in self.functions if f.used),
-                      *(verdict_of_severity(fd.severity) for fd in self.findings)]).value
+        return decide.verdict(self.functions, self.findings).value
 
     @property
     def exit_code(self) -> int:
