@@ -18,7 +18,7 @@ from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
@@ -345,9 +345,8 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     env = _with_packages(env, probe)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
-    report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
-                             "attn_implementation": needs.attn_implementation}
-    report.extra["bindings"] = {"regime": result.regime, "module": result.module}
+    report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
+    report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query,
                       probe.attr if probe is not None else _attr_in_process)
     report.functions.append(_attention_status(needs, env, query))

@@ -21,7 +21,7 @@ from kernelcheck.core import decide
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.integrations import kernels_hub as hub_mod
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, HubSection, Report
 
 
 def default_device(env: environment_mod.Environment) -> str:
@@ -208,8 +208,8 @@ def _resolution_lines(spec: str, res: hub_mod.Resolution) -> list[str]:
 def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: hub_mod.Target | None = None) -> dict[str, Any]:
-    """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
+          target: hub_mod.Target | None = None) -> HubSection:
+    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
@@ -251,21 +251,21 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 
-    section = {
-        "lines": lines,
-        "used": used,
-        "why": why,
-        "device": dev,
-        "mode": mode,
-        "offline": hub_mod.offline(),
-        "transformers": {k: v for k, v in th.to_json().items() if k != "mapping"},
-        "mapping": [{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
-                     "layer": e.repo.layer_name, "capability": e.capability}
-                    for e in th.mapping if e.name in names],
-        "names": rows,
-        "repos": [r.to_json() for r in resolutions.values()],
-    }
-    report.extra["hub"] = section
+    section = HubSection(
+        lines=lines,
+        used=used,
+        why=why,
+        device=dev,
+        mode=mode,
+        offline=hub_mod.offline(),
+        transformers={k: v for k, v in th.to_json().items() if k != "mapping"},
+        mapping=[{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
+                  "layer": e.repo.layer_name, "capability": e.capability}
+                 for e in th.mapping if e.name in names],
+        names=rows,
+        repos=[r.to_json() for r in resolutions.values()],
+    )
+    report.hub = section
     report.findings.extend(findings)
     return section
 

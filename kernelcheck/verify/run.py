@@ -19,7 +19,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import steps as steps_mod
@@ -237,7 +237,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     if result.module_error:
         report.findings.append(Finding("verify-not-run", "broken", "verify could not build the model: the modeling "
                                        f"module does not import ({result.module_error})."))
-        report.extra["live"] = {"ran": False, "lines": ["not run: the modeling module does not import"]}
+        report.live = LiveSection(ran=False, lines=["not run: the modeling module does not import"])
         return
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
@@ -264,8 +264,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
             "verify-cpu", "info",
             "no CUDA GPU here: the layers ran on the CPU, where every fast function runs its torch reference (or is "
             "unsupported). The evidence shows the torch path; run verify on the GPU machine to prove the fast path."))
-    report.extra["live"] = {
-        "ran": True,
+    report.live = LiveSection(ran=True, details={
         "device": run.built.device,
         "dtype": run.built.dtype,
         "shape": shape,
@@ -278,10 +277,9 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         "benchmark": run.benchmark,
         "triton_cache": run.triton,
         "timing": run.timing,
-        "lines": _lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
-                                         "shows it"] if noise.strip() else []),
-        "captured_output": noise_mod.summary(noise) if noise.strip() else None,
-    }
+    }, lines=_lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
+                                     "shows it"] if noise.strip() else []),
+        captured_output=noise_mod.summary(noise) if noise.strip() else None)
 
 
 
