@@ -75,3 +75,14 @@ def test_trace_sections_and_annotation():
     data = json.loads(render_json(r))
     assert list(data)[len(HEAD):] == ["trace", "summary", "steps", "breakdown"]
     assert list(data["trace"]) == ["file", "diagnosis", "annotated"]
+
+
+def test_install_reads_back_the_doctor_json_it_ran():
+    from kernelcheck.report.model import Finding, FunctionStatus
+
+    fs = FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch", "not installed", "pip install",
+                        "prefill", True, {"calls": 0})
+    fd = Finding("no-gpu", "info", "m", None, None, ("causal_conv1d_fn",))
+    data = json.loads(render_json(Report("doctor", {}, None, "train", [fs], [fd])))
+    assert FunctionStatus.from_json({**data["functions"][0], "newer_key": 1}) == fs
+    assert Finding.from_json(data["findings"][0]) == fd

@@ -44,6 +44,11 @@ class Finding:
     reference: str | None = None
     functions: tuple[str, ...] = ()
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """A finding as a report's JSON prints it (install reads the doctor it runs after the install)."""
+        return cls(**{**data, "functions": tuple(data.get("functions", ()))})
+
 
 @dataclass
 class FunctionStatus:
@@ -58,6 +63,11 @@ class FunctionStatus:
     phase: str = ""
     used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
     evidence: dict[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FunctionStatus:
+        """A function as a report's JSON prints it: the recorded values, not a new decision."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4

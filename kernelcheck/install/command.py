@@ -27,12 +27,12 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_CODE, worst
+from kernelcheck.core.status import EXIT_CODE
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
@@ -183,9 +183,8 @@ def _doctor_after(req: Request) -> tuple[dict | None, str]:
     if not data.get("functions") and data.get("error"):
         return data, f"doctor: {data['error']}"
     rep = Report("doctor", data.get("environment") or {}, data.get("model"), data.get("mode"),
-                 [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
-                  for f in data.get("functions", [])],
-                 [Finding(**{**f, "functions": tuple(f.get("functions", ()))}) for f in data.get("findings", [])])
+                 [FunctionStatus.from_json(f) for f in data.get("functions", [])],
+                 [Finding.from_json(f) for f in data.get("findings", [])])
     return data, render_text(rep)
 
 
@@ -289,11 +288,8 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     # report's, and the exit code is the worst verdict printed (the doctor after install, and with --arch
     # also the plan's prediction for GPUs that are not here), never READY under a FALLBACK block.
     if after:
-        fields = FunctionStatus.__dataclass_fields__
-        report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in fields})
-                            for f in after.get("functions", [])]
-        report.findings = [Finding(**{**f, "functions": tuple(f.get("functions", ()))})
-                           for f in after.get("findings", [])] + _plan_findings(plan)
+        report.functions = [FunctionStatus.from_json(f) for f in after.get("functions", [])]
+        report.findings = [Finding.from_json(f) for f in after.get("findings", [])] + _plan_findings(plan)
     else:
         report.findings.extend(_plan_findings(plan))
         report.findings.append(Finding("install-unverified", "fallback", "doctor did not run after the install, "
@@ -303,7 +299,7 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings.append(Finding("install-for-arch", "info",
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
-        return report, EXIT_CODE[worst([report.verdict, plan.predicted])]
+        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
     return report, report.exit_code
 
 
