@@ -99,3 +99,11 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
                     verdicts.append(f"{rel}:{n.lineno}: {name}")
     assert writes == [], "statuses are decided in core/decide.py only: " + "; ".join(writes)
     assert verdicts == [], "the verdict is computed in core/decide.py only: " + "; ".join(verdicts)
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    import tomllib
+
+    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    here = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
+    assert here - listed == set(), "pyproject.toml [tool.setuptools] packages misses these (pip install drops them)"
