@@ -111,10 +111,10 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
                                    target=target)
         _judge_repo(report, section, res)
     # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
-    if model and not section.get("used") and not parsed and not prefetch:
+    if model and not section.used and not parsed and not prefetch:
         report.findings.append(Finding(
             HUB_DECIDES_NOTHING, "fallback",
-            f"this job would not load Hub kernels ({section.get('why') or 'use_kernels is off'}), so kernelcheck hub "
+            f"this job would not load Hub kernels ({section.why or 'use_kernels is off'}), so kernelcheck hub "
             "cannot say that any of the model's functions run fast: it judges the Hub path only.",
             f"kernelcheck doctor --model {model} --mode {mode} gives the verdict for the functions; pass "
             "--use-kernels here if the job loads with use_kernels=True"))
@@ -146,11 +146,11 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
         click.echo(f"kernelcheck hub: {line}", err=True)
 
     if not targets:
-        report.extra["plan"] = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
-                                 "reason": "no Hub kernel is mapped for this model, device and mode"}]
+        report.plan = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
+                        "reason": "no Hub kernel is mapped for this model, device and mode"}]
         return
     steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
-    report.extra["plan"] = steps
+    report.plan = steps
     for st in steps:
         if st["action"] == "failed":  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
             report.findings.append(Finding("hub-prefetch-failed", "fallback",
@@ -160,17 +160,17 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
 
 
-def _judge_repo(report: Any, section: dict[str, Any], res: Any) -> None:
+def _judge_repo(report: Any, section: Any, res: Any) -> None:
     from kernelcheck.report.model import Finding
 
-    section["repos"].append(res.to_json())
-    section["lines"].append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
-                            + (f": build {res.chosen} will be used" if res.chosen else ""))
+    section.repos.append(res.to_json())
+    section.lines.append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+                         + (f": build {res.chosen} will be used" if res.chosen else ""))
     for d in res.decisions:
-        section["lines"].append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
-                                f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+        section.lines.append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
+                             f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
     if res.error:
-        section["lines"].append(f"    {res.error}")
+        section.lines.append(f"    {res.error}")
         report.findings.append(Finding(
             "hub-repo-unresolved", "fallback",
             f"{res.spec}: {res.error}. Nothing was checked for this repository, so it is not known to load.",
@@ -181,7 +181,7 @@ def _judge_repo(report: Any, section: dict[str, Any], res: Any) -> None:
             f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
             f"match {res.would_match}", f"run on {res.would_match}"))
     elif res.blocked:
-        section["lines"].append(f"    NOT LOADABLE offline: {res.blocked}")
+        section.lines.append(f"    NOT LOADABLE offline: {res.blocked}")
         report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
                                        f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
                                        f"kernelcheck hub --repo {res.spec} --prefetch"))

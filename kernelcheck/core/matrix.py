@@ -20,6 +20,11 @@ def _root() -> Path:
     return Path(str(resources.files("kernelcheck._matrix")))
 
 
+def data_file(name: str) -> Path:
+    """A file of matrix/ (checkout) or kernelcheck._matrix (installed wheel): `data_file("packing.toml")`."""
+    return _root() / name
+
+
 def _load(name: str) -> dict[str, Any]:
     with open(_root() / name, "rb") as fh:
         return tomllib.load(fh)

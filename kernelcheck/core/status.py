@@ -8,7 +8,9 @@ verdict it printed (`worst`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep working
@@ -31,6 +33,41 @@ class Severity(StrEnum):  # a str: JSON and comparisons with plain strings keep 
     FALLBACK = "fallback"
     WARNING = "warning"
     INFO = "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: str  # broken | fallback | warning | info
+    message: str
+    fix: str | None = None
+    reference: str | None = None
+    functions: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """A finding as a report's JSON prints it (install reads the doctor it runs after the install)."""
+        return cls(**{**data, "functions": tuple(data.get("functions", ()))})
+
+
+@dataclass
+class FunctionStatus:
+    """One function's status. Built from the binding reading (doctor), then changed only by core/decide.py."""
+
+    name: str
+    package: str  # distribution a user installs
+    status: str  # fast | fallback | broken | unsupported
+    implementation: str
+    reason: str | None = None
+    fix: str | None = None
+    phase: str = ""
+    used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
+    evidence: dict[str, Any] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FunctionStatus:
+        """A function as a report's JSON prints it: the recorded values, not a new decision."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4

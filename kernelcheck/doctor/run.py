@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from kernelcheck.core import decide, manifest
 from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import manifest
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
@@ -19,7 +19,7 @@ from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 
 
 def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
@@ -351,9 +351,8 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     env = _with_packages(env, probe)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
-    report.extra["needs"] = {"functions": list(needs.functions), "packages": list(needs.packages),
-                             "attn_implementation": needs.attn_implementation}
-    report.extra["bindings"] = {"regime": result.regime, "module": result.module}
+    report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
+    report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query,
                       probe.attr if probe is not None else _attr_in_process)
     report.functions.append(_attention_status(needs, env, query))
@@ -365,11 +364,11 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
-        for fs in report.functions:
-            if fs.package == "fla-core" and fs.reason and "not installed" in fs.reason:
-                fs.reason += (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
-                              "instead; see unsloth-replaces-fla)")
-    _apply_rules(report, result, env, mode, query)
+        note = (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
+                "instead; see unsloth-replaces-fla)")
+        report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
+                            and "not installed" in fs.reason else fs for fs in report.functions]
+    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, result, env, mode, query))
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
@@ -401,21 +400,21 @@ def _function_section(report: Report, model: models_mod.ResolvedModel, result: b
 
 
 def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
-                 query: str) -> None:
-    """Known breakages (matrix/breakages.toml) as findings; a certain hit raises the functions it names."""
+                 query: str) -> list[decide.RuleEvidence]:
+    """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
+    functions they name."""
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
+    certain = []
     for hit in rules_mod.evaluate(facts):
         sev = hit.rule.severity if hit.certain else "warning"
         msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
         report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
         if hit.certain:
-            for fs in report.functions:
-                if fs.name in hit.rule.functions and fs.used and _RANK[hit.rule.severity] > _RANK.get(fs.status, 0):
-                    fs.status = hit.rule.severity
-                    fs.reason = f"{hit.rule.title}: {hit.message}"
-                    fs.fix = hit.fix
+            certain.append(decide.RuleEvidence(hit.rule.id, hit.rule.severity, hit.rule.title, hit.message, hit.fix,
+                                               hit.rule.functions))
+    return certain
 
 
 def _newer_than_tested(version: str | None) -> bool:
@@ -485,9 +484,6 @@ def _hub_check(report: Report, env: environment_mod.Environment, module: str | N
     from kernelcheck.hub import check as hub_check
 
     hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
-
-
-_RANK = {"fast": 0, "unsupported": 1, "fallback": 1, "warning": 0, "broken": 2}
 
 
 def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:

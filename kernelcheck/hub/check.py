@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core import decide
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.integrations import kernels_hub as hub_mod
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, HubSection, Report
 
 
 def default_device(env: environment_mod.Environment) -> str:
@@ -207,8 +208,8 @@ def _resolution_lines(spec: str, res: hub_mod.Resolution) -> list[str]:
 def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: hub_mod.Target | None = None) -> dict[str, Any]:
-    """Add the Hub section (`report.extra["hub"]`) and its findings to `report`; returns the section."""
+          target: hub_mod.Target | None = None) -> HubSection:
+    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
@@ -239,8 +240,10 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     for row in rows:
         if "repo" in row:
             by_repo.setdefault(row["repo"], []).append(row)
+    replaced: list[decide.HubEvidence] = []
     for spec, group in by_repo.items():
-        _judge(findings, group, resolutions[spec], used, fstatus, query or "M")
+        replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M"))
+    report.functions = decide.decide_all(report.functions, hub=replaced)
     lines.extend(_row_line(row, used) for row in rows)
     for spec, res in resolutions.items():
         lines.extend(_resolution_lines(spec, res))
@@ -248,29 +251,29 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 
-    section = {
-        "lines": lines,
-        "used": used,
-        "why": why,
-        "device": dev,
-        "mode": mode,
-        "offline": hub_mod.offline(),
-        "transformers": {k: v for k, v in th.to_json().items() if k != "mapping"},
-        "mapping": [{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
-                     "layer": e.repo.layer_name, "capability": e.capability}
-                    for e in th.mapping if e.name in names],
-        "names": rows,
-        "repos": [r.to_json() for r in resolutions.values()],
-    }
-    report.extra["hub"] = section
+    section = HubSection(
+        lines=lines,
+        used=used,
+        why=why,
+        device=dev,
+        mode=mode,
+        offline=hub_mod.offline(),
+        transformers={k: v for k, v in th.to_json().items() if k != "mapping"},
+        mapping=[{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
+                  "layer": e.repo.layer_name, "capability": e.capability}
+                 for e in th.mapping if e.name in names],
+        names=rows,
+        repos=[r.to_json() for r in resolutions.values()],
+    )
+    report.hub = section
     report.findings.extend(findings)
     return section
 
 
 def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Resolution, used: bool,
-           fstatus: dict[str, Any], q: str) -> None:
-    """One finding per repository (naming the layers/functions mapped to it); function statuses are
-    upgraded to fast when the Hub kernel will really replace them."""
+           fstatus: dict[str, Any], q: str) -> list[decide.HubEvidence]:
+    """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
+    kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
     hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
@@ -283,7 +286,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
             f"and raises on the connection error, so the model load fails{cached}.",
             "export HF_HUB_OFFLINE=1 for the job (after kernelcheck hub --model M --prefetch where the Hub is "
             "reachable)", "kernels load.py get_kernel (HubResolver when not offline)", fns))
-        return
+        return []
     if res.chosen and res.blocked:
         if used:
             findings.append(Finding(
@@ -292,25 +295,19 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
                 f"kernelcheck hub --model {q} --prefetch  (repairs the cache entry, no download needed)",
                 "huggingface_hub _snapshot_download._raise_if_incomplete_snapshot; kernels resolver.py "
                 "resolve_hub_cache_kernel", fns))
-        return
+        return []
     if res.chosen and not res.problem:
-        for r in group:
-            fs = fstatus.get(r["name"])
-            if used and r["kind"] == "function" and fs is not None and fs.status != "fast":
-                fs.status = "fast"
-                fs.implementation = f"Hub kernel {res.spec} {r['layer']} ({res.chosen})"
-                fs.reason = None
-                fs.fix = None
-        return
+        return [decide.HubEvidence(r["name"], f"Hub kernel {res.spec} {r['layer']} ({res.chosen})") for r in group
+                if used and r["kind"] == "function" and r["name"] in fstatus]
     if not used:
-        return  # the section's lines say what use_kernels=True would meet; hub-not-used says why
+        return []  # the section's lines say what use_kernels=True would meet; hub-not-used says why
     if res.problem:
         findings.append(Finding("hub-build-fails", "broken",
                                 f"{res.spec} (for {names}): build {res.chosen}: {res.problem}; the model load fails "
                                 "(kernelize falls back only when no file is found)",
                                 "load without use_kernels, or pass check_arch=False where you load the kernel yourself",
                                 "kernels validate.py ArchValidator/MinverValidator", fns))
-        return
+        return []
     if res.error:
         findings.append(Finding(
             "hub-not-listable", "broken",
@@ -320,7 +317,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
             f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
             "then run the job with HF_HUB_OFFLINE=1",
             "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns))
-        return
+        return []
     def is_slow(r: dict[str, Any]) -> bool:
         fs = fstatus.get(r["name"])
         if r["kind"] == "layer" or fs is None:
@@ -340,6 +337,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
         f"run the job with {res.would_match}{_index_hint(res.nearest)}; or use the package path (kernelcheck "
         f"install --model {q}); kernelcheck never changes torch for you",
         "kernels variants.py resolve_variants; layer.py kernelize_layer (KernelizeFallback.CANNOT_LOAD)", fns))
+    return []
 
 
 def _index_hint(variant: str | None) -> str:

@@ -27,12 +27,12 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_CODE, worst
+from kernelcheck.core.status import EXIT_CODE
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
@@ -41,8 +41,11 @@ from kernelcheck.report.model import (
     EXIT_BROKEN,
     EXIT_FALLBACK,
     EXIT_READY,
+    Before,
     Finding,
     FunctionStatus,
+    Installed,
+    Prediction,
     Report,
     render_text,
 )
@@ -140,8 +143,8 @@ def _probe(arches: tuple[str, ...], target: str | None) -> tuple[environment_mod
 
 def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
     m = matrix_mod.load()
-    pkgs = list(report.extra.get("needs", {}).get("packages", []))
-    attn = m.attention.get(report.extra.get("needs", {}).get("attn_implementation", ""), "")
+    pkgs = list(report.needs.packages) if report.needs else []
+    attn = m.attention.get(report.needs.attn_implementation if report.needs else "", "")
     if attn:
         pkgs.append(attn)
     if only:
@@ -180,9 +183,8 @@ def _doctor_after(req: Request) -> tuple[dict | None, str]:
     if not data.get("functions") and data.get("error"):
         return data, f"doctor: {data['error']}"
     rep = Report("doctor", data.get("environment") or {}, data.get("model"), data.get("mode"),
-                 [FunctionStatus(**{k: v for k, v in f.items() if k in FunctionStatus.__dataclass_fields__})
-                  for f in data.get("functions", [])],
-                 [Finding(**{**f, "functions": tuple(f.get("functions", ()))}) for f in data.get("findings", [])])
+                 [FunctionStatus.from_json(f) for f in data.get("functions", [])],
+                 [Finding.from_json(f) for f in data.get("findings", [])])
     return data, render_text(rep)
 
 
@@ -224,8 +226,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
         without=tuple(req.without))
     report = Report("install", env.to_json(), before.model, req.mode)
-    report.extra["before"] = {"verdict": before.verdict,
-                              "functions": {f.name: f.status for f in before.functions}}
+    report.before = Before(before.verdict, {f.name: f.status for f in before.functions})
     progress = (lambda s: print(s, file=sys.stderr, flush=True)) if as_json else echo
     if req.source == "hub":
         return _install_from_hub(req, env, wheelhouse, offline, report, progress)
@@ -244,10 +245,10 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         importlib.invalidate_caches()
         env, _ = _probe(arches, req.target)
         plan = plan_now(env)
-        report.extra["plan"] = plan.to_json()
+        report.plan = plan.to_json()
         if not as_json:
             head = Report("install", {}, before.model, req.mode)
-            head.extra["plan"] = plan.to_json()
+            head.plan = plan.to_json()
             echo("\n".join(render_text(head).splitlines()[:-1]))  # the plan, before anything runs
         if plan.blocked:
             return _finish_plan(report, plan, executed=False)
@@ -256,7 +257,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
                                         log=progress, jobs=req.jobs, offline=offline)
             done.append(outcome)
         except (installer.InstallFailed, build_mod.BuildFailed) as exc:
-            report.extra["plan"] = plan.to_json()
+            report.plan = plan.to_json()
             report.findings.append(Finding("install-failed", "broken", exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
@@ -267,8 +268,8 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
                    opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
                    progress: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
     """What was installed, then doctor in a fresh process; its verdict is the command's."""
-    report.extra.update({"plan": plan.to_json(), "installed": outcome.installed, "manifest": outcome.manifest,
-                         "install_seconds": round(outcome.seconds, 1)})
+    report.plan = plan.to_json()
+    report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1))
     for e in outcome.installed:
         progress(f"installed {e['distribution']} {e['version']} from {e['source']}"
                  + (f" (GPU code {', '.join(e['so_arches'])})" if e.get("so_arches") else "")
@@ -279,18 +280,16 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     after, after_text = _doctor_after(req)
     if not as_json:
         echo("\n".join("  " + ln for ln in after_text.splitlines()))
-    report.extra["doctor_after"] = after
+    report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1), after,
+                                 has_doctor_after=True)
     if after and after.get("environment"):
         report.environment = after["environment"]  # what is installed now, not before
     # The doctor block printed above is part of this command's output: its functions and findings are the
     # report's, and the exit code is the worst verdict printed (the doctor after install, and with --arch
     # also the plan's prediction for GPUs that are not here), never READY under a FALLBACK block.
     if after:
-        fields = FunctionStatus.__dataclass_fields__
-        report.functions = [FunctionStatus(**{k: v for k, v in f.items() if k in fields})
-                            for f in after.get("functions", [])]
-        report.findings = [Finding(**{**f, "functions": tuple(f.get("functions", ()))})
-                           for f in after.get("findings", [])] + _plan_findings(plan)
+        report.functions = [FunctionStatus.from_json(f) for f in after.get("functions", [])]
+        report.findings = [Finding.from_json(f) for f in after.get("findings", [])] + _plan_findings(plan)
     else:
         report.findings.extend(_plan_findings(plan))
         report.findings.append(Finding("install-unverified", "fallback", "doctor did not run after the install, "
@@ -300,7 +299,7 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings.append(Finding("install-for-arch", "info",
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
-        return report, EXIT_CODE[worst([report.verdict, plan.predicted])]
+        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
     return report, report.exit_code
 
 
@@ -316,10 +315,8 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
     steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
                                dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
-    report.extra["plan"] = steps
-    report.extra["predicted"] = "ready"
-    report.extra["executed"] = not req.dry_run
-    report.extra["lock"] = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
+    report.plan = steps
+    lock_written = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
     code = 0
     for st in steps:
         if st.get("action") == "failed":
@@ -328,14 +325,14 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
         elif st.get("action") == "missing" and code == 0:
             code = 3
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
-    report.extra["predicted"] = {0: "ready", 3: "fallback", 4: "broken"}[code]
+    report.prediction = Prediction({0: "ready", 3: "fallback", 4: "broken"}[code], not req.dry_run, lock_written,
+                                   has_lock=True)
     return report, code
 
 
 def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[Report, int]:
-    report.extra["plan"] = plan.to_json()
-    report.extra["predicted"] = plan.predicted
-    report.extra["executed"] = executed
+    report.plan = plan.to_json()
+    report.prediction = Prediction(plan.predicted, executed)
     report.findings.extend(_plan_findings(plan))
     if plan.blocked:
         report.findings.append(Finding("install-stopped", "fallback",
@@ -348,7 +345,7 @@ def render(report: Report, code: int, dry_run: bool) -> str:
     """Text for people: the plan, findings and the verdict line with the real exit code."""
     shown = report
     if not dry_run:  # the plan was printed before anything ran
-        shown = dataclasses.replace(report, extra={k: v for k, v in report.extra.items() if k != "plan"})
+        shown = dataclasses.replace(report, plan=None)
     lines = render_text(shown).splitlines()
     if lines and lines[-1].startswith("verdict:"):
         words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput
 
 log = logging.getLogger(__name__)
 
-MATRIX = Path(__file__).resolve().parents[2] / "matrix" / "packing.toml"
 FIX = ("DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True) (TRL: a collator that "
        "passes cu_seq_lens and seq_idx, not padding_free with position_ids only)")
 
@@ -30,8 +30,9 @@ class ModeOutcome:
     fix: str | None
 
 
-def load_facts(path: Path = MATRIX) -> dict[str, Any]:
-    with path.open("rb") as fh:
+def load_facts(path: Path | None = None) -> dict[str, Any]:
+    """matrix/packing.toml (or `path`), from the checkout or the installed wheel's kernelcheck._matrix."""
+    with (path or matrix_mod.data_file("packing.toml")).open("rb") as fh:
         return tomllib.load(fh)
 
 

@@ -39,5 +39,5 @@ def attach(report: Any, declared: str | None) -> None:
     sec = section({f.name: f.status for f in report.functions if f.used}, declared)
     if sec is None:
         return
-    report.extra["packing"] = sec
+    report.packing = sec
     report.findings.extend(findings(sec))

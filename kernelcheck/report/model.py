@@ -3,44 +3,149 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck import SCHEMA
-from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' one home is core/status.py
+from kernelcheck.core import decide
+from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
     EXIT_FALLBACK,
     EXIT_INTERNAL,
     EXIT_READY,
     EXIT_USAGE,
-    verdict_of_severity,
-    verdict_of_status,
+    Finding,
+    FunctionStatus,
     worst,
 )
 
 
 @dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str  # broken | fallback | warning | info
-    message: str
-    fix: str | None = None
-    reference: str | None = None
-    functions: tuple[str, ...] = ()
+class Needs:
+    """What the model needs (doctor): its fast functions, their packages, the attention implementation."""
+
+    functions: list[str]
+    packages: list[str]
+    attn_implementation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """How doctor read transformers' bindings: the regime and the modeling module."""
+
+    regime: str
+    module: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
-class FunctionStatus:
-    name: str
-    package: str  # distribution a user installs
-    status: str  # fast | fallback | broken | unsupported
-    implementation: str
-    reason: str | None = None
-    fix: str | None = None
-    phase: str = ""
-    used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
-    evidence: dict[str, Any] | None = None
+class HubSection:
+    """The Kernel Hub section (hub/check.py); `kernelcheck hub --repo` adds to `repos` and `lines`."""
+
+    lines: list[str]
+    used: bool
+    why: str | None
+    device: str
+    mode: str
+    offline: bool
+    transformers: dict[str, Any]
+    mapping: list[dict[str, Any]]
+    names: list[dict[str, Any]]
+    repos: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class LiveSection:
+    """What running the real layers showed (verify): whether it ran, its lines, and the run's details."""
+
+    ran: bool
+    lines: list[str]
+    step: bool = False  # verify --step: the step section holds the details
+    details: dict[str, Any] | None = None  # device, dtype, shape, tokens, model, ..., timing (a full run)
+    captured_output: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ran": self.ran}
+        if self.step:
+            out["step"] = True
+        out.update(self.details or {})
+        out["lines"] = self.lines
+        if self.details is not None:
+            out["captured_output"] = self.captured_output
+        return out
+
+
+@dataclass(frozen=True)
+class Before:
+    """install: the doctor's verdict and statuses before anything was installed."""
+
+    verdict: str
+    functions: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "functions": dict(self.functions)}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """install: a plan that was not carried out (dry run, blocked) or a Hub pre-fetch: its predicted verdict.
+    `lock` is the kernels lock a Hub pre-fetch wrote (None when it wrote none); `has_lock` says the key is shown."""
+
+    predicted: str
+    executed: bool
+    lock: str | None = None
+    has_lock: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"predicted": self.predicted, "executed": self.executed}
+        if self.has_lock:
+            out["lock"] = self.lock
+        return out
+
+
+@dataclass(frozen=True)
+class Installed:
+    """install: what was installed, the manifest, how long it took, and the doctor run after it (its JSON)."""
+
+    installed: list[dict[str, Any]]
+    manifest: Any
+    install_seconds: float
+    doctor_after: dict[str, Any] | None = None
+    has_doctor_after: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"installed": self.installed, "manifest": self.manifest, "install_seconds": self.install_seconds}
+        if self.has_doctor_after:
+            out["doctor_after"] = self.doctor_after
+        return out
+
+
+@dataclass
+class TraceSection:
+    """trace: the file and its diagnosis (`trace`), the whole-trace `summary`, one row per step, the breakdown."""
+
+    trace: dict[str, Any]
+    summary: dict[str, Any]
+    steps: list[Mapping[str, Any]]
+    breakdown: Mapping[str, Any] | None = None
+    annotated: dict[str, Any] | None = None  # --annotate: the file written and its instant events
+
+    def to_json(self) -> dict[str, Any]:
+        trace = {**self.trace, **({"annotated": self.annotated} if self.annotated is not None else {})}
+        out: dict[str, Any] = {"trace": trace, "summary": self.summary, "steps": self.steps}
+        if self.breakdown:
+            out["breakdown"] = self.breakdown
+        return out
 
 
 @dataclass
@@ -51,16 +156,50 @@ class Report:
     mode: str | None
     functions: list[FunctionStatus] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # plan, hub, summary, steps ...
+    # the typed sections, each written by one module; JSON shows the set ones in this order
+    needs: Needs | None = None  # doctor
+    bindings: Bindings | None = None  # doctor
+    before: Before | None = None  # install
+    plan: list[dict[str, Any]] | None = None  # install, hub --prefetch
+    prediction: Prediction | None = None  # install (dry run, blocked, --source hub)
+    installed: Installed | None = None  # install
+    hub: HubSection | None = None  # hub/check.py
+    step: dict[str, Any] | None = None  # verify --step (verify/step.py)
+    live: LiveSection | None = None  # verify, doctor --live
+    packing: dict[str, Any] | None = None  # doctor (packing/findings.py)
+    trace: TraceSection | None = None  # trace
 
     @property
     def verdict(self) -> str:
-        return worst([*(verdict_of_status(f.status) for f in self.functions if f.used),
-                      *(verdict_of_severity(fd.severity) for fd in self.findings)]).value
+        return decide.verdict(self.functions, self.findings).value
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODE[worst([self.verdict])]
+
+    def sections_json(self) -> dict[str, Any]:
+        """The typed sections as the JSON keys after `findings`."""
+        out: dict[str, Any] = {}
+        for name in ("needs", "bindings", "before"):
+            sec = getattr(self, name)
+            if sec is not None:
+                out[name] = sec.to_json()
+        if self.plan is not None:
+            out["plan"] = self.plan
+        for sec in (self.prediction, self.installed):
+            if sec is not None:
+                out.update(sec.to_json())
+        if self.hub is not None:
+            out["hub"] = self.hub.to_json()
+        if self.step is not None:
+            out["step"] = self.step
+        if self.live is not None:
+            out["live"] = self.live.to_json()
+        if self.packing is not None:
+            out["packing"] = self.packing
+        if self.trace is not None:
+            out.update(self.trace.to_json())
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -74,7 +213,7 @@ class Report:
             "functions": [_drop_none(asdict(f)) for f in self.functions],
             "findings": [_finding_json(f) for f in self.findings],
         }
-        out.update(self.extra)
+        out.update(self.sections_json())
         return out
 
 
@@ -175,13 +314,15 @@ def render_text(report: Report) -> str:
                 names = f.evidence.get("kernel_names") or f.evidence.get("kernels")
                 if names:
                     out.append(f"              kernels: {', '.join(names[:6])}")
-    for section, render in (("plan", _render_plan), ("hub", _render_hub), ("summary", _render_summary),
-                            ("live", _render_live)):
-        if section in report.extra and report.extra[section]:
-            if section == "hub" and report.command != "hub" and report.extra[section].get("used") is False:
-                out.extend(_render_hub_unused(report.extra[section]))
-                continue
-            out.extend(render(report.extra[section]))
+    if report.plan:
+        out.extend(_render_plan(report.plan))
+    if report.hub is not None:
+        out.extend(_render_hub_unused(report.hub) if report.command != "hub" and report.hub.used is False
+                   else _render_hub(report.hub))
+    if report.trace is not None and report.trace.summary:
+        out.extend(_render_summary(report.trace.summary))
+    if report.live is not None:
+        out.extend(_render_live(report.live))
     out.extend(render_findings(report.findings))
     v = report.verdict
     words = {"ready": "READY: every fast kernel this job uses will run",
@@ -203,16 +344,13 @@ def _render_plan(plan: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _render_hub(hub: dict[str, Any]) -> list[str]:
-    out = ["hub"]
-    for line in hub.get("lines", []):
-        out.append(f"  {line}")
-    return out
+def _render_hub(hub: HubSection) -> list[str]:
+    return ["hub", *(f"  {line}" for line in hub.lines)]
 
 
-def _render_hub_unused(hub: dict[str, Any]) -> list[str]:
+def _render_hub_unused(hub: HubSection) -> list[str]:
     """Hub kernels are not loaded by this job: one line (the full section is in --json and `kernelcheck hub`)."""
-    why = hub.get("why") or "use_kernels is off"
+    why = hub.why or "use_kernels is off"
     return [f"hub: Hub kernels are not used: {why}. `kernelcheck hub --model M` shows what use_kernels=True "
             "would load."]
 
@@ -225,5 +363,5 @@ def _render_summary(summary: dict[str, Any]) -> list[str]:
     return out
 
 
-def _render_live(live: dict[str, Any]) -> list[str]:
-    return ["live (verify)"] + [f"  {line}" for line in live.get("lines", [])]
+def _render_live(live: LiveSection) -> list[str]:
+    return ["live (verify)"] + [f"  {line}" for line in live.lines]

@@ -457,7 +457,8 @@ def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], No
         from kernelcheck.trace import annotate as annotate_mod
 
         n = annotate_mod.annotate(path, annotate, a)
-        report.extra["trace"]["annotated"] = {"file": str(annotate), "instant_events": n}
+        if report.trace is not None:  # report_of always sets it
+            report.trace.annotated = {"file": str(annotate), "instant_events": n}
     return report
 
 

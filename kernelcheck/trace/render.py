@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from kernelcheck.report.model import Report, render_findings
+from kernelcheck.report.model import Report, TraceSection, render_findings
 from kernelcheck.trace.results import TraceAnalysis
 from kernelcheck.trace.verdicts import _ms, _short
 
@@ -15,26 +15,21 @@ def report_of(a: TraceAnalysis) -> Report:
     """The Report for an analysis: `summary` and `steps` as in DESIGN.md, `trace` (file, GPUs, verdict)."""
     r = Report("trace", {}, None, None)
     r.findings.extend(a.findings)
-    r.extra["trace"] = {
+    r.trace = TraceSection(trace={
         "file": a.path, "bytes": a.bytes, "gzip": a.gzip, "events": a.events, "cpu_only": a.cpu_only,
         "gpus": a.metadata.get("gpus", []), "profiler_error": a.metadata.get("error"),
         "diagnosis": a.verdict, "missing_packages": list(a.missing_packages),
         "fast_packages": list(a.fast_packages), "launch_bound_steps": list(a.launch_bound_steps),
         "fallback_signatures": [{"id": m.id, "package": m.distribution, "functions": list(m.functions),
                                  "steps": list(m.steps), "evidence": m.evidence} for m in a.fallbacks],
-    }
-    r.extra["summary"] = a.summary.to_json()
-    r.extra["steps"] = [s.to_json() for s in a.steps]
-    if a.breakdown:
-        r.extra["breakdown"] = a.breakdown
+    }, summary=a.summary.to_json(), steps=[s.to_json() for s in a.steps], breakdown=a.breakdown or None)
     return r
 
 
 def render_text(report: Report) -> str:
     """The ten-second read: what was in the trace, one line per step, top kernels, findings, verdict."""
-    t = report.extra.get("trace", {})
-    s = report.extra.get("summary", {})
-    steps = report.extra.get("steps", [])
+    sec = report.trace or TraceSection({}, {}, [])
+    t, s, steps = sec.trace, sec.summary, sec.steps
     out: list[str] = []
     size = t.get("bytes")
     gpus = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})"
@@ -65,7 +60,7 @@ def render_text(report: Report) -> str:
             out.append("top CPU ops by count (whole trace)")
             out.append("  " + ", ".join(f"{o['name']} {o['count']:,}" for o in ops[:6]))
     out.extend(_delay_lines(s))
-    out.extend(_breakdown_lines(report.extra.get("breakdown") or {}))
+    out.extend(_breakdown_lines(sec.breakdown or {}))
     out.extend(render_findings(report.findings, width=5, references=False))
     diag = t.get("diagnosis")
     if diag == "fallback":

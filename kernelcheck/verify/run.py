@@ -14,19 +14,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kernelcheck.core import decide, settings
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import _benchmark
 from kernelcheck.verify.compare import _compare_results, _direct_compare, _isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
-from kernelcheck.verify.statuses import _lines, _model_findings, _observed_status, _step_json, function_evidence
+from kernelcheck.verify.statuses import _lines, _model_findings, _step_json, function_evidence, observation
 from kernelcheck.verify.steps import (
     SHAPES,
     Failure,
@@ -237,7 +237,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     if result.module_error:
         report.findings.append(Finding("verify-not-run", "broken", "verify could not build the model: the modeling "
                                        f"module does not import ({result.module_error})."))
-        report.extra["live"] = {"ran": False, "lines": ["not run: the modeling module does not import"]}
+        report.live = LiveSection(ran=False, lines=["not run: the modeling module does not import"])
         return
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
@@ -246,15 +246,14 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     total = time.perf_counter() - t0
     run.timing["total_s"] = round(total, 3)
     run.timing["excluding_import_s"] = round(total - static_s, 3)
-    for fs in report.functions:
+    for i, fs in enumerate(report.functions):
         ev = function_evidence(run, fs.name)
         if ev is None:
             if fs.used and not fs.name.startswith("attention:") and fs.status != "unsupported":
                 fs.evidence = {"calls": 0, "note": "not called in this run: none of the built layers "
                                f"({', '.join(dict.fromkeys(run.built.layer_types))}) calls it"}
             continue
-        fs.evidence = ev
-        _observed_status(report, fs, ev, run)
+        report.functions[i] = decide.decide(fs, observed=observation(report, fs, ev, run))
     report.findings.extend(_model_findings(run, report))
     noise = "\n".join(steps_mod.CAPTURED)
     report.findings.extend(f for f in noise_mod.advice_findings(noise)
@@ -265,8 +264,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
             "verify-cpu", "info",
             "no CUDA GPU here: the layers ran on the CPU, where every fast function runs its torch reference (or is "
             "unsupported). The evidence shows the torch path; run verify on the GPU machine to prove the fast path."))
-    report.extra["live"] = {
-        "ran": True,
+    report.live = LiveSection(ran=True, details={
         "device": run.built.device,
         "dtype": run.built.dtype,
         "shape": shape,
@@ -279,10 +277,9 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         "benchmark": run.benchmark,
         "triton_cache": run.triton,
         "timing": run.timing,
-        "lines": _lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
-                                         "shows it"] if noise.strip() else []),
-        "captured_output": noise_mod.summary(noise) if noise.strip() else None,
-    }
+    }, lines=_lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
+                                     "shows it"] if noise.strip() else []),
+        captured_output=noise_mod.summary(noise) if noise.strip() else None)
 
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core import decide
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify.steps import (
@@ -102,25 +103,14 @@ def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
     return None
 
 
-def _observed_status(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> None:
+def observation(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> decide.Observation:
+    """What the run showed for `fs`, as evidence for the decider (core/decide.py)."""
     broken = _broken_reason(fs.name, ev, run)
-    if broken:
-        rid, fix = _rule_fix(report, fs.name)
-        fs.status, fs.reason = "broken", broken + (f" [known breakage {rid}]" if rid else "")
-        fs.fix = fix or _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
-        return
-    if ev.get("path") == "fast" and ev.get("calls"):
-        fs.status, fs.reason, fs.fix = "fast", None, None
-        impl = ev["implementation_called"]
-        fs.implementation = impl if isinstance(impl, str) else fs.implementation
-        return
-    # the torch reference ran
-    if fs.status == "fast":
-        fs.status = "fallback"
-        fs.reason = (f"observed: the torch reference {ev['implementation_called']} ran although transformers bound "
-                     "the fast kernel")
-    elif fs.reason and not fs.reason.startswith("observed"):
-        fs.reason = f"observed: the torch reference ran ({ev['implementation_called']}); {fs.reason}"
+    rid, fix = _rule_fix(report, fs.name) if broken else (None, None)
+    if broken and not fix:
+        fix = _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
+    return decide.Observation(ev, ev.get("path", ""), ev.get("calls") or 0, ev.get("implementation_called", ""),
+                              broken, rid, fix)
 
 
 def _model_findings(run: LiveRun, report: Report) -> list[Finding]:

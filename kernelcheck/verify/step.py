@@ -23,7 +23,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import projection as projection_mod
@@ -156,8 +156,8 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
     report.findings.extend(_findings(fast, ref, step))
     report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
     step["captured_output"] = {p: noise_mod.summary(t) for p, t in logs.items()}
-    report.extra["step"] = step
-    report.extra["live"] = {"ran": True, "step": True, "lines": _lines(step, verbose)}
+    report.step = step
+    report.live = LiveSection(ran=True, lines=_lines(step, verbose), step=True)
     return report
 
 

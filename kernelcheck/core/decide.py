@@ -1,0 +1,123 @@
+"""The one status decider: evidence in, each function's FunctionStatus and the report's verdict out.
+
+Callers gather evidence and pass it in; nothing here loads the matrix, probes the environment or runs a process,
+so each decision is a pure function of its arguments (tests/test_decide.py).
+
+Evidence, lowest precedence first (a later kind overrides an earlier one only as described):
+
+1. binding    the FunctionStatus doctor built from what transformers binds (doctor/run.py, doctor/lazy.py);
+              `notes` are words added to its reason (a runtime finding that changes what a reader should do).
+2. rule hits  certain breakage-rule hits (matrix/breakages.toml, core/rules.py) naming the function: they only
+              raise the status (fast < unsupported = fallback < broken), never lower it; a warning never raises.
+3. Hub        a Hub build kernels will load in place of the function (hub/check.py): the function is fast, with
+              the Hub kernel as its implementation, whatever the binding and the rules said.
+4. live       what a run of the real layers observed (verify/statuses.py): broken when it raised, returned NaN/Inf or
+              disagreed with the torch reference; fast when the fast path ran; a bound fast kernel whose torch
+              reference ran instead is a fallback.
+
+`decide(prior, ...)` applies the kinds it is given in that order, so the stages of a command may call it in turn
+(doctor: binding, notes and rules; the Hub check: its builds; verify: the observation) and get the same status as
+one call with all the evidence. `verdict` is the one place a report's verdict is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kernelcheck.core.status import Finding, FunctionStatus, Status, Verdict, verdict_of_severity, verdict_of_status
+from kernelcheck.core.status import worst as _worst
+
+# How far a status (or a rule's severity) is from fast: a rule hit raises a status only to a higher rank.
+_STATUS_RANK = {Status.FAST.value: 0, Status.UNSUPPORTED.value: 1, Status.FALLBACK.value: 1, Status.BROKEN.value: 2}
+_SEVERITY_RANK = {"info": 0, "warning": 0, "fallback": 1, "broken": 2}
+
+
+@dataclass(frozen=True)
+class RuleEvidence:
+    """A certain breakage-rule hit (an uncertain one is only a warning finding and never reaches the decider)."""
+
+    id: str
+    severity: str  # broken | fallback | warning (the rule's severity)
+    title: str
+    message: str
+    fix: str | None
+    functions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HubEvidence:
+    """kernels will load a Hub build in place of `function`: Hub kernels are used, a build was chosen, nothing
+    blocks it."""
+
+    function: str
+    implementation: str  # "Hub kernel <repo> <layer> (<build>)"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a live run showed for one function."""
+
+    evidence: dict[str, Any]  # the evidence block shown under the function (verify/statuses.py function_evidence)
+    path: str  # "fast" or "torch": the path its calls took
+    calls: int
+    implementation: str | list[str]  # what was called (a list when several callables ran)
+    broken: str | None = None  # why the run shows it broken (raised, NaN/Inf, disagrees), or None
+    known_breakage: str | None = None  # id of a broken finding that names the function, when there is one
+    fix: str | None = None  # the fix when broken
+
+
+def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[RuleEvidence] = (),
+           hub: HubEvidence | None = None, observed: Observation | None = None) -> FunctionStatus:
+    """`prior`'s status after the evidence given, applied in precedence order (see the module text): a new value."""
+    fs = replace(prior)
+    for note in notes:
+        fs.reason = (fs.reason or "") + note
+    for rule in rules:
+        if fs.name in rule.functions and fs.used and \
+                _SEVERITY_RANK.get(rule.severity, 0) > _STATUS_RANK.get(fs.status, 0):
+            fs.status, fs.reason, fs.fix = rule.severity, f"{rule.title}: {rule.message}", rule.fix
+    if hub is not None and hub.function == fs.name and fs.status != Status.FAST:
+        fs.status, fs.implementation, fs.reason, fs.fix = Status.FAST.value, hub.implementation, None, None
+    if observed is not None:
+        _observe(fs, observed)
+    return fs
+
+
+def _observe(fs: FunctionStatus, ob: Observation) -> None:
+    fs.evidence = ob.evidence
+    if ob.broken:
+        fs.status = Status.BROKEN.value
+        fs.reason = ob.broken + (f" [known breakage {ob.known_breakage}]" if ob.known_breakage else "")
+        fs.fix = ob.fix
+        return
+    if ob.path == "fast" and ob.calls:
+        fs.status, fs.reason, fs.fix = Status.FAST.value, None, None
+        fs.implementation = ob.implementation if isinstance(ob.implementation, str) else fs.implementation
+        return
+    # the torch reference ran
+    if fs.status == Status.FAST:
+        fs.status = Status.FALLBACK.value
+        fs.reason = f"observed: the torch reference {ob.implementation} ran although transformers bound the fast kernel"
+    elif fs.reason and not fs.reason.startswith("observed"):
+        fs.reason = f"observed: the torch reference ran ({ob.implementation}); {fs.reason}"
+
+
+def decide_all(functions: Iterable[FunctionStatus], *, rules: Sequence[RuleEvidence] = (),
+               hub: Iterable[HubEvidence] = ()) -> list[FunctionStatus]:
+    """`decide` for each function, with the rule hits and the Hub builds that name it."""
+    by_name = {h.function: h for h in hub}
+    return [decide(fs, rules=rules, hub=by_name.get(fs.name)) for fs in functions]
+
+
+def verdict(functions: Iterable[FunctionStatus], findings: Iterable[Finding]) -> Verdict:
+    """A report's verdict: the worst of its used functions' statuses and its findings' severities."""
+    return _worst([*(verdict_of_status(f.status) for f in functions if f.used),
+                   *(verdict_of_severity(fd.severity) for fd in findings)])
+
+
+def worst(*verdicts: Verdict | str) -> Verdict:
+    """A command that prints several verdicts (install: the doctor after it and the plan's prediction) exits
+    with the worst."""
+    return _worst(verdicts)

@@ -1,0 +1,88 @@
+"""The typed report sections (report/model.py) give the JSON keys, order and values the commands always printed."""
+
+from __future__ import annotations
+
+import json
+
+from kernelcheck.report.model import (
+    Before,
+    Bindings,
+    HubSection,
+    Installed,
+    LiveSection,
+    Needs,
+    Prediction,
+    Report,
+    TraceSection,
+    render_json,
+    render_text,
+)
+
+HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mode", "functions", "findings"]
+
+
+def hub(used: bool = False) -> HubSection:
+    return HubSection(["Hub kernels: off"], used, "use_kernels is off", "cpu", "train", True, {"version": "5.24"},
+                      [], [], [])
+
+
+def test_doctor_sections_follow_the_findings_in_order():
+    r = Report("doctor", {}, {"query": "qwen3.5-27b"}, "train")
+    r.needs = Needs(["chunk_gated_delta_rule"], ["fla"], "sdpa")
+    r.bindings = Bindings("decorator", "transformers.models.qwen3_5.modeling_qwen3_5")
+    r.hub = hub()
+    r.live = LiveSection(ran=True, details={"device": "cpu", "timing": {"total_s": 1.0}}, lines=["built"],
+                         captured_output=None)
+    r.packing = {"declared": None}
+    data = json.loads(render_json(r))
+    assert list(data) == [*HEAD, "needs", "bindings", "hub", "live", "packing"]
+    assert data["needs"] == {"functions": ["chunk_gated_delta_rule"], "packages": ["fla"],
+                             "attn_implementation": "sdpa"}
+    assert data["bindings"] == {"regime": "decorator", "module": "transformers.models.qwen3_5.modeling_qwen3_5"}
+    assert list(data["hub"]) == ["lines", "used", "why", "device", "mode", "offline", "transformers", "mapping",
+                                 "names", "repos"]
+    assert list(data["live"]) == ["ran", "device", "timing", "lines", "captured_output"]
+    text = render_text(r)
+    assert "hub: Hub kernels are not used: use_kernels is off." in text and "live (verify)\n  built" in text
+
+
+def test_live_section_variants():
+    assert LiveSection(ran=False, lines=["not run"]).to_json() == {"ran": False, "lines": ["not run"]}
+    assert list(LiveSection(ran=True, lines=["x"], step=True).to_json()) == ["ran", "step", "lines"]
+
+
+def test_install_sections():
+    r = Report("install", {}, None, "train")
+    r.before = Before("fallback", {"chunk_gated_delta_rule": "fallback"})
+    r.plan = [{"package": "fla", "action": "install", "source": "pypi", "spec": "fla-core==0.4", "reason": "r"}]
+    r.prediction = Prediction("ready", False)
+    assert list(json.loads(render_json(r))) == [*HEAD, "before", "plan", "predicted", "executed"]
+    r.prediction = Prediction("ready", True, None, has_lock=True)
+    assert json.loads(render_json(r))["lock"] is None
+    r.prediction = None
+    r.installed = Installed([], None, 1.5, None, has_doctor_after=True)
+    data = json.loads(render_json(r))
+    assert list(data)[len(HEAD):] == ["before", "plan", "installed", "manifest", "install_seconds", "doctor_after"]
+    assert data["doctor_after"] is None and data["install_seconds"] == 1.5
+
+
+def test_trace_sections_and_annotation():
+    r = Report("trace", {}, None, None)
+    r.trace = TraceSection({"file": "t.json", "diagnosis": "fast"}, {"steps": 1}, [{"name": "s1"}])
+    assert list(json.loads(render_json(r))) == [*HEAD, "trace", "summary", "steps"]
+    r.trace.breakdown = {"phases": []}
+    r.trace.annotated = {"file": "out.json", "instant_events": 2}
+    data = json.loads(render_json(r))
+    assert list(data)[len(HEAD):] == ["trace", "summary", "steps", "breakdown"]
+    assert list(data["trace"]) == ["file", "diagnosis", "annotated"]
+
+
+def test_install_reads_back_the_doctor_json_it_ran():
+    from kernelcheck.report.model import Finding, FunctionStatus
+
+    fs = FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch", "not installed", "pip install",
+                        "prefill", True, {"calls": 0})
+    fd = Finding("no-gpu", "info", "m", None, None, ("causal_conv1d_fn",))
+    data = json.loads(render_json(Report("doctor", {}, None, "train", [fs], [fd])))
+    assert FunctionStatus.from_json({**data["functions"][0], "newer_key": 1}) == fs
+    assert Finding.from_json(data["findings"][0]) == fd
