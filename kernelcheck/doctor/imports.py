@@ -39,7 +39,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Finding, ImportProof, Report
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -382,11 +382,11 @@ class ImportProbe:
         """Say in `report` where the import answers came from (JSON `import_proof`; a short info finding on a
         hit) and store a complete, successful proof for the next run."""
         if self._fingerprint is None:  # cache off (--no-cache, KERNELCHECK_IMPORT_CACHE=0)
-            report.extra["import_proof"] = {"source": "proven", "cache": "off", "file": None, "proven_at": None}
+            report.import_proof = ImportProof("proven", "off")
             return
         if self.source == "cache" and self._stored is not None:
             file, at = self._stored["file"], self._stored["proven_at"]
-            report.extra["import_proof"] = {"source": "cache", "cache": "hit", "file": file, "proven_at": at}
+            report.import_proof = ImportProof("cache", "hit", file, at)
             report.findings.append(Finding(
                 "import-proof-cached", "info",
                 f"which kernel packages import and what transformers binds come from the proof of {at} ({file}): "
@@ -399,9 +399,8 @@ class ImportProbe:
         children = [{"steps": c.steps, "results": c.results or []} for c in self._children] if done else []
         stored = (proofcache.store(self._key, self._fingerprint, children)
                   if done and proofcache.cacheable(children) else None)
-        report.extra["import_proof"] = {"source": "proven", "cache": "stored" if stored else "not stored",
-                                        "file": stored[0] if stored else None,
-                                        "proven_at": stored[1] if stored else None}
+        report.import_proof = ImportProof("proven", "stored" if stored else "not stored",
+                                          stored[0] if stored else None, stored[1] if stored else None)
 
     def _result(self, at: tuple[int, int]) -> tuple[Any, str | None]:
         self.join()

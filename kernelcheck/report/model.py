@@ -97,6 +97,20 @@ class Before:
 
 
 @dataclass(frozen=True)
+class ImportProof:
+    """doctor: where the import answers came from (doctor/imports.py, doctor/proofcache.py): `source` proven |
+    cache; `cache` off | hit | stored | not stored; the proof file and when it was made."""
+
+    source: str
+    cache: str
+    file: str | None = None
+    proven_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "cache": self.cache, "file": self.file, "proven_at": self.proven_at}
+
+
+@dataclass(frozen=True)
 class Prediction:
     """install: a plan that was not carried out (dry run, blocked) or a Hub pre-fetch: its predicted verdict.
     `lock` is the kernels lock a Hub pre-fetch wrote (None when it wrote none); `has_lock` says the key is shown."""
@@ -167,6 +181,7 @@ class Report:
     step: dict[str, Any] | None = None  # verify --step (verify/step.py)
     live: LiveSection | None = None  # verify, doctor --live
     packing: dict[str, Any] | None = None  # doctor (packing/findings.py)
+    import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
     trace: TraceSection | None = None  # trace
 
     @property
@@ -197,6 +212,8 @@ class Report:
             out["live"] = self.live.to_json()
         if self.packing is not None:
             out["packing"] = self.packing
+        if self.import_proof is not None:
+            out["import_proof"] = self.import_proof.to_json()
         if self.trace is not None:
             out.update(self.trace.to_json())
         return out
