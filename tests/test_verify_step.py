@@ -69,9 +69,25 @@ def test_a_layer_type_that_was_not_built_cannot_be_projected():
 def step_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("step")
     proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
-                           "--tokens", "32", "--json", "--trace-dir", str(out)],
+                           "--tokens", "32", "--json", "--trace-dir", str(out), "--junit", str(out / "step.xml")],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     return proc, json.loads(proc.stdout), out
+
+
+def test_the_junit_file_carries_the_step_numbers_and_fails_as_the_exit_code_says(step_run):
+    import xml.etree.ElementTree as ET
+
+    _, rep, out = step_run
+    root = ET.parse(out / "step.xml").getroot()
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    step = rep["step"]
+    assert float(props["step.fast.step_ms"]) == step["paths"]["fast"]["step_ms"]
+    assert float(props["step.reference.tokens_per_s"]) == step["paths"]["reference"]["tokens_per_s"]
+    assert float(props["step.speedup"]) == step["speedup"]
+    assert float(props["step.projected_speedup"]) == step["projection"]["projected_speedup"]
+    assert props["step.triton_cache"] == "warm" and props["step.tokens"] == "32"
+    assert len(list(root.iter("failure"))) > 0  # exit 3 on this CPU: the dashboard is red too
+    assert "whole training step" in "".join(e.text or "" for e in root.iter("system-out"))
 
 
 def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numbers(step_run):

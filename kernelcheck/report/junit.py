@@ -98,7 +98,31 @@ def properties(report: Report) -> list[tuple[str, str]]:
             if not st.get("imports"):
                 value += f" (import fails: {st.get('error')})"
         props.append((f"package.{name}", value))
+    props += _step_properties(report.step)
     return [(k, _clean("" if v is None else v)) for k, v in props]
+
+
+def _step_properties(step: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """verify --step: the numbers a dashboard plots (per path, the ratios, the projection, the check's cost)."""
+    if not step:
+        return []
+    out: list[tuple[str, Any]] = [("step.tokens", step.get("tokens")), ("step.shape", step.get("shape"))]
+    for path, p in (step.get("paths") or {}).items():
+        if "error" in p:
+            out.append((f"step.{path}.error", p["error"]))
+            continue
+        out += [(f"step.{path}.{k}", p.get(k)) for k in ("step_ms", "tokens_per_s", "kernels_per_step",
+                                                          "cpu_ops_per_step", "gpu_busy_fraction",
+                                                          "peak_memory_bytes")]
+    proj = step.get("projection") or {}
+    for path in ("fast", "reference"):
+        if "projected_step_ms" in (proj.get(path) or {}):
+            out.append((f"step.{path}.projected_step_ms", proj[path]["projected_step_ms"]))
+    out += [("step.speedup", step.get("speedup")), ("step.kernel_ratio", step.get("kernel_ratio")),
+            ("step.projected_speedup", proj.get("projected_speedup")),
+            ("step.cost_s", (step.get("cost") or {}).get("total_s")),
+            ("step.triton_cache", ((step.get("cost") or {}).get("triton_cache") or {}).get("state"))]
+    return [(k, v) for k, v in out if v is not None]
 
 
 def _finding_lines(fd: Finding) -> list[str]:
