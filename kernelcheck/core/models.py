@@ -77,7 +77,8 @@ def _read_config(path: Path, query: str) -> dict[str, Any]:
     except RecursionError:
         raise BadInput(f"{path} nests JSON too deeply to read: it is not a transformers config.json.") from None
     if not isinstance(cfg, dict):
-        raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers config.json.")
+        raise BadInput(f"{path} holds a JSON {type(cfg).__name__}, not an object: it is not a transformers "
+                       "config.json.")
     if not isinstance(cfg.get("model_type"), str) or not cfg["model_type"].strip():
         raise BadInput(f"{path} has no \"model_type\" field: it is not a transformers config.json "
                        "(every transformers config names its model_type).")

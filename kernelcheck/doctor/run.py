@@ -130,8 +130,9 @@ def function_statuses(
 
 
 def _checks_device_per_call(env: environment_mod.Environment, m: matrix_mod.Matrix) -> bool:
-    """Decorator-regime transformers (callers pass only decorator bindings) outside the no_device_check range (matrix/transformers.toml) test each call's
-    input device (5.25: `use_kernel_func_from_hub_with_fallback` falls back for unsupported devices)."""
+    """Decorator-regime transformers (callers pass only decorator bindings) outside the no_device_check range
+    (matrix/transformers.toml) test each call's input device (5.25: `use_kernel_func_from_hub_with_fallback`
+    falls back for unsupported devices)."""
     ranges = [e["transformers"] for e in m.transformers.get("no_device_check", [])]
     if not env.transformers or not ranges:
         return False
@@ -440,7 +441,8 @@ def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matri
     if exact.module_error:
         msg += f", but the import failed ({exact.module_error}): the static reading is shown"
     elif diff:
-        msg += ", and they differ: " + "; ".join(f"{f}: {b} {i}" for f, (b, i) in diff) + ". The imported answer is shown"
+        msg += (", and they differ: " + "; ".join(f"{f}: {b} {i}" for f, (b, i) in diff)
+                + ". The imported answer is shown")
     else:
         msg += ", and they agree"
     report.findings.append(Finding("transformers-newer-than-tested", "warning", msg + ".",
