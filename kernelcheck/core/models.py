@@ -191,6 +191,67 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
+def _from_config(q: str, repo_id: str | None, source: str, cfg: dict[str, Any],
+                 alias: str | None = None) -> ResolvedModel:
+    """A ResolvedModel from a read config: its model_type picks the spec."""
+    mt, spec = _spec_for(cfg["model_type"], cfg, q)
+    return ResolvedModel(q, repo_id, mt, source, spec, cfg, alias=alias)
+
+
+def _resolve_alias(m: matrix_mod.Matrix, q: str) -> ResolvedModel | None:
+    """An alias name, or a Hub id that an alias stands for; None when `q` is neither."""
+    alias = m.aliases.get(q.lower())
+    if alias is None:  # a Hub id that an alias stands for
+        alias = next((a for a in m.aliases.values() if a.id.lower() == q.lower()), None)
+    if alias is None:
+        return None
+    if alias.config:
+        return _from_config(q, alias.id, "shipped-config", m.shipped_config(alias.config), alias=alias.name)
+    spec = m.model_types[alias.model_type]
+    return ResolvedModel(q, alias.id, alias.model_type, "alias", spec, {"model_type": alias.model_type},
+                         alias=alias.name)
+
+
+def _local_config_path(path: Path) -> Path:
+    """The config.json a local folder or file stands for; BadInput when there is none."""
+    if path.is_dir():
+        cfg_path = path / "config.json"
+        if not cfg_path.exists():
+            raise BadInput(f"The folder {path} has no config.json. Point --model at the model folder "
+                           "(the one holding config.json), or use an alias or Hub id.")
+        return cfg_path
+    if path.is_file():
+        return path
+    raise BadInput(f"The path {path} does not exist. Give an existing model folder, an alias "
+                   "(kernelcheck models) or a Hub id.")
+
+
+def _resolve_hub_id(q: str) -> ResolvedModel:
+    """A Hub id: its config.json from the Hugging Face cache, else from the Hub unless offline."""
+    cached = _from_cache(q)
+    if cached:
+        return _from_config(q, q, "hf-cache", _read_config(cached, q))
+    if offline():
+        raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
+                       "is set). Download its config.json first (`hf download {q} config.json`), point --model "
+                       "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
+    got, why = _from_hub(q)
+    if got:
+        return _from_config(q, q, "hub", _read_config(got, q))
+    raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
+                   "Check the id, log in for gated models, point --model at a folder with config.json, or set "
+                   "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
+
+
+def _unknown(m: matrix_mod.Matrix, q: str) -> BadInput:
+    """The error for a query that is no alias, path, model_type or Hub id, with close names as hints."""
+    names = list(m.aliases) + list(m.model_types)
+    close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    return BadInput(f"Unknown model '{q}'.{hint} Give an alias or model_type (see `kernelcheck models`), a Hub id "
+                    "like Qwen/Qwen3.8-27B, or a folder with config.json.")
+
+
 def resolve(query: str) -> ResolvedModel:
     """Resolve `query` to a model; raises BadInput with a helpful message when it cannot."""
     m = matrix_mod.load()
@@ -198,59 +259,19 @@ def resolve(query: str) -> ResolvedModel:
     if not q:
         raise BadInput("--model is empty. Give an alias (kernelcheck models), a Hub id like Qwen/Qwen3.8-27B, "
                        "or a folder with config.json.")
-    alias = m.aliases.get(q.lower())
-    if alias is None:  # a Hub id that an alias stands for
-        alias = next((a for a in m.aliases.values() if a.id.lower() == q.lower()), None)
-    if alias is not None:
-        if alias.config:
-            cfg = m.shipped_config(alias.config)
-            mt, spec = _spec_for(cfg["model_type"], cfg, q)
-            return ResolvedModel(q, alias.id, mt, "shipped-config", spec, cfg, alias=alias.name)
-        spec = m.model_types[alias.model_type]
-        return ResolvedModel(q, alias.id, alias.model_type, "alias", spec, {"model_type": alias.model_type},
-                             alias=alias.name)
+    by_alias = _resolve_alias(m, q)
+    if by_alias is not None:
+        return by_alias
     path = Path(q).expanduser()
     if path.exists() or q.startswith((".", "/", "~")) or q.endswith(".json"):
-        if path.is_dir():
-            cfg_path = path / "config.json"
-            if not cfg_path.exists():
-                raise BadInput(f"The folder {path} has no config.json. Point --model at the model folder "
-                               "(the one holding config.json), or use an alias or Hub id.")
-        elif path.is_file():
-            cfg_path = path
-        else:
-            raise BadInput(f"The path {path} does not exist. Give an existing model folder, an alias "
-                           "(kernelcheck models) or a Hub id.")
-        cfg = _read_config(cfg_path, q)
-        mt, spec = _spec_for(cfg["model_type"], cfg, q)
-        return ResolvedModel(q, None, mt, "local", spec, cfg)
+        return _from_config(q, None, "local", _read_config(_local_config_path(path), q))
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
     if "/" not in q and (installed := installed_spec(q)) is not None:
         return ResolvedModel(q, None, q, "model_type", installed, {"model_type": q})
     if _HUB_ID.match(q):
-        cached = _from_cache(q)
-        if cached:
-            cfg = _read_config(cached, q)
-            mt, spec = _spec_for(cfg["model_type"], cfg, q)
-            return ResolvedModel(q, q, mt, "hf-cache", spec, cfg)
-        if offline():
-            raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
-                           "is set). Download its config.json first (`hf download {q} config.json`), point --model "
-                           "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
-        got, why = _from_hub(q)
-        if got:
-            cfg = _read_config(got, q)
-            mt, spec = _spec_for(cfg["model_type"], cfg, q)
-            return ResolvedModel(q, q, mt, "hub", spec, cfg)
-        raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
-                       "Check the id, log in for gated models, point --model at a folder with config.json, or set "
-                       "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
-    names = list(m.aliases) + list(m.model_types)
-    close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise BadInput(f"Unknown model '{q}'.{hint} Give an alias or model_type (see `kernelcheck models`), a Hub id "
-                   "like Qwen/Qwen3.8-27B, or a folder with config.json.")
+        return _resolve_hub_id(q)
+    raise _unknown(m, q)
 
 
 def needs(model: ResolvedModel, functions: tuple[str, ...] | None = None) -> Needs:
