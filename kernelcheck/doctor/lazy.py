@@ -87,6 +87,20 @@ def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Env
     return None
 
 
+def _torch_path_reason(fn: str, b: bindings_mod.Binding, missing: dict[str, tuple[str, str | None]],
+                       env: environment_mod.Environment, m: matrix_mod.Matrix) -> tuple[str, str | None]:
+    """(reason, fix) for a function whose layer takes its torch path: its own missing kernel, another's, or no GPU."""
+    own = missing.get(fn)
+    if own is not None:
+        return own
+    if missing:
+        return f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
+            (f for _, f in missing.values() if f), None)
+    pkg = m.packages.get(b.package)
+    reason = no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
+    return reason, "run on a machine with an NVIDIA GPU and a CUDA build of torch"
+
+
 def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
                   env: environment_mod.Environment, mode: str, query: str | None
                   ) -> tuple[list[FunctionStatus], list[Finding]]:
@@ -156,18 +170,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
                     f"{b.extra['attribute_path']})") if hub_on else f"{b.package}.{b.extra['attribute_path']}"
             statuses.append(FunctionStatus(fn, _dist(m, b, fn), "fast", impl, None, None, phase, used))
             continue
-        own = missing.get(fn)
-        reason: str
-        cure: str | None
-        if own is not None:
-            reason, cure = own
-        elif missing:
-            reason, cure = f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
-                (f for _, f in missing.values() if f), None)
-        else:
-            pkg = m.packages.get(b.package)
-            reason = no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
-            cure = "run on a machine with an NVIDIA GPU and a CUDA build of torch"
+        reason, cure = _torch_path_reason(fn, b, missing, env, m)
         gate_txt = (f"transformers {tv} resolves the kernels in {layer}.__init__ (lazy_load_kernel) and its forward "
                     f"takes the fused path only when all of ({gate}) are found and the weights are on CUDA")
         if raises and cfg.get(raises["config_field"], raises["default"]):
