@@ -295,42 +295,59 @@ def render_findings(findings: list[Finding], width: int = 6, references: bool = 
     return out
 
 
-def render_text(report: Report) -> str:
-    out: list[str] = []
+def _render_head(report: Report) -> str:
+    """The first line of a text report: command, model (id, model_type, source) and mode."""
     head = f"kernelcheck {report.command}"
     if report.model:
         mm = report.model
         head += f" · {mm.get('id') or mm.get('query')} ({mm.get('model_type')}, from {mm.get('source')})"
     if report.mode:
         head += f" · mode {report.mode}"
-    out.append(head)
+    return head
+
+
+def _render_functions(functions: list[FunctionStatus]) -> list[str]:
+    """The `functions` block: one line per function, then its why/fix (said once when repeated) and evidence."""
+    out = ["functions"]
+    width = max(len(f.name) for f in functions)
+    said: dict[tuple[str | None, str | None], str] = {}  # (why, fix) -> the first function that said it
+    for f in functions:
+        note = "" if f.used else "  (not used in this mode)"
+        out.append(f"  {_MARK.get(f.status, f.status.upper()):<11} {f.name:<{width}}  {f.package:<22} "
+                   f"{f.implementation}{note}")
+        first = said.setdefault((f.reason, f.fix), f.name) if (f.reason or f.fix) else f.name
+        if first != f.name:  # the same why and fix as a function above: say it once
+            out.append(f"              why, fix: as for {first}")
+        else:
+            if f.reason:
+                out.append(f"              why: {f.reason}")
+            if f.fix:
+                out.append(f"              fix: {f.fix}")
+        if f.evidence:
+            out.extend(_render_evidence(f.evidence))
+    return out
+
+
+def _render_evidence(evidence: dict[str, Any]) -> list[str]:
+    """A function's evidence lines: one line of scalars, then the kernel names (first six)."""
+    # one line of scalars; nested evidence (per layer, comparisons) is in --json
+    ev = ", ".join(f"{k}={v}" for k, v in evidence.items()
+                   if k not in ("kernels", "kernel_names") and not isinstance(v, (dict, list)))
+    out = [f"              evidence: {ev}"]
+    names = evidence.get("kernel_names") or evidence.get("kernels")
+    if names:
+        out.append(f"              kernels: {', '.join(names[:6])}")
+    return out
+
+
+def render_text(report: Report) -> str:
+    """The whole text report: head, environment, functions, the optional sections, findings and the verdict."""
+    out: list[str] = [_render_head(report)]
     if report.environment:
         out.append("environment")
         out.extend(environment_lines(report.environment))
     if report.functions:
-        out.append("functions")
-        width = max(len(f.name) for f in report.functions)
-        said: dict[tuple[str | None, str | None], str] = {}  # (why, fix) -> the first function that said it
-        for f in report.functions:
-            note = "" if f.used else "  (not used in this mode)"
-            out.append(f"  {_MARK.get(f.status, f.status.upper()):<11} {f.name:<{width}}  {f.package:<22} "
-                       f"{f.implementation}{note}")
-            first = said.setdefault((f.reason, f.fix), f.name) if (f.reason or f.fix) else f.name
-            if first != f.name:  # the same why and fix as a function above: say it once
-                out.append(f"              why, fix: as for {first}")
-            else:
-                if f.reason:
-                    out.append(f"              why: {f.reason}")
-                if f.fix:
-                    out.append(f"              fix: {f.fix}")
-            if f.evidence:
-                # one line of scalars; nested evidence (per layer, comparisons) is in --json
-                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items()
-                               if k not in ("kernels", "kernel_names") and not isinstance(v, (dict, list)))
-                out.append(f"              evidence: {ev}")
-                names = f.evidence.get("kernel_names") or f.evidence.get("kernels")
-                if names:
-                    out.append(f"              kernels: {', '.join(names[:6])}")
+        out.extend(_render_functions(report.functions))
     if report.plan:
         out.extend(_render_plan(report.plan))
     if report.hub is not None:
