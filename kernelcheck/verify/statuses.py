@@ -147,7 +147,56 @@ def _timed_words(d: dict[str, Any]) -> str:
     return f"{d['ms']} ms, {d['kernels']} kernels, {d['cpu_ops']} CPU ops" if "ms" in d else f"failed: {d.get('error')}"
 
 
+def _compare_lines(mc: dict[str, Any]) -> list[str]:
+    """The reference comparison's line: skipped, the rel_err per pass against the tolerance, or its error."""
+    if mc.get("skipped"):
+        return [f"reference comparison: {mc['skipped']}"]
+    if "tolerance" in mc:
+        parts = []
+        for s, v in mc.items():
+            if isinstance(v, dict):
+                parts.append(f"{s} logits rel_err {v['logits']['rel_err']}"
+                             + (f", grads rel_err {v['grads']['rel_err']}" if "grads" in v else ""))
+        return [f"vs torch reference (tolerance {mc['tolerance']}): " + "; ".join(parts)
+                + (" - OK" if mc.get("ok") else " - MISMATCH")]
+    if mc.get("error"):
+        return [f"reference comparison: {mc['error']}"]
+    return []
+
+
+def _benchmark_pass_lines(bm: dict[str, Any], pname: str, res: dict[str, Any]) -> list[str]:
+    """One benchmark pass: both paths' times, the speedup, GPU busy fractions and its note."""
+    f, r = res.get("fast", {}), res.get("reference", {})
+    lines = [f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {_timed_words(f)}; "
+             f"torch reference {_timed_words(r)}"]
+    if "speedup" in res:
+        kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
+        lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
+    if f.get("gpu_busy_fraction") is not None and r.get("gpu_busy_fraction") is not None:
+        lines.append(f"  GPU busy {f['gpu_busy_fraction']:.0%} on the bound path, "
+                     f"{r['gpu_busy_fraction']:.0%} on "
+                     "the torch reference" + (" (launch-bound)" if r.get("launch_bound") else ""))
+    if res.get("note"):
+        lines.append(f"  note: {res['note']}")
+    return lines
+
+
+def _benchmark_lines(bm: dict[str, Any] | None, device: str) -> list[str]:
+    """The benchmark's lines: skipped, or each pass, with a note when no GPU makes the ratio meaningless."""
+    if bm and "skipped" in bm:
+        return [f"benchmark: {bm['skipped']}"]
+    if not bm:
+        return []
+    lines = []
+    for pname, res in bm["passes"].items():
+        lines.extend(_benchmark_pass_lines(bm, pname, res))
+    if not device.startswith("cuda"):
+        lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
+    return lines
+
+
 def _lines(run: LiveRun, report: Report) -> list[str]:
+    """The live section's text: what was built, launches, Triton cache, comparison, benchmark and time."""
     b = run.built
     lines = [f"built {b.model_class} ({b.shape}: {len(b.layer_types)} layers {', '.join(b.layer_types)}; "
              f"{b.parameters / 1e6:.2f} M parameters, {b.dtype}) on {b.device}; {run.tokens} tokens, batch 1"]
@@ -157,38 +206,8 @@ def _lines(run: LiveRun, report: Report) -> list[str]:
     if tc:
         lines.append(f"Triton cache {tc['cache_dir']}: {tc['entries_before']} -> {tc['entries_after']} entries"
                      + (" (cold: first-call compile dominated the time)" if tc.get("cold") else ""))
-    mc = run.model_compare
-    if mc.get("skipped"):
-        lines.append(f"reference comparison: {mc['skipped']}")
-    elif "tolerance" in mc:
-        parts = []
-        for s, v in mc.items():
-            if isinstance(v, dict):
-                parts.append(f"{s} logits rel_err {v['logits']['rel_err']}"
-                             + (f", grads rel_err {v['grads']['rel_err']}" if "grads" in v else ""))
-        lines.append(f"vs torch reference (tolerance {mc['tolerance']}): " + "; ".join(parts)
-                     + (" - OK" if mc.get("ok") else " - MISMATCH"))
-    elif mc.get("error"):
-        lines.append(f"reference comparison: {mc['error']}")
-    bm = run.benchmark
-    if bm and "skipped" in bm:
-        lines.append(f"benchmark: {bm['skipped']}")
-    elif bm:
-        for pname, res in bm["passes"].items():
-            f, r = res.get("fast", {}), res.get("reference", {})
-            lines.append(f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {_timed_words(f)}; "
-                         f"torch reference {_timed_words(r)}")
-            if "speedup" in res:
-                kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
-                lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
-            if f.get("gpu_busy_fraction") is not None and r.get("gpu_busy_fraction") is not None:
-                lines.append(f"  GPU busy {f['gpu_busy_fraction']:.0%} on the bound path, "
-                             f"{r['gpu_busy_fraction']:.0%} on "
-                             "the torch reference" + (" (launch-bound)" if r.get("launch_bound") else ""))
-            if res.get("note"):
-                lines.append(f"  note: {res['note']}")
-        if not b.device.startswith("cuda"):
-            lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
+    lines.extend(_compare_lines(run.model_compare))
+    lines.extend(_benchmark_lines(run.benchmark, b.device))
     t = run.timing
     lines.append("time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.items()))
     return lines
