@@ -27,23 +27,7 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
     if not layer_mods:
         return {"skipped": f"no {layer_class or 'kernel-calling'} layer in the built model"}
     layer = layer_mods[0]
-    got: dict[str, Any] = {}
-
-    def grab(_m: Any, args: tuple, kwargs: dict) -> None:
-        if "x" not in got:
-            got["x"] = (tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args),
-                        {k: (v.detach().clone() if isinstance(v, torch.Tensor) else
-                             None if "cache" in type(v).__name__.lower() or k in ("cache", "past_key_values",
-                                                                                   "cache_params") else v)
-                         for k, v in kwargs.items()})
-
-    handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.no_grad():
-            steps.built.model(input_ids=steps.ids, use_cache=False)
-    finally:
-        handle.remove()
-    args, kwargs = got["x"]
+    args, kwargs = _capture_inputs(steps, layer)
     data = layers_mod.verify_data()["benchmark"]
     gen = torch.Generator(device="cpu").manual_seed(7)
 
@@ -82,19 +66,8 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
         for pname, once, fast_forced in passes:
             res: dict[str, Any] = {}
             for path, forced in (("fast", fast_forced), ("reference", everything)):
-                inst.forced = set(forced)
-                try:
-                    res[path] = _time(steps, once, data, device, f"bench-{pname}-{path}")
-                except Exception as exc:  # noqa: BLE001
-                    res[path] = {"error": f"{type(exc).__name__}: {_first_line(exc)}"}
-                res[path]["forced_torch"] = sorted(forced)
-                inst.reset()
-            f, r = res["fast"], res["reference"]
-            if "ms" in f and "ms" in r and f["ms"] > 0:
-                res["speedup"] = round(r["ms"] / f["ms"], 2)
-                if f["kernels"]:
-                    res["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
-                res["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
+                res[path] = _time_path(steps, inst, once, forced, data, device, f"bench-{pname}-{path}")
+            res.update(_ratios(res["fast"], res["reference"]))
             if fast_forced:
                 res["note"] = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: "
                                "it failed in this environment")
@@ -103,6 +76,54 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
         inst.forced = saved
     main = "forward+backward" if mode == "train" else "forward"
     out.update({"pass": main, **out["passes"][main]})
+    return out
+
+
+def _capture_inputs(steps: _Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
+    """The layer's first call's inputs in one forward of the model: tensors cloned, caches dropped."""
+    import torch
+
+    got: dict[str, Any] = {}
+
+    def grab(_m: Any, args: tuple, kwargs: dict) -> None:
+        if "x" not in got:
+            got["x"] = (tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args),
+                        {k: (v.detach().clone() if isinstance(v, torch.Tensor) else
+                             None if "cache" in type(v).__name__.lower() or k in ("cache", "past_key_values",
+                                                                                   "cache_params") else v)
+                         for k, v in kwargs.items()})
+
+    handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            steps.built.model(input_ids=steps.ids, use_cache=False)
+    finally:
+        handle.remove()
+    args, kwargs = got["x"]
+    return args, kwargs
+
+
+def _time_path(steps: _Steps, inst: Instrument, once: Callable[[], None], forced: set[str], data: dict[str, Any],
+               device: str, name: str) -> dict[str, Any]:
+    """Time one pass with `forced` on the torch reference: its timing, or the error, and what was forced."""
+    inst.forced = set(forced)
+    try:
+        got = _time(steps, once, data, device, name)
+    except Exception as exc:  # noqa: BLE001
+        got = {"error": f"{type(exc).__name__}: {_first_line(exc)}"}
+    got["forced_torch"] = sorted(forced)
+    inst.reset()
+    return got
+
+
+def _ratios(f: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    """Speedup, kernel and CPU-op ratios of the reference over the fast path, when both were timed."""
+    out: dict[str, Any] = {}
+    if "ms" in f and "ms" in r and f["ms"] > 0:
+        out["speedup"] = round(r["ms"] / f["ms"], 2)
+        if f["kernels"]:
+            out["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
+        out["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
     return out
 
 
