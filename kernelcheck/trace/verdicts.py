@@ -121,29 +121,26 @@ def is_launch_bound(step: StepStats, lb: matrix_mod.LaunchBound | None = None) -
     return not (d.get("count") and d["p50"] >= lb.launch_delay_p50_below_us)
 
 
-def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
-           metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
-    sig = matrix_mod.load_signatures()
-    pk = matrix_mod.load().packages
-    findings: list[Finding] = []
-    cpu_only = summary.kernels == 0 and summary.memcpy == 0 and summary.memset == 0
-    units = list(zip(steps, py_by_step, strict=False)) if steps else [(summary, py_all)]
-    meta_small = _metadata_summary(metadata)
+Unit = tuple[StepStats, set[str]]  # a step (or the whole trace) and the Python functions seen in it
+Packages = Mapping[str, matrix_mod.PackageInfo]
 
-    if cpu_only:
-        findings.append(_cpu_only_finding(meta_small))
 
-    # fast kernels anywhere
-    fast_any: dict[str, list[str]] = fast_kernels_in(summary)
+def _fast_findings(summary: StepStats, fast_any: dict[str, list[str]], pk: Packages,
+                   sig: matrix_mod.TraceSignatures) -> list[Finding]:
+    """One info finding per package whose fast kernels ran anywhere in the trace."""
+    out = []
     for pkg_key, names in fast_any.items():
         title = pk[pkg_key].title if pkg_key in pk else pkg_key
         n = sum(summary.kernel_counts[nm] for nm in names)
-        findings.append(Finding(
+        out.append(Finding(
             f"{pkg_key.replace('_', '-')}-kernels-ran", "info",
             f"{title} kernels ran: {n:,} launches of {len(names)} kernels ({', '.join(_short(x) for x in names[:4])}"
             f"{', ...' if len(names) > 4 else ''}).", None, sig.fast_references.get(pkg_key) or None))
+    return out
 
-    # fallback signatures, per step
+
+def _signature_matches(sig: matrix_mod.TraceSignatures, units: list[Unit], pk: Packages) -> list[SignatureMatch]:
+    """The fallback signatures that match, each with the steps it matched in and the first step's evidence."""
     matches: list[SignatureMatch] = []
     for s in sig.signatures:
         hit_steps: list[str] = []
@@ -163,18 +160,25 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
         dist = pinfo.install_distribution if pinfo else s.package
         title = pinfo.title if pinfo else s.package
         matches.append(SignatureMatch(s.id, s.package, dist, title, s.functions, tuple(hit_steps), evidence, by_py))
+    return matches
+
+
+def _fallback_findings(matches: list[SignatureMatch], sig: matrix_mod.TraceSignatures, n_units: int,
+                       have_steps: bool, cpu_only: bool) -> list[Finding]:
+    """A finding per matched signature: a fallback with its fix, or info on a CPU-only trace."""
+    out = []
     for m in matches:
         s = next(x for x in sig.signatures if x.id == m.id)
-        where = _where(m.steps, len(units), bool(steps))
+        where = _where(m.steps, n_units, have_steps)
         examples = sig.fast_examples.get(m.package) or sig.fast_kernels.get(m.package, ())[:3]
         named = m.title if m.title == m.distribution else f"{m.title} ({m.distribution})"
         if cpu_only:
-            findings.append(Finding(
+            out.append(Finding(
                 m.id, "info",
                 f"{s.title} {where}: {m.evidence}. On CPU this is the only path ({m.title} kernels run only on "
                 "GPUs); on the GPU the same trace would mean a slow fallback.", None, s.reference, m.functions))
             continue
-        findings.append(Finding(
+        out.append(Finding(
             m.id, "fallback",
             f"{s.title} {where} ({s.what}). Evidence: {m.evidence}; no {m.title} kernel ran. Likely missing: "
             f"{named}, so transformers used its torch reference for {' / '.join(m.functions)}.",
@@ -182,27 +186,57 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
             f"for your torch/CUDA without touching torch), restart the process and record again: the trace should "
             f"then show {', '.join(examples)}. Check first with `kernelcheck doctor --model M`.",
             s.reference, m.functions))
+    return out
 
-    # launch-bound steps
-    lb_steps = [st for st, _ in units if is_launch_bound(st, sig.launch_bound)]
+
+def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod.TraceSignatures,
+                   have_steps: bool, after_fallback: bool, cpu_only: bool) -> list[Finding]:
+    """The launch-bound finding for the launch-bound steps, else (on a GPU trace) the GPU busy range."""
     if lb_steps:
         worst = min(lb_steps, key=lambda st: st.busy_fraction or 0.0)
-        where = _where(tuple(st.name for st in lb_steps), len(units), bool(steps))
+        where = _where(tuple(st.name for st in lb_steps), len(units), have_steps)
         cause = (" The kernel count points at the fallback above: fused kernels would launch a few dozen."
-                 if matches and not cpu_only else
+                 if after_fallback and not cpu_only else
                  " Fewer, larger kernels (fused kernels, torch.compile, CUDA graphs, a larger batch) keep it busy.")
-        findings.append(Finding(
+        return [Finding(
             "launch-bound", "fallback",
             f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi's utilization only says that some "
             f"kernel was running, not that the GPU was doing useful work, so it does not show this.{cause}",
-            None, sig.launch_bound.reference))
-    elif not cpu_only:
+            None, sig.launch_bound.reference)]
+    if not cpu_only:
         bf = [st.busy_fraction for st, _ in units if st.busy_fraction is not None]
         if bf:
-            findings.append(Finding(
+            return [Finding(
                 "gpu-busy", "info",
                 f"GPU busy {min(bf):.0%}" + (f"-{max(bf):.0%}" if max(bf) - min(bf) >= 0.005 else "")
-                + f" of the {'step' if steps else 'trace'} wall time; not launch-bound."))
+                + f" of the {'step' if have_steps else 'trace'} wall time; not launch-bound.")]
+    return []
+
+
+def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
+           metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
+    """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings."""
+    sig = matrix_mod.load_signatures()
+    pk = matrix_mod.load().packages
+    findings: list[Finding] = []
+    cpu_only = summary.kernels == 0 and summary.memcpy == 0 and summary.memset == 0
+    units: list[Unit] = list(zip(steps, py_by_step, strict=False)) if steps else [(summary, py_all)]
+    meta_small = _metadata_summary(metadata)
+
+    if cpu_only:
+        findings.append(_cpu_only_finding(meta_small))
+
+    # fast kernels anywhere
+    fast_any: dict[str, list[str]] = fast_kernels_in(summary)
+    findings.extend(_fast_findings(summary, fast_any, pk, sig))
+
+    # fallback signatures, per step
+    matches = _signature_matches(sig, units, pk)
+    findings.extend(_fallback_findings(matches, sig, len(units), bool(steps), cpu_only))
+
+    # launch-bound steps
+    lb_steps = [st for st, _ in units if is_launch_bound(st, sig.launch_bound)]
+    findings.extend(_busy_findings(lb_steps, units, sig, bool(steps), bool(matches), cpu_only))
 
     if not steps:
         findings.append(Finding("trace-no-steps", "info",
