@@ -194,7 +194,6 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
 
     from kernelcheck.core import models as models_mod
     from kernelcheck.verify import layers as layers_mod
-    from kernelcheck.verify.steps import _Steps
 
     warnings.simplefilter("ignore")
     out: dict[str, Any] = {"model_type": model_type}
@@ -226,30 +225,36 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     out["class"] = built.model_class
     out["modes"] = {}
     for mode in modes:
-        inst = _StepState()
-        steps = _Steps(built, inst, "train", TOKENS)  # type: ignore[arg-type]
-        rec.calls = []
-        error = None
-        for step in MODES[mode]:
-            rec.step = inst.step = step
-            try:
-                if step == "drafts":
-                    _drafts(steps)
-                else:
-                    steps.run(step)
-            except _NoRecording as exc:
-                error = f"untested: {exc}"
-                break
-            except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
-                error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
-                break
-        calls = list(rec.calls)
-        if error and error.startswith("untested: "):
-            out["modes"][mode] = {"exit": None, "error": None, "calls": [], "untested": error[len("untested: "):]}
-            continue
-        code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
-        out["modes"][mode] = {"exit": code, "error": error, "calls": calls}
+        out["modes"][mode] = _observe_mode(built, rec, mode)
     return out
+
+
+def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:
+    """Run one mode's steps on the built model: its exit code, the error that stopped it, and the calls seen."""
+    from kernelcheck.verify.steps import _Steps
+
+    inst = _StepState()
+    steps = _Steps(built, inst, "train", TOKENS)  # type: ignore[arg-type]
+    rec.calls = []
+    error = None
+    for step in MODES[mode]:
+        rec.step = inst.step = step
+        try:
+            if step == "drafts":
+                _drafts(steps)
+            else:
+                steps.run(step)
+        except _NoRecording as exc:
+            error = f"untested: {exc}"
+            break
+        except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
+            error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
+            break
+    calls = list(rec.calls)
+    if error and error.startswith("untested: "):
+        return {"exit": None, "error": None, "calls": [], "untested": error[len("untested: "):]}
+    code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
+    return {"exit": code, "error": error, "calls": calls}
 
 
 class _NoRecording(Exception):
