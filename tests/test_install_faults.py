@@ -16,6 +16,7 @@ from kcfixtures import kc, pypi_wheels
 from kernelcheck.install import apply
 
 MODEL = "qwen3.8-27b"
+pytestmark = pytest.mark.integration  # every test here runs kernelcheck or pip in a process
 
 
 @pytest.mark.parametrize("flag, value, words", [
@@ -52,7 +53,6 @@ def _read_only_run(ro: Path, args: list[str]) -> subprocess.CompletedProcess:
     return res
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("where", ["inside", "itself"], ids=["target-under-a-read-only-folder",
                                                                "target-is-read-only"])
 def test_read_only_target_is_exit_2_before_anything_runs(tmp_path: Path, where: str):
@@ -114,7 +114,6 @@ def _venv_without_pip(where: Path) -> Path:
     return py
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("dry_run", [["--dry-run"], []], ids=["dry-run", "install"])
 def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Path, dry_run: list[str]):
     py = _venv_without_pip(tmp_path / "nopip")
