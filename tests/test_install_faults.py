@@ -3,6 +3,7 @@ after pip started is undone from its journal by the next run (the SIGKILL case: 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -125,3 +126,30 @@ def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Pa
     assert res.returncode == 2 and "has no pip module" in res.stderr and "Traceback" not in said, said[-2000:]
     assert "python -m ensurepip" in res.stderr and "Nothing was planned or changed" in res.stderr
     assert "rolled its own changes back" not in said  # the old claim, although pip never ran
+
+
+def test_install_one_package_for_an_arch_exits_as_the_doctor_it_prints(tmp_path: Path):
+    """Case 2: `install --package fla-core --arch 9.0` printed READY (exit 0) under its own post-install doctor
+    block saying FALLBACK (exit 3), and its JSON had "functions": []. Real PyPI wheels, real pip, --target."""
+    from kcfixtures import cuda_torch_venv
+
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    for pat in ("fla_core-*.whl", "einops-*.whl"):
+        for w in pypi_wheels().glob(pat):
+            shutil.copy(w, wh)
+    py = cuda_torch_venv() / "bin" / "python"
+    args = ["install", "--model", MODEL, "--package", "fla-core", "--arch", "9.0", "--offline", "--wheelhouse",
+            str(wh), "--target", str(tmp_path / "site")]
+    res = kc(py, [*args, "--json"])
+    data = json.loads(res.stdout)
+    after = data["doctor_after"]
+    assert res.returncode == after["exit_code"] == data["exit_code"] == 3, res.stderr[-3000:]
+    assert data["verdict"] == after["verdict"] == "fallback"
+    assert data["functions"] and data["functions"] == after["functions"]
+    status = {f["name"]: f["status"] for f in data["functions"]}
+    assert status["chunk_gated_delta_rule"] == "fast" and status["causal_conv1d_fn"] == "fallback"
+    text = kc(py, args)  # installed already: the plan keeps it, and the doctor block decides again
+    verdicts = [ln.strip() for ln in text.stdout.splitlines() if ln.strip().startswith("verdict")]
+    assert text.returncode == 3 and verdicts, text.stdout[-3000:]
+    assert all("FALLBACK" in v and "(exit 3)" in v for v in verdicts), verdicts  # never READY under FALLBACK
