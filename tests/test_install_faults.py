@@ -157,7 +157,8 @@ def test_install_one_package_for_an_arch_exits_as_the_doctor_it_prints(tmp_path:
 
 def test_the_second_of_two_installs_at_once_keeps_what_the_first_installed(tmp_path: Path):
     """Case 8: the second install waited for the lock, then reinstalled what the first had just installed.
-    Two real installs of the same packages into one --target; the second starts while the first runs pip."""
+    Two real installs of the same packages into one --target, both started while the test holds the install
+    locks (as a third install would): once released, one installs, the other waits, re-plans and keeps."""
     import time
 
     from kcfixtures import cuda_torch_venv
@@ -167,25 +168,28 @@ def test_the_second_of_two_installs_at_once_keeps_what_the_first_installed(tmp_p
     for pat in ("fla_core-*.whl", "einops-*.whl"):
         for w in pypi_wheels().glob(pat):
             shutil.copy(w, wh)
-    py = cuda_torch_venv() / "bin" / "python"
+    py, site = cuda_torch_venv() / "bin" / "python", tmp_path / "site"
     args = [str(py), "-m", "kernelcheck", "install", "--model", MODEL, "--package", "fla-core", "--arch", "9.0",
-            "--offline", "--wheelhouse", str(wh), "--target", str(tmp_path / "site"), "--json"]
+            "--offline", "--wheelhouse", str(wh), "--target", str(site), "--json"]
     env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1",
                PYTHONDONTWRITEBYTECODE="1")
-    logs = [tmp_path / "first.err", tmp_path / "second.err"]
-    with open(logs[0], "w") as e1, open(tmp_path / "first.out", "w") as o1:
-        first = subprocess.Popen(args, stdout=o1, stderr=e1, env=env)
-    deadline = time.monotonic() + 240
-    while "$ " not in logs[0].read_text():  # the first holds the lock and runs pip
-        assert first.poll() is None and time.monotonic() < deadline, logs[0].read_text()[-3000:]
-        time.sleep(0.05)
-    with open(logs[1], "w") as e2:
-        second = subprocess.run(args, stdout=subprocess.PIPE, stderr=e2, text=True, env=env, timeout=300)
-    assert first.wait(timeout=300) == 3, logs[0].read_text()[-3000:]
-    one, two = json.loads((tmp_path / "first.out").read_text()), json.loads(second.stdout)
-    err2 = logs[1].read_text()
-    assert "waiting for another kernelcheck install to finish" in err2, err2[-3000:]
-    assert {e["distribution"] for e in one["installed"]} == {"fla-core", "einops"}
-    assert two["installed"] == [] and "$ " not in err2, err2[-3000:]  # re-planned after the lock: pip never ran
-    assert {s["package"]: s["action"] for s in two["plan"]}["fla-core"] == "keep", two["plan"]
-    assert second.returncode == 3 == two["doctor_after"]["exit_code"]
+    procs, errs, outs = [], [tmp_path / "a.err", tmp_path / "b.err"], [tmp_path / "a.out", tmp_path / "b.out"]
+    with apply.locked(apply.lock_paths(wh, str(site)), progress=lambda s: None):
+        for out, err in zip(outs, errs, strict=True):
+            with open(out, "w") as fo, open(err, "w") as fe:
+                procs.append(subprocess.Popen(args, stdout=fo, stderr=fe, env=env))
+        deadline = time.monotonic() + 240
+        while not all("waiting for another kernelcheck install" in e.read_text() for e in errs):
+            assert all(p.poll() is None for p in procs) and time.monotonic() < deadline, \
+                [e.read_text()[-2000:] for e in errs]
+            time.sleep(0.1)
+    codes = [p.wait(timeout=300) for p in procs]
+    reports = [json.loads(o.read_text()) for o in outs]
+    said = [e.read_text() for e in errs]
+    assert codes == [3, 3], said
+    installed = [{e["distribution"] for e in r["installed"]} for r in reports]
+    assert sorted(installed, key=len) == [set(), {"fla-core", "einops"}], installed  # installed once
+    second = reports[installed.index(set())]
+    assert {s["package"]: s["action"] for s in second["plan"]}["fla-core"] == "keep", second["plan"]
+    assert "$ " not in said[installed.index(set())]  # re-planned after the lock: its pip never ran
+    assert second["exit_code"] == second["doctor_after"]["exit_code"] == 3
