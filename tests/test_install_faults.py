@@ -193,3 +193,18 @@ def test_the_second_of_two_installs_at_once_keeps_what_the_first_installed(tmp_p
     assert {s["package"]: s["action"] for s in second["plan"]}["fla-core"] == "keep", second["plan"]
     assert "$ " not in said[installed.index(set())]  # re-planned after the lock: its pip never ran
     assert second["exit_code"] == second["doctor_after"]["exit_code"] == 3
+
+
+def test_a_signal_during_a_failing_import_is_not_lost() -> None:
+    """A real SIGTERM that lands while a held block fails (a broken package's import raises ImportError) is
+    raised as the interruption, not dropped with the block's error (case 5: the install went on)."""
+    import signal
+
+    from kernelcheck.cli import interrupts
+    from kernelcheck.core import signals
+    from kernelcheck.core.errors import Interrupted
+
+    with interrupts.routed(), pytest.raises(Interrupted) as got, signals.held(second_interrupts=True):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise ImportError("No module named 'einops'")
+    assert got.value.exit_code == 143

@@ -42,6 +42,12 @@ def held(*, reraise: bool = True, second_interrupts: bool = False) -> Iterator[l
         pass
     try:
         yield came
+    except Exception as exc:
+        # the block failed (an import that raises ImportError) after a signal came: the signal wins, else it
+        # would be lost with the block's error (a broken fla-core under a `kill` went on installing)
+        if came and reraise:
+            raise Interrupted(came[0]) from exc
+        raise
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]
