@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from envs import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,6 +46,7 @@ def test_hostile_config_json_is_bad_input_or_resolves(tmp_path: Path, data: byte
     _resolve(tmp_path, data)  # any other exception fails the test: it would reach the user as exit 1
 
 
+@pytest.mark.integration
 def test_binary_config_json_is_exit_2_with_a_message(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
     res = run(["doctor", "--model", str(tmp_path)])
@@ -52,6 +54,7 @@ def test_binary_config_json_is_exit_2_with_a_message(tmp_path: Path) -> None:
     assert "is not UTF-8 text" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.integration
 def test_text_config_that_is_not_an_object_is_exit_2_with_a_message(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "text_config": "oops"}))
     res = run(["doctor", "--model", str(tmp_path)])

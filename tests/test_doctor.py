@@ -439,6 +439,20 @@ def test_hub_that_accepts_and_never_answers_is_bounded(tmp_path):
     assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_hub_name_that_does_not_resolve_is_bounded_and_quiet(tmp_path):
+    import time
+
+    env = {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": "http://kc-no-such-host.invalid", "HF_HUB_CACHE": str(tmp_path)}
+    t0 = time.monotonic()
+    res = run(["--network-timeout", "2", "doctor", "--model", "Qwen/Qwen2.5-0.5B"], env=env, timeout=60)
+    took = time.monotonic() - t0
+    assert res.returncode == 2, res.stderr
+    assert took < 20, took  # was 25 s of huggingface_hub retries
+    assert "Retrying" not in res.stderr and "thrown while requesting" not in res.stderr.split("last error")[0]
+    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) <= 2, res.stderr  # the waiting line and the one-paragraph error
+
+
 # --- what changes the dispatch at run time (in-process, explicit inputs) ---------------------------------------
 
 def test_dispatch_variables_and_unsloth_are_reported():

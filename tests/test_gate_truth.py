@@ -58,11 +58,15 @@ def test_hub_accepts_the_same_arch_forms_as_doctor() -> None:
     assert json.loads(out)["environment"]["gpus"][0]["capability"] == "9.0"
 
 
-def test_a_gate_that_forgets_model_does_not_pass_even_for_a_gpu_image() -> None:
-    code, out, _ = invoke(["doctor", "--arch", "9.0", "--json"])
+@pytest.mark.parametrize("arch", [[], ["--arch", "9.0"]], ids=["this-cpu-machine", "gpu-image"])
+def test_a_gate_that_forgets_model_does_not_pass(arch: list[str]) -> None:
+    code, out, _ = invoke(["doctor", *arch, "--json"])
     rep = json.loads(out)
     assert code == 3 and rep["verdict"] == "fallback" and rep["model"] is None
-    assert any(f["id"] == "no-model" for f in rep["findings"])
+    (f,) = [f for f in rep["findings"] if f["id"] == "no-model"]
+    assert "--model" in f["fix"]
+    code, out, _ = invoke(["doctor", *arch])
+    assert code == 3 and "(exit 3)" in out.splitlines()[-1]  # what a person reads last
 
 
 def test_hub_is_not_ready_when_hub_kernels_are_not_used() -> None:
@@ -94,3 +98,59 @@ def test_a_closed_pipe_keeps_the_exit_code_and_prints_no_error(json_flag: list[s
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 3, err
     assert "BrokenPipe" not in err and "internal error" not in err
+
+
+# --- an unreachable Hub: bounded, and never READY (cases 3 and 14) ---------------------------------------------
+
+@pytest.fixture()
+def silent_hub(tmp_path: Path):
+    """A Hub endpoint that accepts connections and never answers, and an empty HF cache."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    try:
+        yield {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{srv.getsockname()[1]}",
+               "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HOME": str(tmp_path / "home")}
+    finally:
+        srv.close()
+
+
+def _timed(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    from envs import run
+
+    t0 = time.monotonic()
+    res = run(["--network-timeout", "1", *args], env=env, timeout=120)
+    return res, time.monotonic() - t0
+
+
+@pytest.mark.integration
+def test_hub_repo_with_a_silent_hub_is_bounded_and_not_ready(silent_hub: dict[str, str]) -> None:
+    res, took = _timed(["hub", "--repo", "kernels-community/fla@v2"], silent_hub)
+    assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-2000:]  # was READY (exit 0), or a hang
+    assert took < 30, took  # was: no end (huggingface_hub's client waits forever by default)
+    assert "[hub-repo-unresolved]" in res.stdout and "no answer within 1 s while waiting for the Kernel Hub " \
+        "listing of kernels-community/fla" in res.stdout
+    assert "waiting up to 1 s for the Kernel Hub listing" in res.stderr and "HF_HUB_OFFLINE=1" in res.stderr
+    assert "Retrying" not in res.stderr and "Traceback" not in res.stderr
+    assert res.stdout.splitlines()[-1] == "verdict: FALLBACK: a slow torch path would run (exit 3)"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("args", [
+    ["hub", "--repo", "kernels-community/fla@v2", "--prefetch"],
+    ["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0"],
+], ids=["hub-prefetch", "install-source-hub"])
+def test_a_failed_prefetch_is_fallback_not_broken(args: list[str], silent_hub: dict[str, str],
+                                                  tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    extra = ["--wheelhouse", str(wh)] if args[0] == "install" else []
+    res, took = _timed([*args, *extra, "--json"], silent_hub)
+    rep = json.loads(res.stdout)
+    assert res.returncode == 3 and rep["exit_code"] == 3 and rep["verdict"] == "fallback", res.stderr[-2000:]
+    assert any(f["id"] == "hub-prefetch-failed" and f["severity"] == "fallback" for f in rep["findings"])
+    assert took < 60 and "Traceback" not in res.stderr

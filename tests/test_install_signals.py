@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -144,13 +145,15 @@ def _assert_interrupted(run: Run, sig: signal.Signals) -> None:
 # ---------------------------------------------------------------- states
 
 def _listing(root: Path) -> dict[str, int]:
-    """Every file under `root` with its size (folders -1; .pyc -2: they embed the path they were compiled
-    at), without the install lock and the manifest (compared by its entries)."""
+    """Every file under `root` with its size (folders -1; .pyc and direct_url.json -2: they embed the path they
+    were compiled at, the wheel's path; a venv keeps an equal fla-core from another wheelhouse), without the
+    install lock and the manifest (compared by its entries)."""
     out = {}
     for p in sorted(root.rglob("*")):
         if p.name == LOCK or p.name in MANIFEST_NAMES:
             continue
-        size = -1 if p.is_dir() and not p.is_symlink() else -2 if p.suffix == ".pyc" else p.lstat().st_size
+        size = (-1 if p.is_dir() and not p.is_symlink() else -2 if p.suffix == ".pyc" or p.name == "direct_url.json"
+                else p.lstat().st_size)
         out[str(p.relative_to(root))] = size
     return out
 
@@ -174,6 +177,8 @@ def _state(root: Path, python: Path, site: Path, freeze: bool = True) -> State:
     packages in the manifest under `root` (the venv, or the --target folder)."""
     frozen = subprocess.run([str(python), "-m", "pip", "freeze", "--path", str(site)], capture_output=True,
                             text=True, check=True).stdout if freeze and site.is_dir() else ""
+    # `name @ file:///FOLDER/WHEEL#sha256=H`: the same wheel (name and hash) from another folder is the same state
+    frozen = re.sub(r"@ file://\S*/([^/\s]+\.whl)", r"@ \1", frozen)
     return State(_listing(site) if site.is_dir() else {}, frozen, _manifest_keys(root) if root.is_dir() else None)
 
 

@@ -30,6 +30,6 @@ def test_other_values_are_online(value: str) -> None:
 def test_paths_and_timeout(tmp_path: Path) -> None:
     s = Settings.from_environ({"KERNELCHECK_HOME": str(tmp_path), "KERNELCHECK_NETWORK_TIMEOUT": "2.5"})
     assert s.wheelhouse == tmp_path / "wheelhouse" and s.network_timeout == 2.5
-    assert Settings.from_environ({"KERNELCHECK_NETWORK_TIMEOUT": "soon"}).network_timeout == 10.0
+    assert Settings.from_environ({"KERNELCHECK_NETWORK_TIMEOUT": "soon"}).network_timeout == 5.0
     m = tmp_path / "m.json"
     assert Settings.from_environ({"KERNELCHECK_MANIFEST": str(m)}).manifest_path == m

@@ -62,3 +62,55 @@ def test_colour_only_on_a_tty_and_never_with_no_color(monkeypatch: pytest.Monkey
     painted = present(render_text(report()), Terminal(colour=True))
     assert "\033[1;33mFALLBACK\033[0m" in painted.splitlines()[-1]
     assert "\033[" not in present(render_text(report()), Terminal())
+
+
+# --- a real process on a real 80-column pseudo-terminal --------------------------------------------------------
+
+def _on_a_tty(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+    """`python -m kernelcheck ARGS` with its stdout on a pty of 80 columns, as a person at a terminal sees it."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 80, 0, 0))
+    e = dict(os.environ, PYTHONPATH=str(repo), HF_HUB_OFFLINE="1", TERM="xterm", **(env or {}))
+    e.pop("COLUMNS", None)
+    if env is None:
+        e.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "kernelcheck", *args], stdout=slave, stderr=subprocess.DEVNULL,
+                            env=e, cwd=repo)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the other end closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+
+
+@pytest.mark.integration
+def test_doctor_at_an_80_column_terminal() -> None:
+    import re
+
+    code, out = _on_a_tty(["doctor", "--model", "qwen3.8-27b"])
+    plain = re.sub(r"\033\[[0-9;]*m", "", out)
+    assert code == 3 and "\033[" in out, out[-2000:]  # colour on a TTY
+    assert max(map(len, plain.splitlines())) <= 80, max(plain.splitlines(), key=len)  # was 245 columns
+    assert sum(ln.startswith("hub") for ln in plain.splitlines()) == 1  # Hub kernels not used: one line, not 10
+    assert plain.count("why: flash-linear-attention is not installed") == 1  # said once, not once per function
+    code, out = _on_a_tty(["doctor", "--model", "qwen3.8-27b"], env={"NO_COLOR": "1"})
+    assert code == 3 and "\033[" not in out
+    code, out = _on_a_tty(["doctor", "--model", "qwen3.8-27b", "--quiet"], env={"NO_COLOR": "1"})
+    assert code == 3 and out.strip() == "verdict: FALLBACK: a slow torch path would run (exit 3)"

@@ -93,6 +93,7 @@ def test_kernel_names_are_never_shortened_to_a_bare_namespace(name, want):
     assert got.rstrip(":") != "at::native"
 
 
+@pytest.mark.integration
 def test_a_damaged_gzip_trace_is_bad_input_not_a_crash(tmp_path):
     raw = bytearray((GPU / "gdn_fast.json.gz").read_bytes())
     for i in range(200, 260):  # flip bytes inside the deflate stream: zlib "Error -3 while decompressing data"
@@ -109,6 +110,32 @@ def test_deeply_nested_json_is_bad_input(tmp_path):
     p.write_text('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
     with pytest.raises(BadInput, match="nested too deeply"):
         tr.analyze_file(p)
+
+
+
+HOSTILE = {
+    "string-ts-numeric-name": {"traceEvents": [{"ph": "X", "cat": "kernel", "name": 5, "ts": "soon", "dur": "x",
+                                                "pid": [1], "tid": {}},
+                                               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1e308,
+                                                "dur": -5}]},
+    "events-not-a-list": {"traceEvents": 5},
+    "deep-nesting": None,  # written below: 100 000 nested arrays
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_trace_through_the_cli_is_never_exit_1(tmp_path, case):
+    p = tmp_path / f"{case}.json"
+    p.write_text(json.dumps(HOSTILE[case]) if HOSTILE[case] is not None
+                 else '{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    proc = _kc("trace", str(p))
+    assert proc.returncode in (0, 2, 3), proc.stderr[-2000:]  # analysed, or bad input: never 1 (or 4: trace)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    if proc.returncode == 2:
+        assert proc.stderr.startswith("kernelcheck trace: ") and len(proc.stderr.strip().splitlines()) == 1
+    else:
+        assert proc.stdout.splitlines()[-1].startswith("verdict: ")
 
 
 _scalar = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,11 +155,41 @@ def network_timeout() -> float:
     return settings.network_timeout()
 
 
+class _HubChatter:
+    """huggingface_hub's retry lines ("'[Errno -2] Name or service not known' thrown while requesting HEAD
+    ...", "Retrying in 4s [Retry 3/5]") are kept out of the user's face (shown with --verbose); the last one is
+    kept, so a wait that runs out can say what went wrong."""
+
+    def __init__(self) -> None:
+        self.last = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if not msg.startswith("Retrying"):
+            self.last = msg.splitlines()[0] if msg else msg
+        from kernelcheck.core import settings
+
+        return settings.variable("KERNELCHECK_VERBOSE") == "1"
+
+
+_CHATTER = _HubChatter()
+_SAY_AFTER = 1.0  # seconds a network wait runs before it is announced
+
+
+def _hold_hub_chatter() -> None:
+    log = logging.getLogger("huggingface_hub.utils._http")
+    if _CHATTER not in log.filters:
+        log.addFilter(_CHATTER)
+
+
 def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
     """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
-    and never answers must not hang a CI gate. Raises TimeoutError naming what it waited for."""
+    and never answers, or a name that does not resolve (retried with backoff), must not hang a CI gate.
+    Raises TimeoutError naming what it waited for and the last error seen while retrying."""
     limit = network_timeout() if timeout is None else timeout
     box: dict[str, Any] = {}
+    _hold_hub_chatter()
+    _CHATTER.last = ""
 
     def target() -> None:
         try:
@@ -167,9 +199,14 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
 
     t = threading.Thread(target=target, name=f"kernelcheck-network: {what}", daemon=True)
     t.start()
-    t.join(limit)
+    t.join(min(limit, _SAY_AFTER))
+    if t.is_alive():  # say what it waits for, and for how long at most
+        print(f"kernelcheck: waiting up to {limit:g} s for {what} (HF_HUB_OFFLINE=1 skips the Hub)",
+              file=sys.stderr, flush=True)
+        t.join(max(limit - _SAY_AFTER, 0))
     if t.is_alive():
-        raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}")
+        seen = f" (last error: {_CHATTER.last})" if _CHATTER.last else ""
+        raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}{seen}")
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -185,8 +222,7 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
                       f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
         return Path(got), ""
     except TimeoutError as exc:
-        return None, (f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS` or, on a machine "
-                      "without Hub access, set HF_HUB_OFFLINE=1")
+        return None, f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS`"
     except Exception as exc:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 

@@ -12,7 +12,7 @@ and install.
 | KERNELCHECK_HOME | base folder for kernelcheck's own files (default ~/.cache/kernelcheck) |
 | KERNELCHECK_MANIFEST | the install manifest path (default sys.prefix/share/kernelcheck/manifest.json) |
 | KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
-| KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 10) |
+| KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 5) |
 | KERNELCHECK_DEBUG | print tracebacks of internal errors |
 | KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
 | KERNELCHECK_IMPORT_CACHE | 0/off: doctor proves imports afresh, caches nothing (doctor --no-cache; proofcache.py) |
@@ -29,7 +29,7 @@ from pathlib import Path
 
 YES = frozenset({"1", "ON", "YES", "TRUE", "Y"})
 HUB_OFFLINE_VARIABLES = ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-DEFAULT_NETWORK_TIMEOUT = 10.0
+DEFAULT_NETWORK_TIMEOUT = 5.0
 
 
 def is_yes(value: str | None) -> bool:
@@ -108,7 +108,7 @@ def set_variable(name: str, value: str) -> None:
 def network_timeout() -> float:
     """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
     (default 5)."""
-    raw = os.environ.get("KERNELCHECK_NETWORK_TIMEOUT", "5")
+    raw = os.environ.get("KERNELCHECK_NETWORK_TIMEOUT") or str(DEFAULT_NETWORK_TIMEOUT)
     try:
         return max(0.1, float(raw))
     except ValueError:

@@ -317,12 +317,14 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
                                dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
     report.plan = steps
     lock_written = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
+    # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as
+    # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
     code = 0
     for st in steps:
         if st.get("action") == "failed":
-            code = 4
+            code = 3
             report.findings.append(Finding("hub-prefetch-failed", "fallback", f"{st['spec']}: {st['reason']}"))
-        elif st.get("action") == "missing" and code == 0:
+        elif st.get("action") == "missing":
             code = 3
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
     report.prediction = Prediction({0: "ready", 3: "fallback", 4: "broken"}[code], not req.dry_run, lock_written,

@@ -365,7 +365,10 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
             return Resolution(repo_id, version, revision, "none", None,
                               error="the Hub may not be used (HF_HUB_OFFLINE/KERNELCHECK_OFFLINE is set)")
         try:
-            return _resolve_hub(repo_id, version, revision, env, target)
+            from kernelcheck.core.models import bounded
+
+            return bounded(lambda: _resolve_hub(repo_id, version, revision, env, target),
+                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})")
         except Exception as exc:  # noqa: BLE001 - the cache may still answer
             msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if source == "hub":
@@ -397,10 +400,15 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
 def _hub_api() -> Any:
     """kernelcheck's own Hub client (huggingface_hub). Not kernels' `_get_hf_api`: with
     HF_HUB_DISABLE_TELEMETRY=1 that one sends an invalid User-Agent (see `kernels_client_problem`)."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, get_session
 
     from kernelcheck import __version__
+    from kernelcheck.core.settings import network_timeout
 
+    try:  # huggingface_hub's client waits forever by default: every connect and read gets the network timeout
+        get_session().timeout = network_timeout()
+    except Exception:  # noqa: BLE001 - another client: the bounded() callers still end the wait
+        pass
     return HfApi(library_name="kernelcheck", library_version=__version__)
 
 
