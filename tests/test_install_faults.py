@@ -15,6 +15,7 @@ from envs import REPO
 from kcfixtures import kc, pypi_wheels
 
 from kernelcheck.install import apply
+from kernelcheck.install import txn as txn_mod
 
 MODEL = "qwen3.8-27b"
 pytestmark = pytest.mark.integration  # every test here runs kernelcheck or pip in a process
@@ -80,18 +81,18 @@ def test_an_install_killed_after_pip_is_repaired_by_the_next_run(tmp_path: Path)
     before = _state(site)
     files = [str(p) for p in sorted(wh.glob("fla_core-*.whl"))] + [str(p) for p in old]
     # what execute() does before pip: the journal and the backup; then pip runs and the process dies
-    txn = apply._begin(site, ["fla-core", "einops"], files)
-    backup = apply.Backup(txn / "backup")
+    txn = txn_mod._begin(site, ["fla-core", "einops"], files)
+    backup = txn_mod.Backup(txn / "backup")
     for d in ("fla-core", "einops"):
         backup.save(site, d)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--upgrade", "--target", str(site),
                     *files], check=True)
     assert (site / "fla").is_dir() and (txn / "journal.json").exists()  # a half-done install, SIGKILLed
     said: list[str] = []
-    apply.repair(str(site), said.append)
+    txn_mod.repair(str(site), said.append)
     assert _state(site) == before and not (site / "fla").exists() and not txn.exists()
     assert "repaired an interrupted kernelcheck install" in said[0]
-    apply.repair(str(site), said.append)  # nothing left to repair: silent
+    txn_mod.repair(str(site), said.append)  # nothing left to repair: silent
     assert len(said) == 1
 
 

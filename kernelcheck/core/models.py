@@ -123,7 +123,7 @@ def installed_spec(model_type: str) -> matrix_mod.ModelType | None:
     """A model_type kernelcheck does not list but the installed transformers registers: its modeling module
     is asked which kernels it binds. A sub-config type (qwen3_5_text, glm5_next_vision, inkling_text) lives
     in its parent's module, so it gets the parent's needs."""
-    from kernelcheck.integrations import transformers as transformers_mod
+    from kernelcheck.integrations import transformers_types as transformers_mod
 
     known = transformers_mod.known_model_types() or {}
     if model_type not in known:

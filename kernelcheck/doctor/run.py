@@ -19,6 +19,7 @@ from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 
 
@@ -491,7 +492,7 @@ def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matri
 
 def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) -> Finding | None:
     """A model_type kernelcheck lists that the installed transformers does not register yet."""
-    known = bindings_mod.known_model_types()
+    known = types_mod.known_model_types()
     if known is None or model.model_type in known or not model.spec.since:
         return None
     return Finding(

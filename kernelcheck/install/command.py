@@ -37,6 +37,7 @@ from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
 from kernelcheck.install import sources
+from kernelcheck.install import txn as txn_mod
 from kernelcheck.report.model import (
     EXIT_BROKEN,
     EXIT_FALLBACK,
@@ -240,7 +241,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         return _finish_plan(report, plan_now(env), executed=False)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
-        installer.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
+        txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
         env, _ = _probe(arches, req.target)
