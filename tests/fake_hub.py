@@ -17,6 +17,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 
@@ -54,6 +55,23 @@ class _Handler(BaseHTTPRequestHandler):
             return refs[rev]
         return rev if rev in refs.values() else None
 
+    def _serve_file(self, parts: list[str]) -> None:
+        """Answer /kernels/<org>/<name>/resolve/<rev>/<file> with the file's bytes (headers only for HEAD)."""
+        got = self._repo(parts[1], parts[2])
+        commit = self._commit(got[1], parts[4]) if got else None
+        f = (got[0] / commit / "/".join(parts[5:])) if commit else None
+        if f is None or not f.is_file():
+            return self._missing()
+        data = f.read_bytes()
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", commit)
+        self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        return None
+
     def do_HEAD(self) -> None:  # noqa: N802
         self.do_GET()
 
@@ -76,40 +94,30 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json({"error": "Revision not found"}, 404)
             snap = base / commit
             if parts[4] == "tree":
-                sub = "/".join(parts[6:])
-                folder = snap / sub
-                items = []
                 recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
-                listing = (folder.rglob("*") if recursive else folder.iterdir()) if folder.is_dir() else []
-                for p in sorted(listing):
-                    rel = str(p.relative_to(snap))
-                    if p.is_dir():
-                        items.append({"type": "directory", "oid": hashlib.sha1(rel.encode()).hexdigest(), "path": rel})
-                    else:
-                        items.append({"type": "file", "oid": hashlib.sha1(p.read_bytes()).hexdigest(),
-                                      "size": p.stat().st_size, "path": rel})
-                return self._json(items)
+                return self._json(_tree(snap, snap / "/".join(parts[6:]), recursive))
             if parts[4] == "revision":
                 files = sorted(str(p.relative_to(snap)) for p in snap.rglob("*") if p.is_file())
                 return self._json({"id": f"{parts[2]}/{parts[3]}", "sha": commit, "private": False,
                                    "siblings": [{"rfilename": f} for f in files]})
             return self._json({"error": "unknown"}, 404)
         if parts[:1] == ["kernels"] and len(parts) >= 6 and parts[3] == "resolve":
-            got = self._repo(parts[1], parts[2])
-            commit = self._commit(got[1], parts[4]) if got else None
-            f = (got[0] / commit / "/".join(parts[5:])) if commit else None
-            if f is None or not f.is_file():
-                return self._missing()
-            data = f.read_bytes()
-            self.send_response(200)
-            self.send_header("X-Repo-Commit", commit)
-            self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-            return None
+            return self._serve_file(parts)
         return self._json({"error": "unknown route"}, 404)
+
+
+def _tree(snap: Path, folder: Path, recursive: bool) -> list[dict[str, Any]]:
+    """The Hub's tree listing of `folder` inside the snapshot (all levels when recursive)."""
+    items = []
+    listing = (folder.rglob("*") if recursive else folder.iterdir()) if folder.is_dir() else []
+    for p in sorted(listing):
+        rel = str(p.relative_to(snap))
+        if p.is_dir():
+            items.append({"type": "directory", "oid": hashlib.sha1(rel.encode()).hexdigest(), "path": rel})
+        else:
+            items.append({"type": "file", "oid": hashlib.sha1(p.read_bytes()).hexdigest(),
+                          "size": p.stat().st_size, "path": rel})
+    return items
 
 
 class FakeHub:

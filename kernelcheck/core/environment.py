@@ -283,6 +283,28 @@ def with_packages(env: Environment) -> Environment:
     return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
 
 
+def _pick_gpus(gpu_override: tuple[Gpu, ...] | None, torch_info: TorchInfo | None,
+               smi: tuple[tuple[Gpu, ...], str | None],
+               driver: str | None) -> tuple[tuple[Gpu, ...], str, str | None]:
+    """Choose the GPUs (override, then torch, then nvidia-smi), their source and the driver version."""
+    gpus: tuple[Gpu, ...] = ()
+    source = "none"
+    if gpu_override is not None:
+        gpus, source = gpu_override, "override"
+    elif torch_info and torch_info.cuda_available:
+        try:
+            gpus, source = _gpus_from_torch(), "torch"
+        except Exception as exc:  # a broken CUDA runtime raises many kinds of error
+            log.info("torch could not list the GPUs (%s: %s); asking nvidia-smi", type(exc).__name__, exc)
+            gpus = ()
+    if not gpus and gpu_override is None:
+        smi_gpus, smi_driver = smi
+        if smi_gpus:
+            gpus, source = smi_gpus, "nvidia-smi"
+        driver = driver or smi_driver
+    return gpus, source, driver
+
+
 def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
           after_torch_import: Callable[[], None] | None = None) -> Environment:
     """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages).
@@ -312,22 +334,7 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         assert nvcc_job is not None
         nvcc, _ = nvcc_job.result()
         smi = smi_job.result() if smi_job is not None else ((), None)
-    driver = _driver_version()
-    gpus: tuple[Gpu, ...] = ()
-    source = "none"
-    if gpu_override is not None:
-        gpus, source = gpu_override, "override"
-    elif torch_info and torch_info.cuda_available:
-        try:
-            gpus, source = _gpus_from_torch(), "torch"
-        except Exception as exc:  # a broken CUDA runtime raises many kinds of error
-            log.info("torch could not list the GPUs (%s: %s); asking nvidia-smi", type(exc).__name__, exc)
-            gpus = ()
-    if not gpus and gpu_override is None:
-        smi_gpus, smi_driver = smi
-        if smi_gpus:
-            gpus, source = smi_gpus, "nvidia-smi"
-        driver = driver or smi_driver
+    gpus, source, driver = _pick_gpus(gpu_override, torch_info, smi, _driver_version())
     pkgs = {n: probe_package(p) for n, p in m.packages.items()} if packages else {}
     present = {n: _safe_find(n) for n in ("tilelang",)}
     py = sys.version_info

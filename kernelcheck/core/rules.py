@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 
+_CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
 _VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
 
 
@@ -58,14 +60,27 @@ class RuleHit:
     certain: bool  # False when a condition could not be decided (e.g. unknown build compiler)
 
 
+def _holds_capability(key: str, want: Any, capabilities: Iterable[str]) -> bool:
+    """Decide a gpu_capability, gpu_capability_min or gpu_capability_max condition on the GPUs' capabilities."""
+    if key == "gpu_capability":
+        return any(c in want for c in capabilities)
+    if key == "gpu_capability_min":
+        return any(_cap(c) >= _cap(want) for c in capabilities)
+    return any(_cap(c) <= _cap(want) for c in capabilities)
+
+
+def _holds_built_nvcc(want: Any, facts: Facts) -> bool | None:
+    """Decide a built_nvcc condition from the manifest's build compilers; None when the manifest does not say."""
+    got = [v for v in facts.built_nvcc.values() if v]
+    if not got:
+        return None  # unknown: the manifest does not say
+    return any(version_in(v, want) for v in got)
+
+
 def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     env = facts.env
-    if key == "gpu_capability":
-        return any(c in want for c in env.capabilities)
-    if key == "gpu_capability_min":
-        return any(_cap(c) >= _cap(want) for c in env.capabilities)
-    if key == "gpu_capability_max":
-        return any(_cap(c) <= _cap(want) for c in env.capabilities)
+    if key in _CAPABILITY_KEYS:
+        return _holds_capability(key, want, env.capabilities)
     if key in _VERSION_KEYS:
         return version_in(env.version_of(key), want)
     if key == "mode":
@@ -77,10 +92,7 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     if key == "bound":
         return all(p in facts.bound for p in want)
     if key == "built_nvcc":
-        got = [v for v in facts.built_nvcc.values() if v]
-        if not got:
-            return None  # unknown: the manifest does not say
-        return any(version_in(v, want) for v in got)
+        return _holds_built_nvcc(want, facts)
     if key == "requirement_unmet":
         return any(requirement_unmet(*w.split(":", 1)) for w in want)
     raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")

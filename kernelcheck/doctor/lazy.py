@@ -15,7 +15,7 @@ it raises.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
@@ -23,6 +23,9 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus
+
+if TYPE_CHECKING:
+    from kernelcheck.integrations.transformers_hub import TransformersHub
 
 
 def _cuda(env: environment_mod.Environment) -> bool:
@@ -101,6 +104,44 @@ def _torch_path_reason(fn: str, b: bindings_mod.Binding, missing: dict[str, tupl
     return reason, "run on a machine with an NVIDIA GPU and a CUDA build of torch"
 
 
+def _missing_reasons(result: bindings_mod.BindingResult, env: environment_mod.Environment, available: set[str],
+                     m: matrix_mod.Matrix, query: str | None) -> dict[str, tuple[str, str | None]]:
+    """Why each bound function's pip kernel is not found, for the functions whose kernel is missing."""
+    missing: dict[str, tuple[str, str | None]] = {}
+    for fn, b in result.bindings.items():
+        got = _missing_reason(fn, b, env, available, m, query)
+        if got is not None:
+            missing[fn] = got
+    return missing
+
+
+def _hub_offline_broken(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
+                        env: environment_mod.Environment, th: TransformersHub, uncached: dict[str, Any],
+                        layers: set[str], m: matrix_mod.Matrix, ref: str | None
+                        ) -> tuple[list[FunctionStatus], list[Finding]]:
+    """All functions broken: transformers fetches Hub kernels at build time, offline, and the cache lacks some."""
+    from kernelcheck.integrations import kernels_hub as hub_mod
+
+    tv = env.transformers
+    names = ", ".join(f"{r['repo_id']} (lazy_load_kernel('{k}'))" for k, r in uncached.items())
+    why = (f"building {model.model_type} raises in {', '.join(sorted(layers))}.__init__: transformers {tv} "
+           f"fetches Hub kernels there whenever kernels {env.kernels} is inside its window "
+           f"({th.window_text}), USE_HUB_KERNELS is not consulted, and HF_HUB_OFFLINE is set while the cache "
+           f"({hub_mod.cache_dir()}) lacks {names}: get_kernel raises ValueError ('... is not available in "
+           "the local cache and Hugging Face Hub is in offline mode'), which lazy_load_kernel does not catch")
+    gets = "; ".join(f"get_kernel('{r['repo_id']}', version={r.get('version', 1)})" for r in uncached.values())
+    fix = ("prefetch while online, on this image: python -c \"from kernels import get_kernel; " + gets
+           + "\" (fills the HF cache for this torch/CUDA); or pip uninstall kernels (transformers then uses "
+           "the pip causal-conv1d / mamba-ssm on a CUDA GPU); USE_HUB_KERNELS=0 does not help on this version")
+    findings = [Finding("lazy-hub-fetch-offline", "broken", why + ".", fix, ref)]
+    statuses: list[FunctionStatus] = []
+    for fn, b in result.bindings.items():
+        info = m.functions.get(fn)
+        statuses.append(FunctionStatus(fn, _dist(m, b, fn), "broken", "-", why, fix,
+                                       info.phase if info else "", used=True))
+    return statuses, findings
+
+
 def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
                   env: environment_mod.Environment, mode: str, query: str | None
                   ) -> tuple[list[FunctionStatus], list[Finding]]:
@@ -122,22 +163,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
         repos = {b.extra["kernel"]: hub_map.get(b.extra["kernel"]) for b in result.bindings.values()}
         uncached = {k: r for k, r in repos.items() if r and not _hub_state(r)[0]}
         if uncached and hub_mod.offline():
-            names = ", ".join(f"{r['repo_id']} (lazy_load_kernel('{k}'))" for k, r in uncached.items())
-            why = (f"building {model.model_type} raises in {', '.join(sorted(layers))}.__init__: transformers {tv} "
-                   f"fetches Hub kernels there whenever kernels {env.kernels} is inside its window "
-                   f"({th.window_text}), USE_HUB_KERNELS is not consulted, and HF_HUB_OFFLINE is set while the cache "
-                   f"({hub_mod.cache_dir()}) lacks {names}: get_kernel raises ValueError ('... is not available in "
-                   "the local cache and Hugging Face Hub is in offline mode'), which lazy_load_kernel does not catch")
-            gets = "; ".join(f"get_kernel('{r['repo_id']}', version={r.get('version', 1)})" for r in uncached.values())
-            fix = ("prefetch while online, on this image: python -c \"from kernels import get_kernel; " + gets
-                   + "\" (fills the HF cache for this torch/CUDA); or pip uninstall kernels (transformers then uses "
-                   "the pip causal-conv1d / mamba-ssm on a CUDA GPU); USE_HUB_KERNELS=0 does not help on this version")
-            findings.append(Finding("lazy-hub-fetch-offline", "broken", why + ".", fix, ref))
-            for fn, b in result.bindings.items():
-                info = m.functions.get(fn)
-                statuses.append(FunctionStatus(fn, _dist(m, b, fn), "broken", "-", why, fix,
-                                               info.phase if info else "", used=True))
-            return statuses, findings
+            return _hub_offline_broken(model, result, env, th, uncached, layers, m, ref)
         findings.append(Finding(
             "lazy-hub-kernels", "warning",
             f"transformers {tv} loads {', '.join(sorted(r['repo_id'] for r in repos.values() if r))} from the Hub "
@@ -145,12 +171,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
             "is not read there): an offline job needs these builds in its HF cache, and an error other than "
             "FileNotFoundError while fetching crashes the build.",
             "keep the HF cache prefetched for offline jobs (python -c \"from kernels import get_kernel; ...\")", ref))
-    missing: dict[str, tuple[str, str | None]] = {}
-    if not hub_on:
-        for fn, b in result.bindings.items():
-            got = _missing_reason(fn, b, env, available, m, query)
-            if got is not None:
-                missing[fn] = got
+    missing = {} if hub_on else _missing_reasons(result, env, available, m, query)
     cuda = _cuda(env)
     kernels_off = cfg.get("use_mamba_kernels") is False
     for fn, b in result.bindings.items():

@@ -346,37 +346,48 @@ def _bind(model: models_mod.ResolvedModel, report: Report, env: environment_mod.
     return _cross_check(report, result, spec, env, probe.exact(1 if read is None else 0)) if newer else result
 
 
-def _doctor(query: str | None, mode: str, env: environment_mod.Environment | None, exact: bool, hub: bool | None,
-            hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
-    # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
-    # what transformers finds, exactly as a package imported earlier in a user's process does.
-    env = env or environment_mod.probe(packages=False)
+def _require_torch(env: environment_mod.Environment) -> None:
+    """Refuse (BadInput) an environment where torch is missing or does not import."""
     if env.torch is None:
         raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
                        "cannot load the model. Install the torch build you will train with (for example "
                        "`pip install torch` with the index URL for your CUDA version), then run kernelcheck again.")
     if env.torch.version.startswith("unimportable"):
         raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
+
+
+def _environment_only(report: Report, env: environment_mod.Environment, mode: str, hub: bool | None,
+                      hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
+    """Fill the report of a doctor run without a model: environment, packages and runtime findings only."""
+    if probe is not None:
+        probe.plan_packages()
+        probe.send()
+    env = _with_packages(env, probe)
+    report.environment = env.to_json()
+    report.findings.extend(environment_findings(env))
+    report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
+    report.findings.extend(runtime_findings(dict(os.environ)))
+    report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
+    if hub is not False and env.transformers:
+        _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
+    # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
+    # environment-only report is never READY (a CI gate that forgets --model must not pass).
+    report.findings.append(Finding(
+        "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
+        "environment and installed packages only and cannot say that anything fast will run.",
+        "kernelcheck doctor --model M --mode train (the model your job loads)"))
+    return report
+
+
+def _doctor(query: str | None, mode: str, env: environment_mod.Environment | None, exact: bool, hub: bool | None,
+            hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
+    # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
+    # what transformers finds, exactly as a package imported earlier in a user's process does.
+    env = env or environment_mod.probe(packages=False)
+    _require_torch(env)
     report = Report("doctor", env.to_json(), None, mode if query else None)
     if query is None:
-        if probe is not None:
-            probe.plan_packages()
-            probe.send()
-        env = _with_packages(env, probe)
-        report.environment = env.to_json()
-        report.findings.extend(environment_findings(env))
-        report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
-        report.findings.extend(runtime_findings(dict(os.environ)))
-        report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
-        if hub is not False and env.transformers:
-            _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
-        # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
-        # environment-only report is never READY (a CI gate that forgets --model must not pass).
-        report.findings.append(Finding(
-            "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
-            "environment and installed packages only and cannot say that anything fast will run.",
-            "kernelcheck doctor --model M --mode train (the model your job loads)"))
-        return report
+        return _environment_only(report, env, mode, hub, hub_device, hub_source, probe)
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")

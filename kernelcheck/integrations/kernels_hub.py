@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,34 @@ def would_match(variant: Any) -> str:
     return out + f", on {arch.platform}-{arch.os}"
 
 
+def _minver_problem(minver: Any, variant: str) -> str | None:
+    """The RuntimeError kernels raises when the installed kernels is older than the variant's kernels_minver."""
+    kv = environment_mod.dist_version("kernels")
+    if minver is not None and kv:
+        from packaging.version import Version
+
+        try:
+            if Version(kv).release < Version(str(minver)).release:
+                return f"variant {variant} requires kernels>={minver}, installed {kv}: kernels raises RuntimeError"
+        except Exception:  # noqa: BLE001
+            pass
+    return None
+
+
+def _arch_problem(archs: Any, variant: str, capabilities: Iterable[str]) -> str | None:
+    """The RuntimeError kernels' arch check raises when a CUDA variant is not built for one of this machine's GPUs."""
+    try:
+        from kernels.archs import _supports_cuda_capability
+    except Exception:  # noqa: BLE001
+        return None
+    for cap in capabilities:
+        major, minor = (int(x) for x in cap.split("."))
+        if not _supports_cuda_capability(list(archs), (major, minor)):
+            return (f"variant {variant} is built for {', '.join(archs)}, not for this GPU's sm_{major}{minor}: "
+                    "kernels' arch check raises RuntimeError (load fails, no fallback)")
+    return None
+
+
 def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environment | None) -> str | None:
     """What kernels' validators would raise for the chosen variant (RuntimeError: not a silent fallback)."""
     try:
@@ -305,27 +334,12 @@ def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environme
         meta = Metadata.read_from_file(meta_path)
     except Exception as exc:  # noqa: BLE001
         return f"metadata.json of {variant} does not parse: {exc}"
-    minver = meta.kernels_minver
-    kv = environment_mod.dist_version("kernels")
-    if minver is not None and kv:
-        from packaging.version import Version
-
-        try:
-            if Version(kv).release < Version(str(minver)).release:
-                return f"variant {variant} requires kernels>={minver}, installed {kv}: kernels raises RuntimeError"
-        except Exception:  # noqa: BLE001
-            pass
+    problem = _minver_problem(meta.kernels_minver, variant)
+    if problem is not None:
+        return problem
     archs = meta.backend.archs
     if archs and env is not None and env.capabilities and meta.backend.backend_type == Backend.CUDA:
-        try:
-            from kernels.archs import _supports_cuda_capability
-        except Exception:  # noqa: BLE001
-            return None
-        for cap in env.capabilities:
-            major, minor = (int(x) for x in cap.split("."))
-            if not _supports_cuda_capability(list(archs), (major, minor)):
-                return (f"variant {variant} is built for {', '.join(archs)}, not for this GPU's sm_{major}{minor}: "
-                        "kernels' arch check raises RuntimeError (load fails, no fallback)")
+        return _arch_problem(archs, variant, env.capabilities)
     return None
 
 

@@ -76,6 +76,50 @@ def _repair(snapshot: Path, r: Resolution) -> str:
             "kernels' offline lookup call this snapshot incomplete)")
 
 
+def _prefetch_step(repo: HubRepo, r: Resolution, dry_run: bool, say: Callable[[str], None]) -> dict[str, Any]:
+    """The plan step for one resolved repo: local, failed, missing, cached, would-download or download."""
+    spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
+    if r.source == "LOCAL_KERNELS":
+        return {"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
+                "reason": f"LOCAL_KERNELS points at {r.location}; nothing to download"}
+    if r.error and not r.chosen:
+        return {"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
+                "reason": r.error, "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"}
+    if not r.chosen:
+        return {"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
+                "reason": f"no build variant for this system ({r.source}); nearest {r.nearest}, which would "
+                          f"match {r.would_match}",
+                "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]}
+    if r.source == "hf-cache" and r.location:
+        ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
+        fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
+        return {"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
+                "spec": spec,
+                "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
+                           else f"the cached variant {r.chosen} is incomplete (no metadata.json)")}
+    if dry_run:
+        return {"package": repo.repo_id, "action": "would-download", "source": "hub", "spec": spec,
+                "reason": f"kernels would choose {r.chosen} here"}
+    return _download_step(repo, r, spec, say)
+
+
+def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """Download the chosen variant and repair its snapshot: a download step, or failed with the error."""
+    assert r.chosen is not None
+    try:
+        say(f"downloading {spec}")
+        where = _download(r)
+        if not (Path(where) / "build" / r.chosen / "metadata.json").is_file():
+            raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
+        fixed = _repair(Path(where), r)
+        return {"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
+                "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref "
+                          f"{r.ref or r.commit}{fixed}"}
+    except Exception as exc:  # noqa: BLE001
+        return {"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
+                "reason": f"download failed: {type(exc).__name__}: {exc}"}
+
+
 def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
              progress: Callable[[str], None] | None = None, target: Target | None = None,
@@ -97,48 +141,10 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
         say(f"resolving {repo.spec}")
         r = resolve_repo(repo.repo_id, version=repo.version, revision=repo.revision, env=env, target=target,
                          source="cache" if offline_only else "auto")
-        spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
-        if r.source == "LOCAL_KERNELS":
-            steps.append({"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
-                          "reason": f"LOCAL_KERNELS points at {r.location}; nothing to download"})
-            continue
-        if r.error and not r.chosen:
-            steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
-                          "reason": r.error, "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"})
-            continue
-        if not r.chosen:
-            steps.append({"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
-                          "reason": f"no build variant for this system ({r.source}); nearest {r.nearest}, which would "
-                                    f"match {r.would_match}",
-                          "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]})
-            continue
-        if r.source == "hf-cache" and r.location:
-            ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
-            fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
-            steps.append({"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
-                          "spec": spec,
-                          "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
-                                     else f"the cached variant {r.chosen} is incomplete (no metadata.json)")})
-            if ok:
-                done.append(r)
-            continue
-        if dry_run:
-            steps.append({"package": repo.repo_id, "action": "would-download", "source": "hub", "spec": spec,
-                          "reason": f"kernels would choose {r.chosen} here"})
-            continue
-        try:
-            say(f"downloading {spec}")
-            where = _download(r)
-            if not (Path(where) / "build" / r.chosen / "metadata.json").is_file():
-                raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
-            fixed = _repair(Path(where), r)
-            steps.append({"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
-                          "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref "
-                                    f"{r.ref or r.commit}{fixed}"})
+        step = _prefetch_step(repo, r, dry_run, say)
+        steps.append(step)
+        if step["action"] in ("cached", "download"):
             done.append(r)
-        except Exception as exc:  # noqa: BLE001
-            steps.append({"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
-                          "reason": f"download failed: {type(exc).__name__}: {exc}"})
     if lock_path is not None and done and not dry_run:
         p = write_lock(done, lock_path)
         pins = ", ".join(f"{r.spec}={(r.commit or '?')[:12]}" for r in done)
@@ -162,19 +168,8 @@ def _forward_state(mod: Any) -> tuple[bool, str]:
     return applied, name
 
 
-def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
-    """For a model loaded with `use_kernels=True` (or passed through `kernels.kernelize`): per Hub name,
-    whether the Hub kernel replaced the torch forward.
-
-    Layers: kernelize replaces the instance's `forward` (applied iff `m.forward.__func__ is not
-    type(m).forward`; on a fallback kernels re-binds the class's own forward). Functions: with kernels usable,
-    transformers' `use_kernel_func_from_hub_with_fallback` wraps each function in a kernels `Func` module
-    (attached to layers as `_kernel_funcs`), whose forward kernelize replaces the same way. Empty when the
-    classes carry no `kernel_layer_name` (transformers saw no usable `kernels`).
-
-    Each row: {name, kind (layer|function), modules, applied (count), implementations, where, status}; status is
-    applied | partly | original (the original forward kept) | missed (in `expected`, e.g. the names doctor
-    found mapped for this device, but the original forward kept: the silent slow path)."""
+def _kernel_groups(model: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Walk the model's modules and group its Hub-named layers and kernel functions by (kind, name)."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     seen_funcs: set[int] = set()
 
@@ -199,6 +194,23 @@ def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[s
         lname = getattr(type(mod), "kernel_layer_name", None)
         if lname is not None:
             add("layer", str(lname), path or type(model).__name__, mod)
+    return groups
+
+
+def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
+    """For a model loaded with `use_kernels=True` (or passed through `kernels.kernelize`): per Hub name,
+    whether the Hub kernel replaced the torch forward.
+
+    Layers: kernelize replaces the instance's `forward` (applied iff `m.forward.__func__ is not
+    type(m).forward`; on a fallback kernels re-binds the class's own forward). Functions: with kernels usable,
+    transformers' `use_kernel_func_from_hub_with_fallback` wraps each function in a kernels `Func` module
+    (attached to layers as `_kernel_funcs`), whose forward kernelize replaces the same way. Empty when the
+    classes carry no `kernel_layer_name` (transformers saw no usable `kernels`).
+
+    Each row: {name, kind (layer|function), modules, applied (count), implementations, where, status}; status is
+    applied | partly | original (the original forward kept) | missed (in `expected`, e.g. the names doctor
+    found mapped for this device, but the original forward kept: the silent slow path)."""
+    groups = _kernel_groups(model)
     out = []
     for g in groups.values():
         g["expected"] = bool(expected and g["name"] in expected)

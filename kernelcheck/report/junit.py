@@ -186,9 +186,8 @@ def _failure(fs: FunctionStatus, tied: list[Finding]) -> tuple[str, str] | None:
     return ftype, msg
 
 
-def build(report: Report, timestamp: _dt.datetime | None = None) -> ET.Element:
-    """The `<testsuites>` element for `report` (see the module docstring for the mapping)."""
-    cls = classname(report)
+def _tie_findings(report: Report) -> tuple[dict[str, list[Finding]], list[Finding]]:
+    """Split the failing findings into those tied to used functions (per name) and the loose rest."""
     used_names = {fs.name for fs in report.functions if fs.used}
     tied: dict[str, list[Finding]] = {fs.name: [] for fs in report.functions}
     loose: list[Finding] = []
@@ -201,6 +200,13 @@ def build(report: Report, timestamp: _dt.datetime | None = None) -> ET.Element:
                 tied[n].append(fd)
         else:
             loose.append(fd)
+    return tied, loose
+
+
+def build(report: Report, timestamp: _dt.datetime | None = None) -> ET.Element:
+    """The `<testsuites>` element for `report` (see the module docstring for the mapping)."""
+    cls = classname(report)
+    tied, loose = _tie_findings(report)
 
     cases: list[ET.Element] = []
     failures = skipped = 0

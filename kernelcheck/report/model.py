@@ -162,6 +162,15 @@ class TraceSection:
         return out
 
 
+# Report.sections_json's order: each typed section's JSON key after `findings`; "json": key -> section.to_json(),
+# "raw": key -> the value itself, "merge": the section's own keys merged in at that place.
+_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "raw"), ("prediction", "merge"),
+    ("installed", "merge"), ("hub", "json"), ("step", "raw"), ("live", "json"), ("packing", "raw"),
+    ("import_proof", "json"), ("trace", "merge"),
+)
+
+
 @dataclass
 class Report:
     command: str
@@ -195,27 +204,16 @@ class Report:
     def sections_json(self) -> dict[str, Any]:
         """The typed sections as the JSON keys after `findings`."""
         out: dict[str, Any] = {}
-        for name in ("needs", "bindings", "before"):
+        for name, how in _SECTIONS:
             sec = getattr(self, name)
-            if sec is not None:
-                out[name] = sec.to_json()
-        if self.plan is not None:
-            out["plan"] = self.plan
-        for sec in (self.prediction, self.installed):
-            if sec is not None:
+            if sec is None:
+                continue
+            if how == "merge":
                 out.update(sec.to_json())
-        if self.hub is not None:
-            out["hub"] = self.hub.to_json()
-        if self.step is not None:
-            out["step"] = self.step
-        if self.live is not None:
-            out["live"] = self.live.to_json()
-        if self.packing is not None:
-            out["packing"] = self.packing
-        if self.import_proof is not None:
-            out["import_proof"] = self.import_proof.to_json()
-        if self.trace is not None:
-            out.update(self.trace.to_json())
+            elif how == "json":
+                out[name] = sec.to_json()
+            else:
+                out[name] = sec
         return out
 
     def to_json(self) -> dict[str, Any]:

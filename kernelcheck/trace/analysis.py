@@ -255,12 +255,7 @@ class _Accumulator:
         all_cpu_names: Counter[int] = Counter(self.cpu_name)
         g_step, delay_of = self._gpu_per_step(step_of, n_steps)
 
-        launches_per_step = [0] * n_steps
-        if n_steps:
-            for t in self.launches:
-                k = step_of(t)
-                if k >= 0:
-                    launches_per_step[k] += 1
+        launches_per_step = self._launches_per_step(step_of, n_steps)
 
         all_idx = range(len(self.g_ts))
         summary_window = self._summary_window(steps)
@@ -274,13 +269,28 @@ class _Accumulator:
         for k, (s0, s1, name) in enumerate(steps):
             step_stats.append(self._stats(name, by_step[k], cpu_names[k], cpu_counts[k], (s0, s1), delay_of,
                                           launches_per_step[k], cpu_span=s1 - s0))
-        py_by_step: list[set[str]] = [set() for _ in range(n_steps)]
         py_all = {name for _, name in self.py_hits}
+        py_by_step = self._python_per_step(step_of, n_steps)
+        return _judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz)
+
+    def _launches_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[int]:
+        """Kernel launches counted per step (launches outside every step are not counted)."""
+        launches_per_step = [0] * n_steps
+        if n_steps:
+            for t in self.launches:
+                k = step_of(t)
+                if k >= 0:
+                    launches_per_step[k] += 1
+        return launches_per_step
+
+    def _python_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[set[str]]:
+        """The torch-path Python functions seen in each step."""
+        py_by_step: list[set[str]] = [set() for _ in range(n_steps)]
         for t, name in self.py_hits:
             k = step_of(t) if n_steps else -1
             if k >= 0:
                 py_by_step[k].add(name)
-        return _judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz)
+        return py_by_step
 
     def _cpu_per_step(self, steps: list[tuple[float, float, str]],
                       starts: list[float]) -> tuple[list[int], list[Counter[int]]]:

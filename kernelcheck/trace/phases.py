@@ -73,17 +73,22 @@ class PhaseCollector:
             return
         self._one(cat, name, float(ts), float(dur), ev)
 
+    def _annotation(self, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
+        """Keep a user_annotation range that marks a phase, a layer, a profiler step or an optimizer step."""
+        r = _Range(name, ts, ts + dur, ev.get("tid"))
+        if name.startswith(PHASE_PREFIX):
+            self.phases.append(r)
+        elif name.startswith(LAYER_PREFIX):
+            self.layers.append(r)
+        elif name.startswith("ProfilerStep#"):
+            self.steps.append(r)
+        elif name.startswith("Optimizer.step#"):
+            self.optim.append(r)
+
     def _one(self, cat: Any, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
+        # per event on multi-GB traces: only annotations (a few per step) take the extra call
         if cat == "user_annotation":
-            r = _Range(name, ts, ts + dur, ev.get("tid"))
-            if name.startswith(PHASE_PREFIX):
-                self.phases.append(r)
-            elif name.startswith(LAYER_PREFIX):
-                self.layers.append(r)
-            elif name.startswith("ProfilerStep#"):
-                self.steps.append(r)
-            elif name.startswith("Optimizer.step#"):
-                self.optim.append(r)
+            self._annotation(name, ts, dur, ev)
         elif cat == "cpu_op" and name.startswith(_AUTOGRAD):
             self.autograd.append((ts, ts + dur))
         elif cat in ("cuda_runtime", "cuda_driver") and "aunch" in name:

@@ -136,32 +136,43 @@ class TraceReader:
                 self._refill("the file ends inside a key")
 
     # -- structure ---------------------------------------------------------------------------------
+    def _first(self) -> str:
+        """The first non-blank character, '[' or '{'; BadInput for an empty file or any other start."""
+        first = self._skip(_WS)
+        if first == "":
+            raise BadInput(f"{self.path} is empty: not a torch profiler trace.")
+        if first not in ("[", "{"):
+            raise BadInput(self._malformed("it does not start with a JSON object"))
+        return first
+
+    def _top_key(self) -> str | None:
+        """Read the next top-level key and its ':'; None at the object's closing '}'."""
+        c = self._skip(_WS_COMMA)
+        if c == "}":
+            return None
+        if c != '"':
+            raise BadInput(self._malformed("the top-level object is malformed" if c else
+                                           "the file ends before the top-level object closes"))
+        k = self._key()
+        if self._skip(_WS) != ":":
+            raise BadInput(self._malformed(f"':' expected after key {k!r}"))
+        self._pos += 1
+        return k
+
     def events(self) -> Iterator[dict[str, Any]]:
         """Yield each event dict of traceEvents in file order."""
         self._open()
         try:
-            first = self._skip(_WS)
-            if first == "":
-                raise BadInput(f"{self.path} is empty: not a torch profiler trace.")
-            if first == "[":  # a bare array of events is a valid Chrome trace too
+            if self._first() == "[":  # a bare array of events is a valid Chrome trace too
                 self._pos += 1
                 self.saw_trace_events = True
                 yield from self._array()
                 return
-            if first != "{":
-                raise BadInput(self._malformed("it does not start with a JSON object"))
             self._pos += 1
             while True:
-                c = self._skip(_WS_COMMA)
-                if c == "}":
+                k = self._top_key()
+                if k is None:
                     return
-                if c != '"':
-                    raise BadInput(self._malformed("the top-level object is malformed" if c else
-                                                   "the file ends before the top-level object closes"))
-                k = self._key()
-                if self._skip(_WS) != ":":
-                    raise BadInput(self._malformed(f"':' expected after key {k!r}"))
-                self._pos += 1
                 c = self._skip(_WS)
                 if k == "traceEvents" and c == "[":
                     self._pos += 1

@@ -46,6 +46,17 @@ def render_text(report: Report) -> str:
         out.append(f"  ... {len(steps) - len(shown):,} more steps not shown (first, last and the least GPU-busy or "
                    "longest are); --json lists all")
     out.append("  " + _row(s))
+    out.extend(_top_lines(t, s))
+    out.extend(_delay_lines(s))
+    out.extend(_breakdown_lines(sec.breakdown or {}))
+    out.extend(render_findings(report.findings, width=5, references=False))
+    out.append(f"verdict: {_verdict_words(t)} (exit {report.exit_code})")
+    return "\n".join(out)
+
+
+def _top_lines(t: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    """The top kernels by time and by count (GPU traces), or the top CPU ops by count (CPU-only traces)."""
+    out: list[str] = []
     if not t.get("cpu_only"):
         for key, label in (("top_kernels_by_time", "top kernels by time"),
                            ("top_kernels_by_count", "top kernels by count")):
@@ -59,9 +70,11 @@ def render_text(report: Report) -> str:
         if ops:
             out.append("top CPU ops by count (whole trace)")
             out.append("  " + ", ".join(f"{o['name']} {o['count']:,}" for o in ops[:6]))
-    out.extend(_delay_lines(s))
-    out.extend(_breakdown_lines(sec.breakdown or {}))
-    out.extend(render_findings(report.findings, width=5, references=False))
+    return out
+
+
+def _verdict_words(t: Mapping[str, Any]) -> str:
+    """The verdict line's words for the trace's diagnosis."""
     diag = t.get("diagnosis")
     if diag == "fallback":
         words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.get('missing_packages') or [])}"
@@ -71,8 +84,7 @@ def render_text(report: Report) -> str:
         words = "HEALTHY as far as a CPU-only trace can tell (no GPU activity recorded)"
     else:
         words = "HEALTHY: no fallback signature, the GPU was kept busy"
-    out.append(f"verdict: {words} (exit {report.exit_code})")
-    return "\n".join(out)
+    return words
 
 
 def _delay_lines(s: Mapping[str, Any]) -> list[str]:

@@ -110,6 +110,47 @@ def _attn_impl(model: models_mod.ResolvedModel, needs: models_mod.Needs) -> str 
     return asked if importlib.util.find_spec(needs.attention_package) else None
 
 
+def _profile_steps(steps: _Steps, inst: Instrument, run: LiveRun, mode: str, device: str) -> None:
+    """Profile each step (and, in train mode, the forward of functions that failed only in backward) into `run`."""
+    bwd_only = {f for f, fl in run.failures.items() if fl.phase == "backward"}
+    try:
+        for name in steps.names:
+            inst.reset()
+            _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
+            run.traces[name] = tr
+            run.records[name] = list(inst.records)
+        if bwd_only and mode == "train":
+            # The forward of a function that failed only in backward ran the fast path: show it.
+            inst.forced -= bwd_only
+            inst.reset()
+            _, tr = _profile(steps, "train-forward", steps.train_forward, device)
+            run.traces["train-forward"] = tr
+            run.records["train-forward"] = list(inst.records)
+    except Exception as exc:  # noqa: BLE001 - it passed unprofiled: report, keep what was recorded
+        run.step_error = f"the profiled step '{inst.step}' failed: {type(exc).__name__}: {_first_line(exc)}"
+        run.step_error_fast = any(r.fast for r in inst.records)
+    finally:
+        inst.forced |= bwd_only
+
+
+def _compare_with_reference(steps: _Steps, inst: Instrument, run: LiveRun, first: dict[str, dict[str, Any]],
+                            tol: float) -> None:
+    """Run every step again on the forced torch reference and compare (then isolate a mismatch) into `run`."""
+    saved = set(inst.forced)
+    inst.forced = set(inst.hooks)
+    inst.reset()
+    try:
+        ref = _run_all(steps)
+        run.model_compare = _compare_results(first, ref, tol)
+        if run.model_compare.get("ok") is False:
+            run.isolated = _isolate(steps, inst, run, ref, tol)
+    except Exception as exc:  # noqa: BLE001
+        run.model_compare = {"error": f"the torch reference run failed: {type(exc).__name__}: "
+                                      f"{_first_line(exc)}", "ok": None}
+    inst.forced = saved
+    inst.reset()
+
+
 def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult, needs: models_mod.Needs,
              mode: str, shape: str, tokens: int | None, benchmark: bool) -> LiveRun:
     """Build, run, profile and compare. Never raises for a kernel failure: that is a result."""
@@ -159,25 +200,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
         if first is not None:
             t2 = time.perf_counter()
             _say("profiling the steps")
-            bwd_only = {f for f, fl in run.failures.items() if fl.phase == "backward"}
-            try:
-                for name in steps.names:
-                    inst.reset()
-                    _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
-                    run.traces[name] = tr
-                    run.records[name] = list(inst.records)
-                if bwd_only and mode == "train":
-                    # The forward of a function that failed only in backward ran the fast path: show it.
-                    inst.forced -= bwd_only
-                    inst.reset()
-                    _, tr = _profile(steps, "train-forward", steps.train_forward, device)
-                    run.traces["train-forward"] = tr
-                    run.records["train-forward"] = list(inst.records)
-            except Exception as exc:  # noqa: BLE001 - it passed unprofiled: report, keep what was recorded
-                run.step_error = f"the profiled step '{inst.step}' failed: {type(exc).__name__}: {_first_line(exc)}"
-                run.step_error_fast = any(r.fast for r in inst.records)
-            finally:
-                inst.forced |= bwd_only
+            _profile_steps(steps, inst, run, mode, device)
             inst.reset()
             run.timing["profile_s"] = round(time.perf_counter() - t2, 3)
             t3 = time.perf_counter()
@@ -186,19 +209,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
             fast_ran = any(r.fast and not r.forced for recs in run.records.values() for r in recs)
             if fast_ran:
                 _say("comparing with the torch reference path on the same weights and inputs")
-                saved = set(inst.forced)
-                inst.forced = set(inst.hooks)
-                inst.reset()
-                try:
-                    ref = _run_all(steps)
-                    run.model_compare = _compare_results(first, ref, tol)
-                    if run.model_compare.get("ok") is False:
-                        run.isolated = _isolate(steps, inst, run, ref, tol)
-                except Exception as exc:  # noqa: BLE001
-                    run.model_compare = {"error": f"the torch reference run failed: {type(exc).__name__}: "
-                                                  f"{_first_line(exc)}", "ok": None}
-                inst.forced = saved
-                inst.reset()
+                _compare_with_reference(steps, inst, run, first, tol)
             else:
                 run.model_compare = {"skipped": "every function ran its torch reference: the run is the reference"}
             run.timing["compare_s"] = round(time.perf_counter() - t3, 3)

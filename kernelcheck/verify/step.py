@@ -86,18 +86,23 @@ class _Worker:
             self.proc.wait()
 
 
-def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
-                layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
-                verbose: bool = False) -> Report:
-    """The doctor's static report plus the whole-step measurement of both paths and the projection."""
-    from kernelcheck.doctor.run import doctor as run_doctor
-
+def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
+    """Refuse (BadInput) a --step run that is not train mode or asks for no tokens or no layers."""
     if mode != "train":
         raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
     if layers is not None and layers < 1:
         raise BadInput(f"--layers must be at least 1, not {layers}.")
+
+
+def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
+                layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
+                verbose: bool = False) -> Report:
+    """The doctor's static report plus the whole-step measurement of both paths and the projection."""
+    from kernelcheck.doctor.run import doctor as run_doctor
+
+    _check_step_args(mode, tokens, layers)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])
     if (settings.variable("KERNELCHECK_STEP_PROFILED") or "").isdigit():  # fewer profiled steps: smaller traces
