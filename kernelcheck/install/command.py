@@ -83,16 +83,27 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
                            f"not '{a}'. Other packages need no permission.")
     if req.sdist:
-        p = Path(req.sdist)
-        if not p.is_file():
-            raise BadInput(f"--sdist {req.sdist} does not exist. Download it with `pip download --no-deps "
-                           "--no-binary :all: --no-build-isolation causal-conv1d==1.7.0 -d DIR`.")
-        if not p.name.endswith(".tar.gz"):
-            raise BadInput(f"--sdist {req.sdist} is not a .tar.gz source distribution.")
+        _validate_sdist(req.sdist)
     _validate_paths(req)
+    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
+    return arches, _package_versions(req.packages)
+
+
+def _validate_sdist(sdist: str) -> None:
+    """--sdist must be an existing .tar.gz source distribution."""
+    p = Path(sdist)
+    if not p.is_file():
+        raise BadInput(f"--sdist {sdist} does not exist. Download it with `pip download --no-deps "
+                       "--no-binary :all: --no-build-isolation causal-conv1d==1.7.0 -d DIR`.")
+    if not p.name.endswith(".tar.gz"):
+        raise BadInput(f"--sdist {sdist} is not a .tar.gz source distribution.")
+
+
+def _package_versions(packages: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """{distribution: pinned version} of the --package specs; an unknown kernel package is bad input."""
     m = matrix_mod.load()
     versions: dict[str, str] = {}
-    for spec in req.packages:
+    for spec in packages:
         name, _, ver = spec.partition("==")
         dist = str(canonicalize_name(name))
         if m.package_of_distribution(dist) is None:
@@ -100,8 +111,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
             raise BadInput(f"--package {spec}: unknown kernel package. Known: {', '.join(known)}.")
         if ver:
             versions[dist] = ver
-    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
-    return arches, versions
+    return versions
 
 
 def _validate_paths(req: Request) -> None:

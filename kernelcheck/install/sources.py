@@ -170,17 +170,7 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
     elif opts.offline:
         c = replace(c, pypi_error="skipped: offline (--offline)")
     found[dist] = c
-    # dependencies of every candidate (einops ...), from the wheelhouse or PyPI
-    for w in (*c.wheels, *((c.pypi_wheel,) if c.pypi_wheel else ())):
-        for r in wheels.requirements(w, extras=("cuda",)):
-            dep = str(canonicalize_name(r.name))
-            if dep in PINNED or dep in found or dep == dist:
-                continue
-            have = dist_version(dep)
-            if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
-                continue
-            found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), ctx.whl, opts,
-                                          ctx.dl_dir)
+    _gather_dependencies(ctx, dist, c, found)
     for rule in m.breakages:
         for rem in rule.remedies:
             p = rem["package"]
@@ -191,6 +181,20 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
             else:
                 wanted = p in opts.with_packages or (rem["kind"] == "change" and p in opts.allow_change)
                 found[p] = _pure_candidates(p, rem["spec"], ctx.whl, opts, ctx.dl_dir, fetch=wanted)
+
+
+def _gather_dependencies(ctx: _Ctx, dist: str, c: Candidates, found: dict[str, Candidates]) -> None:
+    """The unmet requirements of every candidate wheel of `dist` (einops ...), from the wheelhouse or PyPI."""
+    for w in (*c.wheels, *((c.pypi_wheel,) if c.pypi_wheel else ())):
+        for r in wheels.requirements(w, extras=("cuda",)):
+            dep = str(canonicalize_name(r.name))
+            if dep in PINNED or dep in found or dep == dist:
+                continue
+            have = dist_version(dep)
+            if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
+                continue
+            found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), ctx.whl, ctx.opts,
+                                          ctx.dl_dir)
 
 
 def _fix_candidates(ctx: _Ctx, dist: str, spec: str, window: str | None) -> Candidates:
@@ -281,11 +285,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         unmet = unmet_requirements(target, frozenset(resolving))
         if unmet:
             path.insert(0, str(_held_view(Path(tmp) / "held", unmet)))
-            shown = sorted(unmet.values(), key=lambda u: (u[0].lower() not in PINNED, u[0].lower()))
-            note = "this environment already fails `pip check` (not caused by kernelcheck): " + "; ".join(
-                f"{n} {v} declares {', '.join(u[:2])}{' ...' if len(u) > 2 else ''}" for n, v, _, u in shown[:3]) + \
-                (f" and {len(shown) - 3} more" if len(shown) > 3 else "") + \
-                "; pip resolved the fix with those packages held as installed and left them as they are"
+            note = _unmet_note(unmet)
         if path:
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
@@ -296,7 +296,22 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
             where = "the wheelhouse" + (" (offline)" if offline else " or PyPI")
             return [], f"pip cannot resolve {spec} from {where} with torch/triton/transformers pinned: " + \
                 (_pip_error((res.stderr or "") + "\n" + (res.stdout or "")) or f"exit {res.returncode}"), note
-        items = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+        items: list[dict] = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    got, err = _report_wheels(items, dl_dir)
+    return got, err, note
+
+
+def _unmet_note(unmet: dict[str, tuple[str, str, list[str], list[str]]]) -> str:
+    """What the plan says about installed distributions that already fail `pip check`."""
+    shown = sorted(unmet.values(), key=lambda u: (u[0].lower() not in PINNED, u[0].lower()))
+    return "this environment already fails `pip check` (not caused by kernelcheck): " + "; ".join(
+        f"{n} {v} declares {', '.join(u[:2])}{' ...' if len(u) > 2 else ''}" for n, v, _, u in shown[:3]) + \
+        (f" and {len(shown) - 3} more" if len(shown) > 3 else "") + \
+        "; pip resolved the fix with those packages held as installed and left them as they are"
+
+
+def _report_wheels(items: list[dict], dl_dir: Path) -> tuple[list[wheels.WheelInfo], str | None]:
+    """The wheel of each item of pip's install report (downloaded where pip found it on an index), inspected."""
     out: list[wheels.WheelInfo] = []
     for it in items:
         url = (it.get("download_info") or {}).get("url", "")
@@ -306,12 +321,12 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
             whl, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
                                       f"{it['metadata']['version']}"], dl_dir)
             if whl is None:
-                return [], why, note
+                return [], why
         info = wheels.inspect_wheel(whl)
         if info is None:
-            return [], f"{whl.name} is not a wheel", note
+            return [], f"{whl.name} is not a wheel"
         out.append(info)
-    return out, None, note
+    return out, None
 
 
 def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:

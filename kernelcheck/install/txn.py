@@ -176,8 +176,21 @@ def _rollback(site: Path, txn: Path) -> list[str]:
     except (OSError, ValueError):
         shutil.rmtree(txn, ignore_errors=True)  # no journal: pip never ran, nothing to undo
         return []
-    before = set(data.get("before", []))
-    tops = list(data.get("tops", []))
+    _remove_new_entries(site, set(data.get("before", [])), list(data.get("tops", [])))
+    for dist in data.get("dists", []):
+        _remove_dist(site, dist)  # whatever pip got to write of the new version
+    for top, keep in data.get("top_files", {}).items():
+        if (site / top).is_dir():
+            _prune(site / top, keep)  # files of the new version that the old one did not have
+    _restore_backup(site, txn / "backup", list(data.get("dists", [])))
+    if data.get("manifest"):
+        _restore_manifest(Path(data["manifest"]), bool(data.get("manifest_existed")), txn / "manifest.json")
+    _end_txn(txn)
+    return list(data.get("dists", []))
+
+
+def _remove_new_entries(site: Path, before: set[str], tops: list[str]) -> None:
+    """Remove the site's top-level entries the wheels added (and pip's stash folders), never one that was there."""
     for entry in sorted(site.iterdir()) if site.is_dir() else []:
         name = entry.name
         if name in before or name == TXN or not (name in tops or _is_pip_stash(name, before | set(tops))):
@@ -186,21 +199,15 @@ def _rollback(site: Path, txn: Path) -> list[str]:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
-    for dist in data.get("dists", []):
-        _remove_dist(site, dist)  # whatever pip got to write of the new version
-    for top, keep in data.get("top_files", {}).items():
-        if (site / top).is_dir():
-            _prune(site / top, keep)  # files of the new version that the old one did not have
-    _restore_backup(site, txn / "backup", list(data.get("dists", [])))
-    if data.get("manifest"):
-        man = Path(data["manifest"])
-        if data.get("manifest_existed") and (txn / "manifest.json").is_file():
-            man.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(txn / "manifest.json", man)
-        elif not data.get("manifest_existed"):
-            man.unlink(missing_ok=True)
-    _end_txn(txn)
-    return list(data.get("dists", []))
+
+
+def _restore_manifest(man: Path, existed: bool, saved: Path) -> None:
+    """The manifest as it was before the install: the saved copy back, or none if there was none."""
+    if existed and saved.is_file():
+        man.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(saved, man)
+    elif not existed:
+        man.unlink(missing_ok=True)
 
 
 def _restore_backup(site: Path, root: Path, dists: list[str]) -> None:

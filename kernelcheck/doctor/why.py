@@ -1,0 +1,125 @@
+"""Why transformers bound a function's torch reference path here: the package missing, not importing, lacking
+the function, a misnamed registration, an unsupported device, or a rebind after import (reason, fix, status)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import rules as rules_mod
+from kernelcheck.doctor.wording import install_fix as _install_fix
+from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
+from kernelcheck.integrations import transformers as bindings_mod
+
+
+def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
+    return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
+
+
+def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
+    """The values an import_error rule's message and fix are formatted with."""
+    torch_v = env.torch.version if env.torch else None
+    return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
+            "torch_mm": ".".join((torch_v or "0.0").split(".")[:2])}
+
+
+AttrCheck = Callable[[str, str, str], dict[str, Any]]
+
+
+def _attr_in_process(module: str, fn: str, package: str) -> dict[str, Any]:
+    """`import module; hasattr(fn)` here: {"has": bool} or {"error": text}."""
+    try:
+        return {"has": hasattr(importlib.import_module(module), fn)}
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+Why = tuple[str, str | None, str]
+
+
+def _why_misnamed(b: bindings_mod.Binding, env: environment_mod.Environment, m: matrix_mod.Matrix) -> Why | None:
+    """The reason when transformers registered the kernel under a name it never looks up (matrix "misnamed")."""
+    if b.registered_as:
+        for e in m.transformers.get("misnamed", []):
+            if e["registered"] == b.registered_as:
+                return (e["reason"].format(transformers=env.transformers), e["fix"], "fallback")
+    return None
+
+
+def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment, query: str | None) -> Why:
+    """The reason and install fix for a package that is not installed (on a GPU-less machine: say so too)."""
+    dist = pkg.install_distribution
+    reason = f"{pkg.title} is not installed (pip distribution {dist})"
+    if not _device_ok(pkg, env):
+        reason += f"; and {_no_device_reason(env, pkg)}"
+        return reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", "fallback"
+    return reason, _install_fix(query, dist), "fallback"
+
+
+def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
+                   env: environment_mod.Environment, query: str | None) -> Why:
+    """The reason for an installed package that does not import; a matching import_error rule gives the fix."""
+    rule = rules_mod.match_import_error(st.error or "")
+    reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
+    if rule:
+        fill = _import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
+        reason += f" ({rule.title})"
+        return reason, rule.fix.format(**fill), "fallback"
+    return reason, _install_fix(query, pkg.install_distribution), "fallback"
+
+
+def _why_no_attribute(fn: str, info: matrix_mod.FunctionInfo, pkg: matrix_mod.PackageInfo,
+                      st: environment_mod.PackageState, query: str | None, attr: AttrCheck) -> Why | None:
+    """The reason when the function's module fails to import or lacks the function; None when it is there."""
+    dist = pkg.install_distribution
+    found = attr(info.module, fn, pkg.name)
+    if "error" in found:
+        return (f"`import {info.module}` fails: {found['error']}", _install_fix(query, dist), "fallback")
+    if not found.get("has"):
+        return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
+                f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
+                "compatible version)", "fallback")
+    return None
+
+
+def _why_root_import(fn: str, pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
+                     env: environment_mod.Environment, m: matrix_mod.Matrix) -> Why | None:
+    """The reason when this transformers gates the package on a root import that is missing (matrix "root_import")."""
+    for e in m.transformers.get("root_import", []):
+        if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
+                and environment_mod.dist_version(e["unless_distribution"]) is None:
+            fill = {"transformers": env.transformers or "", "function": fn, "version": st.version or ""}
+            return e["reason"].format(**fill), e["fix"].format(**fill), "fallback"
+    return None
+
+
+def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
+               m: matrix_mod.Matrix, attr: AttrCheck = _attr_in_process) -> Why:
+    """(reason, fix, status) for a function transformers bound to its torch reference path."""
+    info = m.functions.get(fn)
+    pkg = m.packages.get(b.package or (info.package if info else ""))
+    if pkg is None:
+        return f"transformers bound the torch path; package '{b.package}' is unknown to kernelcheck", None, "fallback"
+    st = env.packages.get(pkg.name)
+    misnamed = _why_misnamed(b, env, m)
+    if misnamed is not None:
+        return misnamed
+    if st is None or not st.installed:
+        return _why_not_installed(pkg, env, query)
+    if not st.imports:
+        return _why_no_import(pkg, st, env, query)
+    if info is not None and (missing := _why_no_attribute(fn, info, pkg, st, query, attr)) is not None:
+        return missing
+    root = _why_root_import(fn, pkg, st, env, m)
+    if root is not None:
+        return root
+    if not _device_ok(pkg, env):
+        return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
+                f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
+                "unsupported")
+    return (f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
+            "was the package installed after the modeling module was imported? Restart the process.",
+            None, "fallback")
