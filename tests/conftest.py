@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-# This checkout's kernelcheck first (also in git worktrees), then the test helpers (envs, kcfixtures, ...).
+# This checkout first (also in git worktrees): its kernelcheck, and the test helpers as the package `tests`
+# (`from tests import envs`, `from tests.kcfixtures import ...`).
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
 INTEGRATION_MODULES = frozenset({
     "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",

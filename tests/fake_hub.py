@@ -142,7 +142,7 @@ class FakeHub:
 def publish(root: Path, repo_id: str, variants: list[str], versions: tuple[int, ...] = (1, 2),
             name: str | None = None) -> str:
     """Put `repo_id` with `variants` (one commit) on the fake Hub; branches vN for `versions`."""
-    from kernel_repos import write_variant
+    from tests.kernel_repos import write_variant
 
     org, repo = repo_id.split("/")
     commit = hashlib.sha1(f"hub:{repo_id}:{','.join(sorted(variants))}".encode()).hexdigest()

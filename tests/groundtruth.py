@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         if not s.is_dir():
             ap.error(f"--site {s}: no such folder")
     if a.transformers or a.extra_reqs:
-        from envs import site
+        from tests.envs import site
 
         # transformers' own closure first: a --with package's dependencies (a newer huggingface_hub) must not
         # shadow the versions that transformers release resolved to

@@ -21,7 +21,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from envs import CACHE, REPO, cache_lock, progress
+
+from tests.envs import CACHE, REPO, cache_lock, progress
 
 TORCH_CUDA = os.environ.get("KERNELCHECK_TEST_CUDA_TORCH", "torch==2.14.1")
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"

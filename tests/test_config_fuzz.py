@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from envs import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernelcheck.core import models
 from kernelcheck.core.errors import BadInput
+from tests.envs import run
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from envs import function, run, run_json, site
+
+from tests.envs import function, run, run_json, site
 
 GDN = ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update"]
 

@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-import envs
 import pytest
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.fleet import ranks, summary, table
+from tests import envs
 
 REPO = envs.REPO
 TORCHRUN = Path(sys.executable).parent / "torchrun"

@@ -120,7 +120,7 @@ def silent_hub(tmp_path: Path):
 def _timed(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
     import time
 
-    from envs import run
+    from tests.envs import run
 
     t0 = time.monotonic()
     res = run(["--network-timeout", "1", *args], env=env, timeout=120)

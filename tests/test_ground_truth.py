@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 
-import groundtruth
 import pytest
-from envs import REPO, site
+
+from tests import groundtruth
+from tests.envs import REPO, site
 
 pytestmark = pytest.mark.integration
 

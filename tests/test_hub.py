@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from envs import REPO, function, run, run_json, site
-from kernel_repos import cache_repo, local_repo
+
+from tests.envs import REPO, function, run, run_json, site
+from tests.kernel_repos import cache_repo, local_repo
 
 OTHER_TORCH = ["torch29-cxx11-cu126-x86_64-linux", "torch210-cxx11-cu128-x86_64-linux"]
 MATCHING = ["torch29-cxx11-cu126-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux", "torch-universal"]
@@ -310,7 +311,7 @@ def _online(tmp: Path, hub_url: str, **extra: str) -> dict[str, str]:
 
 
 def test_online_prefetch_downloads_only_the_chosen_build_and_offline_jobs_load_it(tmp_path: Path) -> None:
-    from fake_hub import FakeHub, publish
+    from tests.fake_hub import FakeHub, publish
 
     commit = publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(1, 2))
     with FakeHub(tmp_path / "srv") as hub:
@@ -340,7 +341,7 @@ def test_online_prefetch_downloads_only_the_chosen_build_and_offline_jobs_load_i
 
 
 def test_online_miss_lists_the_hub_variants(tmp_path: Path) -> None:
-    from fake_hub import FakeHub, publish
+    from tests.fake_hub import FakeHub, publish
 
     publish(tmp_path / "srv", "kernels-community/fla", OTHER_TORCH, versions=(2,))
     with FakeHub(tmp_path / "srv") as hub:
@@ -356,7 +357,7 @@ def test_online_miss_lists_the_hub_variants(tmp_path: Path) -> None:
 def test_kernels_client_check_agrees_with_kernels(tmp_path: Path, t522: Path) -> None:
     """HF_HUB_DISABLE_TELEMETRY=1: kernels 0.17.2's own Hub client sends an invalid User-Agent. doctor's
     verdict must agree with what the real kernels does against the (local) Hub."""
-    from fake_hub import FakeHub, publish
+    from tests.fake_hub import FakeHub, publish
 
     publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(1, 2))
     publish(tmp_path / "srv", "kernels-community/mamba-ssm", MATCHING, versions=(3, 5))
@@ -377,7 +378,7 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
     """`hf download --revision v2 --include 'build/torch213*'` style: the ref and the variant are cached, but
     huggingface_hub's cached tree lists every variant, so kernels' offline lookup calls the snapshot incomplete
     (FileNotFoundError -> kernelize keeps the torch forward). kernelcheck reports it and --prefetch repairs it."""
-    from fake_hub import FakeHub, publish
+    from tests.fake_hub import FakeHub, publish
 
     publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(2,))
     with FakeHub(tmp_path / "srv") as hub:

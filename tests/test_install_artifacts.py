@@ -11,10 +11,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from kcfixtures import PY_TAG, make_wheel, pypi_wheels
 from test_install_plan import env, steps_of
 
 from kernelcheck.install import build, plan, sources, wheels
+from tests.kcfixtures import PY_TAG, make_wheel, pypi_wheels
 
 HOST = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
 
@@ -92,7 +92,7 @@ def test_a_fix_resolves_where_the_images_torch_already_fails_pip_check(tmp_path:
     pinned packages as installed and resolves the fix around them, and says so in the plan."""
     import json
 
-    from kcfixtures import REPO, scratch_venv
+    from tests.kcfixtures import REPO, scratch_venv
 
     scratch = scratch_venv(Path(sys.prefix), tmp_path / "s")
     py = scratch / "bin" / "python"
@@ -135,8 +135,9 @@ def test_pins_use_the_version_pip_sees_when_torch_reports_a_local_label_its_meta
     import re
     from importlib.metadata import distribution
 
-    from kcfixtures import REPO
     from packaging.version import Version
+
+    from tests.kcfixtures import REPO
 
     real = distribution("torch")
     local = Version(real.version)
@@ -215,8 +216,9 @@ def test_trial_import_of_an_unlabelled_extension_against_the_installed_torch(tmp
 
 
 def _real_sdist() -> Path:
-    from envs import CACHE
     from test_install_wheels import test_upstream_setup_py_patch_of_the_real_sdist as fetch
+
+    from tests.envs import CACHE
 
     fetch()
     return CACHE / "sdists" / "causal_conv1d-1.7.0.tar.gz"
@@ -235,7 +237,7 @@ def test_real_causal_conv1d_setup_py_gets_cxx20_for_torch_2_14():
 
 
 def _build_tool_wheels() -> Path:
-    from envs import CACHE, cache_lock
+    from tests.envs import CACHE, cache_lock
 
     dest = CACHE / "pypi-build-tools"
     with cache_lock(dest.name):

@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from kcfixtures import (
+
+from kernelcheck.install import apply as installer
+from kernelcheck.install import wheels
+from tests.kcfixtures import (
     causal_conv1d_wheel,
     cuda_torch_venv,
     extension_so,
@@ -25,9 +28,6 @@ from kcfixtures import (
     site_packages,
     tiny_sdist,
 )
-
-from kernelcheck.install import apply as installer
-from kernelcheck.install import wheels
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")]
 MODEL = "qwen3.8-27b"
@@ -189,7 +189,7 @@ def test_failed_build_or_bad_wheel_leaves_the_environment_as_it_was(cuda_venv: P
 def test_two_installs_at_once_wait_for_the_lock(cuda_venv: Path, tmp_path: Path):
     import os
 
-    from envs import REPO
+    from tests.envs import REPO
 
     scratch = scratch_venv(cuda_venv, tmp_path / "s")
     wh = tmp_path / "wh"
@@ -233,7 +233,7 @@ def test_target_dir_install(cuda_venv: Path, tmp_path: Path):
 
 def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tmp_path: Path):
     """The real CLI with a real triton 3.6.0 first on the path (the H200's triton) and --arch 9.0."""
-    from envs import site
+    from tests.envs import site
 
     tri = site("triton==3.6.0")
     wh = tmp_path / "wh"
@@ -314,8 +314,9 @@ def test_docker_stage_plan_on_a_bare_cuda_torch_builds_for_sm_90_and_installs_fl
     in test_install_artifacts.py and test_install_compile.py."""
     import shutil
 
-    from kcfixtures import pypi_wheels
     from test_install_artifacts import _build_tool_wheels, _real_sdist
+
+    from tests.kcfixtures import pypi_wheels
 
     wh = tmp_path / "wh"
     wh.mkdir()

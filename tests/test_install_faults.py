@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from envs import REPO
-from kcfixtures import kc, pypi_wheels
 
 from kernelcheck.install import apply
 from kernelcheck.install import txn as txn_mod
+from tests.envs import REPO
+from tests.kcfixtures import kc, pypi_wheels
 
 MODEL = "qwen3.8-27b"
 pytestmark = pytest.mark.integration  # every test here runs kernelcheck or pip in a process
@@ -132,7 +132,7 @@ def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Pa
 def test_install_one_package_for_an_arch_exits_as_the_doctor_it_prints(tmp_path: Path):
     """Case 2: `install --package fla-core --arch 9.0` printed READY (exit 0) under its own post-install doctor
     block saying FALLBACK (exit 3), and its JSON had "functions": []. Real PyPI wheels, real pip, --target."""
-    from kcfixtures import cuda_torch_venv
+    from tests.kcfixtures import cuda_torch_venv
 
     wh = tmp_path / "wh"
     wh.mkdir()
@@ -162,7 +162,7 @@ def test_the_second_of_two_installs_at_once_keeps_what_the_first_installed(tmp_p
     locks (as a third install would): once released, one installs, the other waits, re-plans and keeps."""
     import time
 
-    from kcfixtures import cuda_torch_venv
+    from tests.kcfixtures import cuda_torch_venv
 
     wh = tmp_path / "wh"
     wh.mkdir()

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kcfixtures import PY_TAG, make_wheel
-
 from kernelcheck.core.environment import Environment, Gpu, TorchInfo
 from kernelcheck.install import plan, wheels
+from tests.kcfixtures import PY_TAG, make_wheel
 
 FLA_REQS = ("einops", 'torch>=2.7.0; extra == "cuda"', 'triton>=3.3; extra == "cuda"')
 

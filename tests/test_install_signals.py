@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from envs import REPO
-from kcfixtures import cuda_torch_venv, have_nvcc, pypi_wheels, scratch_venv, site_packages
+
+from tests.envs import REPO
+from tests.kcfixtures import cuda_torch_venv, have_nvcc, pypi_wheels, scratch_venv, site_packages
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")]
 MODEL = "qwen3.8-27b"

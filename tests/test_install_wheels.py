@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
 
 from kernelcheck.install import build, wheels
+from tests.kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
 
 needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")
 TARGET = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
@@ -102,7 +102,7 @@ def test_max_jobs_from_cores_and_memory():
 
 def test_upstream_setup_py_patch_of_the_real_sdist():
     """The real causal-conv1d 1.7.0 setup.py from its PyPI sdist (fetched once into the test cache)."""
-    from envs import CACHE
+    from tests.envs import CACHE
 
     src = Path(__file__).resolve().parent.parent / ".carry" / "causal_conv1d-1.7.0.tar.gz"
     if not src.exists():

@@ -11,11 +11,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import envs
 import pytest
 
 from kernelcheck.report import junit
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from tests import envs
 
 XSD = Path(__file__).parent / "data" / "junit.xsd"
 ENV = {"python": "3.12.3", "platform": "linux_x86_64",

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from envs import site
 
 from kernelcheck.packing.decide import decide, has_guard, load_facts, section
+from tests.envs import site
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = load_facts()

@@ -22,9 +22,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import dockerfile
-import envs
 import pytest
+
+from tests import dockerfile, envs
 
 REPO = envs.REPO
 DOCKERFILE = REPO / "Dockerfile.build"

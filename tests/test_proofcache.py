@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from envs import function, run, run_json, site
-from standin import causal_conv1d_site
+
+from tests.envs import function, run, run_json, site
+from tests.standin import causal_conv1d_site
 
 MODEL = ["doctor", "--model", "qwen3.8-27b", "--mode", "train"]
 

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcfixtures import make_wheel
+
+from tests.kcfixtures import make_wheel
 
 pytestmark = pytest.mark.integration
 TESTS = Path(__file__).resolve().parent
@@ -20,7 +21,7 @@ TESTS = Path(__file__).resolve().parent
 BUILD = """
 import sys
 sys.path.insert(0, {tests!r})
-import envs
+from tests import envs
 print(envs.site({wheel!r}))
 """
 

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import envs
 import pytest
 
 from kernelcheck.trace import analysis as tr
+from tests import envs
 
 REPO = Path(__file__).resolve().parent.parent
 

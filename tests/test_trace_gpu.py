@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import envs
 import pytest
 
 from kernelcheck.trace import analysis as tr
+from tests import envs
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FAST = GPU / "gdn_fast.json.gz"

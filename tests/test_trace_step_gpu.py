@@ -13,8 +13,9 @@ import gzip
 import json
 from pathlib import Path
 
-import envs
 import pytest
+
+from tests import envs
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FAST, REF = GPU / "step-fast.json.gz", GPU / "step-reference.json.gz"

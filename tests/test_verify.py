@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from envs import function, run, run_json
-from standin import causal_conv1d_site
+
+from tests.envs import function, run, run_json
+from tests.standin import causal_conv1d_site
 
 MODEL = "qwen3.8-27b"
 GDN = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update")
@@ -227,7 +228,7 @@ def test_local_folder_model(tmp_path: Path) -> None:
 def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
     """Real fla-core 0.6.0 + triton 3.6.0 on a machine without a GPU: imports fine, transformers 5.24 binds it,
     the first call crashes in Triton. Static checks can only guess this; verify sees the exception."""
-    from envs import site
+    from tests.envs import site
 
     fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
     code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer", "--tokens", "64"], fla)
@@ -248,7 +249,7 @@ def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
 @pytest.mark.slow
 def test_module_globals_regime_transformers_5_14() -> None:
     """transformers <= 5.14 stores the functions on each layer (or None: inline conv); verify reads those."""
-    from envs import site
+    from tests.envs import site
 
     old = site("transformers==5.14.1", "tokenizers==0.22.2", "huggingface_hub>=1.5,<2", "httpx", "httpcore",
                "h11", "anyio", "sniffio")
