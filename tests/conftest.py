@@ -29,3 +29,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
         if module in INTEGRATION_MODULES or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture
+def h200_env():
+    """The H200 image of the GPU runs as an Environment value (tests/environments.py make_env's defaults)."""
+    from tests.environments import make_env
+
+    return make_env()

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelcheck.core.environment import Environment, Gpu, TorchInfo
+from kernelcheck.core.environment import Environment
 from kernelcheck.install import plan, wheels
+from tests.environments import make_env
 from tests.kcfixtures import PY_TAG, make_wheel
 
 FLA_REQS = ("einops", 'torch>=2.7.0; extra == "cuda"', 'triton>=3.3; extra == "cuda"')
 
 
 def env(torch="2.11.0+cu130", cuda="13.0", triton="3.6.0", cap="9.0", nvcc="13.0", tilelang=False) -> Environment:
-    return Environment(
-        python="3.11.7", python_tag=PY_TAG, platform="linux_x86_64",
-        torch=TorchInfo(torch, cuda, True, None, bool(cap)), triton=triton, transformers="5.17.0", kernels=None,
-        gpus=(Gpu("NVIDIA H200", cap),) if cap else (), driver="580.1", nvcc=nvcc, cuda_home="/usr/local/cuda",
-        packages={}, present={"tilelang": tilelang}, gpu_source="override" if cap else "none")
+    return make_env(cap or None, torch=torch, cuda=cuda, triton=triton, nvcc=nvcc, tilelang=tilelang,
+                    python="3.11.7", python_tag=PY_TAG)
 
 
 def fla_candidates(tmp: Path, reqs=FLA_REQS, version="0.6.0") -> dict[str, plan.Candidates]:

@@ -6,22 +6,16 @@ here (an H200, a B200) as that data. The same rules run for real on the H200 (se
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kernelcheck.core import rules
-from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
+from kernelcheck.core.environment import Environment
+from tests.environments import make_env
 
 
 def env(cap: str | None, triton: str | None = "3.6.0", fla: str | None = "0.6.0", tilelang: bool = False,
         transformers: str = "5.24.0") -> Environment:
-    pk = {}
-    if fla:
-        pk["fla"] = PackageState("fla", True, fla, "fla-core", True, None)
-    return Environment(
-        python="3.12.3", python_tag="cp312", platform="linux_x86_64",
-        torch=TorchInfo("2.11.0+cu130", "13.0", True, cuda_available=cap is not None),
-        triton=triton, transformers=transformers, kernels=None,
-        gpus=(Gpu("NVIDIA H200", cap),) if cap else (), driver="580.1", nvcc="13.0", cuda_home="/usr/local/cuda",
-        packages=pk, present={"tilelang": tilelang},
-    )
+    return make_env(cap, triton=triton, fla=fla, tilelang=tilelang, transformers=transformers, gpu_source="none")
 
 
 def hits(e: Environment, mode: str = "train", bound=("fla",), nvcc=None) -> dict[str, rules.RuleHit]:
@@ -34,6 +28,13 @@ def test_fla_640_on_h200_with_triton_36_in_train_mode():
     assert set(h) == {"fla-640-refuses"}
     assert h["fla-640-refuses"].certain
     assert "triton 3.6.0" in h["fla-640-refuses"].message and "tilelang" in h["fla-640-refuses"].fix
+
+
+def test_the_stock_h200_image_hits_fla_640_once_fla_core_is_installed(h200_env):
+    # the H200 image (torch 2.11 + CUDA 13, triton 3.6, no tilelang) that install proves on: no fla, no rule
+    assert hits(h200_env) == {}
+    with_fla = replace(h200_env, packages=make_env(fla="0.6.0").packages)
+    assert set(hits(with_fla)) == {"fla-640-refuses"}
 
 
 def test_fla_640_not_in_infer_not_with_tilelang_not_with_fixed_triton_not_on_ampere():

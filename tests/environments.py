@@ -1,0 +1,21 @@
+"""Environment values for in-process tests: the machines this CPU box is not (an H200 image, a B200, a CPU
+build), described as the probe would describe them. One builder for every test that needs one; the
+`h200_env` fixture (tests/conftest.py) is its default, the H200 image the GPU runs used."""
+
+from __future__ import annotations
+
+from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
+
+
+def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str | None = "13.0",
+             triton: str | None = "3.6.0", transformers: str = "5.17.0", fla: str | None = None,
+             tilelang: bool = False, nvcc: str | None = "13.0", python: str = "3.12.3",
+             python_tag: str = "cp312", gpu_source: str | None = None) -> Environment:
+    """An Environment: `cap` the GPU's capability (None: no GPU), `fla` an installed fla-core version."""
+    packages = {"fla": PackageState("fla", True, fla, "fla-core", True, None)} if fla else {}
+    return Environment(
+        python=python, python_tag=python_tag, platform="linux_x86_64",
+        torch=TorchInfo(torch, cuda, True, None, cap is not None), triton=triton, transformers=transformers,
+        kernels=None, gpus=(Gpu("NVIDIA H200", cap),) if cap else (), driver="580.1", nvcc=nvcc,
+        cuda_home="/usr/local/cuda", packages=packages, present={"tilelang": tilelang},
+        gpu_source=gpu_source if gpu_source is not None else ("override" if cap else "none"))
