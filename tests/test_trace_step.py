@@ -113,6 +113,18 @@ def test_deeply_nested_json_is_bad_input(tmp_path):
 
 
 
+def test_events_with_fields_of_the_wrong_type_are_skipped_and_counted_in_a_warning():
+    good = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.0 * i, "dur": 5.0} for i in range(4)]
+    bad = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "soon", "dur": 5.0},
+           {"ph": "X", "cat": "kernel", "name": 7, "ts": 3.0, "dur": 1.0, "args": {}}]
+    an = tr.analyze_events(good + bad)
+    found = {f.id: f for f in an.findings}
+    assert "2 event(s) had a field of the wrong type" in found["trace-malformed-events"].message
+    assert found["trace-malformed-events"].severity == "warning"
+    assert an.summary.cpu_ops == 4
+    assert "trace-malformed-events" not in {f.id for f in tr.analyze_events(good).findings}
+
+
 HOSTILE = {
     "string-ts-numeric-name": {"traceEvents": [{"ph": "X", "cat": "kernel", "name": 5, "ts": "soon", "dur": "x",
                                                 "pid": [1], "tid": {}},

@@ -143,6 +143,7 @@ class _Accumulator:
         self.steps: list[tuple[float, float, str]] = []
         self.py_hits: list[tuple[float, str]] = []  # (ts, python function name) matching a signature
         self.n_events = 0
+        self.n_malformed = 0  # events skipped for a field of the wrong type (reported: nothing is dropped silently)
         sig = matrix_mod.load_signatures()
         pats = [p for s in sig.signatures for p in s.python_functions]
         self._py_rx = re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
@@ -175,6 +176,7 @@ class _Accumulator:
             if cat == "cpu_op":
                 ts, name, dur = ev.get("ts"), ev.get("name", "?"), ev.get("dur") or 0
                 if not isinstance(ts, _NUM) or not isinstance(name, str) or not isinstance(dur, _NUM):
+                    self.n_malformed += 1
                     continue
                 i = names.get(name)
                 cpu_ts_append(ts)
@@ -187,6 +189,8 @@ class _Accumulator:
                 ts, name, dur, args = ev.get("ts"), ev.get("name", ""), ev.get("dur") or 0.0, ev.get("args") or {}
                 if isinstance(ts, _NUM) and isinstance(name, str) and isinstance(dur, _NUM) and isinstance(args, dict):
                     handler(str(cat), ts, name, dur, args)
+                else:
+                    self.n_malformed += 1
         self.n_events += n
         self.cpu_min, self.cpu_max = cpu_min, cpu_max
 
@@ -271,7 +275,8 @@ class _Accumulator:
                                           launches_per_step[k], cpu_span=s1 - s0))
         py_all = {name for _, name in self.py_hits}
         py_by_step = self._python_per_step(step_of, n_steps)
-        return _judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz)
+        return _judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
+                      malformed=self.n_malformed)
 
     def _launches_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[int]:
         """Kernel launches counted per step (launches outside every step are not counted)."""

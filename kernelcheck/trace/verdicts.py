@@ -214,7 +214,8 @@ def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod
 
 
 def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
-           metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
+           metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool,
+           malformed: int = 0) -> TraceAnalysis:
     """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings."""
     sig = matrix_mod.load_signatures()
     pk = matrix_mod.load().packages
@@ -238,6 +239,13 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
     lb_steps = [st for st, _ in units if is_launch_bound(st, sig.launch_bound)]
     findings.extend(_busy_findings(lb_steps, units, sig, bool(steps), bool(matches), cpu_only))
 
+    if malformed:
+        findings.append(Finding("trace-malformed-events", "warning",
+                                f"{malformed:,} event(s) had a field of the wrong type (a non-numeric ts or dur, a "
+                                "name that is not text, args that are not an object) and were skipped: the numbers "
+                                "above come from the other events.",
+                                "record the trace again with torch.profiler (export_chrome_trace) if it was edited "
+                                "or written by another tool"))
     if not steps:
         findings.append(Finding("trace-no-steps", "info",
                                 "no ProfilerStep#N in the trace: the whole trace is analysed as one step. Call "
