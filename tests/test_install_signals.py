@@ -106,13 +106,23 @@ def _interrupt(python: Path, args: list[str], sig: signal.Signals, how: str, tri
             os.killpg(proc.pid, sig)
         else:
             os.kill(proc.pid, sig)
-        code = proc.wait(timeout=60)
-        left = _alive_with(token)
+        code, left = _ended(proc, token)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     return Run(code, out.read_text(errors="replace"), err.read_text(errors="replace"), left, sent)
+
+
+def _ended(proc: subprocess.Popen, token: str) -> tuple[int, list[str]]:
+    """The interrupted kernelcheck's exit code and what is still running of it."""
+    code = proc.wait(timeout=60)
+    return code, _alive_with(token)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """A kernelcheck still running when the test gives up is killed (a failing test leaves no process)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def after_line(text: str, delay: float = 0.0):
@@ -337,12 +347,9 @@ def _interrupt_twice(s: Setup, trigger, work: Path) -> Run:
         time.sleep(0.05)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=60)
-        left = _alive_with(token)
+        code, left = _ended(proc, token)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     return Run(code, out.read_text(), err.read_text(), left, 0.0)
 
 
