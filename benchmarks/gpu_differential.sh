@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The H200 differential of issue #22: for each perturbation a production image often has, doctor's verdict,
+# verify's verdict and the truth (benchmarks/gpu_truth.py: a real tiny Qwen3.5 loaded with from_pretrained,
+# one train step and a prefill + cached decode, what ran, crash or not), side by side in one run.
+#
+# Prepare here (CPU machine): bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh, then the 5.25 stack and the
+# perturbation wheels into .carry/wh/part4 (see benchmarks/prepare_differential.sh). Carry the parts across
+# in calls that each leave them in /tmp/kcwh on the warm machine (64 MiB a call):
+#   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
+#   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
+#   run(carry=[".carry/wh/part3", ".carry/wh/part4"], command="cp -r .carry/wh/part3/* .carry/wh/part4 /tmp/kcwh/ \
+#       && ROWS=all bash benchmarks/gpu_differential.sh")
+# Rows (ROWS="a b c" picks some; nvcc_hidden runs last, alone, since it hides /usr/local/cuda for the machine):
+#   baseline      fla-core 0.6.0, causal-conv1d 1.7.0, tilelang 0.1.15 + apache-tvm-ffi 0.1.12 (what install puts)
+#   no_tilelang   without tilelang
+#   tvm_outside   apache-tvm-ffi 0.1.13 (outside tilelang 0.1.15's window)
+#   fla_tilelang0 FLA_TILELANG=0
+#   no_conv       without causal-conv1d
+#   fla052        fla-core 0.5.2 instead of 0.6.0
+#   t525_offline  transformers 5.25.0 + kernels 0.19.1, HF_HUB_OFFLINE=1, empty HF cache
+#   t525_nohub    the same with USE_HUB_KERNELS=0
+#   nvcc_hidden   baseline with the CUDA toolkit hidden (no nvcc)
+# Each row: truth.json, doctor-train.json, doctor-infer.json, verify-train.json, verify-infer.json (+ .err);
+# summary.tsv; everything tarred into $OUT/differential.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WH=${WH:-/tmp/kcwh}
+RES=${RES:-/tmp/diff}
+S=/tmp/s
+PY=${PYTHON:-python3}
+MODEL=/tmp/tiny-q35
+mkdir -p "$RES" "$S"
+export PYTHONUNBUFFERED=1 KERNELCHECK_OFFLINE=1 TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/triton-cache}
+t0=$(date +%s)
+
+site() {  # site NAME WHEEL-GLOB...
+  local name=$1; shift
+  [ -d "$S/$name" ] && return 0
+  local files=()
+  for g in "$@"; do files+=( $WH/$g ); done
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$S/$name" "${files[@]}" \
+    > "$RES/site-$name.log" 2>&1 || { echo "site $name failed"; tail -3 "$RES/site-$name.log"; }
+}
+site base "fla_core-0.6.0-*.whl" "einops-*.whl"
+site cc "causal_conv1d-1.7.0-*.whl"
+site tl "tilelang-0.1.15-*.whl" "apache_tvm_ffi-0.1.12-*.whl" "torch_c_dlpack_ext-*.whl" "z3_solver-*.whl"
+site tvm13 "part4/pert/apache_tvm_ffi-0.1.13-*.whl"
+site fla052 "part4/pert/fla_core-0.5.2-*.whl"
+site t525 "part4/transformers-5.25.0-*.whl" "part4/kernels-0.19.1-*.whl" "part4/huggingface_hub-*.whl" \
+  "part4/tomlkit-*.whl" "part4/hf_xet-*.whl" "part4/httpx2-*.whl" "part4/httpcore2-*.whl" "part4/truststore-*.whl" \
+  "part4/idna-*.whl" "part4/anyio-*.whl" "part4/h11-*.whl" "part4/click-*.whl"
+echo "sites ready in $(( $(date +%s) - t0 )) s"; du -sh $S/* 2>/dev/null | tr '\n' ' '; echo
+[ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu_truth.py --model-dir $MODEL --save-only
+
+row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
+  case $1 in
+    baseline|nvcc_hidden) echo "$S/tl:$S/cc:$S/base" ;;
+    no_tilelang) echo "$S/cc:$S/base" ;;
+    tvm_outside) echo "$S/tvm13:$S/tl:$S/cc:$S/base" ;;
+    fla_tilelang0) echo "$S/tl:$S/cc:$S/base FLA_TILELANG=0" ;;
+    no_conv) echo "$S/tl:$S/base" ;;
+    fla052) echo "$S/fla052:$S/tl:$S/cc:$S/base" ;;
+    t525_offline) echo "$S/t525:$S/tl:$S/cc:$S/base HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf-empty" ;;
+    t525_nohub) echo "$S/t525:$S/tl:$S/cc:$S/base HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf-empty USE_HUB_KERNELS=0" ;;
+  esac
+}
+
+run_row() {
+  local row=$1 spec pp extra d
+  spec=$(row_env "$row"); pp=${spec%% *}; extra=""; [ "$spec" != "$pp" ] && extra=${spec#* }
+  d=$RES/$row; mkdir -p "$d"
+  local envs=(env "PYTHONPATH=$pp:$PWD" "KERNELCHECK_HOME=$d/kchome" $extra)
+  [ "$row" = nvcc_hidden ] && envs+=("PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:)")
+  local r0; r0=$(date +%s)
+  "${envs[@]}" $PY benchmarks/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
+  for mode in train infer; do
+    "${envs[@]}" timeout 300 $PY -m kernelcheck doctor --model $MODEL --mode $mode --json > "$d/doctor-$mode.json" \
+      2> "$d/doctor-$mode.err"; echo $? > "$d/doctor-$mode.rc"
+    "${envs[@]}" timeout 400 $PY -m kernelcheck verify --model $MODEL --mode $mode --json > "$d/verify-$mode.json" \
+      2> "$d/verify-$mode.err"; echo $? > "$d/verify-$mode.rc"
+  done
+  echo "$row done in $(( $(date +%s) - r0 )) s"
+}
+
+ROWS=${ROWS:-all}
+[ "$ROWS" = all ] && ROWS="baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub nvcc_hidden"
+par=""; last=""
+for r in $ROWS; do if [ "$r" = nvcc_hidden ]; then last=nvcc_hidden; else par="$par $r"; fi; done
+for r in $par; do run_row "$r" & done
+wait
+if [ -n "$last" ]; then
+  mkdir -p /tmp/hidden-cuda; hidden=()
+  for c in /usr/local/cuda /usr/local/cuda-*; do [ -e "$c" ] && mv "$c" /tmp/hidden-cuda/ && hidden+=("$(basename "$c")"); done
+  hash -r; PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:) command -v nvcc && echo "nvcc still visible"
+  run_row nvcc_hidden
+  for c in "${hidden[@]}"; do mv "/tmp/hidden-cuda/$c" /usr/local/; done
+fi
+
+$PY benchmarks/differential_table.py "$RES" > "$RES/summary.md" 2>&1; cat "$RES/summary.md"
+echo "== done in $(( $(date +%s) - t0 )) s"
+tar czf "${OUT:-/tmp}/differential.tgz" -C "$RES" --exclude=kchome .
