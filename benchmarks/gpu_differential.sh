@@ -72,7 +72,7 @@ run_row() {
   local envs=(env "PYTHONPATH=$pp:$PWD" "KERNELCHECK_HOME=$d/kchome" $extra)
   [ "$row" = nvcc_hidden ] && envs+=("PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:)")
   local r0; r0=$(date +%s)
-  "${envs[@]}" $PY benchmarks/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
+  "${envs[@]}" timeout 300 $PY benchmarks/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
   for mode in train infer; do
     "${envs[@]}" timeout 300 $PY -m kernelcheck doctor --model $MODEL --mode $mode --json > "$d/doctor-$mode.json" \
       2> "$d/doctor-$mode.err"; echo $? > "$d/doctor-$mode.rc"
