@@ -6,11 +6,12 @@ import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding
 
 
-@click.command()
+@click.command(cls=UpgradeCommand)
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
@@ -35,12 +36,25 @@ from kernelcheck.report.model import Finding
               help="Prove afresh which kernel packages import and what transformers binds, instead of reusing the "
                    "proof of an earlier doctor in the same unchanged environment (as KERNELCHECK_IMPORT_CACHE=0; "
                    "see docs/doctor.md).")
+@click.option("--upgrade", "upgrade", is_flag=True,
+              help="--upgrade SPEC [SPEC...] or --upgrade -r requirements.txt: forecast the verdict of the "
+                   "environment `pip install SPEC...` would produce, computed in a throwaway overlay (this "
+                   "environment is never changed): verdicts before and after, each function and finding that "
+                   "changes, compiled packages a torch-minor change orphans. Exit: the after-verdict's. "
+                   "See docs/pipelines.md.")
+@click.option("--if-worse", "if_worse", is_flag=True,
+              help="With --upgrade: exit with the after-verdict's code only when it is worse than now, else 0 "
+                   "(a gate for dependency-update pull requests).")
+@click.option("--wheelhouse", default=None, type=click.Path(file_okay=False),
+              help="With --upgrade: also look for the upgrade's wheels in this folder.")
+@click.option("--offline", is_flag=True, help="With --upgrade: resolve from --wheelhouse only (no index).")
 @output_options
 @guarded("doctor")
 @all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
-           packing: str | None = None, no_cache: bool = False) -> int:
+           packing: str | None = None, no_cache: bool = False, upgrade: bool = False, if_worse: bool = False,
+           wheelhouse: str | None = None, offline: bool = False) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -56,6 +70,8 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     """
     from kernelcheck.doctor.run import doctor as run_doctor
 
+    if upgrade or if_worse or wheelhouse or offline:
+        return _forecast(locals(), as_json, junit)
     if no_cache:
         from kernelcheck.core import settings
 
@@ -85,3 +101,27 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
     attach_packing(report, packing)
     return finish(report, as_json, junit)
+
+
+def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
+    from kernelcheck.cli.common import emit
+    from kernelcheck.forecast import command, render
+    from kernelcheck.forecast.resolve import Index
+
+    specs = upgrade_specs()
+    if not values.get("upgrade") or not specs:
+        raise BadInput("--if-worse, --wheelhouse and --offline apply to a forecast: pass --upgrade SPEC "
+                       "[SPEC...] (e.g. --upgrade transformers==5.25.0 kernels==0.19.1, or -r requirements.txt).")
+    if values.get("live"):
+        raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
+                       "Run verify after the upgrade instead.")
+    if values.get("offline") and not values.get("wheelhouse"):
+        raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
+    fc = command.run(specs, forward_args(values), Index(values.get("wheelhouse"), bool(values.get("offline"))),
+                     if_worse=bool(values.get("if_worse")))
+    if junit:
+        render.write_junit(fc, junit)
+    import json
+
+    emit(json.dumps(fc.to_json(), indent=2) if as_json else render.render_text(fc), is_json=as_json)
+    return fc.exit_code

@@ -1,0 +1,120 @@
+"""`kernelcheck doctor --model M --upgrade SPEC...`: doctor before and after what pip would install.
+
+1. pip resolves the change (resolve.py, this environment as the base; nothing installed);
+2. the changed distributions go into a throwaway overlay (overlay.py);
+3. doctor's static reading runs in a fresh process without, then with, the overlay first on PYTHONPATH;
+4. the two reports are compared (diff.py), compiled packages orphaned by a torch-minor change named (drift.py).
+The exit code is the after-verdict's (with --if-worse: only when it is worse than before, else 0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kernelcheck
+from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.forecast import drift as drift_mod
+from kernelcheck.forecast.diff import Diff, diff
+from kernelcheck.forecast.resolve import Change, Index, resolve
+
+SCHEMA = "kernelcheck.forecast/1"
+
+
+@dataclass
+class Forecast:
+    specs: list[str]
+    changes: list[Change]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    diff: Diff
+    drift: list[drift_mod.Drift] = field(default_factory=list)
+    if_worse: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.if_worse and not self.diff.worse:
+            return 0
+        return self.diff.exit_after
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "command": "doctor --upgrade", "specs": self.specs,
+                "verdict": self.diff.verdict_after, "exit_code": self.exit_code,
+                "changes": [c.__dict__ for c in self.changes], "diff": self.diff.to_json(),
+                "torch_drift": [d.to_json() for d in self.drift], "before": self.before, "after": self.after}
+
+
+def _pythonpath(overlay: Path | None) -> str:
+    parts = [str(overlay)] if overlay else []
+    if os.environ.get("PYTHONPATH"):
+        parts.append(os.environ["PYTHONPATH"])
+    root = Path(kernelcheck.__file__).resolve().parent.parent
+    if root.name not in ("site-packages", "dist-packages"):  # run from a checkout: the child needs it too
+        parts.append(str(root))
+    return os.pathsep.join(parts)
+
+
+def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=_pythonpath(overlay), KERNELCHECK_IMPORT_CACHE="0")
+    env.pop("KERNELCHECK_DEBUG", None)
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--json", *args]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise KernelcheckError(f"doctor {'over the overlay ' if overlay else ''}did not finish within "
+                               f"{timeout:.0f} s.") from None
+    try:
+        report = json.loads(res.stdout)
+    except ValueError:
+        report = None
+    if not isinstance(report, dict) or "verdict" not in report:
+        tail = " ".join(res.stderr.strip().splitlines()[-2:])[:500]
+        where = "after the upgrade (over the overlay)" if overlay else "in this environment"
+        err = KernelcheckError(f"doctor {where} gave no report (exit {res.returncode}): {tail}")
+        err.exit_code = res.returncode if res.returncode in (2, 3, 4) else 1
+        raise err
+    return report
+
+
+def _torch_versions(before: dict[str, Any], after: dict[str, Any]) -> tuple[str | None, str | None]:
+    def v(r: dict[str, Any]) -> str | None:
+        t = (r.get("environment") or {}).get("torch") or {}
+        return t.get("version") if isinstance(t, dict) else None
+
+    return v(before), v(after)
+
+
+def _drift(changes: list[Change], before: dict[str, Any], after: dict[str, Any], overlay: Path) -> list[
+        drift_mod.Drift]:
+    from kernelcheck.core import manifest, matrix
+
+    tb, ta = _torch_versions(before, after)
+    if drift_mod.torch_minor(tb) == drift_mod.torch_minor(ta):
+        return []
+    m = matrix.load()
+    dists = [d for p in m.packages.values() if p.kind == "cuda-extension" for d in p.distributions]
+    changed = {c.name for c in changes}
+    exts = [e for e in drift_mod.installed_extensions(dists, manifest.read()["packages"]) if e.distribution
+            not in changed]
+    missing = {e.distribution: drift_mod.missing_symbols(e, overlay / "torch" / "lib") for e in exts}
+    return drift_mod.judge(exts, tb, ta, (after.get("environment") or {}).get("transformers"), missing)
+
+
+def run(specs: Sequence[str], doctor_args: Sequence[str], index: Index, if_worse: bool = False,
+        timeout: float = 900) -> Forecast:
+    from kernelcheck.forecast.overlay import overlay
+
+    if not specs:
+        raise BadInput("--upgrade needs at least one spec, e.g. --upgrade transformers==5.25.0 kernels==0.19.1.")
+    before = _doctor(doctor_args, None, timeout)
+    changes = resolve(specs, index)
+    with overlay(changes, index) as folder:
+        after = _doctor(doctor_args, folder, timeout) if changes else before
+        drift = _drift(changes, before, after, folder) if changes else []
+    return Forecast(list(specs), changes, before, after, diff(before, after), drift, if_worse)

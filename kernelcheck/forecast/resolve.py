@@ -1,0 +1,118 @@
+"""What pip would change: `pip install --dry-run --report` with this environment as the base.
+
+`changes_from_report` is pure (pip's report JSON and the installed versions in, the changes out), so the
+decision is tested in-process; `resolve` runs pip (the only part that needs a process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from kernelcheck.core.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Change:
+    """One distribution the upgrade installs: `before` is None for a new one."""
+
+    name: str
+    before: str | None
+    after: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}=={self.after}"
+
+
+@dataclass(frozen=True)
+class Index:
+    """Where pip may look: the index (default), or only a wheelhouse (`offline`)."""
+
+    wheelhouse: str | None = None
+    offline: bool = False
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        if self.wheelhouse:
+            out += ["--find-links", self.wheelhouse]
+        if self.offline:
+            out.append("--no-index")
+        return out
+
+
+def installed_versions() -> dict[str, str]:
+    """Name -> version of what this interpreter sees (sys.path order: the first found wins, as import does)."""
+    out: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name:
+            out.setdefault(canonicalize_name(name), dist.version)
+    return out
+
+
+def changes_from_report(report: Mapping[str, Any], installed: Mapping[str, str]) -> list[Change]:
+    """pip's installation report -> the distributions whose version would change (or appear)."""
+    out = []
+    for item in report.get("install", []) or []:
+        meta = item.get("metadata", {}) if isinstance(item, dict) else {}
+        name, version = meta.get("name"), meta.get("version")
+        if not name or not version:
+            continue
+        before = installed.get(canonicalize_name(name))
+        if before != version:
+            out.append(Change(canonicalize_name(name), before, str(version)))
+    return sorted(out, key=lambda c: c.name)
+
+
+def pip_args(specs: Sequence[str]) -> list[str]:
+    """`--upgrade` values as pip arguments: `-r FILE` / `-rFILE` / `--requirement FILE` pairs and specs."""
+    out: list[str] = []
+    it = iter(specs)
+    for s in it:
+        if s in ("-r", "--requirement", "-c", "--constraint"):
+            path = next(it, None)
+            if path is None:
+                raise BadInput(f"--upgrade {s} needs a file after it, e.g. --upgrade -r requirements.txt.")
+            out += [s, _existing(path)]
+        elif s.startswith("-r") and len(s) > 2:
+            out += ["-r", _existing(s[2:])]
+        elif s.startswith("-"):
+            raise BadInput(f"--upgrade takes requirement specs (transformers==5.25.0) or -r FILE, not {s!r}.")
+        else:
+            out.append(s)
+    if not out:
+        raise BadInput("--upgrade needs at least one spec, e.g. --upgrade transformers==5.25.0 kernels==0.19.1.")
+    return out
+
+
+def _existing(path: str) -> str:
+    if not Path(path).is_file():
+        raise BadInput(f"--upgrade -r {path}: no such requirements file.")
+    return path
+
+
+def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Change]:
+    """Ask pip (this interpreter's) what `pip install SPECS` would change here; nothing is installed."""
+    with tempfile.TemporaryDirectory(prefix="kc-forecast-") as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
+               "--report", str(report), *index.args(), *pip_args(specs)]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BadInput(f"pip did not resolve --upgrade {' '.join(specs)} within {timeout:.0f} s.") from None
+        if res.returncode != 0 or not report.exists():
+            tail = " ".join((res.stderr or res.stdout).strip().splitlines()[-3:])[:600]
+            raise BadInput(f"pip cannot resolve --upgrade {' '.join(specs)} here: {tail or 'no report'}. "
+                           "Check the specs (and --wheelhouse/--offline: offline, pip sees only the wheelhouse).")
+        data = json.loads(report.read_text(encoding="utf-8"))
+    return changes_from_report(data, installed_versions())
