@@ -100,6 +100,9 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, packing)
+    from kernelcheck.doctor.cost import attach as attach_cost
+
+    attach_cost(report, model)
     return finish(report, as_json, junit)
 
 

@@ -7,6 +7,7 @@ import click
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.core import settings
+from kernelcheck.core.errors import BadInput
 
 
 @click.command()
@@ -32,6 +33,9 @@ from kernelcheck.core import settings
               help="With --step: activation checkpointing (default on, like the training jobs it gates).")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="With --step: keep the whole-step traces (step-fast.json.gz, step-reference.json.gz) here.")
+@click.option("--record", "record", type=click.Path(dir_okay=False), default=None,
+              help="With --step: append the measurement (both paths, projected tokens/s, versions) as one JSON "
+                   "line to FILE; doctor then puts a FALLBACK in GPU-hours from it (KERNELCHECK_MEASUREMENTS=FILE).")
 @click.option("--packing", is_flag=True,
               help="Instead: run two sequences packed and alone (position_ids only, cu_seq_lens, cu_seq_lens + "
                    "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
@@ -40,7 +44,7 @@ from kernelcheck.core import settings
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
-           trace_dir: str | None = None, packing: bool = False) -> int:
+           trace_dir: str | None = None, packing: bool = False, record: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -59,6 +63,11 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
     """
 
+    from kernelcheck.verify import record as record_mod
+
+    if record and not step:
+        raise BadInput("--record only applies with --step: it appends the step's measurement.")
+    record_mod.check_path(record)
     if packing:
         from kernelcheck.verify import packing as packing_mod
 
@@ -70,8 +79,13 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
 
         report = verify_step(model, mode=mode, shape=shape, tokens=tokens, layers=layers, checkpointing=checkpointing,
                              trace_dir=trace_dir, verbose=bool(settings.variable("KERNELCHECK_VERBOSE")))
+        if record:
+            record_mod.append(report, record, model)
         return finish(report, as_json, junit)
     from kernelcheck.verify.run import verify as run_verify
 
     report = run_verify(model, mode=mode, shape=shape or "tiny", benchmark=benchmark, tokens=tokens)
+    from kernelcheck.doctor.cost import attach as attach_cost
+
+    attach_cost(report, model)
     return finish(report, as_json, junit)

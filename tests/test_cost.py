@@ -1,0 +1,74 @@
+"""The cost of a FALLBACK in GPU-hours (doctor/cost.py) and `verify --step --record` (verify/record.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.core.errors import BadInput
+from kernelcheck.doctor import cost
+from kernelcheck.verify import record
+
+H200 = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0", "transformers": "5.17.0"}
+
+
+def test_the_shipped_qwen_measurement_gives_slowdown_and_gpu_hours_citing_its_command():
+    m, distance = cost.choose(cost.measurements(), "qwen3_5", H200)
+    assert m is not None and distance == []
+    f = cost.finding(m, distance, "qwen3.8-27b")
+    assert f.id == "fallback-cost" and f.severity == "warning"
+    ref, bound = m["reference_tokens_per_s"], m["bound_tokens_per_s"]
+    extra = 1e9 / ref / 3600 - 1e9 / bound / 3600
+    assert f"{extra:,.0f} extra GPU-hours per billion" in f.message
+    assert m["command"] in f.message and "same GPU and versions as here" in f.message
+
+
+def test_distance_names_what_differs_and_an_unknown_family_gets_the_command_to_measure():
+    m, distance = cost.choose(cost.measurements(), "qwen3_5", dict(H200, transformers="5.25.0", gpu=None))
+    assert distance == ["transformers 5.17.0 there, 5.25.0 here"]
+    m, distance = cost.choose(cost.measurements(), "mamba2", H200)
+    assert m is None
+    f = cost.finding(None, [], "mamba2")
+    assert f.id == "fallback-cost-unmeasured" and "--step --record" in (f.fix or "")
+
+
+def test_a_teams_own_record_is_read_and_preferred_when_closer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    rec = tmp_path / "m.jsonl"
+    mine = dict(H200, transformers="5.25.0", model_type="qwen3_5", date="2026-12-04", command="mine",
+                bound_tokens_per_s=3000.0, reference_tokens_per_s=600.0)
+    rec.write_text("not json\n" + json.dumps(mine) + "\n")
+    monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(rec))
+    m, distance = cost.choose(cost.measurements(), "qwen3_5", dict(H200, transformers="5.25.0"))
+    assert m is not None and m["command"] == "mine" and distance == [] and m["recorded_in"] == str(rec)
+
+
+STEP = {"tokens": 8192, "paths": {"fast": {"step_ms": 351.4, "layers": ["a", "a", "a", "f"]},
+                                  "reference": {"step_ms": 954.6}},
+        "projection": {"fast": {"projected_tokens_per_s": 2320.5, "full_layers": {"a": 48, "f": 16}},
+                       "reference": {"projected_tokens_per_s": 540.5}}}
+ENV = {"gpus": [{"name": "NVIDIA H200", "capability": "9.0"}], "torch": {"version": "2.11.0+cu130"},
+       "triton": "3.6.0", "transformers": "5.17.0", "packages": {"fla": {"version": "0.6.0"}}}
+
+
+def test_record_appends_one_line_doctor_can_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    m = record.measurement(STEP, ENV, {"model_type": "qwen3_5", "id": "Qwen/Qwen3.8-27B"}, "qwen3.8-27b")
+    assert m is not None and m["layers"] == 4 and m["full_layers"] == 64 and m["bound_tokens_per_s"] == 2320.5
+    out = tmp_path / "rec.jsonl"
+
+    class R:
+        step, environment, model = STEP, ENV, {"model_type": "qwen3_5", "id": "Qwen/Qwen3.8-27B"}
+
+    assert record.append(R(), str(out), "qwen3.8-27b") and record.append(R(), str(out), "qwen3.8-27b")
+    assert len(out.read_text().splitlines()) == 2
+    monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(out))
+    assert sum(1 for x in cost.measurements() if x.get("recorded_in")) == 2
+    assert record.measurement({"projection": {}}, ENV, {}, "q") is None
+
+
+def test_record_path_is_checked_before_anything_runs(tmp_path: Path):
+    for bad in (tmp_path, tmp_path / "no" / "x.jsonl"):
+        with pytest.raises(BadInput):
+            record.check_path(str(bad))
+    record.check_path(str(tmp_path / "ok.jsonl"))
