@@ -217,11 +217,31 @@ def cached_forward(device: str = "cpu") -> float:
     return r.max_logit_diff if r.max_logit_diff is not None else float("nan")
 
 
+def _length_line(r: Any) -> str:
+    head = f"    {r.name:<5} {r.lengths[0]:>3} + {r.lengths[1]:<3}"
+    if r.outcome == "raises":
+        return f"{head} raises {(r.error or '')[:72]}"
+    layers = ", ".join(f"{k} {v:.2g}" for k, v in r.per_layer_type.items())
+    return f"{head} {r.outcome:<7} logits {r.max_logit_diff:.2g} ({layers})"
+
+
+def render_text(results: list[PackingResult], device: str, cached: float | None = None) -> str:
+    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences",
+             "packed by DataCollatorWithFlattening vs alone, training forward (use_cache=False); max |diff|"]
+    for r in results:
+        doc = "" if r.doctor is None else f"doctor: {r.doctor}" + ("" if r.doctor == r.outcome else " (DISAGREES)")
+        lines.append(f"  {r.mode:<13} {r.outcome:<8} {doc}")
+        lines.append(f"    batch: {r.collator}")
+        lines.extend(_length_line(x) for x in r.lengths)
+    if cached is not None:
+        lines.append(f"  the flash batch with a cache (use_cache on, no gradient checkpointing), attention layers only:"
+                     f"\n    logits {cached:.2g} (the attention finds the sequences only without a cache)")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":  # python -m kernelcheck.verify.packing [--json] [device]
     import json
     import sys
-
-    from kernelcheck.verify.packing_report import render_text
 
     dev = next((a for a in sys.argv[1:] if not a.startswith("-")), "cpu")
     res = measure_all(dev)
