@@ -5,11 +5,15 @@
 #
 #   PYTHONPATH=/tmp/site bash benchmarks/gpu_packing.sh
 #
-# Writes under $OUT: verify_packing.json/.txt (per mode: outcome, max |logit diff|, per layer type),
-# doctor_packing_<mode>.json (the decision from source for each declared mode), torch_path.json (the same
-# measurement with the kernels hidden: USE_HUB_KERNELS=0 and fla/causal_conv1d not importable -> torch path).
-# Expect with kernels bound on 5.17.0: position_ids mixed (~0.1-0.3), cu_seq_lens mixed (the conv gets no
-# seq_idx), flash correct (< 2e-2); doctor --packing flash exit 0, position_ids exit 4.
+# Writes under $OUT: verify_packing.json/.txt (per mode: outcome, doctor's decision, agrees, and per length
+# short 12+10 / chunk 60+70 / long 300+260: max |logit diff|, per layer type in isolation), verify_packing_<mode>
+# exit codes, doctor_packing_<mode>.json (the decision from source), torch_path.json (the same measurement with
+# the kernels hidden: USE_HUB_KERNELS=0 and fla/causal_conv1d not importable -> torch path).
+# Batches: DataCollatorWithFlattening with each mode's flags; training forward (use_cache=False).
+# Expect with kernels bound on 5.17.0: position_ids mixed (linear_attention > 0, full_attention ~0),
+# cu_seq_lens mixed (the conv gets no seq_idx), flash correct at every length (< 2e-2, was `mixed 0.287`
+# with the old cached forward); every mode "agrees": true; verify --packing flash exit 0 = doctor --packing
+# flash exit 0; position_ids exit 4 on both; cached_forward_max_logit_diff ~0.3 (the cache, not the kernels).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kc-out}
@@ -22,8 +26,11 @@ py=${PYTHON:-python3}
   $py -c "import fla, causal_conv1d; print('fla', fla.__version__, 'causal_conv1d', causal_conv1d.__version__)"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout 240 $py -m kernelcheck verify --model qwen3.8-27b --packing --json > "$OUT/verify_packing.json" 2> "$OUT/verify_packing.err"
-echo "verify --packing exit $?"
+timeout 240 $py -m kernelcheck verify --model qwen3.8-27b --packing flash --json > "$OUT/verify_packing.json" 2> "$OUT/verify_packing.err"
+echo "verify --packing flash exit $?"
+timeout 240 $py -m kernelcheck verify --model qwen3.8-27b --packing position_ids > "$OUT/verify_packing_position_ids.txt" 2>> "$OUT/verify_packing.err"
+echo "verify --packing position_ids exit $?"
+grep -c "falling back" "$OUT/verify_packing.err" | sed 's/^/transformers fallback lines on stderr (expect 0): /'
 timeout 120 $py -m kernelcheck.verify.packing cuda > "$OUT/verify_packing.txt" 2>> "$OUT/verify_packing.err"
 cat "$OUT/verify_packing.txt"
 for mode in position_ids cu_seq_lens flash; do

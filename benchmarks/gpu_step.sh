@@ -4,8 +4,10 @@
 # PYTHONPATH=/tmp/site (the lead installs them first). Writes under $OUT:
 #   step.json / step.txt         verify --model qwen3.8-27b --step --mode train --tokens 8192 (one period:
 #                                3 GDN + 1 attention, real vocab/head, checkpointing, fused AdamW), fast vs torch
-#   step8.json / step8.txt       the same with --layers 8 (the measured run the projection is checked against)
-#   projection_check.txt         the 4-layer run's per-layer costs projected to 8 layers vs the measured 8 layers
+#   step8.json / step8.txt       the same with --layers 8 (the measured run the projection is checked against);
+#                                traces8/step-{fast,reference}.json.gz its traces (2 profiled steps: the spread)
+#   projection_check.txt         the 4-layer run's per-layer costs projected to 8 layers vs the measured 8 layers,
+#                                and the full-model projections from 4 and from 8 layers (expect within 10%)
 #   traces/step-{fast,reference}.json.gz   whole-step traces for tests/data/gpu (each < 5 MB, else 1 profiled step)
 #   trace_fast.txt / trace_reference.txt   `kernelcheck trace` on them; *.annotated.json.gz for Perfetto
 #   versions.txt, cost.txt       versions; wall time of each part (cold = first run with an empty Triton cache)
@@ -63,7 +65,8 @@ for part in $PARTS; do
       done
       ;;
     step8)
-      run_step step8 --layers 8
+      mkdir -p "$OUT/traces8"
+      KERNELCHECK_STEP_PROFILED=${KERNELCHECK_STEP_PROFILED:-2} run_step step8 --layers 8 --trace-dir "$OUT/traces8"
       ;;
   esac
 done
@@ -84,7 +87,15 @@ for path in ("fast", "reference"):
     err = (pred - m8["step_ms"]) / m8["step_ms"]
     print(f"{path}: 4-layer run projects 8 layers to {pred:.1f} ms; measured 8 layers {m8['step_ms']:.1f} ms "
           f"({err:+.1%}); full model projected {pj['projected_step_ms']:.1f} ms, {pj['projected_tokens_per_s']} tok/s")
+    p8 = eight["projection"][path]
+    if "projected_step_ms" in p8:
+        agree = (p8["projected_step_ms"] - pj["projected_step_ms"]) / pj["projected_step_ms"]
+        per = "; ".join(f"{t} {pj['per_layer'][t]['layer_ms']:.1f} vs {p8['per_layer'][t]['layer_ms']:.1f} ms"
+                        for t in pj["per_layer"])
+        print(f"{path}: full model from 8 layers {p8['projected_step_ms']:.1f} ms ({agree:+.1%} vs from 4 layers; "
+              f"{'within' if abs(agree) <= 0.10 else 'OUTSIDE'} 10%); per layer 4 vs 8: {per}")
 print("projected speedup (full model):", four["projection"].get("projected_speedup"),
+      "| from 8 layers:", eight["projection"].get("projected_speedup"),
       "| measured speedup 4 layers:", four.get("speedup"), "| 8 layers:", eight.get("speedup"))
 PY
   cat "$OUT/projection_check.txt"

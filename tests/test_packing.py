@@ -65,7 +65,10 @@ def test_measured_truth_table_matches_the_decision(version: str) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     measured = {r["mode"]: r for r in json.loads(res.stdout)["results"]}
     assert measured["position_ids"]["outcome"] == "mixed"
-    assert measured["position_ids"]["max_logit_diff"] > 0.05  # the hazard is large, not rounding
+    # the hazard is far above rounding (CPU tolerance 1e-3): the GDN layer's own mix, the attention keeps the
+    # sequences apart (the training forward has no cache; the old cached forward showed ~0.3)
+    assert measured["position_ids"]["max_logit_diff"] > 0.01
+    assert measured["position_ids"]["per_layer_type"]["linear_attention"] > 1e-3
     assert measured["flash"]["outcome"] == EXPECT_FLASH_TORCH[version]
     sec = section(dict.fromkeys(GDN, "fallback"), None, FACTS, tf / "transformers")
     assert sec is not None

@@ -35,8 +35,10 @@ def _result(step_ms: float, prof_ms: float, opt_ms: float) -> dict:
 def test_the_projection_adds_the_missing_layers_at_their_measured_cost_and_keeps_the_head_once():
     # profiled step == timed step: no scaling. GDN layer: 10 + 20 ms + 200/1000 of a 10 ms optimizer step.
     p = projection.project(_result(step_ms=200.0, prof_ms=200.0, opt_ms=10.0))
-    assert p["per_layer"]["linear_attention"] == {"layer_ms": 30.0, "optimizer_ms": 2.0, "total_ms": 32.0}
-    assert p["per_layer"]["full_attention"] == {"layer_ms": 15.0, "optimizer_ms": 1.0, "total_ms": 16.0}
+    assert p["per_layer"]["linear_attention"] == {"layer_ms": 30.0, "optimizer_ms": 2.0, "total_ms": 32.0,
+                                                  "spread_ms": [32.0, 32.0]}
+    assert p["per_layer"]["full_attention"] == {"layer_ms": 15.0, "optimizer_ms": 1.0, "total_ms": 16.0,
+                                                "spread_ms": [16.0, 16.0]}
     assert p["rest_ms"] == pytest.approx(200.0 - 3 * 32.0 - 16.0)
     assert p["projected_step_ms"] == pytest.approx(88.0 + 48 * 32.0 + 16 * 16.0)
     assert p["projected_tokens_per_s"] == pytest.approx(8192 / p["projected_step_ms"] * 1000, rel=1e-3)

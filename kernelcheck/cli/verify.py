@@ -36,15 +36,18 @@ from kernelcheck.core.errors import BadInput
 @click.option("--record", "record", type=click.Path(dir_okay=False), default=None,
               help="With --step: append the measurement (both paths, projected tokens/s, versions) as one JSON "
                    "line to FILE; doctor then puts a FALLBACK in GPU-hours from it (KERNELCHECK_MEASUREMENTS=FILE).")
-@click.option("--packing", is_flag=True,
-              help="Instead: run two sequences packed and alone (position_ids only, cu_seq_lens, cu_seq_lens + "
-                   "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
+@click.option("--packing", "packing", is_flag=False, flag_value="all", default=None, metavar="[MODE]",
+              type=click.Choice(["all", "none", "position_ids", "cu_seq_lens", "flash"]),
+              help="Instead: pack two sequences with DataCollatorWithFlattening in each mode (position_ids, "
+                   "cu_seq_lens, flash) at short, chunk-size and long lengths, compare them with each run alone "
+                   "per layer type, beside doctor's decision. MODE: the job's mode, judged as `doctor --packing "
+                   "MODE` judges it (default: flash, the recommended one). See docs/packing.md.")
 @output_options
 @guarded("verify")
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
-           trace_dir: str | None = None, packing: bool = False, record: str | None = None) -> int:
+           trace_dir: str | None = None, packing: str | None = None, record: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -69,9 +72,9 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
         raise BadInput("--record only applies with --step: it appends the step's measurement.")
     record_mod.check_path(record)
     if packing:
-        from kernelcheck.verify import packing as packing_mod
+        from kernelcheck.verify import packing_report
 
-        text, code = packing_mod.command(model, as_json)
+        text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
         click.echo(text)
         return code
     if step:

@@ -18,8 +18,15 @@ from kernelcheck.core.errors import BadInput
 
 log = logging.getLogger(__name__)
 
-FIX = ("DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True) (TRL: a collator that "
-       "passes cu_seq_lens and seq_idx, not padding_free with position_ids only)")
+RECOMMENDED = "flash"  # the mode doctor's fix names; verify --packing builds its batches with the same flags
+
+
+def fix_text(facts: dict[str, Any]) -> str:
+    """doctor's fix: the collator call of the recommended mode, from matrix/packing.toml."""
+    from kernelcheck.packing.batches import collator_call, collator_flags
+
+    return (f"{collator_call(collator_flags(RECOMMENDED, facts))} (TRL: a collator that passes cu_seq_lens and "
+            "seq_idx, not padding_free with position_ids only)")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,20 @@ def has_guard(facts: dict[str, Any], tdir: Path | None) -> bool | None:
         return None
 
 
+def cache_skips_packing(facts: dict[str, Any], tdir: Path | None) -> bool | None:
+    """True when the installed masking_utils looks for packed sequences only without a cache (matrix/packing.toml
+    [cache]); None when transformers, the file or the fact is not there."""
+    fact = facts.get("cache")
+    if tdir is None or not fact:
+        return None
+    try:
+        text = (tdir / fact["file"]).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log.info("packing: %s not readable; cache condition unknown", tdir / fact["file"])
+        return None
+    return any(t in text for t in fact["texts"])
+
+
 def _one(fn: str, fast: bool, needs: str, passes: list[str], guard: bool | None,
          pkg: str) -> tuple[str, str]:
     if needs not in passes:
@@ -82,7 +103,7 @@ def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool
         if hit:
             slow = sorted({r[1]["package"] for r in results if not bound[r[0]]})
             kernels = f"; install {', '.join(slow)} so the kernels take the packed kwargs" if slow else ""
-            return ModeOutcome(mode, want, "; ".join(r[3] for r in hit), FIX + kernels)
+            return ModeOutcome(mode, want, "; ".join(r[3] for r in hit), fix_text(facts) + kernels)
     return ModeOutcome(mode, "correct", "; ".join(r[3] for r in results), None)
 
 
@@ -93,10 +114,11 @@ def section(functions: dict[str, str], declared: str | None, facts: dict[str, An
     bound = {fn: status == "fast" for fn, status in functions.items() if fn in facts["functions"]}
     if not bound:
         return None
-    guard = has_guard(facts, tdir if tdir is not None else transformers_dir())
+    tdir = tdir if tdir is not None else transformers_dir()
+    guard = has_guard(facts, tdir)
     outcomes = [decide(m, bound, facts, guard) for m in facts["modes"]]
     if declared is not None and declared not in facts["modes"]:
         decide(declared, bound, facts, guard)  # raises BadInput with the list of modes
     return {"declared": declared, "guard_in_source": guard, "functions": bound,
-            "modes": [o.__dict__ for o in outcomes],
+            "modes": [o.__dict__ for o in outcomes], "cache_skips_packing": cache_skips_packing(facts, tdir),
             "reference": f"{facts['modes']['position_ids']['reference']}; {facts['guard']['reference']}"}

@@ -24,7 +24,19 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
             "mixed": "sequences silently mix (wrong results, no error)"}[o["outcome"]]
     out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o['reason']}",
                           o["fix"], ref, fns))
+    if declared != "none" and sec.get("cache_skips_packing"):
+        out.append(Finding("packing-needs-no-cache", "warning",
+                           "packed rows stay apart in the attention layers (sdpa, eager, flex) only when the forward "
+                           "runs without a cache: with one, transformers does not look for the sequences in "
+                           "position_ids, and a causal LM makes one whenever use_cache is on and gradient "
+                           "checkpointing is off (in training too); doctor cannot see the job's forward",
+                           "model.config.use_cache = False (or pass use_cache=False, or train with gradient "
+                           "checkpointing, which turns the cache off)", CACHE_REF, fns))
     return out
+
+
+CACHE_REF = ("transformers masking_utils._preprocess_mask_arguments (find_packed_sequence_indices only without a "
+             "cache); measured: tests/test_packing_batches.py")
 
 
 def attach(report: Any, declared: str | None) -> None:

@@ -9,9 +9,11 @@ Where the trace marks them:
 
 A kernel belongs to the range whose CPU side launched it (the launch call with its correlation id):
 phases by time window (they follow one another on the main thread; the backward's launches come from
-the autograd thread), layer ranges by thread and time (innermost first). A range's cost is the larger
-of its CPU time and the GPU time of its kernels: a launch-bound layer costs its CPU time, a GPU-bound
-one its kernel time.
+the autograd thread), layer ranges by thread and time (innermost first). A layer range's cost is its
+share of the GPU timeline (trace/gpushare.py): the time its kernels ran plus the idle gaps the GPU spent
+waiting for its launches, never its CPU time, which on a deep queue holds waits for other layers' work.
+Without GPU events (a CPU run) the cost is the range's CPU time. Each layer type also carries its cost
+per profiled step (`per_step_ms`, per layer), the spread a projection inherits.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelcheck.trace import gpushare
+
 LAYER_PREFIX = "kernelcheck::layer::"
 PHASE_PREFIX = "kernelcheck::phase::"
 _AUTOGRAD = "autograd::engine::evaluate_function"
-_CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel"))
+_CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
+                   "gpu_memset"))
+_GPU = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
 
 
 @dataclass
@@ -36,6 +42,14 @@ class _Range:
     tid: Any
     kernels: int = 0
     gpu_us: float = 0.0
+    busy_us: float = 0.0
+    idle_us: float = 0.0
+
+    def add(self, s: gpushare.Share) -> None:
+        self.kernels += s.kernels
+        self.gpu_us += s.kernel_us
+        self.busy_us += s.busy_us
+        self.idle_us += s.idle_us
 
 
 @dataclass
@@ -48,7 +62,7 @@ class PhaseCollector:
     optim: list[_Range] = field(default_factory=list)
     autograd: list[tuple[float, float]] = field(default_factory=list)
     launch: dict[int, tuple[float, Any]] = field(default_factory=dict)
-    kernels: list[tuple[int, float]] = field(default_factory=list)
+    gpu: list[tuple[float, float, int, bool]] = field(default_factory=list)  # (ts, dur, correlation, kernel?)
 
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
@@ -91,16 +105,16 @@ class PhaseCollector:
             self._annotation(name, ts, dur, ev)
         elif cat == "cpu_op" and name.startswith(_AUTOGRAD):
             self.autograd.append((ts, ts + dur))
-        elif cat in ("cuda_runtime", "cuda_driver") and "aunch" in name:
+        elif cat in ("cuda_runtime", "cuda_driver"):  # launches, memcpy/memset calls: any with GPU work
             args = ev.get("args")
             corr = args.get("correlation") if isinstance(args, Mapping) else None
             if type(corr) is int:
                 self.launch[corr] = (ts, ev.get("tid"))
-        elif cat == "kernel":
+        elif cat in _GPU:
             args = ev.get("args") or {}
             corr = args.get("correlation") if isinstance(args, Mapping) else None
-            if type(corr) is int:
-                self.kernels.append((corr, dur))
+            # GPU work with no correlation still moves the timeline (-1: nobody's launch)
+            self.gpu.append((ts, dur, corr if type(corr) is int else -1, cat == "kernel"))
 
     # -- results ----------------------------------------------------------------------------------
     def _phase_ranges(self) -> list[_Range]:
@@ -126,30 +140,32 @@ class PhaseCollector:
         """{"phases": {name: {ms, kernels, gpu_ms, ranges}}, "layer_types": {type: {...}}, "marked_by": ...}."""
         phases = self._phase_ranges()
         launches = sorted((ts, tid, corr) for corr, (ts, tid) in self.launch.items())
-        kdur = defaultdict(list)
-        for corr, d in self.kernels:
-            kdur[corr].append(d)
-        self._attribute_windows(phases, launches, kdur)
-        self._attribute_layers(launches, kdur)
+        by_corr = gpushare.shares(self.gpu)
+        self._attribute_windows(phases, launches, by_corr)
+        self._attribute_layers(launches, by_corr)
         if not phases and not self.layers:
             return {}
+        busy, idle = gpushare.totals(by_corr)
         return {"marked_by": "kernelcheck" if self.phases else ("torch" if phases else None),
                 "phases": _sum_by(phases, lambda r: r.name),
-                "layer_types": self._layer_types(),
-                "profiled_steps": len(self.steps)}
+                "layer_types": self._layer_types(bool(self.gpu)),
+                "profiled_steps": len(self.steps),
+                "gpu": {"busy_ms": round(busy / 1000, 3), "idle_ms": round(idle / 1000, 3)} if self.gpu else None,
+                "cost_by": "gpu timeline share" if self.gpu else "cpu time"}
 
     @staticmethod
     def _attribute_windows(ranges: list[_Range], launches: list[tuple[float, Any, int]],
-                           kdur: Mapping[int, list[float]]) -> None:
+                           by_corr: Mapping[int, gpushare.Share]) -> None:
         ts = [x[0] for x in launches]
         for r in ranges:
             lo, hi = bisect.bisect_left(ts, r.ts), bisect.bisect_right(ts, r.end)
             for _, _, corr in launches[lo:hi]:
-                for d in kdur.get(corr, ()):
-                    r.kernels += 1
-                    r.gpu_us += d
+                got = by_corr.get(corr)
+                if got is not None:
+                    r.add(got)
 
-    def _attribute_layers(self, launches: list[tuple[float, Any, int]], kdur: Mapping[int, list[float]]) -> None:
+    def _attribute_layers(self, launches: list[tuple[float, Any, int]],
+                          by_corr: Mapping[int, gpushare.Share]) -> None:
         by_tid: dict[Any, list[_Range]] = defaultdict(list)
         for r in self.layers:
             by_tid[r.tid].append(r)
@@ -158,7 +174,7 @@ class PhaseCollector:
         starts = {tid: [r.ts for r in rs] for tid, rs in by_tid.items()}
         for ts, tid, corr in launches:
             got = by_tid.get(tid)
-            if not got or corr not in kdur:
+            if not got or corr not in by_corr:
                 continue
             rs = got
             k = bisect.bisect_right(starts[tid], ts) - 1
@@ -166,30 +182,33 @@ class PhaseCollector:
             while k >= 0 and rs[k].end < ts:
                 k -= 1
             if k >= 0:
-                rs[k].kernels += len(kdur[corr])
-                rs[k].gpu_us += sum(kdur[corr])
+                rs[k].add(by_corr[corr])
 
-    def _layer_types(self) -> dict[str, Any]:
+    def _layer_types(self, on_gpu: bool) -> dict[str, Any]:
         bwd = [r for r in self.layers if r.name.endswith("::backward")]
         fwd = [r for r in self.layers if not r.name.endswith("::backward")
                and not any(b.ts <= r.ts <= b.end for b in bwd)]  # a forward inside a backward: recompute
         recompute = len(self.layers) - len(bwd) - len(fwd)
         out: dict[str, Any] = {}
+        starts = sorted(s.ts for s in self.steps)
         for pass_name, rs in (("forward", fwd), ("backward", bwd)):
             for r in rs:
-                body = r.name[len(LAYER_PREFIX):]
-                typ, _, rest = body.partition("::")
-                layer = rest.split("::")[0]
-                e = out.setdefault(typ, {"layers": set(), "forward": _zero(), "backward": _zero()})
+                typ, layer = _type_and_layer(r.name)
+                e = out.setdefault(typ, {"layers": set(), "forward": _zero(), "backward": _zero(), "steps": {}})
                 e["layers"].add(layer)
+                cost = (r.busy_us + r.idle_us) if on_gpu else (r.end - r.ts)
                 p = e[pass_name]
                 p["ranges"] += 1
                 p["cpu_ms"] += (r.end - r.ts) / 1000
                 p["gpu_ms"] += r.gpu_us / 1000
+                p["idle_ms"] += r.idle_us / 1000
                 p["kernels"] += r.kernels
-                p["cost_ms"] += max(r.end - r.ts, r.gpu_us) / 1000
+                p["cost_ms"] += cost / 1000
+                step = max(0, bisect.bisect_right(starts, r.ts) - 1)
+                e["steps"][step] = e["steps"].get(step, 0.0) + cost / 1000
         for e in out.values():
             e["layers"] = len(e["layers"])
+            e["per_step_ms"] = [round(v / e["layers"], 3) for _, v in sorted(e.pop("steps").items())]
             for p in ("forward", "backward"):
                 e[p] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in e[p].items()}
         if out:
@@ -197,8 +216,13 @@ class PhaseCollector:
         return out
 
 
+def _type_and_layer(name: str) -> tuple[str, str]:
+    typ, _, rest = name[len(LAYER_PREFIX):].partition("::")
+    return typ, rest.split("::")[0]
+
+
 def _zero() -> dict[str, Any]:
-    return {"ranges": 0, "cpu_ms": 0.0, "gpu_ms": 0.0, "kernels": 0, "cost_ms": 0.0}
+    return {"ranges": 0, "cpu_ms": 0.0, "gpu_ms": 0.0, "idle_ms": 0.0, "kernels": 0, "cost_ms": 0.0}
 
 
 def _sum_by(ranges: list[_Range], key: Any) -> dict[str, Any]:

@@ -1,13 +1,17 @@
-"""`verify --packing`: run the real layers on two sequences packed and alone, and measure the mix.
+"""`verify --packing`: run the real layers on sequences packed by the job's collator and alone, and measure the mix.
 
-A tiny Qwen3.5 (Gated DeltaNet + short conv + full attention) is built from its config with random weights.
-Two sequences run alone, then packed into one row, for each way a job can pack:
-- `position_ids`: only position_ids restart (what TRL's padding-free `bfd` collator passes);
-- `cu_seq_lens`: position_ids plus the flash kwargs, no seq_idx (return_flash_attn_kwargs=True alone);
-- `flash`: position_ids plus cu_seq_lens_q/k, max_length_q/k and seq_idx (DataCollatorWithFlattening with
-  return_flash_attn_kwargs=True, return_seq_idx=True).
-The second sequence's outputs are compared per layer type and at the logits. On CPU this measures the torch
-path; on a GPU, whatever kernels transformers bound.
+A tiny Qwen3.5 (Gated DeltaNet + short conv + full attention) is built from its config with random weights,
+fp32 (the same on every device, so a difference is a mix, not rounding). For each packing mode the batch is
+transformers' DataCollatorWithFlattening with that mode's flags (kernelcheck/packing/batches.py: the flags
+doctor recommends), at three pairs of lengths (short, around fla's chunk size 64, long):
+- `position_ids`: DataCollatorWithFlattening() (TRL's padding-free `bfd` passes the same);
+- `cu_seq_lens`: return_flash_attn_kwargs=True (no seq_idx);
+- `flash`: return_flash_attn_kwargs=True, return_seq_idx=True.
+The forward is a training forward (use_cache=False; with a cache transformers does not find the packed
+sequences and the attention layers mix: the `cached` number shows it). Every sequence's logits are
+compared with the sequence run alone; per layer type, each mixer is fed the alone runs' inputs, so its
+number is its own mix, not what earlier layers passed on. On CPU this measures the torch path; on a GPU,
+whatever kernels transformers bound. doctor's decision for the same functions stands beside each mode.
 """
 
 from __future__ import annotations
@@ -16,142 +20,223 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelcheck.packing import batches
+
 log = logging.getLogger(__name__)
 
-TOLERANCE = {"cpu": 1e-3, "cuda": 2e-2}  # fp32 (Triton kernels may use tf32); a mix is ~0.1-0.3
+TOLERANCE = {"cpu": 1e-3, "cuda": 2e-2}  # fp32 (Triton kernels may use tf32); a mix is ~0.03-0.3
 MODES = ("position_ids", "cu_seq_lens", "flash")
+_MIXERS = (("linear_attn", "linear_attention"), ("self_attn", "full_attention"))
 
 
 @dataclass
-class PackingResult:
-    mode: str
+class LengthResult:
+    name: str
+    lengths: tuple[int, int]
     outcome: str  # correct | mixed | raises
     max_logit_diff: float | None = None
     per_layer_type: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "outcome": self.outcome, "max_logit_diff": self.max_logit_diff,
-                "per_layer_type": self.per_layer_type, "error": self.error}
+        return {"name": self.name, "lengths": list(self.lengths), "outcome": self.outcome,
+                "max_logit_diff": self.max_logit_diff, "per_layer_type": self.per_layer_type, "error": self.error}
 
 
-def _tiny_model(device: str) -> Any:
+@dataclass
+class PackingResult:
+    mode: str
+    outcome: str  # the worst over the lengths: raises > mixed > correct
+    lengths: list[LengthResult]
+    collator: str
+    doctor: str | None = None  # doctor's decision for this mode here (None: not asked)
+
+    @property
+    def max_logit_diff(self) -> float | None:
+        got = [r.max_logit_diff for r in self.lengths if r.max_logit_diff is not None]
+        return max(got) if got else None
+
+    @property
+    def error(self) -> str | None:
+        return next((r.error for r in self.lengths if r.error), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "outcome": self.outcome, "collator": self.collator,
+                "max_logit_diff": self.max_logit_diff, "error": self.error,
+                "per_layer_type": worst_per_type(self.lengths), "lengths": [r.as_dict() for r in self.lengths],
+                "doctor": self.doctor, "agrees": None if self.doctor is None else self.doctor == self.outcome}
+
+
+def worst_per_type(rows: list[LengthResult]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in rows:
+        for k, v in r.per_layer_type.items():
+            out[k] = max(out.get(k, 0.0), v)
+    return out
+
+
+def combine(rows: list[LengthResult]) -> str:
+    """A mode's outcome over its lengths: raises if any raised, mixed if any mixed, else correct."""
+    outcomes = {r.outcome for r in rows}
+    return next((o for o in ("raises", "mixed") if o in outcomes), "correct")
+
+
+def tiny_model(device: str, layer_types: tuple[str, ...] = ("linear_attention", "full_attention")) -> Any:
     import torch
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
     torch.manual_seed(0)
-    cfg: Any = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                            num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2,
-                            linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
-                            layer_types=["linear_attention", "full_attention"])
-    dtype = torch.float32  # the same dtype on every device, so the difference is the mix, not rounding
+    cfg: Any = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                                 num_hidden_layers=len(layer_types), num_attention_heads=2, num_key_value_heads=1,
+                                 head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
+                                 linear_key_head_dim=16, linear_value_head_dim=16, layer_types=list(layer_types))
     model_cls: Any = Qwen3_5ForCausalLM
-    return cfg, model_cls(cfg).to(device=device, dtype=dtype).eval()
+    return model_cls(cfg).to(device=device, dtype=torch.float32).eval()
 
 
-def _hook_layers(model: Any, store: dict[str, list[Any]]) -> list[Any]:
-    handles = []
+def _mixers(model: Any) -> list[tuple[str, Any]]:
+    out = []
     for layer in model.model.layers:
-        for name, kind in (("linear_attn", "linear_attention"), ("self_attn", "full_attention")):
-            mod = getattr(layer, name, None)
-            if mod is None:
-                continue
-
-            def hook(_m: Any, _i: Any, out: Any, kind: str = kind) -> None:
-                store.setdefault(kind, []).append((out[0] if isinstance(out, tuple) else out).detach().float())
-
-            handles.append(mod.register_forward_hook(hook))
-    return handles
+        for attr, kind in _MIXERS:
+            mod = getattr(layer, attr, None)
+            if mod is not None:
+                out.append((kind, mod))
+    return out
 
 
-def _packed_kwargs(mode: str, lens: tuple[int, int], device: str) -> dict[str, Any]:
+def _first(out: Any) -> Any:
+    return (out[0] if isinstance(out, tuple) else out).detach().float()
+
+
+def _record(model: Any, seq: Any) -> tuple[Any, list[tuple[Any, Any]]]:
+    """Logits of `seq` alone and (input, output) of every mixer."""
     import torch
 
-    pos = torch.cat([torch.arange(n) for n in lens]).unsqueeze(0).to(device)
-    kw: dict[str, Any] = {"position_ids": pos}
-    if mode in ("cu_seq_lens", "flash"):
-        cu = torch.tensor([0, lens[0], lens[0] + lens[1]], dtype=torch.int32, device=device)
-        kw.update(cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=max(lens), max_length_k=max(lens))
-    if mode == "flash":
-        kw["seq_idx"] = (torch.cat([torch.full((n,), i, dtype=torch.int32) for i, n in enumerate(lens)])
-                         .unsqueeze(0).to(device))
-    return kw
+    seen: list[tuple[Any, Any]] = []
+    handles = []
+    for _kind, mod in _mixers(model):
+        def hook(_m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+            hs = args[0] if args else kwargs["hidden_states"]
+            seen.append((hs.detach(), _first(out)))
 
-
-def measure(mode: str, device: str = "cpu", lens: tuple[int, int] = (12, 10)) -> PackingResult:
-    """Pack two sequences one way; compare the second one's outputs with it run alone."""
-    import torch
-
-    _cfg, model = _tiny_model(device)
-    gen = torch.Generator().manual_seed(1)
-    seqs = [torch.randint(0, 128, (1, n), generator=gen).to(device) for n in lens]
-    alone: dict[str, list[Any]] = {}
-    packed: dict[str, list[Any]] = {}
-    with torch.no_grad():
-        handles = _hook_layers(model, alone)
-        model(seqs[0])
-        alone.clear()
-        ref = model(seqs[1]).logits.float()
+        handles.append(mod.register_forward_hook(hook, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            logits = model(seq, use_cache=False).logits.float()
+    finally:
         for h in handles:
             h.remove()
-        handles = _hook_layers(model, packed)
-        try:
-            out = model(torch.cat(seqs, dim=1), **_packed_kwargs(mode, lens, device)).logits.float()
-        except (ValueError, RuntimeError, TypeError) as exc:
-            return PackingResult(mode, "raises", error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-        finally:
-            for h in handles:
-                h.remove()
-    per = {kind: max(float((p[:, lens[0]:] - a).abs().max()) for p, a in zip(packed[kind], alone[kind],
-                                                                                 strict=True))
-           for kind in alone}
-    diff = float((out[:, lens[0]:] - ref).abs().max())
-    return PackingResult(mode, "mixed" if diff > TOLERANCE.get(device, 2e-2) else "correct", round(diff, 6),
-                         {k: round(v, 6) for k, v in per.items()})
+    return logits, seen
 
 
-def measure_all(device: str = "cpu") -> list[PackingResult]:
-    return [measure(m, device) for m in MODES]
-
-
-def render_text(results: list[PackingResult], device: str) -> str:
-    lines = [f"kernelcheck verify --packing: tiny Qwen3.5, two sequences packed vs alone ({device})"]
-    for r in results:
-        if r.outcome == "raises":
-            lines.append(f"  {r.mode:<13} raises   {r.error}")
-            continue
-        layers = ", ".join(f"{k} {v:.3g}" for k, v in r.per_layer_type.items())
-        lines.append(f"  {r.mode:<13} {r.outcome:<8} max |logit diff| {r.max_logit_diff:.3g} ({layers})")
-    return "\n".join(lines)
-
-
-def command(query: str, as_json: bool) -> tuple[str, int]:
-    """`verify --model M --packing`: (output, exit code). Exit 4 when no packing mode keeps sequences apart."""
-    import json
-
+def _isolated(model: Any, batch: dict[str, Any], inputs: list[Any]) -> list[Any]:
+    """Each mixer's output on the packed row when fed the alone runs' inputs, concatenated."""
     import torch
 
-    from kernelcheck import SCHEMA
-    from kernelcheck.core import models as models_mod
-    from kernelcheck.core.errors import BadInput
+    outs: list[Any] = []
+    handles = []
+    for i, (_kind, mod) in enumerate(_mixers(model)):
+        def pre(_m: Any, args: tuple, kwargs: dict, i: int = i) -> Any:
+            if args:
+                return (inputs[i], *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": inputs[i]}
 
-    model = models_mod.resolve(query)
-    if "chunk_gated_delta_rule" not in model.spec.functions:
-        raise BadInput(f"verify --packing measures the Gated DeltaNet + short conv path (Qwen3.5/3.6/3.8, "
-                       f"Qwen3-Next); {query} ({model.model_type}) does not use it. Use `kernelcheck doctor "
-                       f"--model {query} --packing MODE` for the decision from source.")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    results = measure_all(device)
-    ok = any(r.outcome == "correct" for r in results)
-    code = 0 if ok else 4
-    if as_json:
-        return json.dumps({"schema": SCHEMA, "command": "verify", "verdict": "ready" if ok else "broken",
-                           "exit_code": code, "model": model.to_json(), "device": device,
-                           "packing": [r.as_dict() for r in results]}, indent=2), code
-    tail = ("verdict: READY: at least one packing mode keeps sequences apart here" if ok else
-            "verdict: BROKEN: no packing mode keeps sequences apart here (exit 4); pad instead, or install "
-            "fla-core and causal-conv1d and pass cu_seq_lens + seq_idx")
-    return render_text(results, device) + "\n" + tail, code
+        def post(_m: Any, _a: Any, out: Any) -> None:
+            outs.append(_first(out))
+
+        handles += [mod.register_forward_pre_hook(pre, with_kwargs=True), mod.register_forward_hook(post)]
+    try:
+        with torch.no_grad():
+            model(**batch, use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    return outs
+
+
+def _diff(a: Any, b: Any) -> float:
+    return float((a - b).abs().max())
+
+
+def measure_lengths(model: Any, mode: str, name: str, lens: tuple[int, int], device: str,
+                    facts: dict[str, Any], use_cache: bool = False) -> LengthResult:
+    """Pack two sequences with the mode's collator; compare every sequence with it run alone."""
+    import torch
+
+    gen = torch.Generator().manual_seed(sum(lens))
+    seqs = [torch.randint(0, 128, (n,), generator=gen) for n in lens]
+    alone = [_record(model, s[None].to(device)) for s in seqs]
+    batch = batches.packed_batch(mode, [s.tolist() for s in seqs], facts, device)
+    try:
+        with torch.no_grad():
+            out = model(**batch, use_cache=use_cache).logits.float()
+        mixer_out = _isolated(model, batch, [torch.cat([a[1][i][0] for a in alone], dim=1)
+                                             for i in range(len(alone[0][1]))])
+    except (ValueError, RuntimeError, TypeError) as exc:
+        return LengthResult(name, lens, "raises", error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+    offs = [0, lens[0], lens[0] + lens[1]]
+    diff = max(_diff(out[:, offs[k]:offs[k + 1]], alone[k][0]) for k in range(2))
+    per: dict[str, float] = {}
+    for i, (kind, _mod) in enumerate(_mixers(model)):
+        want = torch.cat([a[1][i][1] for a in alone], dim=1)
+        per[kind] = round(max(per.get(kind, 0.0), _diff(mixer_out[i], want)), 6)
+    outcome = "mixed" if diff > TOLERANCE.get(device.split(":")[0], 2e-2) else "correct"
+    return LengthResult(name, lens, outcome, round(diff, 6), per)
+
+
+def measure(mode: str, device: str = "cpu", lengths: dict[str, tuple[int, int]] | None = None,
+            model: Any = None, facts: dict[str, Any] | None = None) -> PackingResult:
+    from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+    from kernelcheck.packing.decide import load_facts
+
+    facts = facts or load_facts()
+    with quiet_fallback_lines():
+        model = model if model is not None else tiny_model(device)
+        rows = [measure_lengths(model, mode, n, lens, device, facts)
+                for n, lens in (lengths or batches.LENGTHS).items()]
+    return PackingResult(mode, combine(rows), rows, batches.collator_call(batches.collator_flags(mode, facts)))
+
+
+def measure_all(device: str = "cpu", lengths: dict[str, tuple[int, int]] | None = None) -> list[PackingResult]:
+    from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+
+    with quiet_fallback_lines():
+        model = tiny_model(device)
+        return [measure(m, device, lengths, model) for m in MODES]
+
+
+def cached_forward(device: str = "cpu") -> float:
+    """The recommended batch (flash) in an attention-only tiny model, forward WITH the config's cache: the
+    max |logit diff| the cache causes (the root cause of verify's old `flash mixed` on the H200)."""
+    from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+    from kernelcheck.packing.decide import load_facts
+
+    with quiet_fallback_lines():
+        model = tiny_model(device, ("full_attention", "full_attention"))
+        r = measure_lengths(model, "flash", "chunk", batches.LENGTHS["chunk"], device, load_facts(), use_cache=True)
+    return r.max_logit_diff if r.max_logit_diff is not None else float("nan")
+
+
+def _length_line(r: Any) -> str:
+    head = f"    {r.name:<5} {r.lengths[0]:>3} + {r.lengths[1]:<3}"
+    if r.outcome == "raises":
+        return f"{head} raises {(r.error or '')[:72]}"
+    layers = ", ".join(f"{k} {v:.2g}" for k, v in r.per_layer_type.items())
+    return f"{head} {r.outcome:<7} logits {r.max_logit_diff:.2g} ({layers})"
+
+
+def render_text(results: list[PackingResult], device: str, cached: float | None = None) -> str:
+    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences",
+             "packed by DataCollatorWithFlattening vs alone, training forward (use_cache=False); max |diff|"]
+    for r in results:
+        doc = "" if r.doctor is None else f"doctor: {r.doctor}" + ("" if r.doctor == r.outcome else " (DISAGREES)")
+        lines.append(f"  {r.mode:<13} {r.outcome:<8} {doc}")
+        lines.append(f"    batch: {r.collator}")
+        lines.extend(_length_line(x) for x in r.lengths)
+    if cached is not None:
+        lines.append(f"  the flash batch with a cache (use_cache on, no gradient checkpointing), attention layers only:"
+                     f"\n    logits {cached:.2g} (the attention finds the sequences only without a cache)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # python -m kernelcheck.verify.packing [--json] [device]

@@ -244,6 +244,12 @@ def _path_line(name: str, p: dict[str, Any]) -> str:
             + (" (launch-bound)" if p["launch_bound"] else ""))
 
 
+def _spread(c: dict[str, Any]) -> str:
+    """' (steps 51.0-53.2)' when the profiled steps differ by more than 1%, else nothing."""
+    lo, hi = c.get("spread_ms") or (c["total_ms"], c["total_ms"])
+    return f" (steps {lo:.1f}-{hi:.1f})" if hi - lo > 0.01 * c["total_ms"] else ""
+
+
 def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
     paths = step["paths"]
     first: dict[str, Any] = next((p for p in paths.values() if "layers" in p), {})
@@ -261,15 +267,16 @@ def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
         if "error" in p:
             lines.append(f"projection ({name}): {p['error']}")
             continue
-        per = ", ".join(f"{t} {c['total_ms']:.2f} ms" for t, c in p["per_layer"].items())
+        per = ", ".join(f"{t} {c['total_ms']:.2f} ms{_spread(c)}" for t, c in p["per_layer"].items())
         full = " + ".join(f"{n} {t}" for t, n in p["full_layers"].items())
         lines.append(f"projection ({'bound path' if name == 'fast' else 'torch reference'}) to {full}: "
                      f"{p['projected_step_ms']:,.1f} ms/step, {p['projected_tokens_per_s'] or 0:,.0f} tok/s "
                      f"(per layer: {per}; embedding/head/loss/rest {p['rest_ms']:.1f} ms)")
     if "projected_speedup" in pj:
         lines.append(f"  -> projected speedup {pj['projected_speedup']}x")
-    lines.append("projection: measured step + (real - built layers) x per-layer cost (forward+backward ranges, "
-                 "plus its parameter share of the optimizer); see --json step.projection.method")
+    lines.append("projection: measured step + (real - built layers) x per-layer cost (GPU time of the kernels its "
+                 "ranges launched + the gaps the GPU waited for them, plus its parameter share of the optimizer); "
+                 "see --json step.projection.method")
     c = step["cost"]
     tc = c.get("triton_cache") or {}
     how = (f"cold Triton cache: {tc['entries_added']} kernels compiled and autotuned; a rerun is the warm cost"

@@ -1,0 +1,81 @@
+"""`verify --packing [MODE]`: the measurement (verify/packing.py) beside doctor's decision, and the verdict.
+
+The verdict is the verdict doctor gives for the same mode (`doctor --packing MODE`): exit 0 when MODE keeps the
+sequences apart here, 4 when they mix or the step raises. Without MODE it is the verdict of the mode doctor
+recommends (flash: DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)). A mode
+where the measurement and doctor's decision differ is named (the measurement decides the exit code).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from kernelcheck.packing.decide import RECOMMENDED
+from kernelcheck.verify.packing import MODES, PackingResult, render_text
+
+log = logging.getLogger(__name__)
+
+
+def verdict(results: list[PackingResult], declared: str | None) -> tuple[str, int]:
+    """(ready | broken, exit code) for the declared mode, or the recommended one."""
+    want = declared or RECOMMENDED
+    if want == "none":
+        return "ready", 0
+    got = next(r for r in results if r.mode == want)
+    return ("ready", 0) if got.outcome == "correct" else ("broken", 4)
+
+
+def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
+    """doctor's packing decision per mode for the functions transformers binds here (packing/decide.py)."""
+    from kernelcheck.integrations import transformers as bindings_mod
+    from kernelcheck.packing.decide import section
+
+    result = bindings_mod.bind(module, functions, exact=True)
+    statuses = {f: ("fast" if b.bound == "package" else "fallback") for f, b in result.bindings.items()}
+    sec = section(statuses, None)
+    return {m["mode"]: m["outcome"] for m in (sec or {}).get("modes", [])}
+
+
+def _tail(results: list[PackingResult], declared: str | None, code: int) -> list[str]:
+    want = declared or RECOMMENDED
+    out = [f"mode {r.mode}: measured {r.outcome}, doctor decides {r.doctor}: the measurement decides"
+           for r in results if r.doctor is not None and r.doctor != r.outcome]
+    if code == 0:
+        out.append(f"verdict: READY: packing mode {want} keeps the sequences apart here")
+    else:
+        out.append(f"verdict: BROKEN: packing mode {want} does not keep the sequences apart here (exit 4)")
+        out.append("  fix: pad instead, or install fla-core and causal-conv1d and use DataCollatorWithFlattening("
+                   "\n  return_flash_attn_kwargs=True, return_seq_idx=True), forward without a cache")
+    return out
+
+
+def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str, int]:
+    """`verify --model M --packing [MODE]`: (output, exit code)."""
+    import torch
+
+    from kernelcheck import SCHEMA
+    from kernelcheck.core import models as models_mod
+    from kernelcheck.core.errors import BadInput
+    from kernelcheck.verify import packing as packing_mod
+
+    model = models_mod.resolve(query)
+    if "chunk_gated_delta_rule" not in model.spec.functions:
+        raise BadInput(f"verify --packing measures the Gated DeltaNet + short conv path (Qwen3.5/3.6/3.8, "
+                       f"Qwen3-Next); {query} ({model.model_type}) does not use it. Use `kernelcheck doctor "
+                       f"--model {query} --packing MODE` for the decision from source.")
+    if declared is not None and declared not in (*MODES, "none"):
+        raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    results = packing_mod.measure_all(device)
+    decided = doctor_outcomes("qwen3_5", model.spec.functions)  # the module of the measured tiny model
+    for r in results:
+        r.doctor = decided.get(r.mode)
+    cached = packing_mod.cached_forward(device)
+    word, code = verdict(results, declared)
+    if as_json:
+        return json.dumps({"schema": SCHEMA, "command": "verify", "verdict": word, "exit_code": code,
+                           "model": model.to_json(), "device": device, "declared": declared,
+                           "judged_mode": declared or RECOMMENDED, "packing": [r.as_dict() for r in results],
+                           "cached_forward_max_logit_diff": round(cached, 6)}, indent=2), code
+    return "\n".join([render_text(results, device, cached), *_tail(results, declared, code)]), code
