@@ -11,6 +11,7 @@
 #   run(carry=[".carry/wh/part3", ".carry/wh/part4"], command="cp -r .carry/wh/part3/* .carry/wh/part4 /tmp/kcwh/ \
 #       && ROWS=all bash benchmarks/gpu_differential.sh")
 # Rows (ROWS="a b c" picks some; nvcc_hidden runs last, alone, since it hides /usr/local/cuda for the machine):
+#   stock         the image as it is (no kernel packages: FALLBACK, with the fallback-cost finding)
 #   baseline      fla-core 0.6.0, causal-conv1d 1.7.0, tilelang 0.1.15 + apache-tvm-ffi 0.1.12 (what install puts)
 #   no_tilelang   without tilelang
 #   tvm_outside   apache-tvm-ffi 0.1.13 (outside tilelang 0.1.15's window)
@@ -54,6 +55,7 @@ echo "sites ready in $(( $(date +%s) - t0 )) s"; du -sh $S/* 2>/dev/null | tr '\
 
 row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
   case $1 in
+    stock) echo "/nonexistent" ;;
     baseline|nvcc_hidden) echo "$S/tl:$S/cc:$S/base" ;;
     no_tilelang) echo "$S/cc:$S/base" ;;
     tvm_outside) echo "$S/tvm13:$S/tl:$S/cc:$S/base" ;;
@@ -83,7 +85,7 @@ run_row() {
 }
 
 ROWS=${ROWS:-all}
-[ "$ROWS" = all ] && ROWS="baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub nvcc_hidden"
+[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub nvcc_hidden"
 par=""; last=""
 for r in $ROWS; do if [ "$r" = nvcc_hidden ]; then last=nvcc_hidden; else par="$par $r"; fi; done
 for r in $par; do run_row "$r" & done
