@@ -214,6 +214,8 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": _first_line(exc), "modes": {}}
+        if "Unrecognized configuration class" in str(exc):  # a vision/audio sub-config: no causal LM
+            return {**out, **_tower(model, rec, modes)}
         return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
     load = _load_error(built.model)
     if isinstance(load, _LoadUnchecked):
@@ -227,6 +229,42 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     for mode in modes:
         out["modes"][mode] = _observe_mode(built, rec, mode)
     return out
+
+
+def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
+    """A sub-config type that is no causal LM (qwen3_5_vision): the model transformers builds for it
+    (`AutoModel.from_config`, tiny), and which of its modules are of a class whose source uses a fast-function
+    slot. None: nothing in the model can call one, truth 0 in every mode (the build ran, recorded). Some: no
+    truth (a tower's inputs are pixels or audio frames, and the harness runs no forward for them)."""
+    import inspect
+
+    from transformers import AutoModel
+
+    from kernelcheck.verify import layers as layers_mod
+
+    cfg, _ = layers_mod.shaped_config(model, "tiny")
+    try:
+        tower = AutoModel.from_config(cfg)
+    except Exception as exc:  # noqa: BLE001 - transformers cannot build it either: the job's build raises
+        err = f"AutoModel.from_config: {_first_line(exc)}"
+        return {"build_error": err, "modes": _all_raised(modes, err)}
+    rec.patch_module()
+    rec.patch_model(tower)
+    holders = set()
+    for sub in tower.modules():
+        try:
+            src = inspect.getsource(type(sub))
+        except (OSError, TypeError):
+            continue
+        if type(sub).__module__ == rec.module.__name__ and any(slot in src for slot in rec.slots):
+            holders.add(type(sub).__name__)
+    out: dict[str, Any] = {"class": type(tower).__name__, "tower": sorted(holders)}
+    if holders:
+        return {**out, "untested": f"{type(tower).__name__} holds {sorted(holders)}: no forward for a tower",
+                "modes": {}}
+    calls = list(rec.calls)  # what building it called (nothing expected)
+    code = 3 if any(not c["fast"] for c in calls) else 0
+    return {**out, "modes": {m: {"exit": code, "error": None, "calls": calls} for m in modes}}
 
 
 def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:
@@ -444,6 +482,13 @@ def known_types() -> list[str]:
     return list(matrix_mod.load().model_types)
 
 
+def _installed_types() -> list[str]:
+    """Types the installed transformers registers (sub-configs such as qwen3_5_vision): `--types` may name them."""
+    from kernelcheck.integrations import transformers_types
+
+    return list(transformers_types.known_model_types() or {})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.groundtruth", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transformers", help="a transformers version to test (installed into a cached test site)")
@@ -488,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
             made.append(site(*a.extra_reqs, deps=True))
         sites = made + sites
     types = [t for t in (a.types or "").split(",") if t] or known_types()
-    unknown = sorted(set(types) - set(known_types()))
+    unknown = sorted(set(types) - set(known_types()) - set(_installed_types()))
     if unknown:
         ap.error(f"unknown model types {unknown}; kernelcheck knows {known_types()}")
     rows = run(types, modes, sites, extra, a.jobs)
