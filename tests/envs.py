@@ -73,6 +73,34 @@ def _build_site(target: Path, done: Path, requirements: tuple[str, ...], deps: b
     return target
 
 
+# The newest consistent stacks kernelcheck supports: each transformers with a kernels release inside its window
+# (matrix/transformers.toml: 5.13 >=0.15.2,<0.16; 5.24 >=0.18.2,<0.19; 5.25 >=0.19.1,<0.20, required there).
+STACKS = (("5.13.1", "0.15.2"), ("5.24.0", "0.18.3"), ("5.25.0", "0.19.1"))
+TF525 = ("transformers==5.25.0", "kernels==0.19.1")  # a site (deps=True) with 5.25 and the kernels it requires
+
+
+def stack_venv(transformers: str, kernels: str | None) -> Path:
+    """A real venv holding torch 2.13.0 (this machine's CPU build), transformers and kernels, installed the normal
+    way (with their dependencies), built once and cached; returns its python. For what pip does in a user's venv."""
+    reqs = ["torch==2.13.0", f"transformers=={transformers}"] + ([f"kernels=={kernels}"] if kernels else [])
+    key = hashlib.sha256(json.dumps([reqs, sys.version]).encode()).hexdigest()[:16]
+    root = CACHE / f"venv-{key}"
+    python, done = root / "bin" / "python", root / ".complete"
+    if done.exists():
+        return python
+    with cache_lock(f"venv-{key}"):
+        if not done.exists():
+            progress(f"building test venv {' '.join(reqs)} in {root} (once; cached for later runs)")
+            shutil.rmtree(root, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, capture_output=True)
+            res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                  "--no-compile", *reqs], capture_output=True, text=True)
+            if res.returncode != 0:
+                pytest.fail(f"could not build test venv {reqs}: {res.stderr[-2000:]}")
+            done.write_text(" ".join(reqs))
+    return python
+
+
 def run(args: list[str], *sites: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 600) -> subprocess.CompletedProcess:
     """Run `python -m kernelcheck ARGS` with `sites` first on sys.path, like a user's environment."""

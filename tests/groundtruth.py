@@ -21,7 +21,8 @@ reports it, as used in this mode, not fast when its torch path ran and fast when
 
     python -m tests.groundtruth                                  # installed transformers, every type
     python -m tests.groundtruth --transformers 5.13.1 --types mamba,zamba --modes train
-    python -m tests.groundtruth --transformers 5.25.0 --no-deps --env USE_HUB_KERNELS=0
+    python -m tests.groundtruth --transformers 5.25.0 --env USE_HUB_KERNELS=0   # with the kernels 0.19.1 it requires
+    python -m tests.groundtruth --transformers 5.25.0 --no-deps        # the base's kernels, outside its window
     python -m tests.groundtruth --site DIR --site DIR2 --env HF_HUB_OFFLINE=1 --json
 
 Exit 0 when doctor agrees with the truth everywhere, 1 when it disagrees anywhere, 2 for bad arguments.
@@ -45,6 +46,8 @@ REPO = HERE.parent
 for p in (str(REPO), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
+
+from tests.groundtruth_compare import compare, table  # noqa: E402,F401 - the comparison, re-exported
 
 # "recording": a prefill, then one forward of DRAFTS tokens with a cache that keeps their intermediate recurrent
 # states (Cache.activate_past_recording, as 5.25's speculative and MTP generation do), compared with doctor's train
@@ -214,6 +217,8 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": _first_line(exc), "modes": {}}
+        if "Unrecognized configuration class" in str(exc):  # a vision/audio sub-config: no causal LM
+            return {**out, **_tower(model, rec, modes)}
         return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
     load = _load_error(built.model)
     if isinstance(load, _LoadUnchecked):
@@ -227,6 +232,42 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     for mode in modes:
         out["modes"][mode] = _observe_mode(built, rec, mode)
     return out
+
+
+def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
+    """A sub-config type that is no causal LM (qwen3_5_vision): the model transformers builds for it
+    (`AutoModel.from_config`, tiny), and which of its modules are of a class whose source uses a fast-function
+    slot. None: nothing in the model can call one, truth 0 in every mode (the build ran, recorded). Some: no
+    truth (a tower's inputs are pixels or audio frames, and the harness runs no forward for them)."""
+    import inspect
+
+    from transformers import AutoModel
+
+    from kernelcheck.verify import layers as layers_mod
+
+    cfg, _ = layers_mod.shaped_config(model, "tiny")
+    try:
+        tower = AutoModel.from_config(cfg)
+    except Exception as exc:  # noqa: BLE001 - transformers cannot build it either: the job's build raises
+        err = f"AutoModel.from_config: {_first_line(exc)}"
+        return {"build_error": err, "modes": _all_raised(modes, err)}
+    rec.patch_module()
+    rec.patch_model(tower)
+    holders = set()
+    for sub in tower.modules():
+        try:
+            src = inspect.getsource(type(sub))
+        except (OSError, TypeError):
+            continue
+        if type(sub).__module__ == rec.module.__name__ and any(slot in src for slot in rec.slots):
+            holders.add(type(sub).__name__)
+    out: dict[str, Any] = {"class": type(tower).__name__, "tower": sorted(holders)}
+    if holders:
+        return {**out, "untested": f"{type(tower).__name__} holds {sorted(holders)}: no forward for a tower",
+                "modes": {}}
+    calls = list(rec.calls)  # what building it called (nothing expected)
+    code = 3 if any(not c["fast"] for c in calls) else 0
+    return {**out, "modes": {m: {"exit": code, "error": None, "calls": calls} for m in modes}}
 
 
 def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:
@@ -358,59 +399,6 @@ def doctor(model_type: str, mode: str, sites: list[Path], extra: dict[str, str])
     return {"exit": res.returncode, "report": rep}
 
 
-def compare(obs: dict[str, Any], doc: dict[str, Any], mode: str) -> dict[str, Any]:
-    """One (type, mode) row: agree when doctor's exit is the truth's and no function doctor calls fast ran torch."""
-    t = obs.get("modes", {}).get(mode) or {"exit": None, "error": obs.get("error"), "calls": []}
-    rep = doc["report"]
-    fns = {f["name"]: f for f in rep.get("functions", [])}
-    problems = []
-    if obs.get("untested") or obs.get("error") or t.get("untested"):
-        problems.append(f"no truth: {obs.get('untested') or obs.get('error') or t.get('untested')}")
-    elif t["exit"] != doc["exit"]:
-        problems.append(f"exit: truth {t['exit']}, doctor {doc['exit']}")
-    problems += _function_problems(t["calls"], fns, rep)
-    return {
-        "model_type": obs["model_type"], "mode": mode, "truth_exit": t["exit"], "doctor_exit": doc["exit"],
-        "agree": not problems, "problems": problems, "truth_error": t.get("error") or obs.get("build_error"),
-        "truth_calls": sorted({f"{c['slot']}={'fast' if c['fast'] else 'torch'}:{c['callable']}"
-                               for c in t["calls"]}),
-        "doctor": {n: f"{f.get('status')}{'' if f.get('used', True) else ' (unused)'}" for n, f in fns.items()},
-        "doctor_error": rep.get("error"),
-    }
-
-
-def _function_problems(calls: list[dict[str, Any]], fns: dict[str, dict[str, Any]],
-                       rep: dict[str, Any]) -> list[str]:
-    """Per function, what doctor says against what ran: a function that ran is reported and used in this mode;
-    one that ran its torch path is not called fast, one that ran only its kernel is called fast. Layer methods
-    (`Mamba2Mixer.torch_forward`) are no doctor function: the exit code covers them."""
-    misnamed = _misnamed()
-    ran: dict[str, set[bool]] = {}
-    for c in calls:
-        ran.setdefault(misnamed.get(c["slot"], c["slot"]), set()).add(bool(c["fast"]))
-    out = []
-    for name, kinds in sorted(ran.items()):
-        f = fns.get(name)
-        if f is None:
-            if "." not in name and fns and not rep.get("error"):
-                out.append(f"{name} ran ({'fast' if kinds == {True} else 'torch'}), doctor does not report it")
-            continue
-        if not f.get("used", True):
-            out.append(f"{name} ran, doctor says it is not used in this mode")
-        if False in kinds and f.get("status") == "fast":
-            out.append(f"{name}: doctor says fast ({f.get('implementation')}), torch ran")
-        if kinds == {True} and f.get("status") != "fast":
-            out.append(f"{name}: doctor says {f.get('status')}, its kernel ran")
-    return out
-
-
-@functools.cache
-def _misnamed() -> dict[str, str]:
-    from kernelcheck.core import matrix as matrix_mod
-
-    return {e["registered"]: e["function"] for e in matrix_mod.load().transformers.get("misnamed", [])}
-
-
 def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict[str, str] | None = None,
         jobs: int = 2) -> list[dict[str, Any]]:
     """Every (type, mode) row: the truth's child and the doctor runs side by side."""
@@ -423,33 +411,25 @@ def run(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: dict
         return [compare(obs[t], doc_f[(t, DOCTOR_MODE[m])].result(), m) for t in types for m in modes]
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'model_type':<22} {'mode':<9} {'truth':>5} {'doctor':>6}  result"]
-    for r in rows:
-        word = "agree" if r["agree"] else "DISAGREE: " + "; ".join(r["problems"])
-        lines.append(f"{r['model_type']:<22} {r['mode']:<9} {r['truth_exit']!s:>5} {r['doctor_exit']!s:>6}  {word}")
-        if not r["agree"]:
-            if r["truth_error"]:
-                lines.append(f"{'':<33} truth raised: {r['truth_error']}")
-            lines.append(f"{'':<33} truth ran: {', '.join(r['truth_calls']) or 'no slot'}")
-            lines.append(f"{'':<33} doctor: {', '.join(f'{k}={v}' for k, v in r['doctor'].items())}")
-    n = sum(r["agree"] for r in rows)
-    lines.append(f"{n} of {len(rows)} agree")
-    return "\n".join(lines)
-
-
 def known_types() -> list[str]:
     from kernelcheck.core import matrix as matrix_mod
 
     return list(matrix_mod.load().model_types)
 
 
+def _installed_types() -> list[str]:
+    """Types the installed transformers registers (sub-configs such as qwen3_5_vision): `--types` may name them."""
+    from kernelcheck.integrations import transformers_types
+
+    return list(transformers_types.known_model_types() or {})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.groundtruth", description=__doc__.split("\n\n")[0])
     ap.add_argument("--transformers", help="a transformers version to test (installed into a cached test site)")
     ap.add_argument("--no-deps", action="store_true",
-                    help="install --transformers without its dependencies (5.25.0 hard-requires kernels>=0.19.1, "
-                         "which the index lacks: the base environment's dependencies serve)")
+                    help="install --transformers without its dependencies: the base environment's serve (e.g. 5.25.0 "
+                         "with the base's kernels, outside its window, instead of the kernels 0.19.1 it requires)")
     ap.add_argument("--site", action="append", default=[], type=Path,
                     help="a folder put first on sys.path (e.g. one made with pip install --target); repeatable")
     ap.add_argument("--with", dest="extra_reqs", action="append", default=[],
@@ -488,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             made.append(site(*a.extra_reqs, deps=True))
         sites = made + sites
     types = [t for t in (a.types or "").split(",") if t] or known_types()
-    unknown = sorted(set(types) - set(known_types()))
+    unknown = sorted(set(types) - set(known_types()) - set(_installed_types()))
     if unknown:
         ap.error(f"unknown model types {unknown}; kernelcheck knows {known_types()}")
     rows = run(types, modes, sites, extra, a.jobs)

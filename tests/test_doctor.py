@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.envs import function, run, run_json, site
+from tests.envs import TF525, function, run, run_json, site
 
 GDN = ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update"]
 
@@ -320,11 +320,13 @@ def test_static_binding_equals_exact_binding(sites):
 
 # --- transformers 5.25 and newer model types (#12) ----------------------------------------------------------
 
-TF525 = ("transformers==5.25.0",)  # hard-requires kernels>=0.19.1,<0.20, absent from the index: --no-deps
+# TF525 (tests/envs.py): transformers 5.25.0 with kernels 0.19.1, the release its hard requirement
+# (>=0.19.1,<0.20) resolves to, installed with its dependencies.
+TF525_KERNELS_OUTSIDE = ("transformers==5.25.0",)  # --no-deps on purpose: the base kernels 0.17.2, outside the window
 
 
 def test_5_25_hub_kernels_on_by_default_with_kernels_outside_its_window_is_broken():
-    tf = site(*TF525)
+    tf = site(*TF525_KERNELS_OUTSIDE)
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], tf)
     assert rep["environment"]["transformers"] == "5.25.0"
     assert code == 4, rep
@@ -337,7 +339,7 @@ def test_5_25_hub_kernels_on_by_default_with_kernels_outside_its_window_is_broke
 
 
 def test_5_25_train_mode_counts_the_recurrent_function_of_the_chunked_path_and_reports_kernelize_hooks():
-    code, rep = run_json(["doctor", "--model", "qwen3_5", "--mode", "train"], site(*TF525),
+    code, rep = run_json(["doctor", "--model", "qwen3_5", "--mode", "train"], site(*TF525, deps=True),
                          env={"USE_HUB_KERNELS": "0"})
     assert code == 3, rep
     # 5.25's Qwen3_5GatedDeltaNet.forward calls torch_recurrent_gated_delta_rule for the last tokens when the cache
@@ -368,7 +370,7 @@ def test_a_kernel_decorator_the_reader_does_not_know_is_a_warning():
     from kernelcheck.doctor import source_notes
     from kernelcheck.integrations import transformers_calls
 
-    src = (site(*TF525) / "transformers" / "models" / "qwen3_5" / "modeling_qwen3_5.py").read_text()
+    src = (site(*TF525, deps=True) / "transformers" / "models" / "qwen3_5" / "modeling_qwen3_5.py").read_text()
     src += '\n\n@use_kernel_stepwise_from_hub("chunk_gated_delta_rule")\ndef stepwise(x):\n    return x\n'
     got = source_notes.hook_findings("transformers.models.qwen3_5.modeling_qwen3_5", "5.99.0",
                                      transformers_calls.hooks_of(ast.parse(src)))
@@ -379,7 +381,7 @@ def test_a_kernel_decorator_the_reader_does_not_know_is_a_warning():
 
 
 def test_5_25_with_hub_kernels_disabled_is_the_torch_fallback():
-    tf = site(*TF525)
+    tf = site(*TF525, deps=True)
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b"], tf, env={"USE_HUB_KERNELS": "0"})
     assert code == 3, rep
     assert not any(x["id"] == "hub-kernels-unusable" for x in rep["findings"])
@@ -388,16 +390,16 @@ def test_5_25_with_hub_kernels_disabled_is_the_torch_fallback():
 
 
 @pytest.mark.parametrize("model_type,needs", [("glm5_next_text", "chunk_kda"), ("inkling_text", "causal_conv1d_fn"),
-                                              ("qwen3_5_vision", "chunk_gated_delta_rule")])
+                                              ("qwen3_5_text", "chunk_gated_delta_rule")])
 def test_sub_config_types_get_their_parents_needs(model_type, needs):
-    code, rep = run_json(["doctor", "--model", model_type], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    code, rep = run_json(["doctor", "--model", model_type], site(*TF525, deps=True), env={"USE_HUB_KERNELS": "0"})
     assert code == 3, rep
     assert rep["model"]["model_type"] == model_type
     assert function(rep, needs)["status"] == "fallback"
 
 
 def test_any_model_type_the_installed_transformers_knows_resolves():
-    code, rep = run_json(["doctor", "--model", "llama"], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    code, rep = run_json(["doctor", "--model", "llama"], site(*TF525, deps=True), env={"USE_HUB_KERNELS": "0"})
     assert code == 0, rep  # llama binds no fast kernel: nothing slow to report
     assert rep["model"]["model_type"] == "llama" and [f["name"] for f in rep["functions"]] == ["attention:sdpa"]
 
@@ -413,7 +415,8 @@ def test_a_listed_type_older_transformers_lacks_says_too_old():
 
 def test_inkling_is_not_a_model_type_but_its_real_types_are():
     assert _bad(["doctor", "--model", "inkling"])  # not a transformers model_type
-    code, rep = run_json(["doctor", "--model", "inkling_mm_model"], site(*TF525), env={"USE_HUB_KERNELS": "0"})
+    code, rep = run_json(["doctor", "--model", "inkling_mm_model"], site(*TF525, deps=True),
+                         env={"USE_HUB_KERNELS": "0"})
     assert code == 3 and function(rep, "causal_conv1d_fn")["status"] == "fallback"
 
 
@@ -469,7 +472,7 @@ def test_dispatch_variables_and_unsloth_are_reported():
 
 def test_5_25_with_fla_bound_on_cpu_names_the_torch_function_that_really_runs():
     fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
-    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], site(*TF525), fla,
+    code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], site(*TF525, deps=True), fla,
                          env={"USE_HUB_KERNELS": "0"})
     f = function(rep, "chunk_gated_delta_rule")
     assert f["status"] == "unsupported", f

@@ -11,13 +11,16 @@ import sys
 import pytest
 
 from tests import groundtruth
-from tests.envs import REPO, site
+from tests.envs import REPO, TF525, site
 
 pytestmark = pytest.mark.integration
 
 MAMBA_513 = ["mamba", "mamba2", "jamba", "zamba"]  # falcon_mamba, nemotron_h, bamba ...: the full command
-TF525 = ("transformers==5.25.0",)  # hard-requires kernels>=0.19.1,<0.20 (not on the index): --no-deps
 FLA = ("fla-core==0.6.0", "einops", "triton==3.6.0")
+# A bounded subset of each release (the full run: `python -m tests.groundtruth --transformers X`): a Gated DeltaNet
+# hybrid, a Mamba, a short-conv model, a model with no fast kernel (llama: 5.13's rotary Hub decorator) and a
+# vision tower (qwen3_5_vision: the parent's module, none of its layers).
+SUBSET = ["qwen3_5", "mamba2", "lfm2", "llama", "qwen3_5_vision"]
 
 
 def _check(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -35,9 +38,19 @@ def test_installed_transformers_doctor_agrees_with_what_runs():
     assert all(r["truth_exit"] == 3 for r in rows.values())
 
 
+@pytest.mark.parametrize("version", ["5.18.0", "5.23.0"])
+def test_transformers_5_18_and_5_23_doctor_agrees_with_what_runs(version):
+    # 5.18: the base's kernels 0.17.2 is inside its window (>=0.17,<0.18); 5.23: outside (>=0.18.2,<0.19)
+    rows = _check(groundtruth.run(SUBSET, ("train", "infer"), [site(f"transformers=={version}", deps=True)], {}))
+    assert rows[("qwen3_5", "train")]["truth_exit"] == 3 and rows[("mamba2", "infer")]["truth_exit"] == 3
+    assert rows[("llama", "train")]["truth_exit"] == 0 and rows[("qwen3_5_vision", "infer")]["truth_exit"] == 0
+    assert rows[("qwen3_5_vision", "train")]["doctor"] == {"attention:sdpa": "fast"}
+
+
 def test_transformers_5_13_mamba_family_doctor_agrees_with_what_runs():
     tf = site("transformers==5.13.1", deps=True)
-    rows = _check(groundtruth.run(MAMBA_513, ("train",), [tf], {}))
+    rows = _check(groundtruth.run([*MAMBA_513, "llama", "qwen3_5_vision"], ("train",), [tf], {}))
+    assert rows[("llama", "train")]["truth_exit"] == 0 and rows[("qwen3_5_vision", "train")]["truth_exit"] == 0
     # 5.13 resolves the kernels in the mixer's __init__: with none here the mixer's own torch path runs ...
     assert rows[("mamba2", "train")]["truth_calls"] == [
         "Mamba2Mixer.torch_forward=torch:transformers.models.mamba2.modeling_mamba2.Mamba2Mixer.torch_forward"]
@@ -63,10 +76,19 @@ def test_transformers_5_13_with_kernels_in_window_offline_crashes_at_build_and_d
         assert "not available in the local cache" in rows[t]["truth_error"]  # USE_HUB_KERNELS=0 does not help
 
 
+def test_5_25_with_its_kernels_hub_kernels_by_default_load_on_cpu_and_doctor_agrees():
+    # transformers 5.25.0 with kernels 0.19.1 installed the normal way (its hard requirement), Hub kernels on by
+    # default, offline: on this CPU from_pretrained loads (the mapping has no CPU kernel) and the torch path runs
+    rows = _check(groundtruth.run(["qwen3_5", "llama"], ("train",), [site(*TF525, deps=True)], {}))
+    assert rows[("qwen3_5", "train")]["truth_exit"] == 3 and rows[("llama", "train")]["truth_exit"] == 0
+    assert any(c.startswith("chunk_gated_delta_rule=torch:") for c in rows[("qwen3_5", "train")]["truth_calls"])
+
+
 def test_5_25_hub_kernels_by_default_the_load_raises_and_doctor_says_broken():
     # kernels 0.17.2 (the dev env's) is outside 5.25's window: from_pretrained turns use_kernels on by default and
-    # raises; building from a config alone would not, so the harness loads the saved tiny model like a job does
-    rows = _check(groundtruth.run(["qwen3_5"], ("train",), [site(*TF525)], {}))
+    # raises; building from a config alone would not, so the harness loads the saved tiny model like a job does.
+    # transformers installed --no-deps on purpose: pip would otherwise bring the kernels 0.19.1 it requires.
+    rows = _check(groundtruth.run(["qwen3_5"], ("train",), [site("transformers==5.25.0")], {}))
     for r in rows.values():
         assert r["truth_exit"] == 4 and r["doctor_exit"] == 4
         assert r["truth_error"].startswith("building the model raised: from_pretrained: ValueError: Kernels are not "
@@ -75,7 +97,7 @@ def test_5_25_hub_kernels_by_default_the_load_raises_and_doctor_says_broken():
 
 def test_5_25_fla_bound_on_cpu_and_drafts_with_a_recording_cache_doctor_agrees_with_what_runs():
     rows = _check(groundtruth.run(["qwen3_5", "mamba2"], ("infer", "recording"),
-                                  [site(*TF525), site(*FLA)], {"USE_HUB_KERNELS": "0"}))
+                                  [site(*TF525, deps=True), site(*FLA)], {"USE_HUB_KERNELS": "0"}))
     # fla is bound, but 5.25's wrapper checks the input's device on every call: on this CPU the torch function
     # runs, and doctor names it (status unsupported: fla would run on a GPU)
     infer = rows[("qwen3_5", "infer")]

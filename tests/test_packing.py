@@ -11,16 +11,15 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.packing.decide import decide, has_guard, load_facts, section
-from tests.envs import site
+from tests.envs import TF525, site
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = load_facts()
 GDN = ("causal_conv1d_fn", "chunk_gated_delta_rule")
 
-# transformers regime -> the site that holds it (5.25.0 hard-requires kernels>=0.19.1, not on the index:
-# run with the venv's kernels and USE_HUB_KERNELS=0, which never imports it for a layer).
+# transformers regime -> the site that holds it (5.25.0 with the kernels 0.19.1 it requires, tests/envs.py TF525)
 REGIMES = {"5.17.0": (("transformers==5.17.0",), True), "5.20.2": (("transformers==5.20.2",), False),
-           "5.25.0": (("transformers==5.25.0",), False)}
+           "5.25.0": (TF525, True)}
 EXPECT_FLASH_TORCH = {"5.17.0": "mixed", "5.20.2": "raises", "5.25.0": "raises"}
 
 

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from tests import dockerfile, envs
 
@@ -123,15 +124,18 @@ def test_readme_or_docs_document_the_build_args():
 class Emulated:
     """Paths the Dockerfile uses, mapped into a temp folder, and the RUN steps with their environment."""
 
-    def __init__(self, root: Path, kc_bin: Path, build_args: dict[str, str] | None = None):
+    def __init__(self, root: Path, kc_bin: Path, build_args: dict[str, str] | None = None,
+                 base_python: Path | None = None):
         self.root = root
         self.df = dockerfile.parse(DOCKERFILE)
         self.map = {"/opt/kernels": str(root / "opt" / "kernels"), "/wheelhouse": str(root / "wheelhouse"),
                     "/src/kernelcheck": str(root / "src" / "kernelcheck")}
         (root / "wheelhouse").mkdir(parents=True, exist_ok=True)  # a cache mount always exists in a build
         self.build_args = build_args or {}
-        # The "base image": this test's Python with its torch/transformers/pip, nothing from the caller.
-        base_path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+        # The "base image": this test's Python (or `base_python`'s venv) with its torch/transformers/pip, nothing
+        # from the caller.
+        base_bin = (base_python or Path(sys.executable)).parent
+        base_path = os.pathsep.join([str(base_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         self.base_env = {"PATH": base_path, "HOME": str(root / "home"), "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8"}
         for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CERT", "SSL_CERT_FILE",
                   "KERNELCHECK_TEST_CACHE", "TMPDIR"):
@@ -184,7 +188,10 @@ class Emulated:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, kc_bin):
     """The build stage, run step by step; install runs as --dry-run (no CUDA torch here to build with)."""
-    em = Emulated(tmp_path_factory.mktemp("image"), kc_bin)
+    return _build_stage(Emulated(tmp_path_factory.mktemp("image"), kc_bin))
+
+
+def _build_stage(em: Emulated) -> Emulated:
     results = []
     for ins, env, cwd in em.steps("build"):
         if ins.keyword == "COPY":
@@ -221,6 +228,35 @@ def test_build_stage_layers_kernelcheck_over_the_base_without_touching_torch(bui
     assert kc_file.startswith(str(venv)) and prefix == str(venv)  # kernelcheck lives in the result folder
     # Nothing of torch was copied into the result folder.
     assert not list(venv.glob("lib/python*/site-packages/torch"))
+
+
+@pytest.mark.slow
+def test_build_stage_keeps_every_package_of_a_base_with_the_newest_stack(tmp_path_factory, kc_bin):
+    """A base image with transformers 5.25.0 and kernels 0.19.1 (its own venv, as images often have): after the
+    stage, the image's python still runs the base's transformers, kernels and huggingface_hub, and the kernels venv
+    holds no second copy of any package the base has (a copy there would shadow the base's: issue #21)."""
+    base_python = envs.stack_venv("5.25.0", "0.19.1")
+    em = _build_stage(Emulated(tmp_path_factory.mktemp("image525"), kc_bin, base_python=base_python))
+    venv = Path(em.path("/opt/kernels"))
+    listed = subprocess.run([str(base_python), "-m", "pip", "list", "--format=json"], capture_output=True,
+                            text=True, check=True)
+    base = {canonicalize_name(d["name"]): d["version"] for d in json.loads(listed.stdout)}
+    assert base["kernels"] == "0.19.1" and base["transformers"] == "5.25.0"
+    layered = {canonicalize_name(p.name.split("-")[0])
+               for p in venv.glob("lib/python*/site-packages/*.dist-info")}
+    assert "kernelcheck-transformers" in layered  # it was installed there ...
+    assert layered & set(base) == set(), layered & set(base)  # ... next to nothing the base already has
+    probe = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import json, importlib.metadata as md, kernels, transformers, huggingface_hub as h; "
+         "print(json.dumps({n: [md.version(n), m.__file__] for n, m in "
+         "(('kernels', kernels), ('transformers', transformers), ('huggingface_hub', h))}))"],
+        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(em.root)}, cwd=em.root)
+    assert probe.returncode == 0, probe.stderr
+    seen = json.loads(probe.stdout)
+    base_prefix = str(base_python.parent.parent)
+    for name, (version, where) in seen.items():
+        assert version == base[canonicalize_name(name)] and where.startswith(base_prefix), (name, version, where)
 
 
 @pytest.mark.slow

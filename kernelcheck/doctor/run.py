@@ -14,6 +14,7 @@ from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
+from kernelcheck.doctor import submodel as submodel_mod
 from kernelcheck.doctor.why import AttrCheck, _attr_in_process, _device_ok, _import_error_fill, _why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
@@ -288,7 +289,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
             probe.plan_packages()
             probe.send()
         return _too_old_report(report, model, env, too_old, mode, probe)
-    result = _bind(model, report, env, exact, probe)
+    result = submodel_mod.restrict(model, _bind(model, report, env, exact, probe), report.findings)
     env = _with_packages(env, probe)
     report.environment = env.to_json()
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
@@ -300,8 +301,8 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     report.findings.extend(environment_findings(env))
     report.findings.extend(manifest.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
-    if not result.module_error:
-        report.findings.extend(notes_mod.source_findings(result.module, env, mode))
+    if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
+        report.findings.extend(notes_mod.source_findings(result.module, env, mode))  # the module's layers
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from kernelcheck.integrations import transformers as bindings_mod
 
-KNOWN_DECORATORS = ("use_kernel_func_from_hub_with_fallback", "use_kernel_forward_from_hub", "use_kernelized_func")
+KNOWN_DECORATORS = ("use_kernel_func_from_hub_with_fallback", "use_kernel_forward_from_hub", "use_kernelized_func",
+                    "use_kernel_func_from_hub")
+# Decorators that make a whole function a hook `kernelize` can replace (use_kernels=True): 5.25's
+# use_kernel_forward_from_hub on a function, and kernels' use_kernel_func_from_hub (transformers 5.13-5.14:
+# @use_kernel_func_from_hub("rotary_pos_emb") on apply_rotary_pos_emb; kernels 0.15.2 layer/func.py:167, "the
+# function will be exposed as an instance of torch.nn.Module ... to be kernelized"). Without kernelize the body runs.
+FUNCTION_HOOKS = ("use_kernel_forward_from_hub", "use_kernel_func_from_hub")
 
 
 @dataclass(frozen=True)
@@ -168,7 +174,7 @@ def hooks_of(tree: ast.Module) -> Hooks:
                 continue
             if name not in KNOWN_DECORATORS:
                 unread.append(f"@{name} on {node.name} (line {dec.lineno})")
-            elif name == "use_kernel_forward_from_hub" and isinstance(node, ast.FunctionDef):
+            elif name in FUNCTION_HOOKS and isinstance(node, ast.FunctionDef):
                 arg = dec.args[0] if isinstance(dec, ast.Call) and dec.args else None
                 called = tuple(dict.fromkeys(registered[c.func.id] for c in ast.walk(node) if isinstance(c, ast.Call)
                                              and isinstance(c.func, ast.Name) and c.func.id in registered))
