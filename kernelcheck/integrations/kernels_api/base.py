@@ -91,8 +91,9 @@ class KernelsApi:
 
     # -- where names live ---------------------------------------------------------------------------------------
     def module(self, name: str) -> Any:
+        where = "kernels" if name == "_rust" else self.prefix  # the compiled module stays at kernels._rust
         try:
-            return importlib.import_module(f"{self.prefix}.{name}" if name else self.prefix)
+            return importlib.import_module(f"{where}.{name}" if name else where)
         except ImportError as exc:
             raise LayoutError(f"{self.prefix}.{name} ({exc})") from exc
 
