@@ -272,7 +272,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     lines.extend(_row_line(row, used) for row in rows)
     for spec, res in resolutions.items():
         lines.extend(_resolution_lines(spec, res))
-    if not used and any(("repo" in r) for r in rows):
+    if not used and not refused and any(("repo" in r) for r in rows):
         findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 

@@ -50,7 +50,7 @@ def main() -> None:
         "target": [[d.info.variant, d.accepted, d.reason] for d in target],
         "real_local_file": real.__file__,
         "meta": [meta.kernels_minver, meta.backend, list(meta.archs)],
-        "supports": None if supports is None else [supports(list(meta.archs), (9, 0)), supports(list(meta.archs), (12, 0))],
+        "supports": None if supports is None else [supports(list(meta.archs), cap) for cap in ((9, 0), (12, 0))],
         "cached_versions": {str(k): v for k, v in a.cached_versions("kernels-community/probe").items()},
         "commit": commit,
         "offline_error": a.offline_version_error("kernels-community/absent", 3),
