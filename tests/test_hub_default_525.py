@@ -146,3 +146,21 @@ def test_a_build_stage_prefetch_for_the_h200_image_makes_the_offline_target_chec
     assert code == 0, data["findings"]
     assert {r["chosen"] for r in data["hub"]["repos"]} == {CU130}
     assert _row(data, "chunk_gated_delta_rule")["path"] == "hub"
+
+
+def test_the_gpu_truth_program_agrees_with_doctor_on_the_cpu(stack: Path, tmp_path: Path) -> None:
+    """tests/programs/gpu_hub_default_truth.py is what the lead runs on the H200 (docs in the program). Here, on the
+    CPU, 5.25's mapping has no Hub kernel for cpu: the job loads and trains offline with an empty cache, and doctor
+    on the saved folder (device cpu, from the torch build) is not broken. On the H200 the same pair is expected to
+    read loaded=false with kernels' Version 3 error and doctor BROKEN (exit 4)."""
+    folder = tmp_path / "tiny-qwen35"
+    res = _program("gpu_hub_default_truth", str(folder), "--device", "cpu", "--dtype", "fp32", stack=stack,
+                   env=_offline(tmp_path))
+    assert res.returncode == 0, res.stderr[-3000:]
+    truth = json.loads(res.stdout.strip().splitlines()[-1])
+    assert truth["loaded"] is True and truth["step_ok"] is True and truth["error"] is None, truth
+    assert truth["versions"]["transformers"] == "5.25.0" and truth["versions"]["kernels"] == "0.19.1"
+    assert truth["implementations"]["chunk_gated_delta_rule"] == [
+        "transformers.models.qwen3_5.modeling_qwen3_5.torch_chunk_gated_delta_rule"]
+    code, data = run_json(["doctor", "--model", str(folder), "--mode", "train"], stack, env=_offline(tmp_path))
+    assert code == 3 and not _findings(data, "hub-not-listable"), data["findings"]  # torch path: fallback, loads
