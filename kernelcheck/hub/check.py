@@ -50,6 +50,10 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
     if not wants:
         return False, (f"{who}: transformers loads no Hub kernel unless the job passes use_kernels=True "
                        "(run doctor with --hub to check that case)")
+    if refuses(th, use_hub):
+        have = f"kernels {th.kernels} is outside" if th.kernels else "the `kernels` package is absent, outside"
+        return False, (f"{who}, but {have} the window transformers {th.transformers} accepts ({th.window_text}): "
+                       "from_pretrained raises ValueError (\"Kernels are not available\") before any Hub kernel loads")
     if not th.kernels:
         return False, f"{who}, but the `kernels` package is not installed"
     if not th.window_met:
@@ -61,6 +65,14 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
                   f"USE_HUB_KERNELS={th.use_hub_kernels}")
 
 
+def refuses(th: hub_mod.TransformersHub, use_hub: bool | None) -> bool:
+    """Whether from_pretrained raises ValueError because kernels is unusable: the job asks for Hub kernels (--hub,
+    or 5.25's use_kernels=True default with USE_HUB_KERNELS on), kernels is outside the window (or absent), and
+    this transformers' set_use_kernels raises on that (read from its source)."""
+    wants = bool(use_hub) or (use_hub is None and bool(th.use_kernels_default) and th.hub_enabled_by_env)
+    return bool(wants and th.transformers and not th.window_met and th.refuses_when_unusable)
+
+
 def _kernels_importable() -> bool:
     try:
         import kernels  # noqa: F401
@@ -69,13 +81,15 @@ def _kernels_importable() -> bool:
     return True
 
 
-def _header(th: hub_mod.TransformersHub, used: bool, why: str) -> list[str]:
+def _header(th: hub_mod.TransformersHub, used: bool, why: str, refused: bool = False) -> list[str]:
     lines: list[str] = []
     if th.window:
         state = "inside" if th.window_met else "OUTSIDE"
+        outside = (" -> from_pretrained refuses to load (ValueError)" if refused
+                   else " -> transformers treats kernels as absent")
         lines.append(f"transformers {th.transformers} accepts kernels {th.window_text} ({th.window_source}); "
                      f"installed kernels {th.kernels or 'absent'}: {state} the window"
-                     + ("" if th.window_met else " -> transformers treats kernels as absent"))
+                     + ("" if th.window_met else outside))
     env_note = "set" if th.use_hub_kernels_set else "transformers' default"
     lines.append(f"USE_HUB_KERNELS={th.use_hub_kernels} ({env_note}: Hub decorators "
                  f"{'on' if th.hub_enabled_by_env else 'off'}) · from_pretrained use_kernels default: "
@@ -174,7 +188,25 @@ def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_m
     return rows, resolutions
 
 
+def _runs(row: dict[str, Any]) -> str:
+    """Which path the job runs for the row: the Hub build, the pip package bound at import, or torch."""
+    path = row.get("path")
+    if path == "hub":
+        return " -> the Hub path runs"
+    if path == "load-fails":
+        return " -> the model load fails"
+    if path == "package":
+        return f" -> the pip path runs ({row.get('implementation')})"
+    if row["kind"] == "function" and row.get("implementation"):
+        return f" -> the torch path runs ({row.get('implementation')})"
+    return ""
+
+
 def _row_line(row: dict[str, Any], used: bool) -> str:
+    return _row_text(row, used) + (_runs(row) if used else "")
+
+
+def _row_text(row: dict[str, Any], used: bool) -> str:
     head = f"{row['name']} ({row['kind']})"
     if "repo" not in row:
         return f"{head}: {row['note']}"
@@ -213,7 +245,8 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
-    lines = _header(th, used, why)
+    refused = refuses(th, use_hub)
+    lines = _header(th, used, why, refused)
     findings = _window_findings(th, use_hub, used)
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
@@ -223,17 +256,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         names.setdefault(f, "function")
     if names:
         lines.extend(_listing_lines(env, dev, mode, source, used, device, target))
-    if names and not _kernels_importable():
-        # Without the `kernels` package there is no resolver to ask and transformers loads no Hub kernel.
-        lines.append("kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved")
-        findings.append(Finding(
-            "hub-kernels-absent", "broken" if use_hub else "info",
-            "the `kernels` package is not installed (or does not import)" + (
-                ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
-                if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
-            f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'"
-            "  (only if you want Hub kernels)"))
-        names = {}
+        names = _resolvable(findings, lines, names, th, use_hub, used, refused)
     rows, resolutions = _rows(th, names, env, dev, mode, source, target)
     fstatus = {f.name: f for f in report.functions}
     by_repo: dict[str, list[dict[str, Any]]] = {}
@@ -242,12 +265,14 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
             by_repo.setdefault(row["repo"], []).append(row)
     replaced: list[decide.HubEvidence] = []
     for spec, group in by_repo.items():
-        replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M"))
+        replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M",
+                               by_default=use_hub is None))
     report.functions = decide.decide_all(report.functions, hub=replaced)
+    _paths(rows, used, fstatus, {h.function for h in replaced})
     lines.extend(_row_line(row, used) for row in rows)
     for spec, res in resolutions.items():
         lines.extend(_resolution_lines(spec, res))
-    if not used and any(("repo" in r) for r in rows):
+    if not used and not refused and any(("repo" in r) for r in rows):
         findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 
@@ -270,8 +295,76 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     return section
 
 
+def _resolvable(findings: list[Finding], lines: list[str], names: dict[str, str], th: hub_mod.TransformersHub,
+                use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
+    """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""
+    if not _kernels_importable():
+        lines.append(_absent(findings, th, use_hub, refused))
+        return {}
+    return _adapter_guard(findings, lines, names) if used else names
+
+
+def _paths(rows: list[dict[str, Any]], used: bool, fstatus: dict[str, Any], replaced: set[str]) -> None:
+    """Each row's `path`: which code runs for that layer or function in the job - the Hub build (kernelize swaps it
+    in), the pip package transformers bound at import, or the torch forward/function."""
+    for row in rows:
+        if used and "repo" in row and (row.get("problem") or (row.get("error") and not row.get("variant"))):
+            row["path"] = "load-fails"  # kernels raises: hub-build-fails / hub-not-listable
+            continue
+        if used and row.get("variant") and not (row.get("problem") or row.get("blocked") or row.get("error")) \
+                and (row["kind"] == "layer" or row["name"] in replaced or row["name"] not in fstatus):
+            row["path"] = "hub"
+            continue
+        fs = fstatus.get(row["name"])
+        if row["kind"] == "function" and fs is not None:
+            row["path"] = "package" if fs.status == "fast" else "torch"
+            row["implementation"] = fs.implementation
+        else:
+            row["path"] = "torch"
+
+
+def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool | None, refused: bool) -> str:
+    """Without the `kernels` package there is no resolver to ask: the line for the section (and a finding unless
+    hub-kernels-unusable already says that from_pretrained refuses)."""
+    if refused and not use_hub:
+        return ("kernels is not installed: from_pretrained's use_kernels=True default raises ValueError at load "
+                "(hub-kernels-unusable), so no variant is resolved")
+    findings.append(Finding(
+        "hub-kernels-absent", "broken" if use_hub else "info",
+        "the `kernels` package is not installed (or does not import)" + (
+            ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
+            if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
+        f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'"
+        "  (only if you want Hub kernels)"))
+    return "kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved"
+
+
+def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, str]) -> dict[str, str]:
+    """A kernels release no adapter fits (kernels_api): one finding, no variant listed, never an internal error.
+    A newer release whose layout matched the newest adapter is read, and says so."""
+    from kernelcheck.integrations import kernels_api
+
+    got = kernels_api.adapter()
+    if isinstance(got, kernels_api.Unsupported):
+        lines.append(f"{got.reason}: the builds kernels would load are not listed")
+        findings.append(Finding(
+            "hub-kernels-layout-unknown", "fallback",
+            f"{got.reason}. The job loads Hub kernels (use_kernels=True), so which build each layer and function "
+            "gets here, and whether a cached one exists, was not checked.",
+            "pip install a kernels release inside transformers' window that kernelcheck knows (0.15-0.19), or set "
+            "USE_HUB_KERNELS=0 for the job; and report the kernels version to kernelcheck",
+            "kernelcheck/integrations/kernels_api (one adapter per kernels release generation)"))
+        return {}
+    if got.newer_than_known:
+        findings.append(Finding(
+            "hub-kernels-newer", "info",
+            f"kernels {got.newer_than_known} is newer than kernelcheck knows; its layout matches generation "
+            f"{got.generation}, so the variants below are read with that adapter"))
+    return names
+
+
 def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Resolution, used: bool,
-           fstatus: dict[str, Any], q: str) -> list[decide.HubEvidence]:
+           fstatus: dict[str, Any], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
@@ -309,14 +402,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
                                 "kernels validate.py ArchValidator/MinverValidator", fns))
         return []
     if res.error:
-        findings.append(Finding(
-            "hub-not-listable", "broken",
-            f"{res.spec} (for {names}) cannot be resolved here: {res.error}. kernels raises instead of falling back "
-            "(offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
-            "load fails.",
-            f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
-            "then run the job with HF_HUB_OFFLINE=1",
-            "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns))
+        findings.append(_not_listable(res, names, q, by_default, fns))
         return []
     def is_slow(r: dict[str, Any]) -> bool:
         fs = fstatus.get(r["name"])
@@ -338,6 +424,21 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
         f"install --model {q}); kernelcheck never changes torch for you",
         "kernels variants.py resolve_variants; layer.py kernelize_layer (KernelizeFallback.CANNOT_LOAD)", fns))
     return []
+
+
+def _not_listable(res: hub_mod.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...]) -> Finding:
+    """The build kernels needs cannot be found (offline, not cached; or the Hub unreachable): the load fails."""
+    said = f"{res.kernels_error.rstrip('.')}; " if res.kernels_error else ""
+    off = ("or set USE_HUB_KERNELS=0 for the job to keep the pip packages (from_pretrained then loads no Hub "
+           "kernel)" if by_default else "or drop use_kernels=True from the job (or set USE_HUB_KERNELS=0)")
+    return Finding(
+        "hub-not-listable", "broken",
+        f"{res.spec} (for {names}) cannot be resolved here: {said}{res.error}. kernels raises instead of falling "
+        "back (offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
+        "load fails.",
+        f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
+        f"then run the job with HF_HUB_OFFLINE=1; {off}",
+        "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns)
 
 
 def _index_hint(variant: str | None) -> str:

@@ -8,7 +8,8 @@ This module answers, from the installed packages rather than from tables in kern
 - what transformers maps to the Hub (its own `_build_kernel_mapping`, read from its source so it works
   even when transformers considers the installed `kernels` out of its version window), the `kernels`
   window it accepts, `USE_HUB_KERNELS` and the `use_kernels` default of `from_pretrained`;
-- which build variant `kernels` itself would choose for each repository (`kernels.variants`), with the
+- which build variant `kernels` itself would choose for each repository (its resolver, through the
+  per-release adapter in kernels_api/), with the
   reason every other variant was rejected, listed from `LOCAL_KERNELS`, the Hugging Face cache or the Hub;
 - `prefetch`: download exactly the chosen variants into the cache and write a `kernels.lock` in kernels'
   own format (`KernelLocks`), so offline jobs load exactly those builds;
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.integrations import kernels_api
+from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
 from kernelcheck.integrations.transformers_hub import (  # noqa: F401 - re-exported
     HubRepo,
     MappingEntry,
@@ -66,6 +69,8 @@ class Resolution:
     error: str | None = None  # the listing itself failed (offline and not cached, Hub unreachable ...)
     notes: tuple[str, ...] = ()
     blocked: str | None = None  # the cached build exists but kernels' offline lookup will not return it
+    unusable: str | None = None  # no kernels adapter fits the installed release: nothing was listed
+    kernels_error: str | None = None  # what kernels' own version lookup raises here (offline, not cached)
 
     @property
     def spec(self) -> str:
@@ -161,21 +166,26 @@ def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
     return tree, missing
 
 
-def _decide(variants: list[Any], target: Target | None) -> tuple[list[VariantDecision], list[Any], list[Any]]:
-    """kernels' resolver on a list of kernels.variants.Variant; returns (decisions, accepted, rejected)."""
-    from kernels.variants import VariantAccepted, resolve_variants
+class KernelsUnusable(RuntimeError):
+    """No adapter fits the installed kernels (kernels_api.Unsupported): the resolution says so, never exit 1."""
 
-    if target is None:
-        _, trace = resolve_variants(variants)
-    else:
-        trace = target.resolve(variants)
-    accepted = [d.variant for d in trace if isinstance(d, VariantAccepted)]
-    rejected = [d for d in trace if not isinstance(d, VariantAccepted)]
-    out = []
-    for d in trace:
-        ok = isinstance(d, VariantAccepted)
-        out.append(VariantDecision(d.variant.variant_str, ok, None if ok else d.reason,
-                                   chosen=bool(accepted) and d.variant == accepted[0]))
+
+def api() -> kernels_api.KernelsApi:
+    """The adapter for the installed kernels release (kernels_api); raises KernelsUnusable with the reason."""
+    got = kernels_api.adapter()
+    if isinstance(got, kernels_api.Unsupported):
+        raise KernelsUnusable(got.reason)
+    return got
+
+
+def _decide(variants: list[Any], target: Target | None) -> tuple[list[VariantDecision], list[kernels_api.Decision],
+                                                                   list[kernels_api.Decision]]:
+    """kernels' resolver on a list of kernels variants; returns (decisions, accepted, rejected), kernels' order."""
+    trace = api().resolve(variants, target.system() if target is not None else None)
+    accepted = [d for d in trace if d.accepted]
+    rejected = [d for d in trace if not d.accepted]
+    out = [VariantDecision(d.info.variant, d.accepted, d.reason, chosen=bool(accepted) and d is accepted[0])
+           for d in trace]
     return out, accepted, rejected
 
 
@@ -190,108 +200,44 @@ class Target:
     cpu: str | None = None
     os: str | None = None
 
-    def resolve(self, variants: list[Any]) -> list[Any]:
-        import torch
-        from kernels.backends import CPU, CUDA, _backend
-        from kernels.variants import _resolve_variant_for_system
-        from packaging.version import Version, parse
+    def system(self) -> kernels_api.System:
+        def pair(text: str | None) -> tuple[int, int] | None:
+            if not text:
+                return None
+            major, minor = text.split(".")[:2]
+            return int(major), int(minor)
 
-        tv = parse(self.torch or torch.__version__)
-        if self.cuda is None:
-            backend = _backend()
-        else:
-            backend = CUDA(version=Version(self.cuda)) if self.cuda else CPU()
-        abi = self.cxx11abi if self.cxx11abi is not None else bool(torch.compiled_with_cxx11_abi())
-        _, trace = _resolve_variant_for_system(
-            variants=variants, selected_backend=backend, cpu=self.cpu or platform.machine(),
-            os=self.os or platform.system().lower(), torch_version=Version(f"{tv.major}.{tv.minor}"),
-            torch_cxx11_abi=abi, tvm_ffi_version=None)
-        return trace
+        return kernels_api.System(torch=pair(self.torch), cuda=pair(self.cuda), cpu_build=self.cuda == "",
+                                  cxx11abi=self.cxx11abi, cpu=self.cpu, os=self.os)
 
 
 def _system(target: Target | None = None) -> dict[str, Any]:
     """This machine as kernels sees it, or the `target` (for the nearest-variant ranking)."""
-    from kernels.backends import _backend
-
     if target is not None and (target.torch or target.cuda is not None):
         base = _system()
-        if target.torch:
-            major, minor = target.torch.split(".")[:2]
-            base["torch"] = (int(major), int(minor))
-        if target.cuda is not None:
-            if target.cuda:
-                major, minor = target.cuda.split(".")[:2]
-                base.update(backend="cuda", cuda=(int(major), int(minor)))
-            else:
-                base.update(backend="cpu", cuda=None)
+        sysv = target.system()
+        if sysv.torch:
+            base["torch"] = sysv.torch
+        if sysv.cuda is not None:
+            base.update(backend="cuda", cuda=sysv.cuda)
+        elif sysv.cpu_build:
+            base.update(backend="cpu", cuda=None)
         return base
 
     try:
         import torch
 
         tv = torch.__version__.split("+")[0].split(".")
-        torch_mm = (int(tv[0]), int(tv[1]))
-        abi = bool(torch.compiled_with_cxx11_abi())
+        torch_mm: tuple[int, int] | None = (int(tv[0]), int(tv[1]))
+        abi: bool | None = bool(torch.compiled_with_cxx11_abi())
     except Exception:  # noqa: BLE001
         torch_mm, abi = None, None
-    b = _backend()
     return {"cpu": platform.machine(), "os": platform.system().lower(), "torch": torch_mm, "abi": abi,
-            "backend": b.name, "backend_variant": b.variant_str,
-            "cuda": (b.version.major, b.version.minor) if b.name == "cuda" else None}
+            **api().this_system()}
 
 
-def _nearest(rejected: list[Any], target: Target | None = None) -> tuple[str | None, str | None]:
-    """The rejected variant closest to this system, and the environment that would accept it."""
-    from kernels.variants import NoarchVariant, Torch
-
-    if not rejected:
-        return None, None
-    sysinfo = _system(target)
-
-    def score(d: Any) -> tuple[int, ...]:
-        v = d.variant
-        if isinstance(v, NoarchVariant):
-            return (0, 0, 1 if v.arch.backend_name != sysinfo["backend"] else 0, 0, 0)
-        plat = (v.arch.platform != sysinfo["cpu"]) + (v.arch.os != sysinfo["os"])
-        backend = 0 if v.arch.backend.name == sysinfo["backend"] else 1
-        dist = 0
-        if isinstance(v.framework, Torch) and sysinfo["torch"]:
-            dist = abs((v.framework.version.major * 100 + v.framework.version.minor)
-                       - (sysinfo["torch"][0] * 100 + sysinfo["torch"][1]))
-        cuda_dist = 0
-        if v.arch.backend.name == "cuda" and sysinfo["cuda"]:
-            cuda_dist = abs(v.arch.backend.version.major - sysinfo["cuda"][0]) * 100 + \
-                abs(v.arch.backend.version.minor - sysinfo["cuda"][1])
-        return (plat, backend, dist, cuda_dist, 0)
-
-    best = min(rejected, key=score).variant
-    return best.variant_str, would_match(best)
-
-
-def would_match(variant: Any) -> str:
-    """In words: the torch/CUDA environment in which kernels would accept `variant`."""
-    from kernels.variants import NoarchVariant, Torch, TorchStableAbi
-
-    if isinstance(variant, NoarchVariant):
-        name = variant.arch.backend_name
-        return "any torch" if name == "universal" else f"any torch build for {name}"
-    fw, arch = variant.framework, variant.arch
-    if isinstance(fw, Torch):
-        out = f"torch {fw.version.major}.{fw.version.minor}"
-        if fw.cxx11_abi is not None:
-            out += f" ({'cxx11' if fw.cxx11_abi else 'pre-cxx11'} ABI)"
-    elif isinstance(fw, TorchStableAbi):
-        out = f"torch >= {fw.version.major}.{fw.version.minor}"
-    else:
-        out = f"tvm-ffi {fw.version.major}.{fw.version.minor}"
-    b = arch.backend
-    if b.name == "cuda":
-        out += f" built for CUDA {b.version.major}.{b.version.minor} or a later {b.version.major}.x"
-    elif b.name == "cpu":
-        out += " CPU build"
-    else:
-        out += f" built for {b.variant_str}"
-    return out + f", on {arch.platform}-{arch.os}"
+def _nearest(rejected: list[kernels_api.Decision], target: Target | None = None) -> tuple[str | None, str | None]:
+    return nearest(rejected, _system(target)) if rejected else (None, None)
 
 
 def _minver_problem(minver: Any, variant: str) -> str | None:
@@ -308,15 +254,14 @@ def _minver_problem(minver: Any, variant: str) -> str | None:
     return None
 
 
-def _arch_problem(archs: Any, variant: str, capabilities: Iterable[str]) -> str | None:
+def _arch_problem(archs: Iterable[str], variant: str, capabilities: Iterable[str]) -> str | None:
     """The RuntimeError kernels' arch check raises when a CUDA variant is not built for one of this machine's GPUs."""
-    try:
-        from kernels.archs import _supports_cuda_capability
-    except Exception:  # noqa: BLE001
+    supports = api().capability_check()
+    if supports is None:
         return None
     for cap in capabilities:
         major, minor = (int(x) for x in cap.split("."))
-        if not _supports_cuda_capability(list(archs), (major, minor)):
+        if not supports(list(archs), (major, minor)):
             return (f"variant {variant} is built for {', '.join(archs)}, not for this GPU's sm_{major}{minor}: "
                     "kernels' arch check raises RuntimeError (load fails, no fallback)")
     return None
@@ -324,23 +269,39 @@ def _arch_problem(archs: Any, variant: str, capabilities: Iterable[str]) -> str 
 
 def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environment | None) -> str | None:
     """What kernels' validators would raise for the chosen variant (RuntimeError: not a silent fallback)."""
-    try:
-        from kernels._rust import Backend, Metadata
-    except Exception:  # noqa: BLE001
-        return None
     if not meta_path.is_file():
         return None
     try:
-        meta = Metadata.read_from_file(meta_path)
+        meta = api().read_metadata(meta_path)
+    except kernels_api.LayoutError:
+        return None
     except Exception as exc:  # noqa: BLE001
         return f"metadata.json of {variant} does not parse: {exc}"
     problem = _minver_problem(meta.kernels_minver, variant)
     if problem is not None:
         return problem
-    archs = meta.backend.archs
-    if archs and env is not None and env.capabilities and meta.backend.backend_type == Backend.CUDA:
-        return _arch_problem(archs, variant, env.capabilities)
+    if meta.archs and env is not None and env.capabilities and meta.backend == "cuda":
+        return _arch_problem(meta.archs, variant, env.capabilities)
     return None
+
+
+def _local_resolution(repo_id: str, version: int | None, revision: str | None, path: Path,
+                      env: environment_mod.Environment | None, target: Target | None) -> Resolution:
+    """LOCAL_KERNELS answers first (kernels reads it before the Hub and the cache)."""
+    variants = api().list_local(path)
+    base = path
+    if not variants or not _decide(variants, target)[1]:
+        more = api().list_local(path / "build")
+        if more:
+            variants, base = more, path / "build"
+    decisions, accepted, rejected = _decide(variants, target)
+    near, match = (None, None) if accepted else _nearest(rejected, target)
+    chosen = accepted[0].info.variant if accepted else None
+    problem = _check_variant(base / chosen / "metadata.json", chosen, env) if chosen else None
+    return Resolution(repo_id, version, revision, "LOCAL_KERNELS", str(path), None, None, tuple(decisions),
+                      chosen, near, match, problem,
+                      None if variants else f"LOCAL_KERNELS points {repo_id} at {path}, which holds no build variant",
+                      ("LOCAL_KERNELS overrides the Hub for this repository (kernels reads it first)",))
 
 
 def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | None = None,
@@ -350,29 +311,24 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
 
     source: "auto" follows kernels (LOCAL_KERNELS, then the HF cache when offline or the Hub when online;
     if the Hub cannot be reached, the cache answers with a note); "cache" never uses the network; "hub" asks
-    the Hub (an error when offline).
+    the Hub (an error when offline). A kernels release no adapter fits gives a Resolution with `unusable` set.
     """
-    from kernels.variants import get_variants_local
+    try:
+        return _resolve(repo_id, version, revision, source, env, target)
+    except (KernelsUnusable, kernels_api.LayoutError) as exc:
+        reason = str(exc) if isinstance(exc, KernelsUnusable) else (
+            f"kernels {environment_mod.dist_version('kernels')} does not have {exc}, which its release generation "
+            "has: Hub variants not listed")
+        return Resolution(repo_id, version, revision, "none", None, error=reason, unusable=reason)
 
+
+def _resolve(repo_id: str, version: int | None, revision: str | None, source: str,
+             env: environment_mod.Environment | None, target: Target | None) -> Resolution:
+    api()  # the adapter first: an unknown layout is said once, before any listing
     notes: list[str] = []
     locals_ = local_kernels()
     if repo_id in locals_ and source in ("auto", "cache"):
-        path = locals_[repo_id]
-        variants = get_variants_local(path)
-        base = path
-        if not variants or not _decide(variants, target)[1]:
-            more = get_variants_local(path / "build")
-            if more:
-                variants, base = more, path / "build"
-        decisions, accepted, rejected = _decide(variants, target)
-        near, match = (None, None) if accepted else _nearest(rejected, target)
-        problem = _check_variant(base / accepted[0].variant_str / "metadata.json", accepted[0].variant_str, env) \
-            if accepted else None
-        return Resolution(repo_id, version, revision, "LOCAL_KERNELS", str(path), None, None, tuple(decisions),
-                          accepted[0].variant_str if accepted else None, near, match, problem,
-                          None if variants else
-                          f"LOCAL_KERNELS points {repo_id} at {path}, which holds no build variant",
-                          ("LOCAL_KERNELS overrides the Hub for this repository (kernels reads it first)",))
+        return _local_resolution(repo_id, version, revision, locals_[repo_id], env, target)
     use_hub = source == "hub" or (source == "auto" and not offline())
     if use_hub:
         if offline():
@@ -389,16 +345,33 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
                 return Resolution(repo_id, version, revision, "none", "hub",
                                   error=f"the Hub could not be asked ({msg})")
             notes.append(f"the Hub could not be asked ({msg}); the Hugging Face cache answered instead")
+    return _cache_resolution(repo_id, version, revision, env, target, notes)
+
+
+def _kernels_says(repo_id: str, version: int | None) -> str:
+    """kernels' own offline version lookup for `version` (its ValueError text), or "" when it resolves."""
+    if version is None or not offline():
+        return ""
+    try:
+        err = api().offline_version_error(repo_id, version)
+    except (KernelsUnusable, kernels_api.LayoutError):
+        return ""
+    return f"kernels' own lookup raises ValueError: {err.splitlines()[0]}" if err else ""
+
+
+def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
+                      env: environment_mod.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
         hint = "offline (HF_HUB_OFFLINE)" if offline() else (notes[0] if notes else "the Hub was not asked")
+        said = _kernels_says(repo_id, version)
         return Resolution(repo_id, version, revision, "none", str(cache_dir()), ref, commit,
-                          error=f"{why}; {hint}", notes=tuple(notes[1:]))
-    variants = get_variants_local(snap / "build")
+                          error=f"{why}; {hint}", notes=tuple(notes[1:]), kernels_error=said or None)
+    variants = api().list_local(snap / "build")
     decisions, accepted, rejected = _decide(variants, target)
     near, match = (None, None) if accepted else _nearest(rejected, target)
-    problem = _check_variant(snap / "build" / accepted[0].variant_str / "metadata.json", accepted[0].variant_str,
-                             env) if accepted else None
+    chosen = accepted[0].info.variant if accepted else None
+    problem = _check_variant(snap / "build" / chosen / "metadata.json", chosen, env) if chosen else None
     blocked = None
     tree, missing = incomplete_snapshot(snap, commit or "")
     if accepted and missing:
@@ -407,7 +380,7 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
                    "and kernelize keeps the torch forward; `kernelcheck hub --prefetch` repairs it")
     notes.append("the cache holds only the variants downloaded so far; the Hub may have more")
     return Resolution(repo_id, version, revision, "hf-cache", str(snap), ref, commit, tuple(decisions),
-                      accepted[0].variant_str if accepted else None, near, match, problem,
+                      chosen, near, match, problem,
                       None if variants else f"{snap / 'build'} holds no build variant", tuple(notes), blocked)
 
 
@@ -434,11 +407,10 @@ def kernels_client_problem() -> str | None:
     httpx refuses (LocalProtocolError) before anything is sent."""
     try:
         from huggingface_hub.utils import build_hf_headers
-        from kernels.hf_hub import _get_hf_api
 
-        api = _get_hf_api()
-        ua = build_hf_headers(token=False, library_name=api.library_name, library_version=api.library_version,
-                              user_agent=api.user_agent).get("user-agent", "")
+        client = api().hf_api()
+        ua = build_hf_headers(token=False, library_name=client.library_name, library_version=client.library_version,
+                              user_agent=client.user_agent).get("user-agent", "")
     except Exception:  # noqa: BLE001 - cannot tell: say nothing
         return None
     if ua != ua.strip():
@@ -460,12 +432,10 @@ def _hub_versions(api: Any, repo_id: str) -> dict[int, Any]:
 
 def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
                  env: environment_mod.Environment | None, target: Target | None) -> Resolution:
-    from kernels.variants import get_variants
-
-    api = _hub_api()
+    hub = _hub_api()
     ref, commit = revision, None
     if version is not None:
-        versions = _hub_versions(api, repo_id)
+        versions = _hub_versions(hub, repo_id)
         info = versions.get(version)
         if info is None:
             avail = ", ".join(f"v{v}" for v in sorted(versions)) or "none"
@@ -473,12 +443,12 @@ def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
                               error=f"the Hub repository has no version v{version} (versions: {avail})")
         ref, commit = f"v{version}", info.target_commit
     rev = commit or revision or "main"
-    variants = get_variants(api, repo_id=repo_id, revision=rev)
+    variants = api().list_hub(hub, repo_id, rev)
     decisions, accepted, rejected = _decide(variants, target)
     near, match = (None, None) if accepted else _nearest(rejected, target)
-    return Resolution(repo_id, version, revision, "hub", f"{api.endpoint}/kernels/{repo_id}", ref,
+    return Resolution(repo_id, version, revision, "hub", f"{hub.endpoint}/kernels/{repo_id}", ref,
                       commit if commit else (revision if revision and _HEX40.match(revision) else None),
-                      tuple(decisions), accepted[0].variant_str if accepted else None, near, match, None,
+                      tuple(decisions), accepted[0].info.variant if accepted else None, near, match, None,
                       None if variants else "the Hub repository lists no build variant")
 
 

@@ -14,6 +14,7 @@ from kernelcheck.integrations.kernels_hub import (
     Resolution,
     Target,
     _hub_api,
+    api,
     incomplete_snapshot,
     resolve_repo,
 )
@@ -31,33 +32,25 @@ def write_lock(resolutions: list[Resolution], path: str | os.PathLike[str]) -> P
 
     kernels reads it with `kernels.load_kernel(repo, lockfile=...)`, `LockedLayerRepository(...,
     lockfile=...)` and `kernels download DIR` (for DIR/kernels.lock)."""
-    from kernels._rust import KernelDependency, KernelLock, KernelLocks, KernelVersion
-
-    locks = {}
-    for r in resolutions:
-        if not r.commit or not _HEX40.match(r.commit):
-            continue
-        ver = (KernelVersion.Version(r.version) if r.version is not None
-               else KernelVersion.Revision(r.revision or r.commit))
-        locks[KernelDependency(repo_id=r.repo_id, version=ver)] = KernelLock(commit=r.commit)
+    pins = [(r.repo_id, r.version, r.revision, r.commit) for r in resolutions if r.commit and _HEX40.match(r.commit)]
+    text = api().lock_text(pins)  # kernels' own writer for its release (0.15: its JSON list)
     p = Path(path)
     if p.is_dir():
         p = p / "kernels.lock"
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(KernelLocks(locks=locks).to_json(), encoding="utf-8")
+    p.write_text(text, encoding="utf-8")
     return p
 
 
 def _download(r: Resolution) -> str:
     """Download exactly the chosen variant. By ref (vN) so the cache also records refs/vN -> commit: an
     offline `LayerRepository(version=N)` needs that ref to find the snapshot."""
-    from kernels.hf_hub import CACHE_DIR
-    from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
-
-    api = _hub_api()
-    return str(api.snapshot_download(r.repo_id, repo_type="kernel", revision=r.ref or r.commit,
-                                     allow_patterns=[f"build/{r.chosen}/*"], ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
-                                     cache_dir=CACHE_DIR))
+    kernels = api()
+    hub = _hub_api()
+    return str(hub.snapshot_download(r.repo_id, repo_type="kernel", revision=r.ref or r.commit,
+                                     allow_patterns=[f"build/{r.chosen}/*"],
+                                     ignore_patterns=kernels.bytecode_ignore_patterns() or None,
+                                     cache_dir=kernels.cache_dir()))
 
 
 def _repair(snapshot: Path, r: Resolution) -> str:

@@ -356,12 +356,16 @@ def model_hub_names(modeling_module: str) -> dict[str, str]:
 def _mode_priority(mode: str) -> list[tuple[str, ...]]:
     """kernels' `_MODE_FALLBACK_PRIORITY` for train/infer, as tuples of mode names."""
     try:
-        from kernels import Mode
-        from kernels.layer.repos import _MODE_FALLBACK_PRIORITY
+        from kernels import Mode  # public
 
+        from kernelcheck.integrations.kernels_api import Unsupported, adapter
+
+        got = adapter()
+        if isinstance(got, Unsupported):
+            raise LookupError(got.reason)
         key = Mode.TRAINING if mode == "train" else Mode.INFERENCE
-        return [_mode_names(m) for m in _MODE_FALLBACK_PRIORITY[key]]
-    except Exception:  # noqa: BLE001 - same order as kernels 0.17.2
+        return [_mode_names(m) for m in got.mode_priority()[key]]
+    except Exception:  # noqa: BLE001 - same order as kernels 0.15-0.19
         if mode == "train":
             return [("TRAINING",), ("TRAINING", "TORCH_COMPILE"), ("FALLBACK",)]
         return [("INFERENCE",), ("INFERENCE", "TORCH_COMPILE"), ("TRAINING",), ("TRAINING", "TORCH_COMPILE"),
