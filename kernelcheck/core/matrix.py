@@ -230,6 +230,7 @@ class TraceSignatures:
     fast_examples: dict[str, tuple[str, ...]]  # kernel names a user should see once the package is used
     signatures: tuple[Signature, ...]
     launch_bound: LaunchBound
+    backends: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fla backend -> its kernel name patterns
 
 
 @functools.lru_cache(maxsize=1)
@@ -254,6 +255,7 @@ def load_signatures() -> TraceSignatures:
         fast_examples={n: tuple(p.get("examples", ())) for n, p in pk.items()},
         signatures=sigs,
         launch_bound=LaunchBound(**d["launch_bound"]),
+        backends={n: tuple(b["kernels"]) for n, b in d.get("backend", {}).items()},
     )
     known = load().packages
     for s in sigs:
