@@ -128,6 +128,7 @@ def evaluate(facts: Facts) -> list[RuleHit]:
         "transformers": env.transformers or "absent", "fla": env.version_of("fla") or "absent",
         "capability": ",".join(c.replace(".", "") for c in env.capabilities) or "none", "model": facts.model or "M",
         "fla_backward": _backward_reason(facts) if env.gpus and env.version_of("fla") else "",
+        "fla_tilelang": env.env_vars.get("FLA_TILELANG", "unset"),
     }
     hits = []
     for rule in m.breakages:

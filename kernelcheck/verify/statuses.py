@@ -53,6 +53,13 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
     if run.package_of.get(fn) == "fla":  # which of fla's backends ran, named from the kernels in each pass
         ev["backends"] = {"forward": evidence_mod.backends_seen([k for rs in fwd for k in rs.kernel_names]),
                           "backward": evidence_mod.backends_seen([k for rs in bwd for k in rs.kernel_names])}
+    ev.update(_run_notes(run, fn, calls, fail))
+    return ev
+
+
+def _run_notes(run: LiveRun, fn: str, calls: list[Any], fail: Any) -> dict[str, Any]:
+    """What went wrong or was compared for `fn`: forced torch, NaN, the failure, the reference comparisons."""
+    ev: dict[str, Any] = {}
     if any(r.forced for r in calls):
         ev["forced_torch"] = "the torch reference was forced for the rest of the run after the failure below"
     if fn in run.nonfinite:
