@@ -193,6 +193,7 @@ def test_doctor_section_reports_each_pass_and_infer_mode_only_the_forward():
     data, _ = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "infer")
     assert [o["pass"] for o in data["ops"]] == ["forward"]
     assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "fallback")], "train") == (None, [])
+    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "unsupported")], "train")[0] is not None
 
 
 def test_doctor_section_says_when_the_dispatch_cannot_be_read(monkeypatch):

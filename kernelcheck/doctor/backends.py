@@ -17,9 +17,10 @@ _NVCC_WORDS = {"toolkit": "a CUDA toolkit's", "pip": "pip's nvidia-cuda-nvcc (no
 
 
 def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
-    """The fla ops the job calls on their fast path (bound to fla and used in this mode)."""
+    """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
+    GPU that is not this machine's, as with --arch)."""
     return tuple(fs.name for fs in functions if fs.package in ("fla-core", "flash-linear-attention")
-                 and fs.status == "fast" and fs.used)
+                 and fs.status in ("fast", "unsupported", "broken") and fs.used)
 
 
 def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[dict[str, Any] | None,

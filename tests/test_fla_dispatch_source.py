@@ -1,0 +1,86 @@
+"""fla's dispatch read from the real fla-core wheels' source, and doctor's verdict on the rows of the H200
+differential table that this CPU box can reproduce (`--arch 9.0`: doctor judges an H200 it does not have).
+
+Integration lane: pip-installed sites (tests/envs.py) and `python -m kernelcheck` subprocesses. The rows that need a
+GPU-less nvcc state (nvcc hidden, only pip's nvidia-cuda-nvcc) are in tests/test_fla_dispatch.py as Environment
+values: this box has /usr/local/cuda/bin/nvcc, which fla's has_usable_nvcc finds however PATH is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kernelcheck.integrations import fla_dispatch
+from tests.envs import function, run_json, site
+
+pytestmark = pytest.mark.integration
+
+_COMPARED = ("dispatch", "guard", "bwd_tilelang", "tilelang_check", "tilelang_default", "flash_qla",
+             "flash_qla_fwd_only", "kda_tilelang", "flash_kda")
+
+
+@pytest.mark.parametrize("version", ["0.4.2", "0.5.0", "0.5.2", "0.6.0"])
+def test_reading_the_real_wheel_gives_the_tables_row(version):
+    root = site(f"fla-core=={version}")
+    read = fla_dispatch.read_source(root, version)
+    assert read.problems == ()
+    table = fla_dispatch.from_table(version)
+    assert {k: getattr(read, k) for k in _COMPARED} == {k: getattr(table, k) for k in _COMPARED}
+
+
+def test_a_dispatch_layout_it_does_not_know_is_a_problem_not_a_crash(tmp_path):
+    real = site("fla-core==0.6.0")
+    fla = tmp_path / "fla"
+    (fla / "ops/common").mkdir(parents=True)
+    (fla / "backends.py").write_text("class SomethingElse: ...\n")  # a refactored registry
+    (fla / "ops/common/chunk_o.py").write_text((real / "fla/ops/common/chunk_o.py").read_text())
+    lay = fla_dispatch.read_source(tmp_path, "0.7.0")
+    assert not lay.known and any("BackendRegistry" in p for p in lay.problems)
+    assert dataclasses.replace(lay, problems=()).guard == ">=3.4.0,<3.7.1"
+
+
+FLA = ("fla-core==0.6.0", "einops", "triton==3.6.0")
+
+
+def _doctor(*sites, env=None):
+    return run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "train", "--arch", "9.0", "--no-hub"],
+                    *sites, env=env)
+
+
+def _ids(rep):
+    return {f["id"] for f in rep["findings"] if f["severity"] == "broken"}
+
+
+def _backward(rep):
+    return next(o for o in rep["backends"]["ops"] if o["pass"] == "backward")
+
+
+def test_differential_rows_tilelang_present_absent_switched_off_and_tvm_ffi_outside_its_window():
+    fla, tilelang, tvm = site(*FLA), site("tilelang==0.1.15"), site("apache-tvm-ffi==0.1.15.post2")
+    code, rep = _doctor(fla, tilelang)  # the train install: TileLang takes the backward, nvcc of a toolkit here
+    assert rep["backends"]["read_from"] == "source"
+    assert (_backward(rep)["backend"], _backward(rep)["cause"]) == ("tilelang", "default")
+    assert not _ids(rep) & {"fla-640-refuses", "fla-640-no-nvcc", "fla-640-tilelang-off"}
+    assert function(rep, "chunk_gated_delta_rule")["status"] != "broken"
+
+    code, rep = _doctor(fla)  # tilelang absent
+    assert code == 4 and "fla-640-refuses" in _ids(rep)
+    assert _backward(rep)["cause"] == "tilelang-absent"
+
+    code, rep = _doctor(fla, tilelang, env={"FLA_TILELANG": "0"})
+    assert code == 4 and "fla-640-tilelang-off" in _ids(rep)
+
+    code, rep = _doctor(fla, tilelang, tvm)  # apache-tvm-ffi 0.1.15.post2: tilelang 0.1.15 wants <0.1.13
+    assert code == 4 and "tilelang-import-fails-in-backward" in _ids(rep)
+    assert _backward(rep)["cause"] == "tilelang-import-fails"
+
+
+def test_differential_row_fla_core_052_reads_its_own_layout():
+    fla, tilelang = site("fla-core==0.5.2", "einops", "triton==3.6.0"), site("tilelang==0.1.15")
+    code, rep = _doctor(fla, tilelang)
+    assert rep["backends"]["fla"] == "0.5.2" and rep["backends"]["read_from"] == "source"
+    assert _backward(rep)["backend"] == "tilelang"
+    code, rep = _doctor(fla)
+    assert code == 4 and "fla-640-refuses" in _ids(rep)
