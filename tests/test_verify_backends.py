@@ -19,7 +19,8 @@ TILELANG_JIT = "RuntimeError: #if defined(_MSC_VER) && !defined(__clang__) && _M
 
 
 def _kernels(name: str) -> list[str]:
-    data = json.loads(gzip.open(GPU / name).read())
+    with gzip.open(GPU / name) as fh:
+        data = json.loads(fh.read())
     return sorted({e["name"] for e in data["traceEvents"] if e.get("cat") == "kernel"})
 
 

@@ -144,7 +144,7 @@ def read_source(root: Path, version: str | None) -> Layout:
         problems.append("fla/ops/common/chunk_o.py has no chunk_bwd_dqkwg (the gated chunk backward)")
         chunk_o = chunk_o or ""
     dispatched = bool(re.search(r"@dispatch\('common'\)\s*\ndef chunk_bwd_dqkwg\(", chunk_o))
-    if registry is None:
+    if registry is None or not dispatched:  # no registry, or one that does not route the ops checked here (0.4)
         if dispatched:
             problems.append("chunk_bwd_dqkwg is dispatched but no backend registry was found")
         return Layout(version, "source", guard=_read_guard(chunk_o), problems=tuple(problems),
