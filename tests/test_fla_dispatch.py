@@ -205,3 +205,25 @@ def test_doctor_section_says_when_the_dispatch_cannot_be_read(monkeypatch):
     _, findings = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "train")
     assert [f.id for f in findings][0] == "fla-dispatch-unknown"
     assert findings[0].severity == "warning"
+
+
+def _pip_nvcc_dist(root, version: str = "13.0.88") -> None:
+    """A dist-info laid out as pip installs nvidia-cuda-nvcc 13.x (its RECORD lists nvidia/cu13/bin/nvcc)."""
+    info = root / f"nvidia_cuda_nvcc-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: nvidia-cuda-nvcc\nVersion: {version}\n")
+    (info / "RECORD").write_text("nvidia/cu13/bin/nvcc,,\nnvidia/cu13/bin/ptxas,,\n")
+    bin_dir = root / "nvidia/cu13/bin"
+    bin_dir.mkdir(parents=True)
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    nvcc.chmod(0o755)
+
+
+def test_the_probe_finds_pips_nvcc_as_fla_and_tilelang_do(tmp_path, monkeypatch):
+    from kernelcheck.core import environment
+
+    assert environment.pip_nvcc() is None  # none in this venv
+    _pip_nvcc_dist(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert environment.pip_nvcc() == str(tmp_path / "nvidia/cu13/bin/nvcc")

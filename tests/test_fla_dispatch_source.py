@@ -84,3 +84,23 @@ def test_differential_row_fla_core_052_sends_the_backward_to_a_tilelang_that_doe
     code, rep = _doctor(fla, tilelang)  # 0.5.2 imports tilelang only inside the backward
     assert code == 4 and "tilelang-import-fails-in-backward" in _ids(rep)
     assert (_backward(rep)["backend"], _backward(rep)["cause"]) == ("tilelang", "tilelang-import-fails")
+
+
+def test_the_probe_says_where_nvcc_comes_from(tmp_path, monkeypatch):
+    """nvcc on PATH from a toolkit, pip's nvcc (found by its wheel or through CUDA_HOME), or none at all."""
+    from kernelcheck.core import environment
+    from tests.test_fla_dispatch import _pip_nvcc_dist
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert environment.nvcc_probe(None) == (None, None, "none")
+    _pip_nvcc_dist(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pip = str(tmp_path / "nvidia/cu13/bin/nvcc")
+    assert environment.nvcc_probe(None) == ("13.0", pip, "pip")  # not on PATH: fla still finds it
+    assert environment.nvcc_probe(str(tmp_path / "nvidia/cu13")) == ("13.0", pip, "pip")  # CUDA_HOME at it
+    toolkit = tmp_path / "cuda/bin"
+    toolkit.mkdir(parents=True)
+    (toolkit / "nvcc").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.9, V12.9.86'\n")
+    (toolkit / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", str(toolkit))
+    assert environment.nvcc_probe(None) == ("12.9", str(toolkit / "nvcc"), "toolkit")
