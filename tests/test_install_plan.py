@@ -143,3 +143,27 @@ def test_two_fla_candidates_on_hopper_train_with_triton_36_plan_without_an_inter
     (fla,) = steps_of(p, "fla-core")
     assert fla.action == "install" and fla.spec == "fla-core==0.6.0"
     assert "fla-640-refuses" in fla.reason and p.predicted == "broken"
+
+
+def _with_tilelang(tmp: Path) -> dict[str, plan.Candidates]:
+    c = fla_candidates(tmp)
+    tl = wheels.inspect_wheel(make_wheel(tmp, "tilelang", "0.1.15", py="py3", plat="any",
+                                         files={"tilelang/__init__.py": b""}))
+    return {**c, "tilelang": plan.Candidates(wheels=(tl,), resolved=(tl,))}
+
+
+def test_train_fix_tilelang_without_a_toolkits_nvcc_leaves_fla_640_and_offers_the_toolkit(tmp_path: Path):
+    opts = plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b")
+    p = plan.make_plan(env(nvcc=None), ("fla",), opts, _with_tilelang(tmp_path))
+    (tl,) = steps_of(p, "tilelang")
+    assert tl.action == "install"  # the default train fix is still installed ...
+    (fla,) = steps_of(p, "fla-core")
+    assert fla.severity == "broken" and "fla-640-no-nvcc" in fla.reason  # ... but does not fix it here
+    (tk,) = steps_of(p, "cuda-toolkit")
+    assert tk.action == "offer" and "-devel" in tk.command and tk.severity == "broken"
+    (tr,) = steps_of(p, "triton")
+    assert tr.action == "offer" and "--allow-change triton" in tr.command
+    assert p.predicted == "broken"
+    ok = plan.make_plan(env(), ("fla",), opts, _with_tilelang(tmp_path))  # nvcc of a toolkit: the fix works
+    assert not steps_of(ok, "cuda-toolkit") and steps_of(ok, "fla-core")[0].severity == ""
+    assert ok.predicted == "ready"

@@ -75,6 +75,13 @@ class Environment:
     present: dict[str, bool] = field(default_factory=dict)  # extra import names looked up (tilelang...)
     env_vars: dict[str, str] = field(default_factory=dict)
     gpu_source: str = "none"  # torch | nvidia-smi | override | none
+    # the nvcc TileLang's JIT would use (tilelang.env._find_cuda_home's order) and what it is: "toolkit" (a CUDA
+    # toolkit's), "pip" (pip's nvidia-cuda-nvcc: measured not to work for TileLang's JIT), "none"
+    nvcc_source: str = "none"
+    nvcc_path: str | None = None
+    # "dist:requirement" pairs (from the breakage rules) whose installed versions miss dist's own Requires-Dist;
+    # None: not probed (rules then read the installed metadata themselves)
+    requirements_unmet: tuple[str, ...] | None = None
 
     @property
     def cuda_gpu(self) -> bool:
@@ -106,6 +113,8 @@ class Environment:
             "gpu_source": self.gpu_source,
             "driver": self.driver,
             "nvcc": self.nvcc,
+            "nvcc_source": self.nvcc_source,
+            "nvcc_path": self.nvcc_path,
             "cuda_home": self.cuda_home,
             "packages": {k: asdict(v) for k, v in self.packages.items()},
             "env": self.env_vars,
@@ -208,6 +217,77 @@ def nvcc_version(cuda_home: str | None = None) -> tuple[str | None, str | None]:
     return None, None
 
 
+def pip_nvcc() -> str | None:
+    """The nvcc inside pip's nvidia-cuda-nvcc wheel, if installed (>= 13.0 ships one; the -cu12 wheels only ptxas).
+    fla's has_usable_nvcc and tilelang's _find_cuda_home both look for it; it is a compiler, not a toolkit."""
+    if not dist_version("nvidia-cuda-nvcc"):
+        return None
+    try:
+        files = md.files("nvidia-cuda-nvcc") or []
+    except Exception as exc:  # broken metadata: treated as absent
+        log.info("nvidia-cuda-nvcc: unreadable file list (%s)", exc)
+        return None
+    for f in files:
+        if f.name in ("nvcc", "nvcc.exe"):
+            return str(f.locate())
+    return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def nvcc_probe(cuda_home: str | None) -> tuple[str | None, str | None, str]:
+    """(version, path, source) of the nvcc a JIT would use: CUDA_HOME/bin/nvcc, PATH, then pip's
+    nvidia-cuda-nvcc; source is "toolkit", "pip" (the nvcc is pip's, wherever it was found) or "none"."""
+    version, path = nvcc_version(cuda_home)
+    pip_path = pip_nvcc()
+    if path:
+        return version, path, "pip" if pip_path and _same_file(path, pip_path) else "toolkit"
+    if pip_path and os.path.exists(pip_path):
+        out = _run([pip_path, "--version"])
+        m = re.search(r"release ([\d.]+)", out or "")
+        return (m.group(1) if m else None), pip_path, "pip"
+    return None, None, "none"
+
+
+def _requirements_unmet() -> tuple[str, ...]:
+    """The `requirement_unmet` pairs of the breakage rules that hold here (read from installed metadata)."""
+    pairs = {w for b in matrix_mod.load().breakages for w in b.when.get("requirement_unmet", ())}
+    return tuple(sorted(w for w in pairs if requirement_unmet(*w.split(":", 1))))
+
+
+def requirement_unmet(dist: str, requirement: str) -> bool:
+    """True when the installed `dist` declares a Requires-Dist on `requirement` (read from its metadata, not
+    from a table here) and the installed version of it is outside that specifier."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        reqs = metadata.requires(dist) or []
+    except metadata.PackageNotFoundError:
+        return False
+    for line in reqs:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.replace("_", "-").lower() != requirement.replace("_", "-").lower():
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            have = metadata.version(requirement)
+        except metadata.PackageNotFoundError:
+            return True
+        return not req.specifier.contains(have, prereleases=True)
+    return False
+
+
 def _cuda_home() -> str | None:
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
@@ -272,7 +352,8 @@ def _safe_find(name: str) -> bool:
 
 
 _ENV_VARS = ("USE_HUB_KERNELS", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
-             "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME")
+             "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME", "CUDA_HOME",
+             "CUDA_PATH")  # and every FLA_* variable (fla's backend switches: integrations/fla_dispatch.py)
 
 
 def with_packages(env: Environment) -> Environment:
@@ -318,7 +399,7 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
 
         def start_jobs() -> None:
             if not jobs:
-                jobs.append(pool.submit(nvcc_version, cuda_home))
+                jobs.append(pool.submit(nvcc_probe, cuda_home))
                 jobs.append(pool.submit(_nvidia_smi) if gpu_override is None else None)
 
         def after_import() -> None:
@@ -332,11 +413,11 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         start_jobs()
         nvcc_job, smi_job = jobs
         assert nvcc_job is not None
-        nvcc, _ = nvcc_job.result()
+        nvcc, nvcc_path, nvcc_source = nvcc_job.result()
         smi = smi_job.result() if smi_job is not None else ((), None)
     gpus, source, driver = _pick_gpus(gpu_override, torch_info, smi, _driver_version())
     pkgs = {n: probe_package(p) for n, p in m.packages.items()} if packages else {}
-    present = {n: _safe_find(n) for n in ("tilelang",)}
+    present = {n: _safe_find(n) for n in ("tilelang", "flash_qla", "flash_kda")}
     py = sys.version_info
     return Environment(
         python=platform.python_version(),
@@ -352,6 +433,9 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         cuda_home=cuda_home,
         packages=pkgs,
         present=present,
-        env_vars={k: os.environ[k] for k in _ENV_VARS if k in os.environ},
+        env_vars={k: v for k, v in os.environ.items() if k in _ENV_VARS or k.startswith("FLA_")},
         gpu_source=source,
+        nvcc_source=nvcc_source,
+        nvcc_path=nvcc_path,
+        requirements_unmet=_requirements_unmet(),
     )

@@ -112,6 +112,7 @@ class Matrix:
     import_errors: tuple[ImportErrorRule, ...]
     transformers: dict[str, Any]
     verified: tuple[dict[str, Any], ...] = field(default=())
+    runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
         with open(_root() / relpath, encoding="utf-8") as fh:
@@ -162,12 +163,13 @@ def load() -> Matrix:
         for b in br.get("breakage", [])
     )
     import_errors = tuple(ImportErrorRule(**r) for r in br.get("import_error", []))
+    runtime_errors = tuple(ImportErrorRule(**r) for r in br.get("runtime_error", []))
     verified_path = _root() / "verified.toml"
     verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
     m = Matrix(
         functions=funcs, packages=pkgs, families=families, model_types=mtypes, aliases=aliases,
         attention=attention, breakages=breakages, import_errors=import_errors,
-        transformers=_load("transformers.toml"), verified=verified,
+        transformers=_load("transformers.toml"), verified=verified, runtime_errors=runtime_errors,
     )
     _validate(m)
     return m
@@ -228,6 +230,7 @@ class TraceSignatures:
     fast_examples: dict[str, tuple[str, ...]]  # kernel names a user should see once the package is used
     signatures: tuple[Signature, ...]
     launch_bound: LaunchBound
+    backends: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fla backend -> its kernel name patterns
 
 
 @functools.lru_cache(maxsize=1)
@@ -252,6 +255,7 @@ def load_signatures() -> TraceSignatures:
         fast_examples={n: tuple(p.get("examples", ())) for n, p in pk.items()},
         signatures=sigs,
         launch_bound=LaunchBound(**d["launch_bound"]),
+        backends={n: tuple(b["kernels"]) for n, b in d.get("backend", {}).items()},
     )
     known = load().packages
     for s in sigs:

@@ -11,7 +11,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core.environment import Environment
+from kernelcheck.core.environment import Environment, requirement_unmet
 
 _CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
 _VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
@@ -50,6 +50,17 @@ class Facts:
     bound: frozenset[str]  # packages transformers binds for a used function
     built_nvcc: dict[str, str] = field(default_factory=dict)  # package -> nvcc that built it (manifest)
     model: str = ""
+    functions: tuple[str, ...] = ()  # the fast functions the job uses (empty: every fla op kernelcheck knows)
+
+    def fla_backends(self) -> list[Any]:
+        """The backend of each fla op and pass here (integrations/fla_dispatch.py)."""
+        from kernelcheck.integrations import fla_dispatch
+
+        fns = self.functions or _FLA_OPS
+        return fla_dispatch.decide(fla_dispatch.layout(self.env), self.env, fns)
+
+
+_FLA_OPS = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "chunk_kda", "fused_recurrent_kda")
 
 
 @dataclass(frozen=True)
@@ -83,47 +94,30 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
         return _holds_capability(key, want, env.capabilities)
     if key in _VERSION_KEYS:
         return version_in(env.version_of(key), want)
+    if key in ("mode", "cuda_gpu", "absent", "bound"):
+        return _holds_simple(key, want, facts)
+    if key == "built_nvcc":
+        return _holds_built_nvcc(want, facts)
+    if key == "fla_backend":
+        from kernelcheck.integrations import fla_dispatch
+
+        return fla_dispatch.matches(facts.fla_backends(), list(want))
+    if key == "requirement_unmet":
+        if env.requirements_unmet is not None:  # probed (or given by a test): no metadata read here
+            return any(w in env.requirements_unmet for w in want)
+        return any(requirement_unmet(*w.split(":", 1)) for w in want)
+    raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
+
+
+def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
+    env = facts.env
     if key == "mode":
         return facts.mode == want
     if key == "cuda_gpu":
         return env.cuda_gpu == want
     if key == "absent":
         return all(not env.present.get(n, importlib.util.find_spec(n) is not None) for n in want)
-    if key == "bound":
-        return all(p in facts.bound for p in want)
-    if key == "built_nvcc":
-        return _holds_built_nvcc(want, facts)
-    if key == "requirement_unmet":
-        return any(requirement_unmet(*w.split(":", 1)) for w in want)
-    raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
-
-
-def requirement_unmet(dist: str, requirement: str) -> bool:
-    """True when the installed `dist` declares a Requires-Dist on `requirement` (read from its metadata, not
-    from a table here) and the installed version of it is outside that specifier."""
-    from importlib import metadata
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        reqs = metadata.requires(dist) or []
-    except metadata.PackageNotFoundError:
-        return False
-    for line in reqs:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.name.replace("_", "-").lower() != requirement.replace("_", "-").lower():
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        try:
-            have = metadata.version(requirement)
-        except metadata.PackageNotFoundError:
-            return True
-        return not req.specifier.contains(have, prereleases=True)
-    return False
+    return all(p in facts.bound for p in want)  # bound
 
 
 def evaluate(facts: Facts) -> list[RuleHit]:
@@ -133,6 +127,8 @@ def evaluate(facts: Facts) -> list[RuleHit]:
         "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",
         "transformers": env.transformers or "absent", "fla": env.version_of("fla") or "absent",
         "capability": ",".join(c.replace(".", "") for c in env.capabilities) or "none", "model": facts.model or "M",
+        "fla_backward": _backward_reason(facts) if env.gpus and env.version_of("fla") else "",
+        "fla_tilelang": env.env_vars.get("FLA_TILELANG", "unset"),
     }
     hits = []
     for rule in m.breakages:
@@ -142,6 +138,22 @@ def evaluate(facts: Facts) -> list[RuleHit]:
         certain = all(r is True for r in results)
         hits.append(RuleHit(rule, rule.message.format(**fill), rule.fix.format(**fill), certain))
     return hits
+
+
+def _backward_reason(facts: Facts) -> str:
+    """Why chunk_gated_delta_rule's backward runs where it runs (the {fla_backward} of rule messages)."""
+    ops = [op for op in facts.fla_backends() if op.phase == "backward" and op.function == "chunk_gated_delta_rule"]
+    return ops[0].reason if ops else "fla's backend for it could not be decided"
+
+
+def match_runtime_error(error: str) -> matrix_mod.ImportErrorRule | None:
+    """The [[runtime_error]] entry of matrix/breakages.toml whose pattern the exception text matches."""
+    import re
+
+    for r in matrix_mod.load().runtime_errors:
+        if re.search(r.pattern, error):
+            return r
+    return None
 
 
 def match_import_error(error: str) -> matrix_mod.ImportErrorRule | None:

@@ -12,6 +12,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor import submodel as submodel_mod
@@ -310,7 +311,9 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
                 "instead; see unsloth-replaces-fla)")
         report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
                             and "not installed" in fs.reason else fs for fs in report.functions]
+    report.backends, backend_findings = backends_mod.section(env, report.functions, mode)  # fast ones, pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, result, env, mode, query))
+    report.findings.extend(backend_findings)
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
@@ -347,7 +350,8 @@ def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: enviro
     functions they name."""
     bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                       and any(f.name == fn and f.used for f in report.functions))
-    facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
+    facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
+                            functions=tuple(f.name for f in report.functions if f.used))
     certain = []
     for hit in rules_mod.evaluate(facts):
         sev = hit.rule.severity if hit.certain else "warning"

@@ -88,11 +88,11 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         bad = [r for r in _reqs_of_installed(found, dist, st.version) if _pin_violation(r, env)]
         if not bad:
             hits = _breakage_hits(env, pkg.name, opts, bound)
-            why = "; ".join([f"{dist} {st.version} is installed and imports"]
-                            + [f"WARNING {h.rule.id}: {h.message} Fixes offered below" for h in hits])
+            fixes = _remedies(hits, env, opts, found)
+            more, sev, after = _after_fixes(env, pkg.name, opts, bound, hits, fixes)
+            why = "; ".join([f"{dist} {st.version} is installed and imports", *more])
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
-                         import_name=pkg.name, severity="broken" if hits else "")] + \
-                _remedies(hits, env, opts, found)
+                         import_name=pkg.name, severity=sev)] + fixes + _new_remedies(after, fixes, env, opts, found)
     pool = _pure_pool(dist, opts, cands, rejected)
     picked = _choose_pure(pkg, dist, env, opts, bound, pool, rejected)
     if picked is None:
@@ -200,23 +200,46 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
                f"({reqs}) hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
                f"transformers {env.transformers or 'absent'}"]
     fixes = _remedies(pick.hits, env, opts, found)
-    added = frozenset(s.package for s in fixes if s.action == "install" and s.reason.startswith("fixes"))
-    sev = ""
-    if pick.hits:
-        hyp = _hypothetical(env, pkg.name, dist, w.name.version)
-        left = _breakage_hits(dataclasses.replace(hyp, present={**hyp.present, **dict.fromkeys(added, True)}),
-                              pkg.name, opts, bound) if added else pick.hits
-        for h in pick.hits:
-            if h in left:
-                reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
-                sev = "broken"
-            else:
-                reasons.append(f"{h.rule.id} is fixed by the additive fix installed below "
-                               f"({', '.join(sorted(added))}; --no-fixes to opt out)")
+    more, sev, after = _after_fixes(_hypothetical(env, pkg.name, dist, w.name.version), pkg.name, opts, bound,
+                                    pick.hits, fixes)
+    reasons.extend(more)
+    fixes.extend(_new_remedies(after, fixes, env, opts, found))
     steps.append(Step(dist, "install", pick.source, f"{dist}=={w.name.version}", "; ".join(reasons),
                       _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev))
     steps.extend(fixes)
     return steps
+
+
+def _after_fixes(hyp: Environment, import_name: str, opts: Options, bound: frozenset[str],
+                 hits: list[rules_mod.RuleHit], fixes: list[Step]) -> tuple[list[str], str, list[rules_mod.RuleHit]]:
+    """What the additive fixes installed below leave broken: (reason lines, severity, the hits they bring in
+    that were not there before, e.g. tilelang added where no nvcc of a CUDA toolkit is there for its JIT)."""
+    added = frozenset(s.package for s in fixes if s.action == "install" and s.reason.startswith("fixes"))
+    if not hits:
+        return [], "", []
+    left = _breakage_hits(dataclasses.replace(hyp, present={**hyp.present, **dict.fromkeys(added, True)}),
+                          import_name, opts, bound) if added else hits
+    reasons, sev = [], ""
+    ids = {h.rule.id for h in left}
+    for h in hits:
+        if h.rule.id in ids:
+            reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
+            sev = "broken"
+        else:
+            reasons.append(f"{h.rule.id} is fixed by the additive fix installed below "
+                           f"({', '.join(sorted(added))}; --no-fixes to opt out)")
+    new = [h for h in left if h.rule.id not in {x.rule.id for x in hits}]
+    for h in new:
+        reasons.append(f"WARNING {h.rule.id} (with {', '.join(sorted(added))} added): {h.message} Fixes offered below")
+        sev = "broken"
+    return reasons, sev, new
+
+
+def _new_remedies(hits: list[rules_mod.RuleHit], have: list[Step], env: Environment, opts: Options,
+                  found: dict[str, Candidates]) -> list[Step]:
+    """The remedy steps of `hits` for packages no step in `have` covers yet."""
+    covered = {s.package for s in have}
+    return [s for s in _remedies(hits, env, opts, found) if s.package not in covered]
 
 
 def _reqs_of_installed(found: dict[str, Candidates], dist: str, version: str | None) -> list[Requirement]:
@@ -267,7 +290,10 @@ def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
             seen.add(rem["package"])
             why = f"fixes {h.rule.id} ({h.rule.reference}): {rem['why']}"
             c = found.get(rem["package"], Candidates())
-            if rem["kind"] == "change" and rem["package"] in PINNED:
+            if rem["kind"] == "image":  # what the image must carry that pip cannot install (the CUDA toolkit)
+                out.append(Step(rem["package"], "offer", "-", rem["spec"], why, rem.get("command", ""),
+                                severity="broken"))
+            elif rem["kind"] == "change" and rem["package"] in PINNED:
                 out.append(_change_step(rem, env, opts, c, why))
             else:
                 out.extend(_add_steps(rem, env, opts, c, why))

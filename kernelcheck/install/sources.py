@@ -174,7 +174,7 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
     for rule in m.breakages:
         for rem in rule.remedies:
             p = rem["package"]
-            if p in found:
+            if p in found or rem["kind"] == "image":  # an image's part (the CUDA toolkit): nothing to gather
                 continue
             if rem["kind"] == "add" and fix_wanted(p, opts) and cuda_torch:
                 found[p] = _fix_candidates(ctx, p, rem["spec"], rem.get("window"))

@@ -167,7 +167,7 @@ class TraceSection:
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "raw"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "raw"), ("live", "json"), ("packing", "raw"),
-    ("import_proof", "json"), ("trace", "merge"),
+    ("import_proof", "json"), ("trace", "merge"), ("backends", "raw"),
 )
 
 
@@ -192,6 +192,7 @@ class Report:
     packing: dict[str, Any] | None = None  # doctor (packing/findings.py)
     import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
     trace: TraceSection | None = None  # trace
+    backends: dict[str, Any] | None = None  # doctor: the backend of each fla op (doctor/backends.py)
 
     @property
     def verdict(self) -> str:
@@ -264,6 +265,7 @@ def environment_lines(env: dict[str, Any]) -> list[str]:
         f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
         f"kernels {env.get('kernels') or 'absent'}",
         f"  GPUs: {gpu_s} · driver {env.get('driver') or 'none'} · nvcc {env.get('nvcc') or 'absent'}"
+        + (" (pip's nvidia-cuda-nvcc, not a CUDA toolkit)" if env.get("nvcc_source") == "pip" else "")
         + (f" ({env['cuda_home']})" if env.get("cuda_home") else ""),
     ]
     pk = env.get("packages") or {}

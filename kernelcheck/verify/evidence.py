@@ -133,6 +133,20 @@ def fast_kernel_names(package: str, names: list[str]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats)]
 
 
+def backends_seen(names: list[str]) -> list[str]:
+    """The fla backends (matrix/signatures.toml [backend.*]) whose kernels are among `names`, most specific first:
+    a TileLang `kernel_kernel` is TileLang, not Triton; FlashQLA's `tilelang_*_kernel_kernel` is FlashQLA. In that
+    order: flash_qla, tilelang, triton."""
+    pats = matrix_mod.load_signatures().backends
+    order = sorted(pats, key=lambda b: {"flash_qla": 0, "tilelang": 1}.get(b, 2))
+    seen: set[str] = set()
+    for n in names:
+        b = next((b for b in order if any(fnmatch.fnmatchcase(n, p) for p in pats[b])), None)
+        if b is not None:
+            seen.add(b)
+    return [b for b in order if b in seen]
+
+
 def launch_sentence(st: StepTrace, device: str) -> str:
     """Launch-bound signal in words: GPU busy vs the step's wall time, and kernels per step."""
     from kernelcheck.trace import analysis as trace_mod

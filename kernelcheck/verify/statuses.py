@@ -50,6 +50,16 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
         "per_layer": [{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
                        "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
     }
+    if run.package_of.get(fn) == "fla":  # which of fla's backends ran, named from the kernels in each pass
+        ev["backends"] = {"forward": evidence_mod.backends_seen([k for rs in fwd for k in rs.kernel_names]),
+                          "backward": evidence_mod.backends_seen([k for rs in bwd for k in rs.kernel_names])}
+    ev.update(_run_notes(run, fn, calls, fail))
+    return ev
+
+
+def _run_notes(run: LiveRun, fn: str, calls: list[Any], fail: Any) -> dict[str, Any]:
+    """What went wrong or was compared for `fn`: forced torch, NaN, the failure, the reference comparisons."""
+    ev: dict[str, Any] = {}
     if any(r.forced for r in calls):
         ev["forced_torch"] = "the torch reference was forced for the rest of the run after the failure below"
     if fn in run.nonfinite:
@@ -103,12 +113,27 @@ def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
     return None
 
 
+def _runtime_error_fix(ev: dict[str, Any], dist: str, model: str) -> tuple[str | None, str | None]:
+    """(id, fix) of the [[runtime_error]] of matrix/breakages.toml the observed exception's text matches (fla's
+    #640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
+    from kernelcheck.core import rules as rules_mod
+
+    err = ev.get("error") or {}
+    hit = rules_mod.match_runtime_error(str(err.get("exception") or ""))
+    if hit is None:
+        return None, None
+    return hit.id, f"{hit.message} Fix: " + hit.fix.format(dist=dist, model=model)
+
+
 def observation(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> decide.Observation:
     """What the run showed for `fs`, as evidence for the decider (core/decide.py)."""
     broken = _broken_reason(fs.name, ev, run)
     rid, fix = _rule_fix(report, fs.name) if broken else (None, None)
+    model = report.model.get("query") if report.model else "M"
     if broken and not fix:
-        fix = _UNKNOWN_FIX.format(dist=fs.package, model=report.model.get("query") if report.model else "M")
+        rid, fix = _runtime_error_fix(ev, fs.package, model or "M")
+    if broken and not fix:
+        fix = _UNKNOWN_FIX.format(dist=fs.package, model=model)
     return decide.Observation(ev, ev.get("path", ""), ev.get("calls") or 0, ev.get("implementation_called", ""),
                               broken, rid, fix)
 

@@ -1,0 +1,57 @@
+"""doctor's fla backend section: for each fla op the model uses and transformers binds, the backend fla's own
+dispatch will run (Triton / TileLang / FlashQLA / FlashKDA) and why (integrations/fla_dispatch.py decides).
+
+What fails because of a backend (fla#640 on the Triton backward, TileLang's JIT without a CUDA toolkit) is a
+breakage rule (matrix/breakages.toml `fla_backend`), decided with the rest of the rules; this module only reports
+the choice, and says so when fla's dispatch code does not read as a layout kernelcheck knows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelcheck.core.environment import Environment
+from kernelcheck.integrations import fla_dispatch
+from kernelcheck.report.model import Finding, FunctionStatus
+
+_NVCC_WORDS = {"toolkit": "a CUDA toolkit's", "pip": "pip's nvidia-cuda-nvcc (not a toolkit)", "none": "none"}
+
+
+def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
+    """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
+    GPU that is not this machine's, as with --arch)."""
+    return tuple(fs.name for fs in functions if fs.package in ("fla-core", "flash-linear-attention")
+                 and fs.status in ("fast", "unsupported", "broken") and fs.used)
+
+
+def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[dict[str, Any] | None,
+                                                                                       list[Finding]]:
+    """The `backends` report section and its findings (None, [] where no fla op runs on a GPU here)."""
+    fns = fla_functions(functions, mode)
+    if not fns or not env.gpus:
+        return None, []
+    lay = fla_dispatch.layout(env)
+    ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == "train" or op.phase == "forward"]
+    findings: list[Finding] = []
+    if not lay.known:
+        findings.append(Finding(
+            "fla-dispatch-unknown", "warning",
+            f"fla-core {lay.version}'s backend dispatch does not read as any layout kernelcheck knows "
+            f"({'; '.join(lay.problems)}): which backend runs {', '.join(fns)} is not known, so the rules that "
+            "depend on it are reported as 'may apply'.",
+            "kernelcheck verify --model M --mode train  (shows the kernels that really ran)", lay.reference))
+    for fn in fns:
+        mine = [op for op in ops if op.function == fn]
+        if not mine:
+            continue
+        text = "; ".join(f"{op.phase} {fla_dispatch.BACKEND_NAMES.get(op.backend, op.backend)}: {op.reason}"
+                         for op in mine)
+        findings.append(Finding("fla-backend", "info", f"{fn} on sm_{(env.capabilities or ('?',))[0]}: {text}.",
+                                None, lay.reference, (fn,)))
+    data = {
+        "fla": lay.version, "read_from": lay.origin, "reference": lay.reference,
+        "nvcc": {"version": env.nvcc, "path": env.nvcc_path, "source": env.nvcc_source,
+                 "is": _NVCC_WORDS.get(env.nvcc_source, env.nvcc_source)},
+        "switches": {k: v for k, v in env.env_vars.items() if k in fla_dispatch.SWITCHES},
+        "ops": [op.to_json() for op in ops],
+    }
+    return data, findings
