@@ -74,8 +74,13 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
     """The cells of the `use_kernel_func_from_hub_with_fallback` wrapper inside `fn`'s decorator stack."""
     seen = 0
     obj = fn
-    while obj is not None and seen < 5:
+    while obj is not None and seen < 6:
         code = getattr(obj, "__code__", None)
+        if code is None and callable(getattr(type(obj), "forward", None)):
+            # kernels >= 0.19 turns a decorated function into an nn.Module instance whose forward calls it
+            obj = type(obj).forward
+            seen += 1
+            continue
         clo = getattr(obj, "__closure__", None)
         if code is None or clo is None:
             return {}
