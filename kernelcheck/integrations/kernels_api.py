@@ -108,6 +108,16 @@ def adapter() -> KernelsApi | Unsupported:
     from kernelcheck.core import environment as environment_mod
 
     version = environment_mod.dist_version("kernels")
+    if version in _CHOSEN:  # one probe per process and version: the imports it checks do not change
+        return _CHOSEN[version]
+    _CHOSEN[version] = _adapter_for(version)
+    return _CHOSEN[version]
+
+
+_CHOSEN: dict[str | None, KernelsApi | Unsupported] = {}
+
+
+def _adapter_for(version: str | None) -> KernelsApi | Unsupported:
     try:
         return choose(version)
     except Exception as exc:  # noqa: BLE001 - `import kernels` itself failed: a finding, not exit 1
