@@ -353,7 +353,7 @@ def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, s
             "gets here, and whether a cached one exists, was not checked.",
             "pip install a kernels release inside transformers' window that kernelcheck knows (0.15-0.19), or set "
             "USE_HUB_KERNELS=0 for the job; and report the kernels version to kernelcheck",
-            "kernelcheck/integrations/kernels_api.py (one adapter per kernels release generation)"))
+            "kernelcheck/integrations/kernels_api (one adapter per kernels release generation)"))
         return {}
     if got.newer_than_known:
         findings.append(Finding(

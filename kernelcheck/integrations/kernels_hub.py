@@ -9,7 +9,7 @@ This module answers, from the installed packages rather than from tables in kern
   even when transformers considers the installed `kernels` out of its version window), the `kernels`
   window it accepts, `USE_HUB_KERNELS` and the `use_kernels` default of `from_pretrained`;
 - which build variant `kernels` itself would choose for each repository (its resolver, through the
-  per-release adapter in kernels_api.py), with the
+  per-release adapter in kernels_api/), with the
   reason every other variant was rejected, listed from `LOCAL_KERNELS`, the Hugging Face cache or the Hub;
 - `prefetch`: download exactly the chosen variants into the cache and write a `kernels.lock` in kernels'
   own format (`KernelLocks`), so offline jobs load exactly those builds;

@@ -1,7 +1,7 @@
 """One adapter for the `kernels` API per release generation, chosen by the installed version and checked by
 feature detection.
 
-    adapter()  -> KernelsApi (Gen015 / Gen017 / Gen018 / Gen019 in kernels_api_0NN.py), or Unsupported with the reason
+    adapter()  -> KernelsApi (Gen015 / Gen017 / Gen018 / Gen019 in gen0NN.py), or Unsupported with the reason
 
 Known generations: 0.15-0.16 (Gen015), 0.17 (Gen017), 0.18 (Gen018), 0.19 (Gen019). A version kernelcheck does not
 know (older than 0.15, or newer than 0.19) is tried against the newest layout first: when every name it needs is
@@ -16,11 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelcheck.integrations.kernels_api_015 import Gen015
-from kernelcheck.integrations.kernels_api_017 import Gen017
-from kernelcheck.integrations.kernels_api_018 import Gen018
-from kernelcheck.integrations.kernels_api_019 import Gen019
-from kernelcheck.integrations.kernels_api_base import (
+from kernelcheck.integrations.kernels_api.base import (
     Decision,
     KernelsApi,
     LayoutError,
@@ -28,6 +24,10 @@ from kernelcheck.integrations.kernels_api_base import (
     System,
     VariantInfo,
 )
+from kernelcheck.integrations.kernels_api.gen015 import Gen015
+from kernelcheck.integrations.kernels_api.gen017 import Gen017
+from kernelcheck.integrations.kernels_api.gen018 import Gen018
+from kernelcheck.integrations.kernels_api.gen019 import Gen019
 
 __all__ = ["Decision", "KernelsApi", "LayoutError", "MetaInfo", "System", "Unsupported", "VariantInfo", "adapter",
            "choose", "GENERATIONS"]

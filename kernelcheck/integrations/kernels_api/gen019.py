@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcheck.integrations.kernels_api_018 import Gen018
-from kernelcheck.integrations.kernels_api_base import VariantInfo
+from kernelcheck.integrations.kernels_api.base import VariantInfo
+from kernelcheck.integrations.kernels_api.gen018 import Gen018
 
 
 class Gen019(Gen018):

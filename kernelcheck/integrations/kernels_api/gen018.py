@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from kernelcheck.integrations.kernels_api_base import KernelsApi
+from kernelcheck.integrations.kernels_api.base import KernelsApi
 
 
 class Gen018(KernelsApi):

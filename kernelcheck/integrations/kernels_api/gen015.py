@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernelcheck.integrations.kernels_api_base import KernelsApi
+from kernelcheck.integrations.kernels_api.base import KernelsApi
 
 
 class Gen015(KernelsApi):

@@ -4,7 +4,7 @@ kernels moves its private names between releases (0.15: `kernels.utils`, no `_ru
 0.18: `_get_cache_dir()` only; 0.19: everything under `kernels._internals`, variants with a Python ABI and a
 `system`). The rest of kernelcheck sees only these values: a `VariantInfo` per build variant, a `Decision` per
 variant from kernels' own resolver, a `MetaInfo` from a variant's metadata.json, and lock text in kernels' format.
-Each generation (kernels_api_015 ... kernels_api_019) says where kernels keeps each name; the public API comes first
+Each generation (gen015 ... gen019) says where kernels keeps each name; the public API comes first
 (`kernels.Metadata`, `kernels.Mode`), private names only where the public API has no equivalent.
 """
 
