@@ -163,7 +163,8 @@ def test_doctor_reports_the_build_that_will_be_used(tmp_path: Path, t522: Path) 
     f = function(data, "chunk_gated_delta_rule")
     assert f["status"] == "fast" and "Hub kernel kernels-community/fla@v1" in f["implementation"]
     assert "RMSNormGated (layer) -> kernels-community/fla@v1 layer FusedRMSNormGated: build " \
-           "torch213-cxx11-cpu-x86_64-linux will be used (from hf-cache)" in data["hub"]["lines"]
+           "torch213-cxx11-cpu-x86_64-linux will be used (from hf-cache) -> the Hub path runs" in data["hub"]["lines"]
+    assert {r["name"]: r["path"] for r in data["hub"]["names"]}["chunk_gated_delta_rule"] == "hub"
 
 
 def test_torch_universal_build_is_chosen_when_it_is_the_only_fit(tmp_path: Path, t522: Path) -> None:

@@ -1,7 +1,7 @@
 """One adapter for the `kernels` API per release generation, chosen by the installed version and checked by
 feature detection.
 
-    adapter()  -> KernelsApi (gen015 / gen017 / gen018 / gen019), or Unsupported with the reason
+    adapter()  -> KernelsApi (Gen015 / Gen017 / Gen018 / Gen019 in gen0NN.py), or Unsupported with the reason
 
 Known generations: 0.15-0.16 (Gen015), 0.17 (Gen017), 0.18 (Gen018), 0.19 (Gen019). A version kernelcheck does not
 know (older than 0.15, or newer than 0.19) is tried against the newest layout first: when every name it needs is
@@ -108,6 +108,16 @@ def adapter() -> KernelsApi | Unsupported:
     from kernelcheck.core import environment as environment_mod
 
     version = environment_mod.dist_version("kernels")
+    if version in _CHOSEN:  # one probe per process and version: the imports it checks do not change
+        return _CHOSEN[version]
+    _CHOSEN[version] = _adapter_for(version)
+    return _CHOSEN[version]
+
+
+_CHOSEN: dict[str | None, KernelsApi | Unsupported] = {}
+
+
+def _adapter_for(version: str | None) -> KernelsApi | Unsupported:
     try:
         return choose(version)
     except Exception as exc:  # noqa: BLE001 - `import kernels` itself failed: a finding, not exit 1
