@@ -45,7 +45,8 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
             continue
         text = "; ".join(f"{op.phase} {fla_dispatch.BACKEND_NAMES.get(op.backend, op.backend)}: {op.reason}"
                          for op in mine)
-        findings.append(Finding("fla-backend", "info", f"{fn} on sm_{(env.capabilities or ('?',))[0]}: {text}.",
+        sm = (env.capabilities or ("?",))[0].replace(".", "")
+        findings.append(Finding("fla-backend", "info", f"{fn} on sm_{sm}: {text}.",
                                 None, lay.reference, (fn,)))
     data = {
         "fla": lay.version, "read_from": lay.origin, "reference": lay.reference,
