@@ -98,6 +98,11 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
 
 
+def holds(key: str, want: Any, facts: Facts) -> bool | None:
+    """One condition of a rule on `facts`: True, False, or None when it cannot be decided."""
+    return _holds(key, want, facts)
+
+
 def requirement_unmet(dist: str, requirement: str) -> bool:
     """True when the installed `dist` declares a Requires-Dist on `requirement` (read from its metadata, not
     from a table here) and the installed version of it is outside that specifier."""
@@ -126,8 +131,9 @@ def requirement_unmet(dist: str, requirement: str) -> bool:
     return False
 
 
-def evaluate(facts: Facts) -> list[RuleHit]:
-    m = matrix_mod.load()
+def evaluate(facts: Facts, m: matrix_mod.Matrix | None = None) -> list[RuleHit]:
+    """The rules of `m` (default: matrix/) that may apply to `facts`, each with its message and fix filled in."""
+    m = m or matrix_mod.load()
     env = facts.env
     fill = {
         "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",

@@ -12,6 +12,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor.why import AttrCheck, _attr_in_process, _device_ok, _import_error_fill, _why_torch
@@ -265,6 +266,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
         "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
         "environment and installed packages only and cannot say that anything fast will run.",
         "kernelcheck doctor --model M --mode train (the model your job loads)"))
+    fixcheck.apply_to(report, env, mode, None, frozenset(), _built_nvcc())
     return report
 
 
@@ -309,7 +311,9 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
                 "instead; see unsloth-replaces-fla)")
         report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
                             and "not installed" in fs.reason else fs for fs in report.functions]
-    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, result, env, mode, query))
+    bound = _bound(report, result)
+    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
+    fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
@@ -340,12 +344,16 @@ def _function_section(report: Report, model: models_mod.ResolvedModel, result: b
         report.functions.extend(function_statuses(needs, result, env, mode, query, attr))
 
 
-def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
+def _bound(report: Report, result: bindings_mod.BindingResult) -> frozenset[str]:
+    """The kernel packages transformers binds for a function used in this mode."""
+    return frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
+                     and any(f.name == fn and f.used for f in report.functions))
+
+
+def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Environment, mode: str,
                  query: str) -> list[decide.RuleEvidence]:
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
-    bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
-                      and any(f.name == fn and f.used for f in report.functions))
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query)
     certain = []
     for hit in rules_mod.evaluate(facts):
