@@ -60,6 +60,9 @@ def output_options(fn: F) -> F:
 
 def _setup_output(kwargs: dict[str, Any]) -> None:
     _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
+    from kernelcheck.report import progress
+
+    progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
     verbose = bool(kwargs.pop("verbose", False))
     if verbose:
         settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible

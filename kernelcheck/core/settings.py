@@ -16,6 +16,7 @@ and install.
 | KERNELCHECK_DEBUG | print tracebacks of internal errors |
 | KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
 | KERNELCHECK_IMPORT_CACHE | 0/off: doctor proves imports afresh, caches nothing (doctor --no-cache; proofcache.py) |
+| KERNELCHECK_PROGRESS | 0/off: no progress lines on stderr for long steps (report/progress.py; --quiet does the same) |
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 """
 
