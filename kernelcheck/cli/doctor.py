@@ -6,6 +6,7 @@ import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Finding
 
@@ -36,6 +37,7 @@ from kernelcheck.report.model import Finding
                    "proof of an earlier doctor in the same unchanged environment (as KERNELCHECK_IMPORT_CACHE=0; "
                    "see docs/doctor.md).")
 @output_options
+@output_file_option
 @guarded("doctor")
 @all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,

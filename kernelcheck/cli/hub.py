@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
 
@@ -49,6 +50,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--dry-run", is_flag=True, help="With --prefetch: say what would be downloaded, download nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @output_options
+@output_file_option
 @guarded("hub")
 def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | None, source: str,
         torch_v: str | None, cuda_v: str | None, arch: str | None, repos: tuple[str, ...], prefetch: bool,

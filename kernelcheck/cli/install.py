@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 
 
@@ -44,6 +46,7 @@ from kernelcheck.cli.targets import parse_target, target_options
 @click.option("--jobs", type=click.IntRange(1, 512), default=None,
               help="Parallel compile jobs (MAX_JOBS); default from cores and free memory (4 GiB a job).")
 @output_options
+@output_file_option
 @guarded("install")
 def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str | None, arch: str | None,
             source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
@@ -81,5 +84,6 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
                               fixes=not no_fixes, without=without, build=parse_target(torch_v, cuda_v, python_v))
     report, code = install_mod.run(req, click.echo, as_json)
+    outfile.write(install_mod.to_json(report, code))
     emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
     return code

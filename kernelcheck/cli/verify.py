@@ -6,6 +6,7 @@ import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core import settings
 
 
@@ -36,6 +37,7 @@ from kernelcheck.core import settings
               help="Instead: run two sequences packed and alone (position_ids only, cu_seq_lens, cu_seq_lens + "
                    "seq_idx) and report the largest difference per layer type. See docs/packing.md.")
 @output_options
+@output_file_option
 @guarded("verify")
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
