@@ -27,3 +27,13 @@ def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_predicts_fla_640(t
     assert "removed at the end" in res.stderr
     tmp = res.stderr.split("go to ", 1)[1].split(" ", 1)[0]
     assert not Path(tmp).exists()
+
+
+def test_doctor_report_issue_prints_the_markdown_block_of_this_machine_with_the_verdicts_exit_code():
+    res = run(["doctor", "--model", "qwen3.8-27b", "--report-issue"])
+    assert res.returncode == 3, res.stderr[-2000:]  # the CPU box: the torch fallback, as plain doctor says
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("<details") and lines[-1] == "</details>"
+    assert "| verdict | **FALLBACK** (exit 3) |" in lines
+    assert any(ln.startswith("| glibc | 2.") for ln in lines) and "| cuDNN | none |" in lines
+    assert "| attention:sdpa | fast | torch.nn.functional.scaled_dot_product_attention |" in lines

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core.errors import BadInput
-from kernelcheck.report.model import Finding
+from kernelcheck.report.model import Finding, Report
 
 
 @click.command()
@@ -36,13 +36,16 @@ from kernelcheck.report.model import Finding
               help="Prove afresh which kernel packages import and what transformers binds, instead of reusing the "
                    "proof of an earlier doctor in the same unchanged environment (as KERNELCHECK_IMPORT_CACHE=0; "
                    "see docs/doctor.md).")
+@click.option("--report-issue", "report_issue", is_flag=True,
+              help="Print a markdown block to paste into a bug report instead of the text report: versions, OS/glibc, "
+                   "driver, cuDNN, NCCL, the kernel packages, each function's status, the findings and the verdict.")
 @output_options
 @output_file_option
 @guarded("doctor")
 @all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
-           packing: str | None = None, no_cache: bool = False) -> int:
+           packing: str | None = None, no_cache: bool = False, report_issue: bool = False) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -58,6 +61,9 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     """
     from kernelcheck.doctor.run import doctor as run_doctor
 
+    if report_issue and (as_json or junit):
+        raise BadInput("--report-issue prints a markdown block for a bug report; --json and --junit are the "
+                       "machine-readable reports. Use one or the other (-o FILE writes the JSON beside the block).")
     if no_cache:
         from kernelcheck.core import settings
 
@@ -86,4 +92,18 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, packing)
+    if report_issue:
+        return _report_issue(report)
     return finish(report, as_json, junit)
+
+
+def _report_issue(report: Report) -> int:
+    import sys
+
+    from kernelcheck.cli import outfile
+    from kernelcheck.report import issue
+    from kernelcheck.report.model import render_json
+
+    outfile.write(render_json(report), report)
+    emit(issue.render(report, issue.system(), sys.argv[1:]), is_json=True)  # markdown: printed as it is, unwrapped
+    return report.exit_code
