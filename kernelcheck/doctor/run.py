@@ -21,6 +21,7 @@ from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
+from kernelcheck.report.progress import Ticker
 
 
 def function_statuses(
@@ -180,9 +181,16 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
         if single is not None:  # fork the children once torch is imported, before any CUDA call
-            env = environment_mod.probe(packages=False,
-                                        after_torch_import=lambda: started.append(
-                                            imports_mod.ImportProbe.start(single, query)))
+            ticker = Ticker("doctor: importing torch").start()  # stopped (its thread joined) before the fork
+
+            def fork_children() -> None:
+                ticker.stop()
+                started.append(imports_mod.ImportProbe.start(single, query))
+
+            try:
+                env = environment_mod.probe(packages=False, after_torch_import=fork_children)
+            finally:
+                ticker.stop()
         report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof

@@ -35,46 +35,63 @@ def enabled() -> bool:
         "0", "off", "no", "false", "n")
 
 
+class Ticker:
+    """The progress of one step, started and stopped by hand (`working` is the usual form). `stop()` joins the
+    thread, so nothing of it is left when the caller forks (doctor forks its import children after torch's import)."""
+
+    def __init__(self, label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
+                 tick: float = 0.5, detail: Callable[[], str] | None = None) -> None:
+        self.label, self.out, self.delay, self.every, self.tick, self.detail = \
+            label, stream or sys.stderr, delay, every, tick, detail
+        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self._stop = threading.Event()
+        self._shown = False
+        self._t0 = time.monotonic()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Ticker:
+        if enabled():
+            self._thread = threading.Thread(target=self._run, name="kernelcheck-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        wait = self.delay if self.tty else self.every
+        while not self._stop.wait(wait):
+            secs = int(time.monotonic() - self._t0)
+            extra = f"; {self.detail()}" if self.detail is not None else ""
+            try:
+                if self.tty:
+                    self.out.write(f"\r\033[K{self.label} ... {secs} s{extra}")
+                else:
+                    self.out.write(f"kernelcheck: {self.label} (still working, {secs} s{extra})\n")
+                self.out.flush()
+            except (OSError, ValueError):
+                return
+            self._shown = True
+            wait = self.tick if self.tty else self.every
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        if self.tty and self._shown:
+            try:
+                self.out.write("\r\033[K")
+                self.out.flush()
+            except (OSError, ValueError):
+                pass
+
+
 @contextmanager
 def working(label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
             tick: float = 0.5, detail: Callable[[], str] | None = None) -> Iterator[None]:
     """Show that `label` is still running while the block runs (see the module text); `detail()` adds what is
     known so far (verify: the Triton cache entries compiled)."""
-    out = stream or sys.stderr
-    if not enabled():
-        yield
-        return
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    stop = threading.Event()
-    shown = threading.Event()
-    t0 = time.monotonic()
-
-    def run() -> None:
-        wait = delay if tty else every
-        while not stop.wait(wait):
-            secs = int(time.monotonic() - t0)
-            extra = f"; {detail()}" if detail is not None else ""
-            try:
-                if tty:
-                    out.write(f"\r\033[K{label} ... {secs} s{extra}")
-                else:
-                    out.write(f"kernelcheck: {label} (still working, {secs} s{extra})\n")
-                out.flush()
-            except (OSError, ValueError):
-                return
-            shown.set()
-            wait = tick if tty else every
-
-    thread = threading.Thread(target=run, name="kernelcheck-progress", daemon=True)
-    thread.start()
+    ticker = Ticker(label, stream=stream, delay=delay, every=every, tick=tick, detail=detail).start()
     try:
         yield
     finally:
-        stop.set()
-        thread.join()
-        if tty and shown.is_set():
-            try:
-                out.write("\r\033[K")
-                out.flush()
-            except (OSError, ValueError):
-                pass
+        ticker.stop()
