@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_install_plan import env, steps_of
+from tests.test_install_plan import env, steps_of
 
 from kernelcheck.install import build, plan, sources, wheels
 from tests.kcfixtures import PY_TAG, make_wheel, pypi_wheels
