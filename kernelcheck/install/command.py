@@ -52,6 +52,7 @@ from kernelcheck.report.model import (
     Report,
     render_text,
 )
+from kernelcheck.report.progress import working
 
 _EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}  # plan.predicted -> exit
 
@@ -233,13 +234,15 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
                        "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
                        "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
-    env, origin = _probe(arches, req.target)
+    with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
+        env, origin = _probe(arches, req.target)
     planned_for = None
     if req.build.given:
         from kernelcheck.install import target_env
 
         env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
-    before = run_doctor(req.model, req.mode, env)
+    with working("kernelcheck install: the doctor check before planning"):
+        before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
