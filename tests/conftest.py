@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE.parent))
 INTEGRATION_MODULES = frozenset({
     "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",
     "test_trace", "test_trace_gpu", "test_trace_step_gpu", "test_verify", "test_verify_step",
+    "test_fleet", "test_proofcache", "test_packing", "test_install_artifacts",
 })
 
 
@@ -29,6 +30,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
         if module in INTEGRATION_MODULES or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _fast_lane_is_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast-lane test that launches a process fails at once (tests/lanes.py)."""
+    if request.node.get_closest_marker("integration") is None:
+        from tests.lanes import forbid_processes
+
+        forbid_processes(monkeypatch)
 
 
 @pytest.fixture

@@ -52,12 +52,14 @@ def test_every_command_rejects_an_impossible_arch_with_exit_2(command: list[str]
     assert "no NVIDIA GPU has" in err and "Traceback" not in err
 
 
+@pytest.mark.integration  # the real environment probe runs nvcc / nvidia-smi
 def test_hub_accepts_the_same_arch_forms_as_doctor() -> None:
     code, out, err = invoke(["hub", "--arch", "sm_90", "--json"])
     assert code in (0, 3), err  # was exit 2: hub had its own MAJOR.MINOR-only parser
     assert json.loads(out)["environment"]["gpus"][0]["capability"] == "9.0"
 
 
+@pytest.mark.integration  # the real environment probe runs nvcc / nvidia-smi
 @pytest.mark.parametrize("arch", [[], ["--arch", "9.0"]], ids=["this-cpu-machine", "gpu-image"])
 def test_a_gate_that_forgets_model_does_not_pass(arch: list[str]) -> None:
     code, out, _ = invoke(["doctor", *arch, "--json"])
@@ -69,6 +71,7 @@ def test_a_gate_that_forgets_model_does_not_pass(arch: list[str]) -> None:
     assert code == 3 and "(exit 3)" in out.splitlines()[-1]  # what a person reads last
 
 
+@pytest.mark.integration  # the real environment probe runs nvcc / nvidia-smi
 def test_hub_is_not_ready_when_hub_kernels_are_not_used() -> None:
     # doctor says FALLBACK for these functions on this machine; hub must not say READY for them
     code, out, _ = invoke(["hub", "--model", "qwen3.8-27b", "--json"])

@@ -11,10 +11,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_install_plan import env, steps_of
 
 from kernelcheck.install import build, plan, sources, wheels
 from tests.kcfixtures import PY_TAG, make_wheel, pypi_wheels
+from tests.test_install_plan import env, steps_of
 
 HOST = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.packing.decide import decide, has_guard, load_facts, section
+from kernelcheck.packing.decide import has_guard, load_facts, section
 from tests.envs import TF525, site
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,27 +26,6 @@ EXPECT_FLASH_TORCH = {"5.17.0": "mixed", "5.20.2": "raises", "5.25.0": "raises"}
 def _site(version: str) -> Path:
     reqs, deps = REGIMES[version]
     return site(*reqs, deps=deps)
-
-
-def test_torch_path_outcomes_follow_the_guard() -> None:
-    torch_path = dict.fromkeys(GDN, False)
-    assert decide("position_ids", torch_path, FACTS, guard=True).outcome == "mixed"
-    assert decide("flash", torch_path, FACTS, guard=True).outcome == "raises"
-    assert decide("flash", torch_path, FACTS, guard=False).outcome == "mixed"
-    assert decide("none", torch_path, FACTS, guard=False).outcome == "correct"
-
-
-def test_bound_kernels_are_correct_only_with_every_kwarg_they_need() -> None:
-    fast = dict.fromkeys(GDN, True)
-    assert decide("flash", fast, FACTS, guard=True).outcome == "correct"
-    o = decide("cu_seq_lens", fast, FACTS, guard=True)
-    assert o.outcome == "mixed" and "causal_conv1d_fn gets no seq_idx" in o.reason
-    o = decide("position_ids", fast, FACTS, guard=True)
-    assert o.outcome == "mixed" and "return_seq_idx=True" in (o.fix or "")
-
-
-def test_models_without_linear_layers_get_no_section() -> None:
-    assert section({"flash_attn_varlen_func": "fast"}, None, FACTS, Path("/nonexistent")) is None
 
 
 @pytest.mark.parametrize("version", list(REGIMES))

@@ -41,6 +41,7 @@ def test_a_whole_step_trace_shows_forward_backward_and_optimizer_and_each_layer_
     assert an.summary.cpu_span_us >= max(s.cpu_span_us for s in an.steps)
 
 
+@pytest.mark.integration  # runs `python -m kernelcheck trace`
 def test_trace_text_prints_phases_and_layer_types():
     proc = _kc("trace", str(STEP))
     assert proc.returncode == 0, proc.stderr
@@ -48,6 +49,7 @@ def test_trace_text_prints_phases_and_layer_types():
     assert "layer type linear_attention (3 layers)" in proc.stdout
 
 
+@pytest.mark.integration  # runs `python -m kernelcheck trace`
 def test_annotate_writes_the_findings_back_as_instant_events_that_trace_reads_again(tmp_path):
     out = tmp_path / "annotated.json.gz"
     proc = _kc("trace", str(GPU / "gdn_fallback.json.gz"), "--annotate", str(out), "--json")
@@ -66,6 +68,7 @@ def test_annotate_writes_the_findings_back_as_instant_events_that_trace_reads_ag
         json.loads(proc.stdout)["summary"]["kernels"]
 
 
+@pytest.mark.integration  # runs `python -m kernelcheck trace`
 def test_annotate_refuses_to_overwrite_its_input(tmp_path):
     src = tmp_path / "t.json.gz"
     src.write_bytes((GPU / "gdn_fast.json.gz").read_bytes())
@@ -73,6 +76,7 @@ def test_annotate_refuses_to_overwrite_its_input(tmp_path):
     assert proc.returncode == 2 and "the input trace" in proc.stderr
 
 
+@pytest.mark.integration  # runs `python -m kernelcheck trace`
 def test_launch_delay_is_in_ms_and_a_deep_queue_is_called_good():
     proc = _kc("trace", str(GPU / "gdn_fast.json.gz"))
     assert "launch delay:" in proc.stdout and " ms" in proc.stdout

@@ -9,15 +9,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.cli import interrupts
+from kernelcheck.cli import interrupts, outfile
 from kernelcheck.core import settings
-from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
 from kernelcheck.report.terminal import Terminal, present
 
@@ -38,10 +37,11 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
         pass  # the original error is the one to report
 
 
-def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
+def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str | None = None) -> None:
+    error = {"schema": SCHEMA, "command": command, "verdict": None, "exit_code": exc.exit_code, "error": exc.message}
+    outfile.write_error(error, exc.message, exc.exit_code, model)
     if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
-                               "exit_code": exc.exit_code, "error": exc.message}, indent=2))
+        click.echo(json.dumps(error, indent=2))
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
@@ -60,6 +60,9 @@ def output_options(fn: F) -> F:
 
 def _setup_output(kwargs: dict[str, Any]) -> None:
     _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
+    from kernelcheck.report import progress
+
+    progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
     verbose = bool(kwargs.pop("verbose", False))
     if verbose:
         settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
@@ -73,10 +76,11 @@ def emit(text: str, *, is_json: bool = False) -> None:
 
     Text is adapted to a terminal (report/terminal.py: width, colour, --quiet); JSON is printed as it is.
     """
-    if not is_json:
-        text = present(text, Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"]))
+    term = None if is_json else Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"])
+    if term is not None:
+        text = present(text, term)
     try:
-        click.echo(text)
+        click.echo(text, color=True if term is not None and term.colour else None)  # --color always: kept piped
         sys.stdout.flush()
     except BrokenPipeError:
         _drop_stdout()
@@ -93,24 +97,8 @@ def _drop_stdout() -> None:
 
 
 def check_junit_path(path: str | None) -> None:
-    """An unwritable --junit file is bad input found before the run, not after it (the report would be lost).
-
-    The same steps as the writer (report/junit.py: parent folders created, a temporary file beside the
-    target), tried for real: permission bits say nothing for root or a read-only mount.
-    """
-    if not path:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise BadInput(f"--junit {path} is a folder; give a file name such as {target / 'doctor.xml'}.")
-    probe = target.with_name(f".{target.name}.kernelcheck-probe")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise BadInput(f"cannot write the JUnit file {str(target)!r}: {exc.strerror or exc}. Pass --junit a path "
-                       "in a writable folder (it is created if missing); nothing was run.") from None
+    """An unwritable --junit file is bad input found before the run, not after it (the report would be lost)."""
+    outfile.check_writable(path, "--junit", "JUnit", "doctor.xml")
 
 
 def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]:
@@ -123,13 +111,14 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             _setup_output(kwargs)
             try:
                 with interrupts.routed():
+                    outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
                     code = fn(*args, **kwargs)
             except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: exit 130 / 143, cleanup done on the way out
                 interrupts.report(command, exc, as_json)
             except KernelcheckError as exc:
                 _junit_error(command, kwargs, exc)
-                _emit_error(command, as_json, exc)
+                _emit_error(command, as_json, exc, kwargs.get("model"))
                 sys.exit(exc.exit_code)
             except (click.exceptions.Exit, click.ClickException):
                 raise
@@ -143,7 +132,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
                                        "rerun with KERNELCHECK_DEBUG=1 for the traceback and report it.")
                 err.exit_code = EXIT_INTERNAL
                 _junit_error(command, kwargs, err)
-                _emit_error(command, as_json, err)
+                _emit_error(command, as_json, err, kwargs.get("model"))
                 sys.exit(EXIT_INTERNAL)
             sys.exit(code or 0)
 
@@ -161,6 +150,8 @@ def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         from kernelcheck.report import junit as junit_mod
 
         junit_mod.write(report, junit)
+    if outfile.path():
+        outfile.write(render_json(report), report)
     emit(render_json(report) if as_json else render_text(report), is_json=as_json)
     return report.exit_code
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
 from kernelcheck.core.errors import BadInput
-from kernelcheck.report.model import Finding
+from kernelcheck.report.model import Finding, Report
 
 
 @click.command(cls=UpgradeCommand)
@@ -48,13 +49,17 @@ from kernelcheck.report.model import Finding
 @click.option("--wheelhouse", default=None, type=click.Path(file_okay=False),
               help="With --upgrade: also look for the upgrade's wheels in this folder.")
 @click.option("--offline", is_flag=True, help="With --upgrade: resolve from --wheelhouse only (no index).")
+@click.option("--report-issue", "report_issue", is_flag=True,
+              help="Print a markdown block to paste into a bug report instead of the text report: versions, OS/glibc, "
+                   "driver, cuDNN, NCCL, the kernel packages, each function's status, the findings and the verdict.")
 @output_options
+@output_file_option
 @guarded("doctor")
 @all_ranks_options("doctor")
 def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool, junit: str | None,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
            packing: str | None = None, no_cache: bool = False, upgrade: bool = False, if_worse: bool = False,
-           wheelhouse: str | None = None, offline: bool = False) -> int:
+           wheelhouse: str | None = None, offline: bool = False, report_issue: bool = False) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -73,6 +78,9 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
     if upgrade or if_worse or wheelhouse or offline:
         return _forecast(locals(), as_json, junit)
+    if report_issue and (as_json or junit):
+        raise BadInput("--report-issue prints a markdown block for a bug report; --json and --junit are the "
+                       "machine-readable reports. Use one or the other (-o FILE writes the JSON beside the block).")
     if no_cache:
         from kernelcheck.core import settings
 
@@ -104,6 +112,8 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     from kernelcheck.doctor.cost import attach as attach_cost
 
     attach_cost(report, model)
+    if report_issue:
+        return _report_issue(report)
     return finish(report, as_json, junit)
 
 
@@ -129,3 +139,15 @@ def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
 
     emit(json.dumps(fc.to_json(), indent=2) if as_json else render.render_text(fc), is_json=as_json)
     return fc.exit_code
+
+
+def _report_issue(report: Report) -> int:
+    import sys
+
+    from kernelcheck.cli import outfile
+    from kernelcheck.report import issue
+    from kernelcheck.report.model import render_json
+
+    outfile.write(render_json(report), report)
+    emit(issue.render(report, issue.system(), sys.argv[1:]), is_json=True)  # markdown: printed as it is, unwrapped
+    return report.exit_code

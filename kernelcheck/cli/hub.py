@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
 
 _REPO = re.compile(r"^([\w.-]+/[\w.-]+)(?:@(.+))?$")
@@ -37,10 +39,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--source", type=click.Choice(["auto", "cache", "hub"]), default="auto", show_default=True,
               help="Where build variants are listed from: auto = as kernels does (LOCAL_KERNELS, then the Hub, or "
                    "the HF cache when HF_HUB_OFFLINE=1); cache = never use the network.")
-@click.option("--torch", "torch_v", default=None, metavar="X.Y",
-              help="Resolve for this torch minor instead of the installed one (a build machine for another image).")
-@click.option("--cuda", "cuda_v", default=None, metavar="X.Y|cpu",
-              help="Resolve for a torch built for this CUDA (or cpu) instead of the installed build.")
+@target_options(python=False)
 @click.option("--arch", "arch", default=None, metavar="X.Y",
               help="GPU compute capability to check builds against (kernels' check_arch), e.g. 9.0 for H100/H200.")
 @click.option("--repo", "repos", multiple=True, metavar="ORG/NAME@vN",
@@ -51,6 +50,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--dry-run", is_flag=True, help="With --prefetch: say what would be downloaded, download nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
 @output_options
+@output_file_option
 @guarded("hub")
 def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | None, source: str,
         torch_v: str | None, cuda_v: str | None, arch: str | None, repos: tuple[str, ...], prefetch: bool,
@@ -86,10 +86,8 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     if prefetch and not (model or repos):
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     parsed = [_parse_repo(r) for r in repos]
-    for name, val in (("--torch", torch_v), ("--cuda", cuda_v if cuda_v != "cpu" else None)):
-        if val is not None and not re.fullmatch(r"\d+\.\d+", val):
-            raise BadInput(f"{name} '{val}' is not MAJOR.MINOR (e.g. --torch 2.11 --cuda 13.0 --arch 9.0).")
-    target = hub_mod.Target(torch=torch_v, cuda="" if cuda_v == "cpu" else cuda_v) if (torch_v or cuda_v) else None
+    build = parse_target(torch_v, cuda_v)
+    target = hub_mod.Target(torch=build.torch, cuda=build.cuda) if build.given else None
     gpus = gpu_mod.parse_arch(arch) if arch else None  # the same parser as doctor and install
     env = environment_mod.probe(gpu_override=gpus)
     report = Report("hub", env.to_json(), None, mode)

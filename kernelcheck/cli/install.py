@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import click
 
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.cli.targets import parse_target, target_options
 
 
 @click.command()
 @click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
 @click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
-@click.option("--dry-run", is_flag=True, help="Print the plan (every step, why, every rejected candidate) and stop.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (every step, why, every rejected candidate) and stop; changes nothing (wheels "
+                   "it inspects are downloaded into a temporary folder, removed after).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: the report plus `plan` (progress on stderr).")
 @click.option("--wheelhouse", type=click.Path(file_okay=False), default=None,
               help="Folder of wheels/sdists to use first and to keep built wheels in "
@@ -37,14 +42,17 @@ from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_
 @click.option("--target", type=click.Path(file_okay=False), default=None,
               help="Install into this folder (pip --target) instead of the environment; use it with PYTHONPATH=DIR "
                    "where site-packages is read-only.")
+@target_options()
 @click.option("--jobs", type=click.IntRange(1, 512), default=None,
               help="Parallel compile jobs (MAX_JOBS); default from cores and free memory (4 GiB a job).")
 @output_options
+@output_file_option
 @guarded("install")
 def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str | None, arch: str | None,
             source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
             with_packages: tuple[str, ...], offline: bool, target: str | None, jobs: int | None,
-            no_fixes: bool = False, without: tuple[str, ...] = ()) -> int:
+            no_fixes: bool = False, without: tuple[str, ...] = (), torch_v: str | None = None,
+            cuda_v: str | None = None, python_v: str | None = None) -> int:
     """Install the kernel packages MODEL needs for the installed torch/CUDA/GPU, never changing torch.
 
     First a plan: for each package the step (keep, install, build, offer, refuse, blocked), its source,
@@ -58,6 +66,8 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
       kernelcheck install --model qwen3.8-27b --dry-run
       kernelcheck install --model qwen3.8-27b --mode infer --json
       kernelcheck install --model qwen3.8-27b --arch 9.0 --wheelhouse /wheels     # docker build stage
+      kernelcheck install --model qwen3.8-27b --dry-run --torch 2.11 --cuda 13.0 --python 3.12 --arch 9.0
+                                                         # a CPU box plans for an H200 image
       kernelcheck install --model qwen3.8-27b --source build --sdist causal_conv1d-1.7.0.tar.gz \\
           --wheelhouse ./wh --offline --target /tmp/site                            # air-gapped build
 
@@ -72,7 +82,8 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     req = install_mod.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
                               source=source, allow_change=allow_change, with_packages=with_packages,
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
-                              fixes=not no_fixes, without=without)
+                              fixes=not no_fixes, without=without, build=parse_target(torch_v, cuda_v, python_v))
     report, code = install_mod.run(req, click.echo, as_json)
+    outfile.write(install_mod.to_json(report, code))
     emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
     return code

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck import __version__
 from kernelcheck.cli import interrupts
 from kernelcheck.cli.doctor import doctor
 from kernelcheck.cli.hub import hub
@@ -18,6 +17,7 @@ from kernelcheck.cli.models import models
 from kernelcheck.cli.trace import trace
 from kernelcheck.cli.verify import verify
 from kernelcheck.core import settings
+from kernelcheck.report.terminal import COLOR_CHOICES, set_color
 
 
 class _Group(click.Group):
@@ -31,11 +31,23 @@ class _Group(click.Group):
             interrupts.report(ctx.invoked_subcommand or "", exc, False)
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from kernelcheck.core import version
+
+    click.echo(version.info().line())
+    ctx.exit(0)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="kernelcheck")
+@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version, the git commit and the date of the matrix/ data, and exit.")
 @click.option("--network-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
               help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
-def main(network_timeout: float | None = None) -> None:
+@click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Colour the verdict words: auto = on a terminal unless NO_COLOR is set; always; never.")
+def main(network_timeout: float | None = None, color: str = "auto") -> None:
     """Will the fast kernels of your transformers model really run here? If not, why, and the exact fix.
 
     \b
@@ -48,7 +60,12 @@ def main(network_timeout: float | None = None) -> None:
     Exit codes (every command): 0 ready, 3 a slow fallback path would run, 4 broken (crash, refusal or
     wrong results), 2 bad usage or input, 1 internal error, 130/143 interrupted by SIGINT/SIGTERM.
     Use `kernelcheck doctor --model M --mode train` as a pipeline gate.
+
+    \b
+    Settings: every KERNELCHECK_* variable is in docs/settings.md. Shell completion (bash; zsh and fish alike):
+      eval "$(_KERNELCHECK_COMPLETE=bash_source kernelcheck)"     # in ~/.bashrc
     """
+    set_color(color)
     if network_timeout is not None:
         settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.report.model import render_json
 
 
@@ -15,6 +17,7 @@ from kernelcheck.report.model import render_json
               help="Also write the trace back with kernelcheck's findings as instant events (open it in Perfetto "
                    "or chrome://tracing to see where the fallback ran); .gz compresses.")
 @output_options
+@output_file_option
 @guarded("trace")
 def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
     """Diagnose a torch profiler trace (Chrome trace JSON, plain or .gz) of a real step.
@@ -42,5 +45,6 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
     from kernelcheck.trace import analysis as trace_mod
 
     report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr, annotate=annotate)
+    outfile.write(render_json(report))
     emit(render_json(report) if as_json else trace_mod.render_text(report), is_json=as_json)
     return report.exit_code

@@ -6,6 +6,7 @@ import click
 
 from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
 from kernelcheck.cli.fleet import all_ranks_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 
@@ -43,6 +44,7 @@ from kernelcheck.core.errors import BadInput
                    "per layer type, beside doctor's decision. MODE: the job's mode, judged as `doctor --packing "
                    "MODE` judges it (default: flash, the recommended one). See docs/packing.md.")
 @output_options
+@output_file_option
 @guarded("verify")
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,

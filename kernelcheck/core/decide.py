@@ -15,6 +15,9 @@ Evidence, lowest precedence first (a later kind overrides an earlier one only as
               disagreed with the torch reference; fast when the fast path ran; a bound fast kernel whose torch
               reference ran instead is a fallback.
 
+A fix is checked before it is printed (doctor/fixcheck.py): `assume` gives the status a function would have after
+it, `decide(..., checked_fix=)` replaces a fix that would make the verdict worse (the last step of the rules).
+
 `decide(prior, ...)` applies the kinds it is given in that order, so the stages of a command may call it in turn
 (doctor: binding, notes and rules; the Hub check: its builds; verify: the observation) and get the same status as
 one call with all the evidence. `verdict` is the one place a report's verdict is computed.
@@ -47,6 +50,16 @@ class RuleEvidence:
 
 
 @dataclass(frozen=True)
+class CheckedFix:
+    """A function's fix checked against the rules (doctor/fixcheck.py): `original` would make the verdict worse
+    here, so `fix` is printed instead (None: no fix), and `note` says why."""
+
+    original: str | None
+    fix: str | None
+    note: str
+
+
+@dataclass(frozen=True)
 class HubEvidence:
     """kernels will load a Hub build in place of `function`: Hub kernels are used, a build was chosen, nothing
     blocks it."""
@@ -69,8 +82,10 @@ class Observation:
 
 
 def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[RuleEvidence] = (),
-           hub: HubEvidence | None = None, observed: Observation | None = None) -> FunctionStatus:
-    """`prior`'s status after the evidence given, applied in precedence order (see the module text): a new value."""
+           hub: HubEvidence | None = None, observed: Observation | None = None,
+           checked_fix: CheckedFix | None = None) -> FunctionStatus:
+    """`prior`'s status after the evidence given, applied in precedence order (see the module text): a new value.
+    `checked_fix` replaces the fix the rules left, when it is the one that was checked."""
     fs = replace(prior)
     for note in notes:
         fs.reason = (fs.reason or "") + note
@@ -78,10 +93,22 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
         if fs.name in rule.functions and fs.used and \
                 _SEVERITY_RANK.get(rule.severity, 0) > _STATUS_RANK.get(fs.status, 0):
             fs.status, fs.reason, fs.fix = rule.severity, f"{rule.title}: {rule.message}", rule.fix
+    if checked_fix is not None and fs.fix == checked_fix.original:
+        fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")
     if hub is not None and hub.function == fs.name and fs.status != Status.FAST:
         fs.status, fs.implementation, fs.reason, fs.fix = Status.FAST.value, hub.implementation, None, None
     if observed is not None:
         _observe(fs, observed)
+    return fs
+
+
+def assume(prior: FunctionStatus, status: str) -> FunctionStatus:
+    """What-if evidence (doctor/fixcheck.py): the status `prior` would have once a fix is applied (fast or
+    unsupported when the fix makes its package bound, fallback when it removes it). Never printed: a simulated
+    environment's verdict is compared with the printed one."""
+    fs = replace(prior, status=status)
+    if status != Status.FALLBACK:
+        fs.reason, fs.fix = None, None
     return fs
 
 

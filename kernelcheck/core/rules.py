@@ -120,8 +120,15 @@ def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
     return all(p in facts.bound for p in want)  # bound
 
 
-def evaluate(facts: Facts) -> list[RuleHit]:
-    m = matrix_mod.load()
+def holds(key: str, want: Any, facts: Facts) -> bool | None:
+    """One condition of a rule on `facts`: True, False, or None when it cannot be decided."""
+    return _holds(key, want, facts)
+
+
+
+def evaluate(facts: Facts, m: matrix_mod.Matrix | None = None) -> list[RuleHit]:
+    """The rules of `m` (default: matrix/) that may apply to `facts`, each with its message and fix filled in."""
+    m = m or matrix_mod.load()
     env = facts.env
     fill = {
         "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",

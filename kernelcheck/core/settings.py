@@ -16,7 +16,13 @@ and install.
 | KERNELCHECK_DEBUG | print tracebacks of internal errors |
 | KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
 | KERNELCHECK_IMPORT_CACHE | 0/off: doctor proves imports afresh, caches nothing (doctor --no-cache; proofcache.py) |
+| KERNELCHECK_PROGRESS | 0/off: no progress lines on stderr for long steps (report/progress.py; --quiet does the same) |
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
+| KERNELCHECK_VERBOSE | 1: log what was skipped, keep third-party output of live runs visible (--verbose) |
+| KERNELCHECK_STEP_PROFILED | verify --step: how many steps are profiled |
+| KERNELCHECK_FLEET_ID | --all-ranks outside torchrun/Slurm: the fleet's run id |
+
+The user's table of all of them, with defaults and flags, is docs/settings.md (tests/test_settings_doc.py).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from kernelcheck.core import settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, ImportProof, Report
+from kernelcheck.report.progress import working
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -305,7 +306,8 @@ class ImportProbe:
         timeout = import_timeout()
         deadline = time.monotonic() + timeout
         for c in self._children:
-            data = self._read(c.result_fd, deadline)
+            with working("doctor: proving which kernel packages import and what transformers binds"):
+                data = self._read(c.result_fd, deadline)  # the children exist: a progress thread is safe now
             os.close(c.result_fd)
             c.result_fd = -1
             if data is None:

@@ -13,6 +13,7 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import backends as backends_mod
+from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor import submodel as submodel_mod
@@ -22,6 +23,7 @@ from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
+from kernelcheck.report.progress import Ticker
 
 
 def function_statuses(
@@ -181,9 +183,16 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
         if single is not None:  # fork the children once torch is imported, before any CUDA call
-            env = environment_mod.probe(packages=False,
-                                        after_torch_import=lambda: started.append(
-                                            imports_mod.ImportProbe.start(single, query)))
+            ticker = Ticker("doctor: importing torch").start()  # stopped (its thread joined) before the fork
+
+            def fork_children() -> None:
+                ticker.stop()
+                started.append(imports_mod.ImportProbe.start(single, query))
+
+            try:
+                env = environment_mod.probe(packages=False, after_torch_import=fork_children)
+            finally:
+                ticker.stop()
         report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof
@@ -267,6 +276,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
         "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
         "environment and installed packages only and cannot say that anything fast will run.",
         "kernelcheck doctor --model M --mode train (the model your job loads)"))
+    fixcheck.apply_to(report, env, mode, None, frozenset(), _built_nvcc())
     return report
 
 
@@ -311,9 +321,11 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
                 "instead; see unsloth-replaces-fla)")
         report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
                             and "not installed" in fs.reason else fs for fs in report.functions]
+    bound = _bound(report, result)
     report.backends, backend_findings = backends_mod.section(env, report.functions, mode)  # fast ones, pre-rules
-    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, result, env, mode, query))
+    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
     report.findings.extend(backend_findings)
+    fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
@@ -344,12 +356,16 @@ def _function_section(report: Report, model: models_mod.ResolvedModel, result: b
         report.functions.extend(function_statuses(needs, result, env, mode, query, attr))
 
 
-def _apply_rules(report: Report, result: bindings_mod.BindingResult, env: environment_mod.Environment, mode: str,
+def _bound(report: Report, result: bindings_mod.BindingResult) -> frozenset[str]:
+    """The kernel packages transformers binds for a function used in this mode."""
+    return frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
+                     and any(f.name == fn and f.used for f in report.functions))
+
+
+def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Environment, mode: str,
                  query: str) -> list[decide.RuleEvidence]:
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
-    bound = frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
-                      and any(f.name == fn and f.used for f in report.functions))
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
                             functions=tuple(f.name for f in report.functions if f.used))
     certain = []

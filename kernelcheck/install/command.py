@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
 from kernelcheck.core.status import EXIT_CODE
+from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
@@ -50,6 +52,7 @@ from kernelcheck.report.model import (
     Report,
     render_text,
 )
+from kernelcheck.report.progress import working
 
 _EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}  # plan.predicted -> exit
 
@@ -71,6 +74,7 @@ class Request:
     jobs: int | None = None
     fixes: bool = True  # train mode: additive fixes installed by default
     without: tuple[str, ...] = ()
+    build: TargetBuild = TargetBuild()  # --torch/--cuda/--python: plan for another machine's build (dry run only)
 
 
 def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -85,6 +89,10 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
     if req.sdist:
         _validate_sdist(req.sdist)
     _validate_paths(req)
+    if req.build.given and not req.dry_run:
+        raise BadInput("--torch/--cuda/--python plan for another machine's torch build, which is not installed here: "
+                       "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
+                       "the target machine, or in the image's build stage, without them.")
     arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
     return arches, _package_versions(req.packages)
 
@@ -226,8 +234,15 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
                        "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
                        "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
-    env, origin = _probe(arches, req.target)
-    before = run_doctor(req.model, req.mode, env)
+    with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
+        env, origin = _probe(arches, req.target)
+    planned_for = None
+    if req.build.given:
+        from kernelcheck.install import target_env
+
+        env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
+    with working("kernelcheck install: the doctor check before planning"):
+        before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
@@ -237,18 +252,24 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
         without=tuple(req.without))
     report = Report("install", env.to_json(), before.model, req.mode)
+    if planned_for is not None:
+        report.findings.append(planned_for)
     report.before = Before(before.verdict, {f.name: f.status for f in before.functions})
     progress = (lambda s: print(s, file=sys.stderr, flush=True)) if as_json else echo
     if req.source == "hub":
         return _install_from_hub(req, env, wheelhouse, offline, report, progress)
 
-    def plan_now(now: environment_mod.Environment) -> plan_mod.Plan:
+    def plan_now(now: environment_mod.Environment, downloads: Path | None = None) -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
-        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions)
+        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads)
         return plan_mod.make_plan(now, packages, opts, found, bound)
 
-    if req.dry_run:  # changes nothing: not even a wheelhouse folder is created
-        return _finish_plan(report, plan_now(env), executed=False)
+    if req.dry_run:  # changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after
+        with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
+            print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
+                  f"the end; nothing is written to the wheelhouse {wheelhouse} or the environment", file=sys.stderr,
+                  flush=True)
+            return _finish_plan(report, plan_now(env, Path(tmp)), executed=False)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone

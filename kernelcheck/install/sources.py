@@ -28,6 +28,7 @@ from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
 from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
+from kernelcheck.report.progress import working
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
 PIP_NET = ["--retries", "0", "--timeout", "15"]
@@ -83,7 +84,9 @@ def _pip_download(args: list[str], dest: Path, env_extra: dict[str, str] | None 
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", *PIP_NET,
            *pins, "-d", str(dest), *args]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        with working(f"kernelcheck install: pip download {' '.join(a for a in args if not a.startswith('-'))} "
+                     f"into {dest}"):
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"pip download failed: {exc}"
     saved = re.findall(r"(?:Saved|File was already downloaded) (\S+)", res.stdout)
@@ -113,10 +116,12 @@ def _release_status(url: str, offline: bool) -> str:
 
 
 def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhouse: Path,
-           sdist: Path | None = None, versions: dict[str, str] | None = None) -> dict[str, Candidates]:
-    """Candidates for each needed package (import names), its dependencies and offered fixes."""
+           sdist: Path | None = None, versions: dict[str, str] | None = None,
+           downloads: Path | None = None) -> dict[str, Candidates]:
+    """Candidates for each needed package (import names), its dependencies and offered fixes. `downloads`: where
+    pip downloads the wheels it inspects (a dry run's temporary folder), instead of the wheelhouse."""
     m = matrix_mod.load()
-    ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse))
+    ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse), downloads=downloads)
     pins = _constraints_file(env)
     found: dict[str, Candidates] = {}
     for name in packages:
@@ -141,9 +146,12 @@ class _Ctx:
     versions: dict[str, str]
     whl: dict[str, list[wheels.WheelInfo]]
     sdists: dict[str, list[Path]]
+    downloads: Path | None = None
 
     @property
     def dl_dir(self) -> Path:
+        if self.downloads is not None:
+            return self.downloads
         can_write = os.access(self.wheelhouse, os.W_OK) if self.wheelhouse.exists() else False
         return self.wheelhouse if can_write else Path(tempfile.gettempdir()) / "kernelcheck-downloads"
 
@@ -289,7 +297,8 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         if path:
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
-            res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
+            with working(f"kernelcheck install: pip resolving {spec} (metadata only)"):
+                res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
             return [], f"pip's resolver did not run: {exc}", note
         if res.returncode != 0 or not report.exists():

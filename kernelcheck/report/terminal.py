@@ -4,7 +4,8 @@ The text renderers make one logical line per item (stable for logs, grep and tes
 text to where it goes, and nothing else: JSON never passes through here.
 
 - width: a TTY's width (shutil.get_terminal_size); piped or redirected output is not wrapped.
-- colour: only on a TTY, never when NO_COLOR is set (https://no-color.org) or TERM=dumb.
+- colour: `kernelcheck --color auto|always|never`; auto (the default): only on a TTY, never when NO_COLOR is set
+  (https://no-color.org) or TERM=dumb; always wins over NO_COLOR (a flag is the user's explicit choice).
 - quiet: the verdict line only.
 """
 
@@ -23,6 +24,15 @@ _COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN
 _WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN|UNSUPPORTED)\b")
 
 
+COLOR_CHOICES = ("auto", "always", "never")
+_COLOR = {"choice": "auto"}
+
+
+def set_color(choice: str) -> None:
+    """`kernelcheck --color CHOICE` (auto | always | never)."""
+    _COLOR["choice"] = choice
+
+
 @dataclass(frozen=True)
 class Terminal:
     width: int | None = None  # None: do not wrap
@@ -33,7 +43,8 @@ class Terminal:
     def detect(cls, stream: TextIO, quiet: bool = False) -> Terminal:
         tty = bool(getattr(stream, "isatty", lambda: False)())
         width = shutil.get_terminal_size((80, 24)).columns if tty else None
-        colour = tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+        colour = {"always": True, "never": False}.get(
+            _COLOR["choice"], tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb")
         return cls(width=max(width, 40) if width else None, colour=colour, quiet=quiet)
 
 

@@ -12,6 +12,7 @@ per-function evidence and a status: fast / fallback / broken / unsupported.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import decide, settings
@@ -20,6 +21,7 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.progress import working
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import steps as steps_mod
@@ -37,7 +39,6 @@ from kernelcheck.verify.steps import (
     _run_all,
     _say,
     _Steps,
-    _Ticker,
     cache_entries,
     triton_cache_dir,
 )
@@ -95,6 +96,22 @@ def _device() -> tuple[str, str]:
     if torch.cuda.is_available():
         return "cuda:0", "bfloat16"
     return "cpu", "float32"
+
+
+def _gpu_device_files() -> bool:
+    """Whether this machine has any GPU device file (NVIDIA /dev/nvidia0.., ROCm /dev/kfd, WSL /dev/dxg): without
+    one, torch.cuda cannot be available, and no torch import (seconds) is needed to say so."""
+    dev = Path("/dev")
+    return not dev.is_dir() or any(dev.glob("nvidia[0-9]*")) or (dev / "kfd").exists() or (dev / "dxg").exists()
+
+
+def _full_needs_cuda(shape: str, device: str) -> None:
+    """--shape full without a CUDA GPU is bad usage: said before doctor, the model and its layers are imported."""
+    if shape == "full" and not device.startswith("cuda"):
+        raise BadInput("--shape full builds one real-size layer of each type (the 27B GDN layer is hidden 5120 with "
+                       "48 value heads) and needs a CUDA GPU: on this machine there is none, every function runs "
+                       "its torch reference anyway, and the full layer would take minutes in fp32 on the CPU. Use "
+                       "--shape tiny here (the same code path), or run --shape full on the GPU machine.")
 
 
 def _attn_impl(model: models_mod.ResolvedModel, needs: models_mod.Needs) -> str | None:
@@ -157,11 +174,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     m = matrix_mod.load()
     data = layers_mod.verify_data()
     device, dtype = _device()
-    if shape == "full" and not device.startswith("cuda"):
-        raise BadInput("--shape full builds one real-size layer of each type (the 27B GDN layer is hidden 5120 with "
-                       "48 value heads) and needs a CUDA GPU: on this machine there is none, every function runs "
-                       "its torch reference anyway, and the full layer would take minutes in fp32 on the CPU. Use "
-                       "--shape tiny here (the same code path), or run --shape full on the GPU machine.")
+    _full_needs_cuda(shape, device)
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     _say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
@@ -189,7 +202,8 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
         _say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
              f"{dtype})")
         t1 = time.perf_counter()
-        with _Ticker(what, cache), noise_mod.captured_logging(settings.variable("KERNELCHECK_VERBOSE") == "1") as got:
+        verbose = settings.variable("KERNELCHECK_VERBOSE") == "1"
+        with steps_mod.ticker(what, cache), noise_mod.captured_logging(verbose) as got:
             first = _first_pass(steps, inst, run)
         steps_mod.CAPTURED.extend(got)
         run.timing["first_pass_s"] = round(time.perf_counter() - t1, 3)
@@ -233,8 +247,11 @@ def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool
         raise BadInput(f"--shape must be tiny or full, not '{shape}'.")
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
+    # at once, not after the static check and the model's import; without GPU device files, before torch's import
+    _full_needs_cuda(shape, "cpu" if shape == "full" and not _gpu_device_files() else _device()[0])
     t0 = time.perf_counter()
-    report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
+    with working("kernelcheck verify: static check (importing the model's modeling module)"):
+        report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
     report.command = command
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
     return report

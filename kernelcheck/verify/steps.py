@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
@@ -45,31 +45,12 @@ def cache_entries(path: Path) -> int:
         return 0
 
 
-class _Ticker:
-    """Prints what is compiling, with elapsed seconds, while a slow first call runs."""
-
-    def __init__(self, what: str, cache: Path, first_after: float = 5.0, every: float = 15.0):
-        self.what, self.cache, self.first_after, self.every = what, cache, first_after, every
-        self._stop = threading.Event()
-        self._t0 = time.perf_counter()
-        self._start_entries = cache_entries(cache)
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> _Ticker:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1)
-
-    def _run(self) -> None:
-        wait = self.first_after
-        while not self._stop.wait(wait):
-            new = cache_entries(self.cache) - self._start_entries
-            _say(f"{self.what} ({time.perf_counter() - self._t0:.0f} s elapsed; Triton cache {self.cache}: "
-                 f"{new:+d} entries so far)")
-            wait = self.every
+def ticker(what: str, cache: Path) -> AbstractContextManager[None]:
+    """Progress while a slow first call runs (report/progress.py): what is compiling, the seconds elapsed and the
+    Triton cache entries compiled so far."""
+    start = cache_entries(cache)
+    return working(f"kernelcheck verify: {what}", every=15.0,
+                   detail=lambda: f"Triton cache {cache}: {cache_entries(cache) - start:+d} entries so far")
 
 
 # -- the run --------------------------------------------------------------------------------------

@@ -1,0 +1,302 @@
+"""A printed fix never makes things worse: each fix is checked against the rules before it is printed.
+
+`check` reads the fix's command (`pip install A B`, `pip uninstall -y A`), builds the environment pip would leave
+(`after`: the packages installed or removed, a kernel package whose import failed for want of one of them now
+importing and bound), evaluates the breakage rules there and decides the verdict with core/decide.py. When that
+verdict is worse than the one printed now (CPU with fla-core but no triton: `pip install triton` turns the torch
+fallback, exit 3, into fla-cpu-crash, exit 4), the fix is replaced:
+
+1. by the command together with the worsening rule's own install (`pip install triton tilelang` where triton alone
+   would hit fla#640 on an H200), when that combination is not worse; else
+2. by the same command qualified with where it is safe, read from the worsening rule's conditions that this
+   environment holds (`on a machine with an NVIDIA GPU: pip install triton`); else
+3. by no fix;
+
+and the reason is added to the message. A fix that is not a pip command (run on a GPU, kernelcheck install) is
+printed as it is. Everything here is pure: the environment, the statuses and the findings are passed in.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from kernelcheck.core import decide
+from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import rules as rules_mod
+from kernelcheck.core.environment import Environment, PackageState
+from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Verdict, worst
+
+if TYPE_CHECKING:
+    from kernelcheck.report.model import Report
+
+_COMMENT = re.compile(r"\s{2,}\(|\s+\(|,\s+or\s|;\s")  # where a fix's commentary starts
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a fix command does to the environment."""
+
+    command: str  # the command alone, as printed
+    install: tuple[tuple[str, str | None], ...] = ()  # (distribution, the lowest version its specifier allows)
+    uninstall: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class State:
+    """What the printed verdict was decided from."""
+
+    env: Environment
+    mode: str
+    functions: tuple[FunctionStatus, ...]
+    findings: tuple[Finding, ...]
+    bound: frozenset[str]  # kernel packages bound for a used function (every importable one without a model)
+    model: str = ""
+    built_nvcc: Mapping[str, str] | None = None
+    pinned_triton: str | None = None  # the triton version torch's metadata pins (what `pip install triton` gets)
+    any_model: bool = False  # no model named: a package that imports would be bound by some model
+
+
+@dataclass(frozen=True)
+class Checked:
+    fix: str | None  # what to print
+    note: str = ""  # why it differs from the rule's fix ("" when kept)
+
+
+def parse(fix: str | None) -> Change | None:
+    """The environment change of a `pip install` / `pip uninstall` fix; None for any other kind of fix."""
+    if not fix:
+        return None
+    command = _COMMENT.split(fix.strip(), maxsplit=1)[0].strip()
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if words[:1] in (["python"], ["python3"]) and words[1:3] == ["-m", "pip"]:
+        words = words[2:]
+    if len(words) < 3 or words[0] != "pip" or words[1] not in ("install", "uninstall"):
+        return None
+    names = [w for w in words[2:] if not w.startswith("-")]
+    if words[1] == "uninstall":
+        return Change(command, uninstall=tuple(_norm(n) for n in names))
+    out = []
+    for spec in names:
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement:
+            return None
+        out.append((_norm(req.name), _lowest(req)))
+    return Change(command, install=tuple(out))
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _lowest(req: Requirement) -> str | None:
+    """The version pip would be held to at the low end (==X or >=X), None when the specifier does not say."""
+    for s in req.specifier:
+        if s.operator in ("==", ">=", "~=", "==="):
+            return s.version.rstrip(".*")
+    return None
+
+
+def _import_name(dist: str, m: matrix_mod.Matrix) -> str:
+    for pkg in m.packages.values():
+        if dist in (_norm(d) for d in pkg.distributions):
+            return pkg.name
+    return dist.replace("-", "_")
+
+
+def after(change: Change, state: State, m: matrix_mod.Matrix) -> tuple[Environment, frozenset[str]]:
+    """The environment and the bound packages once `change` is applied (pure)."""
+    env, bound = state.env, set(state.bound)
+    packages, present = dict(env.packages), dict(env.present)
+    triton = env.triton
+    for dist, version in change.install:
+        name = _import_name(dist, m)
+        if name == "triton":
+            triton = version or state.pinned_triton or triton or "unknown"
+        elif name in m.packages:
+            old = packages.get(name)
+            packages[name] = PackageState(name, True, version or (old.version if old else None) or "unknown", dist,
+                                          True, None)
+        present[name] = True
+    for dist in change.uninstall:
+        name = _import_name(dist, m)
+        if name == "triton":
+            triton = None
+        packages.pop(name, None)
+        present[name] = False
+        bound.discard(name)
+    added = {_import_name(d, m) for d, _ in change.install}
+    for name, st in list(packages.items()):  # an import that failed for want of an installed module now works
+        missing = re.search(r"No module named '([\w.]+)'", st.error or "")
+        if st.installed and not st.imports and missing and missing.group(1).split(".")[0] in added:
+            packages[name] = replace(st, imports=True, error=None)
+    for name, st in packages.items():
+        before = env.packages.get(name)
+        newly = st.installed and st.imports and not (before and before.installed and before.imports)
+        if newly and (state.any_model or _backs_a_used_function(name, state, m)):
+            bound.add(name)
+    return replace(env, packages=packages, present=present, triton=triton), frozenset(bound)
+
+
+def _backs_a_used_function(name: str, state: State, m: matrix_mod.Matrix) -> bool:
+    dists = set(m.packages[name].distributions) if name in m.packages else {name}
+    return any(fs.used and fs.package in dists for fs in state.functions)
+
+
+def verdict_after(change: Change, state: State, m: matrix_mod.Matrix, fixed: str | None = None
+                  ) -> tuple[Verdict, list[rules_mod.RuleHit]]:
+    """The verdict doctor would print once `change` is applied, and the certain rule hits there.
+
+    A function whose package becomes bound is fast (unsupported without a GPU), one whose package is removed falls
+    back; then the rules of the new environment raise them as they do in doctor. `fixed`: the finding the fix is
+    for, which it no longer prints."""
+    env, bound = after(change, state, m)
+    facts = rules_mod.Facts(env=env, mode=state.mode, bound=bound, built_nvcc=dict(state.built_nvcc or {}),
+                            model=state.model)
+    hits = [h for h in rules_mod.evaluate(facts, m) if h.certain]
+    removed = set(change.uninstall)
+    functions = []
+    for fs in state.functions:
+        name = _import_name(_norm(fs.package), m)
+        if name in bound and name not in state.bound and fs.status != "fast":
+            fs = decide.assume(fs, "fast" if env.cuda_gpu else "unsupported")
+        elif _norm(fs.package) in removed:
+            fs = decide.assume(fs, "fallback")
+        functions.append(fs)
+    evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)
+                for h in hits]
+    decided = decide.decide_all(functions, rules=evidence)
+    rule_ids = {b.id for b in m.breakages}
+    findings = [f for f in state.findings if f.id not in rule_ids and f.id != fixed]
+    findings += [Finding(h.rule.id, h.rule.severity, h.message) for h in hits]
+    return decide.verdict(decided, findings), hits
+
+
+def _worse(a: Verdict, b: Verdict) -> bool:
+    return worst([a, b]) != b
+
+
+def check(fix: str | None, state: State, m: matrix_mod.Matrix, fixed: str | None = None) -> Checked:
+    """`fix` as it may be printed in `state`: kept, or replaced (with the reason) where it would make things worse."""
+    change = parse(fix)
+    if change is None:
+        return Checked(fix)
+    now = decide.verdict(state.functions, state.findings)
+    then, hits = verdict_after(change, state, m, fixed)
+    if not _worse(then, now):
+        return Checked(fix)
+    culprit = next((h for h in hits if _worse(_severity_verdict(h.rule.severity), now)), hits[0] if hits else None)
+    why = (f"`{change.command}` alone would turn {WORDS[now]} into {WORDS[then]} here"
+           + (f" ({culprit.rule.id}: {culprit.rule.title})" if culprit else ""))
+    if culprit is not None:
+        combined = _combine(change, culprit, state, m, fixed, now)
+        if combined is not None:
+            return Checked(combined, f"{why}; {combined} avoids it.")
+        where = where_safe(culprit.rule, state)
+        if where:
+            return Checked(f"{where}: {fix}", f"{why}.")
+    return Checked(None, f"{why}, so no fix is printed for this machine.")
+
+
+def _severity_verdict(severity: str) -> Verdict:
+    return decide.verdict((), (Finding("-", severity, ""),))
+
+
+def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix_mod.Matrix, fixed: str | None,
+             now: Verdict) -> str | None:
+    """The command plus the worsening rule's own install, when that is an install too and is not worse."""
+    extra = parse(culprit.fix)
+    if extra is None or extra.uninstall or not extra.install:
+        return None
+    merged = Change(f"{change.command} {' '.join(shlex.quote(w) for w in shlex.split(extra.command)[2:])}",
+                    install=change.install + extra.install)
+    then, _ = verdict_after(merged, state, m, fixed)
+    return None if _worse(then, now) else merged.command
+
+
+_CAP = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
+_CHANGEABLE = ("bound", "absent", "requirement_unmet", "built_nvcc")  # what a fix itself may change
+
+
+def where_safe(rule: matrix_mod.Breakage, state: State) -> str:
+    """Where `rule` does not apply, from its conditions that this environment holds now (the fix cannot change
+    those): "on a machine with an NVIDIA GPU, or with transformers outside >=5.15,<5.25"."""
+    facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model)
+    parts = []
+    for key, want in rule.when.items():
+        if key in _CHANGEABLE or rules_mod.holds(key, want, facts) is not True:
+            continue
+        parts.append(_condition_words(key, want, state.mode))
+    return ", or ".join(p for p in parts if p)
+
+
+def _condition_words(key: str, want: Any, mode: str) -> str:
+    if key == "cuda_gpu":
+        return "on a machine with an NVIDIA GPU" if want is False else "on a machine without a GPU"
+    if key == "mode":
+        return f"in {'infer' if mode == 'train' else 'train'} mode"
+    if key in _CAP:
+        shown = ", ".join(f"sm_{str(c).replace('.', '')}" for c in (want if isinstance(want, list) else [want]))
+        return {"gpu_capability": f"on GPUs other than {shown}", "gpu_capability_min": f"on GPUs below {shown}",
+                "gpu_capability_max": f"on GPUs above {shown}"}[key]
+    return f"with {key} outside {want}"
+
+
+def guard(state: State, m: matrix_mod.Matrix) -> tuple[list[Finding], dict[str, decide.CheckedFix]]:
+    """Every fix `state` prints, checked: the findings as they may be printed, and the functions' checked fixes."""
+    findings = []
+    for f in state.findings:
+        c = check(f.fix, state, m, fixed=f.id)
+        findings.append(f if c.fix == f.fix else Finding(f.id, f.severity, f"{f.message}. {c.note}", c.fix,
+                                                         f.reference, f.functions))
+    fixes: dict[str, decide.CheckedFix] = {}
+    for fs in state.functions:
+        c = check(fs.fix, state, m)
+        if c.fix != fs.fix:
+            fixes[fs.name] = decide.CheckedFix(fs.fix, c.fix, c.note)
+    return findings, fixes
+
+
+def printed_fixes(functions: Iterable[FunctionStatus], findings: Sequence[Finding]) -> list[str]:
+    """Every fix a report prints (for the property test)."""
+    return [x for x in [*(fs.fix for fs in functions), *(f.fix for f in findings)] if x]
+
+
+def pinned_triton() -> str | None:
+    """The triton version the installed torch pins (its Requires-Dist `triton==X`), None when it pins none."""
+    from importlib import metadata
+
+    try:
+        reqs = metadata.requires("torch") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for line in reqs:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if _norm(req.name) == "triton":
+            return _lowest(req)
+    return None
+
+
+def apply_to(report: Report, env: Environment, mode: str, query: str | None, bound: frozenset[str],
+             built_nvcc: Mapping[str, str]) -> None:
+    """doctor's step: the report's findings and functions with every fix checked (the edge: reads torch's pin)."""
+    m = matrix_mod.load()
+    if query is None:  # no model: any importable kernel package may be bound by the job's model
+        bound = frozenset(n for n, st in env.packages.items() if st.installed and st.imports)
+    state = State(env, mode, tuple(report.functions), tuple(report.findings), bound, query or "",
+                  built_nvcc, pinned_triton(), any_model=query is None)
+    findings, fixes = guard(state, m)
+    report.findings = findings
+    report.functions = [decide.decide(fs, checked_fix=fixes.get(fs.name)) for fs in report.functions]

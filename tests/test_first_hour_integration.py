@@ -1,0 +1,39 @@
+"""`install --dry-run` changes nothing on disk, with real pip downloads: planning for an H200 image (torch 2.11 +
+CUDA 13.0, CPython 3.12, sm_90) from this CPU box, with a fresh KERNELCHECK_HOME."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.envs import run
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_predicts_fla_640(tmp_path):
+    home = tmp_path / "home"
+    res = run(["install", "--model", "qwen3.8-27b", "--dry-run", "--json", "--torch", "2.11", "--cuda", "13.0",
+               "--python", "3.12", "--arch", "9.0"], env={"KERNELCHECK_HOME": str(home)})
+    assert res.returncode == 4, res.stderr[-2000:]  # fla-core planned; triton 3.6.0 on sm_90 in train: fla#640
+    rep = json.loads(res.stdout)
+    assert rep["environment"]["torch"]["version"] == "2.11.0+cu130" and rep["environment"]["python_tag"] == "cp312"
+    assert "build-target" in {f["id"] for f in rep["findings"]}
+    fla = next(s for s in rep["plan"] if s["package"] == "fla-core")
+    assert fla["action"] == "install"
+    assert not home.exists()  # no wheelhouse, nothing else: the downloads went to a temporary folder
+    assert "removed at the end" in res.stderr
+    tmp = res.stderr.split("go to ", 1)[1].split(" ", 1)[0]
+    assert not Path(tmp).exists()
+
+
+def test_doctor_report_issue_prints_the_markdown_block_of_this_machine_with_the_verdicts_exit_code():
+    res = run(["doctor", "--model", "qwen3.8-27b", "--report-issue"])
+    assert res.returncode == 3, res.stderr[-2000:]  # the CPU box: the torch fallback, as plain doctor says
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("<details") and lines[-1] == "</details>"
+    assert "| verdict | **FALLBACK** (exit 3) |" in lines
+    assert any(ln.startswith("| glibc | 2.") for ln in lines) and "| cuDNN | none |" in lines
+    assert "| attention:sdpa | fast | torch.nn.functional.scaled_dot_product_attention |" in lines
