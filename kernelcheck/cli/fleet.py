@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.errors import BadInput, KernelcheckError
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +95,16 @@ def all_ranks_options(command: str) -> Callable[[Callable[..., Any]], Callable[.
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, all_ranks: bool = False, timeout: float = DEFAULT_TIMEOUT_S, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None, **kwargs: Any) -> Any:
             if not all_ranks:
+                if timeout is not None:
+                    raise BadInput(f"--timeout only applies with --all-ranks: it bounds how long a rank waits for "
+                                   f"the others. Drop --timeout, or add --all-ranks; nothing was run.")
                 return fn(*args, **kwargs)
-            return run_all_ranks(command, fn, args, kwargs, timeout)
+            return run_all_ranks(command, fn, args, kwargs, DEFAULT_TIMEOUT_S if timeout is None else timeout)
 
-        wrapper = click.option("--timeout", type=click.FloatRange(min=1.0), default=DEFAULT_TIMEOUT_S,
-                               show_default=True, help=TIMEOUT_HELP)(wrapper)
+        wrapper = click.option("--timeout", type=click.FloatRange(min=1.0), default=None,
+                               help=TIMEOUT_HELP + f" [default: {DEFAULT_TIMEOUT_S:g}]")(wrapper)
         return click.option("--all-ranks", "all_ranks", is_flag=True, help=ALL_RANKS_HELP)(wrapper)
 
     return deco
