@@ -98,8 +98,8 @@ def all_ranks_options(command: str) -> Callable[[Callable[..., Any]], Callable[.
         def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None, **kwargs: Any) -> Any:
             if not all_ranks:
                 if timeout is not None:
-                    raise BadInput(f"--timeout only applies with --all-ranks: it bounds how long a rank waits for "
-                                   f"the others. Drop --timeout, or add --all-ranks; nothing was run.")
+                    raise BadInput("--timeout only applies with --all-ranks: it bounds how long a rank waits for "
+                                   "the others. Drop --timeout, or add --all-ranks; nothing was run.")
                 return fn(*args, **kwargs)
             return run_all_ranks(command, fn, args, kwargs, DEFAULT_TIMEOUT_S if timeout is None else timeout)
 

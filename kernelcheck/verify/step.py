@@ -152,9 +152,8 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection."""
-    from kernelcheck.doctor.run import doctor as run_doctor
-
     from kernelcheck.core import models as models_mod
+    from kernelcheck.doctor.run import doctor as run_doctor
     from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
