@@ -55,7 +55,8 @@ def routed() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, TypeError):
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                if signal.getsignal(sig) is _raise:  # a handler the command set meanwhile stays (cli/fleet.py)
+                    signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 def report(command: str, exc: BaseException, as_json: bool) -> NoReturn:
