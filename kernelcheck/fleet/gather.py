@@ -45,7 +45,7 @@ class Outcome:
     timings: dict[str, float] = field(default_factory=dict)
     store: Any = None
 
-    world: int = 1
+    readers: int = 0  # rank 0: how many other ranks will read the verdict (the missing and dead ones never do)
 
     def release(self) -> None:
         """Rank 0, once it has printed: the other ranks may exit now. Rank 0 itself stays (bounded) until every
@@ -56,7 +56,7 @@ class Outcome:
         try:
             self.store.set("released", "1")
             deadline = time.monotonic() + _SLACK_S
-            while time.monotonic() < deadline and self.store.add("read", 0) < self.world - 1:
+            while time.monotonic() < deadline and self.store.add("read", 0) < self.readers:
                 time.sleep(0.05)
         except Exception as exc:  # noqa: BLE001 - the others stop waiting after their slack anyway
             log.info("release: %s", exc)
@@ -186,7 +186,7 @@ def gate(record: dict[str, Any], info: RankInfo, timeout: float,
     """Run the three phases; `decide(records, missing)` (rank 0) turns the records into the fleet's exit code;
     `said(code, message)` is called on every rank as soon as it knows the fleet's verdict."""
     out = _gate(record, info, timeout, decide, said)
-    out.world = info.world_size
+    out.readers = max(0, info.world_size - 1 - len(out.missing))
     return out
 
 
