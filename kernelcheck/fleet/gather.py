@@ -142,12 +142,13 @@ def _dead_after_failure(store: Any, info: RankInfo, deadline: float) -> list[int
     return _absent(store, "done", range(1, info.world_size))
 
 
-def _publish(store: Any, info: RankInfo, code: int, message: str | None) -> None:
+def _publish(store: Any, info: RankInfo, code: int, message: str | None, gone: int = 0) -> None:
+    """Set the verdict; rank 0 hosting the store stays until the others (less the `gone`) have read it."""
     store.set("verdict", json.dumps({"exit_code": code, "message": message}))
     if info.agent_store or info.world_size == 1:
         return
     deadline = time.monotonic() + _SLACK_S  # rank 0 hosts the store: stay until the others have read it
-    while time.monotonic() < deadline and store.add("read", 0) < info.world_size - 1:
+    while time.monotonic() < deadline and store.add("read", 0) < info.world_size - 1 - gone:
         time.sleep(0.05)
 
 
@@ -205,7 +206,7 @@ def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
         msg = (f"rank {_ranks(missing)} of {info.world_size} never joined within {timeout:g} s (not started, crashed "
                "before reporting, or its check took longer than --timeout)")
         _say(said, EXIT_BROKEN, msg)
-        _publish(store, info, EXIT_BROKEN, msg)
+        _publish(store, info, EXIT_BROKEN, msg, gone=len(missing))
         return Outcome(EXIT_BROKEN, msg, missing={r: "never joined" for r in missing}, store=store)
     deadline = time.monotonic() + timeout + _SLACK_S
     blobs = _gather_records(store, info, summary.pack(record), timeout)
@@ -217,7 +218,7 @@ def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
     if blobs is None:
         msg, dead = _root_failure(store, info, deadline)
         _say(said, EXIT_BROKEN, msg)
-        _publish(store, info, EXIT_BROKEN, msg)
+        _publish(store, info, EXIT_BROKEN, msg, gone=len(dead))
         return Outcome(EXIT_BROKEN, msg, missing=dead, store=store)
     records = [summary.unpack(b) for b in blobs]
     code = decide(records, {})
