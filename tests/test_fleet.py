@@ -256,6 +256,7 @@ def torchrun_plain(tmp_path_factory) -> dict:
     return {"res": res, "codes": codes, "err": err, "fleet": json.loads(out[0])}
 
 
+@pytest.mark.integration
 def test_a_rank_with_other_dispatch_variables_is_odd(torchrun_plain):
     (odd,) = torchrun_plain["fleet"]["differences"]
     assert odd["ranks"] == [f"rank 1 ({socket.gethostname()})"]
@@ -264,6 +265,7 @@ def test_a_rank_with_other_dispatch_variables_is_odd(torchrun_plain):
     assert fields["dispatch variables"]["others"] == "none"
 
 
+@pytest.mark.integration
 def test_every_rank_says_the_fleet_verdict_and_exits_with_it_under_torchrun(torchrun_plain):
     # CPU machine: fallback everywhere (3); torchrun SIGTERMs rank 1 once rank 0 exits 3
     assert torchrun_plain["codes"] == {0: 3, 1: 3}, torchrun_plain["err"]
