@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.fleet import summary
+from kernelcheck.fleet import summary, table
 from tests import envs
 
 REPO = envs.REPO
@@ -204,3 +205,64 @@ def test_verify_all_ranks_runs_the_real_layers_on_each_rank_and_agrees():
     assert fleet["command"] == "verify" and fleet["differences"] == [] and len(fleet["groups"][0]) == 2
     assert {f["status"] for f in fleet["ranks"][1]["functions"]} == {"fallback", "fast"}
     assert outs[1][0] == ""
+
+
+# -- under torchrun as it is: no trap, the launcher SIGTERMs the others (issue 26 items 3, 4; issue 23 item 11) ----
+
+RANK_PROGRAM = REPO / "tests" / "programs" / "fleet_rank.py"
+
+
+@pytest.fixture(scope="module")
+def torchrun_plain(tmp_path_factory) -> dict:
+    """torchrun --nproc-per-node 2 with kernelcheck as the workers themselves (no shell, no trap): torchrun
+    SIGTERMs rank 1 once rank 0 exits non-zero, as in a real job. Rank 1 runs with USE_HUB_KERNELS=1.
+    Each worker's exit code is read from torchrun's own failure report, its stderr from --log-dir."""
+    logs = tmp_path_factory.mktemp("fleet-plain")
+    env = _base_env() | {"KC_ODD_RANK": "1", "KC_ODD_ENV": "USE_HUB_KERNELS=1"}
+    env.pop("USE_HUB_KERNELS", None)
+    res = subprocess.run([str(TORCHRUN), "--nproc-per-node", "2", "--master-port", str(_port()), "--log-dir",
+                          str(logs), "--redirects", "3", str(RANK_PROGRAM),
+                          "doctor", "--model", MODEL, "--all-ranks", "--json", "--timeout", "90"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    codes = {int(r): int(c) for r, c in re.findall(r"rank\s*:\s*(\d+) \(local_rank.*?\n\s*exitcode\s*:\s*(-?\d+)",
+                                                   res.stderr)}
+    err = {int(p.parent.name): p.read_text() for p in logs.rglob("stderr.log")}
+    out = {int(p.parent.name): p.read_text() for p in logs.rglob("stdout.log")}
+    return {"res": res, "codes": codes, "err": err, "fleet": json.loads(out[0])}
+
+
+@pytest.mark.integration
+def test_a_rank_with_other_dispatch_variables_is_odd(torchrun_plain):
+    (odd,) = torchrun_plain["fleet"]["differences"]
+    assert odd["ranks"] == [f"rank 1 ({socket.gethostname()})"]
+    fields = {f["field"]: f for f in odd["fields"]}
+    assert fields["dispatch variables"]["value"] == "USE_HUB_KERNELS=1"
+    assert fields["dispatch variables"]["others"] == "none"
+
+
+@pytest.mark.integration
+def test_every_rank_says_the_fleet_verdict_and_exits_with_it_under_torchrun(torchrun_plain):
+    # CPU machine: fallback everywhere (3); torchrun SIGTERMs rank 1 once rank 0 exits 3
+    assert torchrun_plain["codes"] == {0: 3, 1: 3}, torchrun_plain["err"]
+    for r in (0, 1):
+        err = torchrun_plain["err"][r]
+        assert f"rank {r}: fleet verdict FALLBACK (exit 3) for 2 ranks" in err, err[-2000:]
+        assert "stopped before a verdict" not in err and "Traceback" not in err
+    # what torchrun itself does with a non-zero worker (docs/fleet.md): its own traceback and exit 1
+    assert torchrun_plain["res"].returncode == 1
+    assert "ChildFailedError" in torchrun_plain["res"].stderr
+
+
+def test_compare_sees_a_dispatch_variable_only_in_an_old_reports_finding():
+    base = {"schema": "kernelcheck.report/1", "command": "doctor", "verdict": "fallback", "exit_code": 3,
+            "environment": {"python": "3.12", "env": {}}, "functions": [], "findings": []}
+    hub = json.loads(json.dumps(base))
+    hub["findings"] = [{"id": "dispatch-env", "severity": "info",
+                        "message": "variables that change which kernel runs are set here: FLA_TILELANG=0."}]
+    new = json.loads(json.dumps(base))
+    new["environment"]["env"] = {"TRANSFORMERS_NO_KERNELS": "1", "HF_HUB_OFFLINE": "1"}
+    recs = [summary.summarise(r, rank=i) for i, r in enumerate((base, base, hub, new))]
+    diffs = {d["ranks"][0]: {f["field"]: f["value"] for f in d["fields"]} for d in table.differences(recs)}
+    assert "FLA_TILELANG=0" in diffs["rank 2"]["dispatch variables"]
+    assert diffs["rank 3"]["dispatch variables"] == "TRANSFORMERS_NO_KERNELS=1"
+    assert "none: all" not in table.render_text("compare", recs, {}, 3)

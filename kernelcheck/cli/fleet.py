@@ -8,9 +8,12 @@ fleet's exit code.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.errors import BadInput, KernelcheckError
 
 log = logging.getLogger(__name__)
 
@@ -63,16 +66,71 @@ def _own_record(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwa
 
 def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                   timeout: float) -> int:
-    from kernelcheck.fleet import gather, ranks, summary, table
+    from kernelcheck.fleet import ranks, summary
 
     info = ranks.discover(os.environ)
     if kwargs.get("junit") and info.world_size > 1:
         kwargs["junit"] = _rank_junit(kwargs["junit"], info.rank)
     record = summary.summarise(_own_record(command, fn, args, kwargs), rank=info.rank, host=info.host)
+    known = _Known(command, info.rank, info.world_size)
     try:
-        outcome = gather.gate(record, info, timeout, table.fleet_code)
+        return _gate_and_print(command, record, info, timeout, kwargs, known)
+    except KeyboardInterrupt as exc:
+        if known.code is None:
+            raise
+        # torchrun SIGTERMs every other worker once one exits non-zero: the verdict was known, so it stands
+        from kernelcheck.core.errors import Interrupted
+
+        for sig in (signal.SIGINT, signal.SIGTERM):  # the verdict is out: a further signal changes nothing
+            signal.signal(sig, signal.SIG_IGN)
+        click.echo(f"kernelcheck {command} --all-ranks: rank {info.rank}: {Interrupted.of(exc).signal_name} after "
+                   f"the fleet verdict (a launcher stops the other ranks once one exits non-zero); exiting with the "
+                   f"fleet's code {known.code}", err=True)
+        return known.code
+
+
+_WORDS = {0: "READY", 3: "FALLBACK", 4: "BROKEN", 2: "BAD INPUT", 1: "INTERNAL ERROR"}
+
+
+class _Known:
+    """The fleet's verdict once this rank knows it; `__call__` prints the one line every rank's log carries."""
+
+    def __init__(self, command: str, rank: int, world: int):
+        self.command, self.rank, self.world = command, rank, world
+        self.code: int | None = None
+
+    def __call__(self, code: int, message: str | None) -> None:
+        self.code = code
+        where = "rank 0 prints the table" if self.rank else "the table follows on stdout"
+        click.echo(f"kernelcheck {self.command} --all-ranks: rank {self.rank}: fleet verdict "
+                   f"{_WORDS.get(code, '?')} (exit {code}) for {self.world} ranks; {where}"
+                   + (f": {message}" if message else ""), err=True)
+        with contextlib.suppress(ValueError):  # main thread only
+            if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+                signal.signal(signal.SIGTERM, self._terminated)
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        """SIGTERM once the verdict is out (torchrun stops the other workers as soon as one exits non-zero, up to
+        the interpreter's shutdown): say so and exit with the fleet's code, not 143."""
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.write(f"kernelcheck {self.command} --all-ranks: rank {self.rank}: SIGTERM after the fleet "
+                             "verdict (a launcher stops the other ranks once one exits non-zero); exiting with the "
+                             f"fleet's code {self.code}\n")
+            sys.stderr.flush()
+        os._exit(self.code if self.code is not None else 143)
+
+
+def _gate_and_print(command: str, record: dict[str, Any], info: Any, timeout: float, kwargs: dict[str, Any],
+                    known: _Known) -> int:
+    from kernelcheck.fleet import gather, table
+
+    try:
+        outcome = gather.gate(record, info, timeout, table.fleet_code, said=known)
     except gather.FleetFailure as exc:
         raise FleetError(str(exc)) from None
+    if known.code is None:  # a verdict this rank reached alone (rank 0 never joined, no verdict in time)
+        known(outcome.exit_code, outcome.message)
     if info.rank == 0:
         if kwargs.get("as_json"):
             import json
@@ -82,11 +140,12 @@ def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], k
         else:
             click.echo(table.render_text(command, outcome.records, outcome.missing, outcome.exit_code,
                                          outcome.message))
-    elif outcome.message:
-        click.echo(f"kernelcheck {command} --all-ranks: {outcome.message}", err=True)
-    if info.rank == 0 and outcome.message:
-        click.echo(f"kernelcheck {command} --all-ranks: {outcome.message}", err=True)
     outcome.release()
+    # From here on the process only exits: a SIGTERM would otherwise land in the interpreter's shutdown (torch's
+    # teardown takes a while), where Python has put the default action back, and end the rank with 143.
+    with contextlib.suppress(ValueError):
+        if signal.getsignal(signal.SIGTERM) == known._terminated:  # a bound method: equal, never identical
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return outcome.exit_code
 
 
@@ -95,13 +154,16 @@ def all_ranks_options(command: str) -> Callable[[Callable[..., Any]], Callable[.
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, all_ranks: bool = False, timeout: float = DEFAULT_TIMEOUT_S, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None, **kwargs: Any) -> Any:
             if not all_ranks:
+                if timeout is not None:
+                    raise BadInput("--timeout only applies with --all-ranks: it bounds how long a rank waits for "
+                                   "the others. Drop --timeout, or add --all-ranks; nothing was run.")
                 return fn(*args, **kwargs)
-            return run_all_ranks(command, fn, args, kwargs, timeout)
+            return run_all_ranks(command, fn, args, kwargs, DEFAULT_TIMEOUT_S if timeout is None else timeout)
 
-        wrapper = click.option("--timeout", type=click.FloatRange(min=1.0), default=DEFAULT_TIMEOUT_S,
-                               show_default=True, help=TIMEOUT_HELP)(wrapper)
+        wrapper = click.option("--timeout", type=click.FloatRange(min=1.0), default=None,
+                               help=TIMEOUT_HELP + f" [default: {DEFAULT_TIMEOUT_S:g}]")(wrapper)
         return click.option("--all-ranks", "all_ranks", is_flag=True, help=ALL_RANKS_HELP)(wrapper)
 
     return deco

@@ -3,8 +3,13 @@ and ends the process groups it started), one line says what was left, and the ex
 signal: 130 for SIGINT (Ctrl-C), 143 for SIGTERM (`kill`, `docker stop`).
 
 Python turns SIGINT into KeyboardInterrupt; SIGTERM would end the process at once, leaving pip, a build's
-compilers or the doctor after install running. Here both raise `Interrupted` in the main thread instead. A
-signal the parent set to be ignored (nohup, `&` in a script) stays ignored.
+compilers or the doctor after install running. Here both raise `Interrupted` in the main thread instead.
+
+A SIGINT is acted on even when the process started with it ignored: a shell without job control (a script, CI)
+starts every `cmd &` with SIGINT ignored, so `kernelcheck trace t.json & ... kill -INT $!` (or a CI runner's
+cancel, SIGINT to the process group) was lost and the run went on to its verdict (issue 26 item 8). Python keeps
+an ignored SIGINT ignored and so did kernelcheck; a check is never worth finishing against an explicit
+interrupt. A SIGTERM set to be ignored (`trap '' TERM`, which only a user writes) stays ignored.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 def install() -> dict[int, object]:
     """Route SIGINT and SIGTERM to `Interrupted` (main thread only); returns the handlers replaced."""
     old: dict[int, object] = {}
-    for sig, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+    for sig, taken in ((signal.SIGINT, (signal.default_int_handler, signal.SIG_IGN)),
+                       (signal.SIGTERM, (signal.SIG_DFL,))):
         try:
             current = signal.getsignal(sig)
-            if current is default:
+            if current in taken:
                 signal.signal(sig, _raise)
                 old[sig] = current
         except ValueError:  # not the main thread: leave signals to the main one
@@ -49,7 +55,8 @@ def routed() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, TypeError):
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                if signal.getsignal(sig) is _raise:  # a handler the command set meanwhile stays (cli/fleet.py)
+                    signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 def report(command: str, exc: BaseException, as_json: bool) -> NoReturn:

@@ -67,8 +67,11 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
     """
-
+    from kernelcheck.cli import applies
     from kernelcheck.verify import record as record_mod
+    applies.check_verify_flags(step=step, packing=packing, layers=layers, checkpointing=checkpointing,
+                               trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
+    applies.check_trace_dir(trace_dir if step else None)
 
     if record and not step:
         raise BadInput("--record only applies with --step: it appends the step's measurement.")

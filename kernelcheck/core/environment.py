@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -354,6 +354,15 @@ def _safe_find(name: str) -> bool:
 _ENV_VARS = ("USE_HUB_KERNELS", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
              "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME", "CUDA_HOME",
              "CUDA_PATH")  # and every FLA_* variable (fla's backend switches: integrations/fla_dispatch.py)
+# Variables that change which kernel runs without any package change (fla's FLA_*, transformers' TRANSFORMERS_*,
+# the Kernel Hub switches): doctor's dispatch-env finding names them, a fleet compares them across ranks.
+DISPATCH_PREFIXES = ("FLA_", "TRANSFORMERS_")
+DISPATCH_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS")
+
+
+def dispatch_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """The dispatch variables set in `environ`, sorted by name."""
+    return {k: environ[k] for k in sorted(environ) if k.startswith(DISPATCH_PREFIXES) or k in DISPATCH_NAMES}
 
 
 def with_packages(env: Environment) -> Environment:
@@ -433,7 +442,7 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         cuda_home=cuda_home,
         packages=pkgs,
         present=present,
-        env_vars={k: v for k, v in os.environ.items() if k in _ENV_VARS or k.startswith("FLA_")},
+        env_vars={**{k: os.environ[k] for k in _ENV_VARS if k in os.environ}, **dispatch_variables(os.environ)},
         gpu_source=source,
         nvcc_source=nvcc_source,
         nvcc_path=nvcc_path,

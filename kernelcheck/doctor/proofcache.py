@@ -55,7 +55,7 @@ from kernelcheck.core import settings
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-# variables an import or transformers' dispatch can read (dispatch: doctor/run.py _DISPATCH_*)
+# variables an import or transformers' dispatch can read (dispatch: core/environment.py DISPATCH_*)
 ENV_PREFIXES = ("CUDA", "NVIDIA", "TORCH", "PYTORCH", "TRITON", "FLA_", "TILELANG", "TVM", "TRANSFORMERS",
                 "HF_", "KERNELCHECK_", "PYTHON", "LD_", "MAMBA", "CAUSAL_CONV1D", "FLASH_ATTN", "UNSLOTH", "XDG_",
                 "OMP_", "MKL_")

@@ -116,8 +116,6 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
     return out
 
 
-_DISPATCH_PREFIXES = ("FLA_", "TRANSFORMERS_")
-_DISPATCH_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS")
 
 
 def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[Finding]:
@@ -125,7 +123,7 @@ def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[
     fla or kernels read, and Unsloth, which swaps fla in when it is imported."""
     dist_version = dist_version or environment_mod.dist_version
     out: list[Finding] = []
-    set_vars = sorted(k for k in environ if k.startswith(_DISPATCH_PREFIXES) or k in _DISPATCH_NAMES)
+    set_vars = list(environment_mod.dispatch_variables(environ))
     if set_vars:
         out.append(Finding("dispatch-env", "info",
                            "variables that change which kernel runs are set here: "

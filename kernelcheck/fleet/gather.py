@@ -45,13 +45,21 @@ class Outcome:
     timings: dict[str, float] = field(default_factory=dict)
     store: Any = None
 
+    readers: int = 0  # rank 0: how many other ranks will read the verdict (the missing and dead ones never do)
+
     def release(self) -> None:
-        """Rank 0, once it has printed: the other ranks may exit now."""
-        if self.store is not None:
-            try:
-                self.store.set("released", "1")
-            except Exception as exc:  # noqa: BLE001 - the others stop waiting after their slack anyway
-                log.info("release: %s", exc)
+        """Rank 0, once it has printed: the other ranks may exit now. Rank 0 itself stays (bounded) until every
+        other rank has printed the fleet verdict: a launcher (torchrun) SIGTERMs the others as soon as one rank
+        exits non-zero, and each rank's log must already say the verdict then."""
+        if self.store is None:
+            return
+        try:
+            self.store.set("released", "1")
+            deadline = time.monotonic() + _SLACK_S
+            while time.monotonic() < deadline and self.store.add("read", 0) < self.readers:
+                time.sleep(0.05)
+        except Exception as exc:  # noqa: BLE001 - the others stop waiting after their slack anyway
+            log.info("release: %s", exc)
 
 
 class FleetFailure(Exception):
@@ -134,22 +142,28 @@ def _dead_after_failure(store: Any, info: RankInfo, deadline: float) -> list[int
     return _absent(store, "done", range(1, info.world_size))
 
 
-def _publish(store: Any, info: RankInfo, code: int, message: str | None) -> None:
+def _publish(store: Any, info: RankInfo, code: int, message: str | None, gone: int = 0) -> None:
+    """Set the verdict; rank 0 hosting the store stays until the others (less the `gone`) have read it."""
     store.set("verdict", json.dumps({"exit_code": code, "message": message}))
     if info.agent_store or info.world_size == 1:
         return
     deadline = time.monotonic() + _SLACK_S  # rank 0 hosts the store: stay until the others have read it
-    while time.monotonic() < deadline and store.add("read", 0) < info.world_size - 1:
+    while time.monotonic() < deadline and store.add("read", 0) < info.world_size - 1 - gone:
         time.sleep(0.05)
 
 
-def _await_verdict(store: Any, info: RankInfo, seconds: float) -> Outcome:
+Said = Callable[[int, "str | None"], None]  # told the fleet's code (and message) the moment a rank knows it
+
+
+def _await_verdict(store: Any, info: RankInfo, seconds: float, said: Said | None = None) -> Outcome:
     try:
         if not _wait(store, "verdict", seconds):
             return Outcome(EXIT_BROKEN, f"rank {info.rank}: rank 0 published no fleet verdict within {seconds:g} s "
                                         "(it died or hangs; its own log says why).")
         got = json.loads(store.get("verdict"))
-        store.add("read", 1)
+        if said is not None:
+            said(int(got["exit_code"]), got.get("message"))
+        store.add("read", 1)  # after the line is printed: rank 0 waits for it before exiting
         # Launchers stop the whole job at the first rank that exits non-zero: leave after rank 0 has
         # printed the table, so it is never cut off.
         if _wait(store, "released", _SLACK_S):
@@ -169,8 +183,16 @@ def _root_failure(store: Any, info: RankInfo, deadline: float) -> tuple[str, dic
 
 
 def gate(record: dict[str, Any], info: RankInfo, timeout: float,
-         decide: Callable[[list[dict[str, Any]], dict[int, str]], int]) -> Outcome:
-    """Run the three phases; `decide(records, missing)` (rank 0) turns the records into the fleet's exit code."""
+         decide: Callable[[list[dict[str, Any]], dict[int, str]], int], said: Said | None = None) -> Outcome:
+    """Run the three phases; `decide(records, missing)` (rank 0) turns the records into the fleet's exit code;
+    `said(code, message)` is called on every rank as soon as it knows the fleet's verdict."""
+    out = _gate(record, info, timeout, decide, said)
+    out.readers = max(0, info.world_size - 1 - len(out.missing))
+    return out
+
+
+def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
+          decide: Callable[[list[dict[str, Any]], dict[int, str]], int], said: Said | None) -> Outcome:
     t0 = time.perf_counter()
     store = open_store(info, timeout)
     missing = _join(store, info, timeout)
@@ -179,30 +201,38 @@ def gate(record: dict[str, Any], info: RankInfo, timeout: float,
         if missing == [0]:
             return Outcome(EXIT_BROKEN, f"rank 0 never joined within {timeout:g} s: it did not start, crashed, or its "
                                         "check took longer than --timeout.")
-        return _await_verdict(store, info, _SLACK_S + 2)
+        return _await_verdict(store, info, _SLACK_S + 2, said)
     if missing:
         msg = (f"rank {_ranks(missing)} of {info.world_size} never joined within {timeout:g} s (not started, crashed "
                "before reporting, or its check took longer than --timeout)")
-        _publish(store, info, EXIT_BROKEN, msg)
+        _say(said, EXIT_BROKEN, msg)
+        _publish(store, info, EXIT_BROKEN, msg, gone=len(missing))
         return Outcome(EXIT_BROKEN, msg, missing={r: "never joined" for r in missing}, store=store)
     deadline = time.monotonic() + timeout + _SLACK_S
     blobs = _gather_records(store, info, summary.pack(record), timeout)
     t_gather = time.perf_counter()
     if info.rank != 0:
-        out = _await_verdict(store, info, max(deadline - time.monotonic(), 0) + _SLACK_S)
+        out = _await_verdict(store, info, max(deadline - time.monotonic(), 0) + _SLACK_S, said)
         _destroy()
         return out
     if blobs is None:
         msg, dead = _root_failure(store, info, deadline)
-        _publish(store, info, EXIT_BROKEN, msg)
+        _say(said, EXIT_BROKEN, msg)
+        _publish(store, info, EXIT_BROKEN, msg, gone=len(dead))
         return Outcome(EXIT_BROKEN, msg, missing=dead, store=store)
     records = [summary.unpack(b) for b in blobs]
     code = decide(records, {})
+    _say(said, code, None)
     _publish(store, info, code, None)
     _destroy()
     return Outcome(code, None, records=records, store=store,
                    timings={"join_s": t_join - t0, "gather_s": t_gather - t_join,
                             "bytes_per_rank_max": float(max(len(b) for b in blobs))})
+
+
+def _say(said: Said | None, code: int, message: str | None) -> None:
+    if said is not None:
+        said(code, message)
 
 
 def _destroy() -> None:

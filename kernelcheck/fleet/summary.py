@@ -40,13 +40,29 @@ def _packages(env: dict[str, Any]) -> dict[str, str | None]:
     return out
 
 
-def _environment(env: dict[str, Any]) -> dict[str, Any]:
+def _dispatch(env: dict[str, Any], findings: list[Any]) -> dict[str, str]:
+    """The variables that change which kernel runs (FLA_*, TRANSFORMERS_*, USE_HUB_KERNELS, LOCAL_KERNELS) as
+    the report's environment recorded them. A report from before they were recorded there still has doctor's
+    dispatch-env finding: then its message stands for them, so two ranks that differ are never "all agree"."""
+    from kernelcheck.core.environment import dispatch_variables
+
+    raw = env.get("env")
+    got = dispatch_variables({str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {})
+    if not got:
+        for f in findings:
+            if isinstance(f, dict) and f.get("id") == "dispatch-env":
+                got = {"dispatch-env": str(_cut(f.get("message")))}
+    return got
+
+
+def _environment(env: dict[str, Any], findings: list[Any] | None = None) -> dict[str, Any]:
     torch = env.get("torch") or {}
     return {
         **{k: env.get(k) for k in _ENV_KEYS},
         "torch": {"version": torch.get("version"), "cuda": torch.get("cuda")} if torch else None,
         "gpus": [{"name": g.get("name"), "capability": g.get("capability")} for g in env.get("gpus") or []],
         "packages": _packages(env),
+        "dispatch": _dispatch(env, findings or []),
     }
 
 
@@ -68,7 +84,7 @@ def summarise(report: dict[str, Any], rank: int | None = None, host: str | None 
         "model": ({"id": model.get("id") or model.get("query"), "model_type": model.get("model_type")}
                   if model else None),
         "mode": report.get("mode"),
-        "environment": _environment(report.get("environment") or {}),
+        "environment": _environment(report.get("environment") or {}, report.get("findings") or []),
         "functions": [{"name": f.get("name"), "package": f.get("package"), "status": f.get("status"),
                        "implementation": f.get("implementation"), "used": f.get("used", True),
                        "reason": _cut(f.get("reason"))} for f in report.get("functions") or []],

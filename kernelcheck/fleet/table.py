@@ -53,6 +53,13 @@ def _packages(env: dict[str, Any]) -> str:
     return ", ".join(got) if got else "none"
 
 
+def _dispatch(env: dict[str, Any]) -> str:
+    got = env.get("dispatch") or {}
+    if not isinstance(got, dict) or not got:
+        return "none"
+    return ", ".join(v if k == "dispatch-env" else f"{k}={v}" for k, v in got.items())
+
+
 def fingerprint(rec: dict[str, Any]) -> OrderedDict[str, str]:
     """The fields compared across ranks, in the order differences are told."""
     fp: OrderedDict[str, str] = OrderedDict()
@@ -69,6 +76,7 @@ def fingerprint(rec: dict[str, Any]) -> OrderedDict[str, str]:
     for k in ("triton", "transformers", "kernels"):
         fp[k] = str(env.get(k) or "absent")
     fp["kernel packages"] = _packages(env)
+    fp["dispatch variables"] = _dispatch(env)
     fp["model"] = str((rec.get("model") or {}).get("id"))
     fp["mode"] = str(rec.get("mode"))
     for f in rec.get("functions") or []:

@@ -269,7 +269,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
                   f"the end; nothing is written to the wheelhouse {wheelhouse} or the environment", file=sys.stderr,
                   flush=True)
-            return _finish_plan(report, plan_now(env, Path(tmp)), executed=False)
+            return _finish_plan(report, plan_now(env, Path(tmp)), executed=False, before=before)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
@@ -283,7 +283,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             head.plan = plan.to_json()
             echo("\n".join(render_text(head).splitlines()[:-1]))  # the plan, before anything runs
         if plan.blocked:
-            return _finish_plan(report, plan, executed=False)
+            return _finish_plan(report, plan, executed=False, before=before)
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
                                         log=progress, jobs=req.jobs, offline=offline)
@@ -364,15 +364,39 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     return report, code
 
 
-def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[Report, int]:
+def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
+    """The used functions that are not fast and whose package this plan leaves alone (`--package` chose
+    others): the doctor after the install finds them as doctor found them before, so the prediction says so
+    too (issue 26 item 9: a dry run said READY where the install then exited 3). One finding per package."""
+    planned = {canonicalize_name(s.package) for s in plan.steps}
+    left: dict[str, list[FunctionStatus]] = {}
+    for f in before.functions:
+        if f.used and f.status != "fast" and f.package != "torch" and canonicalize_name(f.package) not in planned:
+            left.setdefault(f.package, []).append(f)
+    out = []
+    for package, fns in left.items():
+        worst = "broken" if any(f.status == "broken" for f in fns) else "fallback"
+        out.append(Finding("install-leaves-package", worst,
+                           f"{package} is not part of this install, so {', '.join(f.name for f in fns)} "
+                           f"stay{'s' if len(fns) == 1 else ''} {worst}, as doctor found before the install",
+                           f"kernelcheck install --model {before.model.get('query', 'M') if before.model else 'M'} "
+                           f"--package {package} (or without --package: every package the model needs)",
+                           None, tuple(f.name for f in fns)))
+    return out
+
+
+def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> tuple[Report, int]:
     report.plan = plan.to_json()
-    report.prediction = Prediction(plan.predicted, executed)
     report.findings.extend(_plan_findings(plan))
+    left = untouched(before, plan)
+    report.findings.extend(left)
+    predicted = decide.worst(plan.predicted, decide.verdict([], left))
+    report.prediction = Prediction(predicted.value, executed)
     if plan.blocked:
         report.findings.append(Finding("install-stopped", "fallback",
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
-    return report, _EXIT[plan.predicted]
+    return report, _EXIT[predicted.value]
 
 
 def render(report: Report, code: int, dry_run: bool) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
-from kernelcheck.core.errors import BadInput
+from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
@@ -71,12 +72,17 @@ class _Worker:
                 noise_mod.read_log(self.logf)
         finally:
             self._log.close()
+        _stop_if_interrupted(self.proc.returncode)
         text = noise_mod.read_log(self.logf)
         try:
             res = json.loads(self.out.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             tail = " | ".join(text.strip().splitlines()[-3:])
             res = {"path": self.path, "error": f"the worker process died without a result ({tail[:400]})"}
+            if self.proc.returncode == -signal.SIGKILL:  # not by us (kill() is for the timeout): the OOM killer
+                res["error"] = ("the worker process was killed by SIGKILL, most likely by the kernel's out-of-memory "
+                                f"killer ({tail[:300]})")
+                res["out_of_memory"] = True
         res.setdefault("cost", {})["process_s"] = round(time.perf_counter() - self.t0, 3)
         return res, text
 
@@ -84,6 +90,52 @@ class _Worker:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def _stop_if_interrupted(code: int | None) -> None:
+    """A worker ended by SIGINT/SIGTERM (or its own exit after one) means the user stopped the check: the
+    parent stops too, even where its own copy of the signal was lost, never reporting the path as failed."""
+    if code in (-signal.SIGINT, -signal.SIGTERM):
+        raise Interrupted(-code)
+    if code == 128 + signal.SIGINT:
+        raise Interrupted(signal.SIGINT)
+    if code == 128 + signal.SIGTERM:
+        raise Interrupted(signal.SIGTERM)
+
+
+def _available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), None elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _check_context(query: str, fields: dict[str, Any], tokens: int | None) -> None:
+    """--tokens past the model's context (its config's max_position_embeddings): exit 2 before torch is
+    imported (the step would allocate for seconds and then fail)."""
+    limit = fields.get("max_position_embeddings")
+    if tokens is not None and isinstance(limit, int) and limit > 0 and tokens > limit:
+        raise BadInput(f"--tokens {tokens:,} is more than {query} takes in one sequence (max_position_embeddings "
+                       f"{limit:,}): give at most {limit:,}. Nothing was run.")
+
+
+def _check_memory(cfg: Any, ntok: int, shape: str) -> None:
+    """On the tiny shape (the CPU's), --tokens whose logits and their gradient alone (float32) need more than
+    the memory available: exit 2 before any process starts. A GPU's memory is not probed here (that would
+    start CUDA in this process): running out there is the verify-step-out-of-memory finding."""
+    if shape == "full":
+        return
+    need = ntok * (int(getattr(cfg, "vocab_size", 0) or 0) * 4 * 2 + 16)
+    have = _available_bytes()
+    if have is not None and need > have:
+        raise BadInput(f"--tokens {ntok:,}: the step's logits and their gradient alone need {need / 2**30:,.1f} GiB "
+                       f"and this machine has {have / 2**30:,.1f} GiB available. Give fewer --tokens; nothing was "
+                       "run.")
 
 
 def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
@@ -100,19 +152,21 @@ def verify_step(query: str, mode: str = "train", shape: str | None = None, token
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection."""
+    from kernelcheck.core import models as models_mod
     from kernelcheck.doctor.run import doctor as run_doctor
+    from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
+    resolved = models_mod.resolve(query)
+    _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])
     if (settings.variable("KERNELCHECK_STEP_PROFILED") or "").isdigit():  # fewer profiled steps: smaller traces
         data["profiled"] = max(1, int(settings.variable("KERNELCHECK_STEP_PROFILED") or 1))
     t0 = time.perf_counter()
-    from kernelcheck.core import models as models_mod
-    from kernelcheck.verify import step_model
-
-    step_model.step_config(models_mod.resolve(query), shape, layers)  # bad --layers: exit 2 before any run
+    cfg, _ = step_model.step_config(resolved, shape, layers)  # bad --layers: exit 2 before any run
     ntok = tokens or int(data["tokens"][shape])
+    _check_memory(cfg, ntok, shape)
     ckpt = True if checkpointing is None else checkpointing
     results: dict[str, dict[str, Any]] = {}
     logs: dict[str, str] = {}
@@ -209,12 +263,23 @@ def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> 
 
 def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -> list[Finding]:
     out: list[Finding] = []
+    oom = [n for n, r in (("bound path", fast), ("torch reference", ref)) if r.get("out_of_memory")]
+    if oom:
+        # a limit of this check on this machine, never a kernel verdict: fallback severity only because a
+        # check that could not run is never READY (as doctor's no-model)
+        out.append(Finding("verify-step-out-of-memory", "fallback",
+                           f"the {' and the '.join(oom)} ran out of memory on this machine at {step['tokens']:,} "
+                           "tokens per step: a limit of the check, not a verdict on the kernels (no function is "
+                           "marked broken for it).",
+                           "rerun with fewer --tokens (or fewer --layers), or on a machine with more memory"))
+        if "error" in fast and fast.get("out_of_memory"):
+            return out
     if "error" in fast:
         out.append(Finding("verify-step-failed", "broken",
                            f"the training step on the bound path failed: {fast['error']}",
                            "rerun with --verbose for the worker's output; kernelcheck verify --model M (per function)"))
         return out
-    if "error" in ref:
+    if "error" in ref and not ref.get("out_of_memory"):
         out.append(Finding("verify-step-reference-failed", "warning",
                            f"the torch-reference step failed, so there is no speedup to report: {ref['error']}"))
     p = step["paths"]["fast"]

@@ -69,7 +69,10 @@ def _wait_for(gate: str | None) -> None:
 
 
 def run(args: dict[str, Any]) -> dict[str, Any]:
-    import torch
+    from kernelcheck.core import signals
+
+    with signals.held(second_interrupts=True):  # torch's C code clears a KeyboardInterrupt inside its numpy import
+        import torch
 
     from kernelcheck.core import matrix as matrix_mod
     from kernelcheck.core import models as models_mod
@@ -200,16 +203,35 @@ def _trace_numbers(an: Any) -> dict[str, Any]:
                                 if k != "count"}}
 
 
+_OOM_WORDS = ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, torch's OutOfMemoryError (CUDA), or the CPU allocator's RuntimeError: a limit of this
+    machine for the asked size, not a kernel failure."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and any(w in str(exc).lower() for w in _OOM_WORDS)
+
+
 def main(argv: list[str]) -> int:
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from kernelcheck.cli import interrupts
+
+    interrupts.install()  # SIGINT even if the shell started the check with it ignored, SIGTERM as Interrupted
     try:
         out = run(args)
+    except KeyboardInterrupt as exc:  # 130/143: the parent stops the whole check (step.py), no result here
+        from kernelcheck.core.errors import Interrupted
+
+        return Interrupted.of(exc).exit_code
     except Exception as exc:  # noqa: BLE001 - the parent reports it as what this path did
         import traceback
 
         traceback.print_exc()
-        out = {"path": args.get("path"), "error": f"{type(exc).__name__}: {str(exc).strip()[:600]}"}
+        out = {"path": args.get("path"), "error": f"{type(exc).__name__}: {str(exc).strip()[:600]}",
+               "out_of_memory": out_of_memory(exc)}
     Path(argv[1]).write_text(json.dumps(out, indent=1), encoding="utf-8")
     return 0
 

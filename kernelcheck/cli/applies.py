@@ -1,0 +1,56 @@
+"""Flags that do not apply are bad usage (exit 2), never ignored silently; paths a run will write are tried
+before it starts.
+
+`verify --layers 2` without `--step` used to run the per-function check and drop the flag: the user read a
+verdict for something they did not ask. Each rule here names the flag and what it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelcheck.core.errors import BadInput
+
+
+def _refuse(flag: str, needs: str, why: str) -> None:
+    raise BadInput(f"{flag} only applies with {needs}: {why} Drop {flag}, or add {needs}; nothing was run.")
+
+
+def check_verify_flags(*, step: bool, packing: bool, layers: int | None, checkpointing: bool | None,
+                       trace_dir: str | None, benchmark: bool, shape: str | None, tokens: int | None) -> None:
+    """BadInput for the first `verify` flag that the chosen kind of run (per function, --step, --packing)
+    would ignore."""
+    if packing:
+        for flag, given in (("--step", step), ("--benchmark", benchmark), ("--shape full", shape == "full"),
+                            ("--tokens", tokens is not None)):
+            if given:
+                raise BadInput(f"{flag} does not apply with --packing: --packing runs two short sequences packed "
+                               "and alone on the tiny shape, at its own lengths. Run them as two commands; nothing "
+                               "was run.")
+    if not step:
+        for flag, given in (("--layers", layers is not None),
+                            ("--checkpointing" if checkpointing else "--no-checkpointing", checkpointing is not None),
+                            ("--trace-dir", trace_dir is not None)):
+            if given:
+                _refuse(flag, "--step", "it shapes the whole-training-step measurement, which runs only then.")
+    elif benchmark:
+        raise BadInput("--benchmark does not apply with --step: --step times whole training steps of both paths "
+                       "already; --benchmark times single layers without --step. Nothing was run.")
+
+
+def check_trace_dir(path: str | None) -> None:
+    """An unusable --trace-dir is bad input found before the step runs (the traces would be lost after it):
+    the folder is created (with its parents) and a file is written and removed there, for real."""
+    if not path:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise BadInput(f"--trace-dir {path} is a file; give a folder (it is created if missing). Nothing was run.")
+    probe = target / ".kernelcheck-probe"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise BadInput(f"cannot write the step traces to {str(target)!r}: {exc.strerror or exc}. Pass --trace-dir "
+                       "a folder you can write (it is created if missing); nothing was run.") from None
