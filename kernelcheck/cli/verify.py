@@ -69,7 +69,7 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     """
     from kernelcheck.cli import applies
     from kernelcheck.verify import record as record_mod
-    applies.check_verify_flags(step=step, packing=packing, layers=layers, checkpointing=checkpointing,
+    applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
                                trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
     applies.check_trace_dir(trace_dir if step else None)
 
