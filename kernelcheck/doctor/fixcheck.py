@@ -216,11 +216,19 @@ def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix
     """The command plus the worsening rule's own install, when that is an install too and is not worse."""
     extra = parse(culprit.fix)
     if extra is None or extra.uninstall or not extra.install:
+        extra = _remedy_install(culprit)  # the rule's fix is prose: its `remedies` data says what it adds
+    if extra is None or extra.uninstall or not extra.install:
         return None
     merged = Change(f"{change.command} {' '.join(shlex.quote(w) for w in shlex.split(extra.command)[2:])}",
                     install=change.install + extra.install)
     then, _ = verdict_after(merged, state, m, fixed)
     return None if _worse(then, now) else merged.command
+
+
+def _remedy_install(culprit: rules_mod.RuleHit) -> Change | None:
+    """`pip install` of the packages the rule's remedies add (kind "add"), as a Change; None when it adds none."""
+    specs = [r["spec"] for r in culprit.rule.remedies if r.get("kind") == "add" and r.get("spec")]
+    return parse("pip install " + " ".join(specs)) if specs else None
 
 
 _CAP = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
