@@ -40,7 +40,8 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
     if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
+        verdict = "broken" if exc.exit_code == 4 else None  # an environment no job can run in (BrokenEnvironment)
+        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": verdict,
                                "exit_code": exc.exit_code, "error": exc.message}, indent=2))
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
