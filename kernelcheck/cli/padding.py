@@ -29,10 +29,11 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
     DATA: a JSONL, Parquet or Arrow file with input_ids (or a length column, or a text column with
     --tokenizer), or a text file with one length per line. Streams with bounded memory.
     """
+    from kernelcheck.padding import batching as batching_mod
     from kernelcheck.padding import lengths, svg, waste
 
     rule = waste.Rule.parse(batching)
-    result = waste.measure(lengths.stream(data, tokenizer), rule)
+    result = batching_mod.measure(lengths.chunks(data, tokenizer), rule)
     if plot:
         try:
             Path(plot).write_text(svg.render(result, f"{Path(data).name}: lengths and padding under {rule}"))
