@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import emit, guarded
 from kernelcheck.core.errors import BadInput
 
 
@@ -40,8 +40,8 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
         except OSError as exc:
             raise BadInput(f"cannot write --plot {plot}: {exc.strerror}. Give a writable path.") from None
     if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "command": "padding", "verdict": "ready", "exit_code": 0,
-                               "data": data, "padding": waste.as_dict(result), "plot": plot}, indent=2))
+        emit(json.dumps({"schema": SCHEMA, "command": "padding", "verdict": "ready", "exit_code": 0,
+                         "data": data, "padding": waste.as_dict(result), "plot": plot}, indent=2), is_json=True)
     else:
-        click.echo(waste.render_text(result, data))
+        emit(waste.render_text(result, data))
     return 0
