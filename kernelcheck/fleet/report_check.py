@@ -47,7 +47,7 @@ def _functions(data: dict[str, Any], source: str) -> None:
     for i, f in enumerate(_records(data, "functions", source)):
         if not isinstance(f.get("name"), str):
             raise _bad(source, f"functions[{i}].name", f.get("name"), "a string")
-        if f.get("status") not in _STATUSES:
+        if not isinstance(f.get("status"), str) or f["status"] not in _STATUSES:
             raise _bad(source, f"functions[{i}].status", f.get("status"), f"one of {', '.join(sorted(_STATUSES))}")
 
 
@@ -70,7 +70,7 @@ def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
         _exit_code(data, source, _ERROR_EXITS)
         return data
     verdict = data.get("verdict")
-    if verdict not in _VERDICT_EXIT:
+    if not isinstance(verdict, str) or verdict not in _VERDICT_EXIT:
         raise _bad(source, "verdict", verdict, f"one of {', '.join(v.value for v in Verdict)}")
     code = _exit_code(data, source, tuple(sorted(set(_VERDICT_EXIT.values()))))
     if code != _VERDICT_EXIT[verdict]:
