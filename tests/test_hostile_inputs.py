@@ -290,3 +290,27 @@ def test_a_torch_whose_import_calls_sys_exit_is_broken_with_a_paragraph(tmp_path
     assert res.returncode == 4, res.stderr
     assert "BROKEN: torch is installed but its import fails here (SystemExit: torch refuses to load)" in res.stderr
     assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+@pytest.mark.parametrize("name,values,words", [
+    ("length", ["a", "b"], "row 1 (a column of string): length 'a' is not a non-negative integer"),
+    ("length", [1, None], "row 2: length null is not"),
+    ("length", [1.0, float("nan")], "row 2: length NaN is not"),
+    ("num_tokens", [1, -3], "row 2: num_tokens -3 is not"),
+    ("input_ids", [[1, 2], None], "row 2: input_ids null is not a list of token ids"),
+    ("length", [10, 20, 30], None),
+])
+def test_parquet_and_arrow_length_columns_are_checked(tmp_path: Path, suffix: str, name: str, values: list,
+                                                      words: str | None) -> None:
+    site = envs.site("pyarrow==25.0.1")
+    f = tmp_path / f"d{suffix}"
+    subprocess.run([sys.executable, str(REPO / "tests" / "programs" / "write_columnar.py"), str(f), name,
+                    json.dumps(values)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(site)})
+    res = envs.run(["padding", str(f)], site)
+    if words is None:
+        assert res.returncode == 0 and "3 examples" in res.stdout, res.stderr
+        return
+    assert res.returncode == 2 and words in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0
