@@ -47,8 +47,9 @@ def _invoke(args: list[str]) -> tuple[int, str]:
 
 
 @FUZZ
-@given(data=st.binary(max_size=300) | st.lists(st.integers(-3, 10 ** 15), max_size=50).map(
-    lambda ns: "\n".join(map(str, ns)).encode()) | st.text(alphabet="0123456789\n\r -+x.", max_size=200).map(str.encode))
+@given(data=st.binary(max_size=300)
+       | st.lists(st.integers(-3, 10 ** 15), max_size=50).map(lambda ns: "\n".join(map(str, ns)).encode())
+       | st.text(alphabet="0123456789\n\r -+x.", max_size=200).map(str.encode))
 def test_any_lengths_file_is_measured_or_bad_input(tmp_path: Path, data: bytes) -> None:
     f = tmp_path / "l.txt"
     f.write_bytes(data)
