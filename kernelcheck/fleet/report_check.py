@@ -20,7 +20,7 @@ _ERROR_EXITS = (1, 2, 3, 4, 130, 143)  # a run that stopped before its report: e
 
 def _bad(source: str, field: str, value: Any, wanted: str) -> BadInput:
     shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
-    return BadInput(f"compare: {source}: field \"{field}\" is {shown[:60]}, not {wanted}. The file was not "
+    return BadInput(f"{source}: field \"{field}\" is {shown[:60]}, not {wanted}. The file was not "
                     "written by `kernelcheck doctor/verify --json` or was edited: rerun the check on that node.")
 
 
