@@ -22,7 +22,7 @@ from kernelcheck.cli.main import main
 from kernelcheck.padding import batching, waste
 from tests.test_hostile_inputs import _report
 
-FUZZ = settings(max_examples=60, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=30, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 MEMORY_BOUND = 64 << 20
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -91,7 +91,7 @@ _tokenizer_files = st.dictionaries(
     min_size=1, max_size=3)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=_tokenizer_files)
 def test_any_tokenizer_folder_loads_or_is_bad_input(tmp_path: Path, files: dict[str, bytes]) -> None:
     tok = tmp_path / "tok"
@@ -141,7 +141,7 @@ def test_any_trace_file_is_analysed_or_bad_input(tmp_path: Path, body: bytes, gz
     assert code != 4  # a trace shows what ran, never a crash
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lengths=st.lists(st.integers(0, 300), max_size=400) | st.lists(st.sampled_from([1, 7, 100, 3000, 9000]),
                                                                        max_size=3000),
        rule=st.sampled_from(["budget:8192", "budget:300", "budget:1", "batch:1", "batch:5", "packing:256"]),
