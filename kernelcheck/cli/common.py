@@ -38,7 +38,9 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
 
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str | None = None) -> None:
-    error = {"schema": SCHEMA, "command": command, "verdict": None, "exit_code": exc.exit_code, "error": exc.message}
+    verdict = "broken" if exc.exit_code == 4 else None  # an environment no job can run in (BrokenEnvironment)
+    error = {"schema": SCHEMA, "command": command, "verdict": verdict, "exit_code": exc.exit_code,
+             "error": exc.message}
     outfile.write_error(error, exc.message, exc.exit_code, model)
     if as_json:
         click.echo(json.dumps(error, indent=2))

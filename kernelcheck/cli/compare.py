@@ -6,7 +6,7 @@ import json
 
 import click
 
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import emit, guarded
 
 
 @click.command("compare")
@@ -34,7 +34,7 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool)
     records, missing = compare_mod.collect(list(reports), expect)
     code = table.fleet_code(records, missing)
     if as_json:
-        click.echo(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str))
+        emit(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str), is_json=True)
     else:
-        click.echo(table.render_text("compare", records, missing, code))
+        emit(table.render_text("compare", records, missing, code))
     return code

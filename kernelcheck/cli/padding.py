@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kernelcheck import SCHEMA
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import emit, guarded
 from kernelcheck.core.errors import BadInput
 
 
@@ -29,18 +29,19 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
     DATA: a JSONL, Parquet or Arrow file with input_ids (or a length column, or a text column with
     --tokenizer), or a text file with one length per line. Streams with bounded memory.
     """
+    from kernelcheck.padding import batching as batching_mod
     from kernelcheck.padding import lengths, svg, waste
 
     rule = waste.Rule.parse(batching)
-    result = waste.measure(lengths.stream(data, tokenizer), rule)
+    result = batching_mod.measure(lengths.chunks(data, tokenizer), rule)
     if plot:
         try:
             Path(plot).write_text(svg.render(result, f"{Path(data).name}: lengths and padding under {rule}"))
         except OSError as exc:
             raise BadInput(f"cannot write --plot {plot}: {exc.strerror}. Give a writable path.") from None
     if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "command": "padding", "verdict": "ready", "exit_code": 0,
-                               "data": data, "padding": waste.as_dict(result), "plot": plot}, indent=2))
+        emit(json.dumps({"schema": SCHEMA, "command": "padding", "verdict": "ready", "exit_code": 0,
+                         "data": data, "padding": waste.as_dict(result), "plot": plot}, indent=2), is_json=True)
     else:
-        click.echo(waste.render_text(result, data))
+        emit(waste.render_text(result, data))
     return 0

@@ -137,7 +137,10 @@ def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | 
     try:
         with signals.held(second_interrupts=True):  # torch's C code swallows a Ctrl-C inside its numpy import
             import torch
-    except Exception as exc:  # torch present but broken: report as absent with the reason in version
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - torch present but broken, a SystemExit in its import too:
+        # reported as absent with the reason in version (doctor: BROKEN, exit 4)
         return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
     if after_import is not None:
         after_import()  # before any CUDA call (doctor forks its import children here)

@@ -19,6 +19,12 @@ class BadInput(KernelcheckError):
     exit_code = 2
 
 
+class BrokenEnvironment(KernelcheckError):
+    """The environment cannot run any job (torch installed but its import fails): BROKEN, exit 4."""
+
+    exit_code = 4
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM: the command stopped before its verdict. Exit 128 + the signal number (130 for
     SIGINT, 143 for SIGTERM: what a shell reports for a process ended by that signal). A KeyboardInterrupt,

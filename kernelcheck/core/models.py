@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -63,7 +64,18 @@ def offline() -> bool:
     return settings.hub_offline()
 
 
+# transformers' configs are kilobytes (the largest shipped ones, with label maps, well under 1 MB); reading and
+# parsing a 300 MB JSON takes 1.5 GB of memory before it could be refused for its content.
+CONFIG_MAX_BYTES = 16 << 20
+
+
 def _read_config(path: Path, query: str) -> dict[str, Any]:
+    paths.regular_file(path, "the config", "A model folder needs the config.json that came with the model.")
+    size = path.stat().st_size
+    if size > CONFIG_MAX_BYTES:
+        raise BadInput(f"{path} is {size / 1e6:,.0f} MB, too large for a transformers config.json (they are "
+                       f"kilobytes; kernelcheck reads up to {CONFIG_MAX_BYTES >> 20} MiB): it is not a model's "
+                       "config (weights or a data file under that name?).")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -283,6 +295,9 @@ def _local_config_path(path: Path) -> Path:
         return cfg_path
     if path.is_file():
         return path
+    if path.exists():  # /dev/null, a FIFO, a socket: say what it is, never "does not exist"
+        paths.regular_file(path, "--model", "Give a model folder (the one holding config.json), its config.json, "
+                           "an alias (kernelcheck models) or a Hub id.")
     raise BadInput(f"The path {path} does not exist. Give an existing model folder, an alias "
                    "(kernelcheck models) or a Hub id.")
 

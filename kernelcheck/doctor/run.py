@@ -11,7 +11,7 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
-from kernelcheck.core.errors import BadInput
+from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
@@ -251,7 +251,12 @@ def _require_torch(env: environment_mod.Environment) -> None:
                        "cannot load the model. Install the torch build you will train with (for example "
                        "`pip install torch` with the index URL for your CUDA version), then run kernelcheck again.")
     if env.torch.version.startswith("unimportable"):
-        raise BadInput(f"torch is installed but does not import: {env.torch.version}. Repair the torch install first.")
+        why = env.torch.version.removeprefix("unimportable (").removesuffix(")")
+        raise BrokenEnvironment(f"BROKEN: torch is installed but its import fails here ({why}), so every job in "
+                                "this environment would stop before any kernel runs. `python -c 'import torch'` "
+                                "shows the full error; reinstall the torch build you train with (pip install "
+                                "--force-reinstall torch, with the index URL for your CUDA version) and run "
+                                "kernelcheck again.")
 
 
 def _environment_only(report: Report, env: environment_mod.Environment, mode: str, hub: bool | None,

@@ -7,8 +7,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import click
+
 from kernelcheck.core.errors import BadInput
-from kernelcheck.fleet import summary
+from kernelcheck.core.paths import regular_file
+from kernelcheck.fleet import report_check, summary
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +25,23 @@ def report_files(paths: list[str]) -> list[Path]:
             if not found:
                 raise BadInput(f"compare: folder {p} holds no *.json reports.")
             out += found
-        elif p.is_file():
-            out.append(p)
         else:
-            raise BadInput(f"compare: {p} does not exist.")
+            out.append(regular_file(p, "compare: the report", "Give report files (kernelcheck doctor --json > "
+                                    "node.json) or folders of them."))
+    return _once(out)
+
+
+def _once(out: list[Path]) -> list[Path]:
+    """Each file once: the same report named twice (a file and its folder, a glob and the file) is one node,
+    never two that agree (which would pass --expect with a node missing)."""
+    seen: dict[Path, Path] = {}
+    for p in out:
+        key = p.resolve()
+        if key in seen:
+            click.echo(f"kernelcheck compare: {p} names the same file as {seen[key]}: counted once.", err=True)
+            continue
+        seen[key] = p
+    out = list(seen.values())
     if not out:
         raise BadInput("compare: give one or more report files (kernelcheck doctor --json > node.json) or folders.")
     return out
@@ -37,10 +53,12 @@ def load(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"compare: cannot read {path}: {exc}.") from None
+    except RecursionError:
+        raise BadInput(f"compare: {path} nests JSON too deeply to be a kernelcheck report.") from None
     except json.JSONDecodeError as exc:
         raise BadInput(f"compare: {path} is not JSON ({exc.msg} at line {exc.lineno}): pass the stdout of "
                        "`kernelcheck doctor --json`, not its text output or a log.") from None
-    data = summary.check_report(data, str(path))
+    data = report_check.check_fields(summary.check_report(data, str(path)), str(path))
     rec = summary.summarise(data)
     rec["label"] = path.stem
     return rec

@@ -1,7 +1,10 @@
-"""Stream example lengths (tokens) from a job's data file, with bounded memory.
+"""Stream example lengths (tokens) from a job's data file, with bounded memory, in chunks.
 
-Sources: a lengths file (one integer per line), JSONL (`input_ids`, a `length`-style column, or a text
-column tokenized with a local tokenizer folder), Parquet or Arrow (pyarrow, optional).
+Sources: a lengths file (one integer per line; padding/plaintext.py parses it vectorized), JSONL (`input_ids`, a
+`length`-style column, or a text column tokenized with a local tokenizer folder), Parquet or Arrow (pyarrow,
+optional; padding/columnar.py). Every value is checked: a length that is not a non-negative integer (a string,
+null, NaN, 1e400, a negative number, an object) is bad input naming its line or row, never an internal error
+and never dropped silently. Each reader shows progress on stderr (report/progress.py).
 """
 
 from __future__ import annotations
@@ -9,48 +12,23 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
+from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, TEXT_COLUMNS, bad_file, checked
+from kernelcheck.report.progress import Progress
 
 log = logging.getLogger(__name__)
 
-LENGTH_COLUMNS = ("input_ids", "length", "lengths", "num_tokens", "n_tokens")
-TEXT_COLUMNS = ("text", "content", "prompt")
-
-
-class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
-
-    def __init__(self, total: int, label: str) -> None:
-        self.total = max(total, 1)
-        self.label = label
-        self.on = sys.stderr.isatty()
-        self.last = -1
-
-    def update(self, done: int) -> None:
-        pct = min(100, done * 100 // self.total)
-        if self.on and pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            sys.stderr.write(f"\r{self.label} [{bar:<25}] {pct:3d}%")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\n")
-
-
-def _bad(path: Path, why: str) -> BadInput:
-    return BadInput(f"cannot read lengths from {path}: {why}. Give a JSONL, Parquet or Arrow file with an "
-                    f"`input_ids` column (or a length column: {', '.join(LENGTH_COLUMNS[1:])}; or a text column "
-                    "plus --tokenizer DIR), or a text file with one length per line.")
+CHUNK = 1 << 16  # lengths a JSONL chunk holds
+_ARROW_SUFFIXES = (".parquet", ".arrow", ".feather", ".ipc")
 
 
 def _tokenizer(folder: str | None) -> Callable[[str], int] | None:
+    """A local tokenizer folder as a text -> length function; a folder transformers cannot load is bad input."""
     if folder is None:
         return None
     if not Path(folder, "tokenizer_config.json").is_file() and not Path(folder, "tokenizer.json").is_file():
@@ -58,15 +36,31 @@ def _tokenizer(folder: str | None) -> Callable[[str], int] | None:
                        "tokenizer_config.json). Give a local folder saved with tokenizer.save_pretrained().")
     from transformers import AutoTokenizer
 
-    tok: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    return lambda text: len(tok(text, add_special_tokens=True)["input_ids"])
+    try:
+        tok: Any = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a damaged folder is data: any failure to load it is bad input
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise BadInput(f"--tokenizer {folder}: transformers cannot load this tokenizer ({detail}). Check that "
+                       "tokenizer.json / tokenizer_config.json are the files tokenizer.save_pretrained() wrote "
+                       "(valid JSON, a tokenizer_class this transformers knows), or give the lengths instead "
+                       "(input_ids or a length column).") from None
+
+    def length(text: str) -> int:
+        try:
+            return len(tok(text, add_special_tokens=True)["input_ids"])
+        except Exception as exc:  # noqa: BLE001 - a tokenizer that fails on the data is bad input too
+            raise BadInput(f"--tokenizer {folder} failed on the data ({type(exc).__name__}: {exc}). Give a "
+                           "tokenizer that loads with transformers, or the lengths themselves.") from None
+
+    return length
 
 
-def _value_length(row: dict[str, Any], tokenize: Callable[[str], int] | None) -> int | None:
+def _value_length(row: dict[str, Any], tokenize: Callable[[str], int] | None, path: Path, where: str) -> int | None:
     for col in LENGTH_COLUMNS:
         if col in row:
-            v = row[col]
-            return len(v) if isinstance(v, list) else int(v)
+            return checked(row[col], col, path, where)
     if tokenize is not None:
         for col in TEXT_COLUMNS:
             if col in row and isinstance(row[col], str):
@@ -74,95 +68,64 @@ def _value_length(row: dict[str, Any], tokenize: Callable[[str], int] | None) ->
     return None
 
 
-def _jsonl(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[int]:
-    size = os.path.getsize(path)
-    bar = Progress(size, path.name)
+def _row(raw: bytes, path: Path, lineno: int) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, and bytes that are not UTF-8
+        raise bad_file(path, f"line {lineno} is not JSON ({exc})") from None
+    except RecursionError:
+        raise bad_file(path, f"line {lineno} nests JSON too deeply to be a row of data") from None
+
+
+def _jsonl(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[list[int]]:
+    bar = Progress(os.path.getsize(path), path.name)
     done = 0
+    out: list[int] = []
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             done += len(raw)
             if not raw.strip():
                 continue
-            try:
-                row = json.loads(raw)
-            except ValueError as exc:
-                raise _bad(path, f"line {lineno} is not JSON ({exc})") from None
-            n = _value_length(row, tokenize) if isinstance(row, dict) else None
+            row = _row(raw, path, lineno)
+            n = _value_length(row, tokenize, path, f"line {lineno}") if isinstance(row, dict) else None
             if n is None:
                 keys = ", ".join(sorted(row)[:8]) if isinstance(row, dict) else type(row).__name__
-                raise _bad(path, f"line {lineno} has no length column (keys: {keys})")
-            if lineno % 4096 == 0:
+                raise bad_file(path, f"line {lineno} has no length column (keys: {keys})")
+            out.append(n)
+            if len(out) >= CHUNK:
                 bar.update(done)
-            yield n
-    bar.update(size)
+                yield out
+                out = []
+    if out:
+        yield out
+    bar.update(done)
     bar.close()
 
 
-def _plain(path: Path) -> Iterator[int]:
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            s = raw.strip()
-            if not s:
-                continue
-            try:
-                yield int(s)
-            except ValueError:
-                raise _bad(path, f"line {lineno} ({s[:40]!r}) is not an integer length") from None
-
-
-def _arrow(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[int]:
-    try:
-        import pyarrow as pa  # type: ignore[import-not-found]
-        import pyarrow.parquet as pq  # type: ignore[import-not-found]
-    except ImportError:
-        raise BadInput(f"{path.name} is Parquet/Arrow, which needs pyarrow (not installed): pip install pyarrow, "
-                       "or convert the data to JSONL or a lengths file.") from None
-    try:
-        if path.suffix == ".parquet":
-            pf = pq.ParquetFile(path)
-            names = pf.schema_arrow.names
-            batches: Iterator[Any] = pf.iter_batches(batch_size=8192)
-        else:
-            try:
-                reader = pa.ipc.open_file(pa.memory_map(str(path)))
-                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-            except pa.ArrowInvalid:
-                reader = pa.ipc.open_stream(pa.memory_map(str(path)))
-                batches = iter(reader)
-            names = reader.schema.names
-    except (OSError, pa.ArrowException) as exc:
-        raise _bad(path, f"not a readable Parquet/Arrow file ({exc})") from None
-    col = next((c for c in LENGTH_COLUMNS if c in names), None)
-    text = next((c for c in TEXT_COLUMNS if c in names), None) if tokenize else None
-    if col is None and text is None:
-        raise _bad(path, f"no length column (columns: {', '.join(names[:8])})")
-    import pyarrow.compute as pc  # type: ignore[import-not-found]
-
-    for batch in batches:
-        if col == "input_ids":
-            yield from pc.list_value_length(batch.column(col)).to_pylist()
-        elif col is not None:
-            yield from (int(v) for v in batch.column(col).to_pylist())
-        else:
-            assert tokenize is not None and text is not None
-            yield from (tokenize(v) for v in batch.column(text).to_pylist())
-
-
-def stream(path_str: str, tokenizer: str | None = None) -> Iterator[int]:
-    """Yield one length per example; BadInput for a file that cannot say its lengths."""
-    path = Path(path_str)
-    if not path.is_file():
-        raise _bad(path, "no such file")
+def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Sequence[int]]:
+    """Yield the lengths in chunks (numpy arrays or lists), one per example, in file order; BadInput for a file
+    that cannot say its lengths (checked before the first chunk: the file's kind, its first bytes, the tokenizer)."""
+    path = paths.regular_file(path_str, "the data", HINT)
     try:
         with path.open("rb") as fh:
             head = fh.read(4096)
     except OSError as exc:
-        raise _bad(path, f"unreadable ({exc.strerror})") from None
+        raise bad_file(path, f"unreadable ({exc.strerror})") from None
     if not head.strip():
-        raise _bad(path, "the file is empty")
+        raise bad_file(path, "the file is empty")
     tokenize = _tokenizer(tokenizer)
-    if path.suffix in (".parquet", ".arrow", ".feather", ".ipc"):
-        return _arrow(path, tokenize)
+    if path.suffix in _ARROW_SUFFIXES:
+        from kernelcheck.padding import columnar
+
+        return columnar.chunks(path, tokenize)
     if head.lstrip()[:1] in (b"{", b"["):
         return _jsonl(path, tokenize)
-    return _plain(path)
+    from kernelcheck.padding import plaintext
+
+    return plaintext.chunks(path)
+
+
+def stream(path_str: str, tokenizer: str | None = None) -> Iterator[int]:
+    """Yield one length per example (the chunks of `chunks`, flattened)."""
+    for chunk in chunks(path_str, tokenizer):
+        yield from (int(n) for n in chunk)

@@ -1,15 +1,14 @@
-"""Progress for work that may take more than ~2 s, on stderr (stdout stays the report or the JSON).
+"""Progress on stderr (stdout stays the report or the JSON): the one mechanism for long work.
 
-One mechanism for every long step (doctor's import proofs, install's downloads, verify's first pass):
+Two forms, one policy (a terminal gets a line redrawn in place; anything else, a CI log, gets no carriage
+returns, only a plain line every 30 s; --quiet or KERNELCHECK_PROGRESS=0 turns both off):
+- `working(label)` / `Ticker` for a step of unknown length that may take more than ~2 s (doctor's import
+  proofs, install's downloads, verify's first pass): `label ... 12 s`, erased when the step ends;
+- `Progress(total, label)` for a read of known size (a 2 GiB lengths file, a 1 GB trace): a bar and a
+  percentage, `update(done)` as it goes.
 
     with working("doctor: proving which kernel packages import"):
         ...
-
-- stderr a TTY: after `delay` seconds, one line `label ... 12 s` rewritten in place every half second, erased when
-  the step ends (nothing is left behind for a fast step);
-- stderr not a TTY (CI logs): one plain line `kernelcheck: label (still working, 30 s)` every `every` seconds, and
-  nothing for a step shorter than that;
-- --quiet or KERNELCHECK_PROGRESS=0: nothing.
 """
 
 from __future__ import annotations
@@ -95,3 +94,62 @@ def working(label: str, *, stream: TextIO | None = None, delay: float = 2.0, eve
         yield
     finally:
         ticker.stop()
+
+
+PLAIN_EVERY_S = 30.0
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.0f}"
+
+
+class Progress:
+    """`update(done)` as work proceeds (bytes, rows: any count against `total`); `close()` when finished."""
+
+    def __init__(self, total: int, label: str, *, stream: TextIO | None = None, every_s: float = PLAIN_EVERY_S,
+                 unit: str = "MB", min_total: int = 0) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = max(total, 1)
+        self.label = label
+        self.unit = unit
+        self.every_s = every_s
+        self.on = total >= min_total and enabled()
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = self.last_line = time.monotonic()
+        self.last_pct = -1
+        self.drawn = False
+
+    def _amount(self, done: int) -> str:
+        if self.unit == "MB":
+            return f"{_mb(done)} / {_mb(self.total)} MB"
+        return f"{done:,} / {self.total:,} {self.unit}"
+
+    def update(self, done: int) -> None:
+        if not self.on:
+            return
+        pct = min(100, done * 100 // self.total)
+        try:
+            if self.tty:
+                if pct != self.last_pct:
+                    self.last_pct = pct
+                    bar = "#" * (pct // 4)
+                    self.stream.write(f"\r{self.label} [{bar:<25}] {pct:3d}% ({self._amount(done)})")
+                    self.stream.flush()
+                    self.drawn = True
+                return
+            now = time.monotonic()
+            if now - self.last_line >= self.every_s and pct < 100:
+                self.last_line = now
+                self.stream.write(f"{self.label}: {pct}% ({self._amount(done)}, {now - self.started:.0f} s)\n")
+                self.stream.flush()
+        except (OSError, ValueError):  # stderr closed or gone: progress is not worth an error
+            self.on = False
+
+    def close(self) -> None:
+        if self.on and self.tty and self.drawn:
+            try:
+                self.stream.write("\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+        self.drawn = False

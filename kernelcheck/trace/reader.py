@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
 
 CHUNK = 1 << 20
@@ -56,6 +57,9 @@ class TraceReader:
 
     # -- input -------------------------------------------------------------------------------------
     def _open(self) -> None:
+        paths.regular_file(self.path, "the trace", "Give the path of a trace file written by torch.profiler "
+                           "(prof.export_chrome_trace('trace.json') or tensorboard_trace_handler); write a piped "
+                           "trace to a file first.")
         try:
             raw = open(self.path, "rb")  # noqa: SIM115 - the handle outlives this function (streaming reader closes it)
         except FileNotFoundError:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelcheck.report.model import Report, TraceSection, render_findings
+from kernelcheck.report.progress import Progress
 from kernelcheck.trace.results import TraceAnalysis
 from kernelcheck.trace.verdicts import _ms, _short
 
@@ -149,10 +150,18 @@ def _row(st: Mapping[str, Any]) -> str:
             f"{gaps:>18} {delay:>21}")
 
 
+_BARS: dict[str, Progress] = {}
+
+
 def progress_to_stderr(done: int, total: int) -> None:
-    """Progress for big traces, on stderr so --json stays clean."""
-    if total >= 32 << 20:
-        sys.stderr.write(f"\rreading trace: {done / 1e6:,.0f} / {total / 1e6:,.0f} MB")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+    """Progress for big traces (32 MB and more), on stderr so --json stays clean: redrawn in place on a
+    terminal, a plain line every 30 s elsewhere (a CI log gets no carriage returns; report/progress.py)."""
+    if total < 32 << 20:
+        return
+    bar = _BARS.get("trace")
+    if bar is None or bar.total != total or bar.stream is not sys.stderr:
+        bar = _BARS["trace"] = Progress(total, "reading trace")
+    bar.update(done)
+    if done >= total:
+        bar.close()
+        _BARS.pop("trace", None)
