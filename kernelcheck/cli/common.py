@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.cli import interrupts
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, KernelcheckError
@@ -40,12 +40,17 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError) -> None:
     if as_json:
-        click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
+        click.echo(json.dumps({"schema": schemas.ERROR, "command": command, "verdict": None,
                                "exit_code": exc.exit_code, "error": exc.message}, indent=2))
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
-_OUTPUT = {"quiet": False}
+_OUTPUT = {"quiet": False, "verbose": False}
+
+
+def verbose() -> bool:
+    """--verbose was given: text reports show every info finding (render_findings groups them otherwise)."""
+    return _OUTPUT["verbose"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,13 +59,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 def output_options(fn: F) -> F:
     """--quiet (the verdict line only) and --verbose (kernelcheck's log on stderr), on every command."""
     fn = click.option("--verbose", "-v", "verbose", is_flag=True,
-                      help="Also log what was skipped or not found (stderr).")(fn)
+                      help="Show every info finding, and log what was skipped or not found (stderr).")(fn)
     return click.option("--quiet", "-q", "quiet", is_flag=True, help="Print the verdict line only.")(fn)
 
 
 def _setup_output(kwargs: dict[str, Any]) -> None:
     _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
-    verbose = bool(kwargs.pop("verbose", False))
+    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))
     if verbose:
         settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
@@ -161,7 +166,7 @@ def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         from kernelcheck.report import junit as junit_mod
 
         junit_mod.write(report, junit)
-    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
+    emit(render_json(report) if as_json else render_text(report, verbose=verbose()), is_json=as_json)
     return report.exit_code
 
 

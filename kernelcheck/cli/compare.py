@@ -6,7 +6,7 @@ import json
 
 import click
 
-from kernelcheck.cli.common import guarded
+from kernelcheck.cli.common import emit, guarded, output_options
 
 
 @click.command("compare")
@@ -14,6 +14,7 @@ from kernelcheck.cli.common import guarded
 @click.option("--expect", type=click.IntRange(min=1), default=None, metavar="N",
               help="The job has N nodes/ranks: fewer reports than N is a missing rank (exit 4).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.fleet/1) on stdout.")
+@output_options
 @guarded("compare")
 def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
     """Compare REPORTS (files from `kernelcheck doctor/verify --json`, or folders of them) as one fleet.
@@ -34,7 +35,7 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool)
     records, missing = compare_mod.collect(list(reports), expect)
     code = table.fleet_code(records, missing)
     if as_json:
-        click.echo(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str))
+        emit(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str), is_json=True)
     else:
-        click.echo(table.render_text("compare", records, missing, code))
+        emit(table.render_text("compare", records, missing, code))
     return code

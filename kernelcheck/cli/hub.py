@@ -49,7 +49,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--lock", "lock", type=click.Path(dir_okay=True), default=None,
               help="With --prefetch: write a lock in kernels' format (a folder gets FOLDER/kernels.lock).")
 @click.option("--dry-run", is_flag=True, help="With --prefetch: say what would be downloaded, download nothing.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.hub/1) on stdout.")
 @output_options
 @guarded("hub")
 def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | None, source: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options, verbose
 
 
 @click.command()
@@ -74,5 +74,6 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
                               fixes=not no_fixes, without=without)
     report, code = install_mod.run(req, click.echo, as_json)
-    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
+    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run, verbose()),
+         is_json=as_json)
     return code

@@ -272,6 +272,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             report.findings.append(Finding("install-failed", "broken", exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
+        if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
+            return _unchanged(report, before, plan, origin)
     return _after_install(req, report, plan, outcome, opts, origin, echo, progress, as_json)
 
 
@@ -310,6 +312,19 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings.append(Finding("install-for-arch", "info",
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
+        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
+    return report, report.exit_code
+
+
+def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> tuple[Report, int]:
+    """An install whose plan changed nothing: the doctor run before it is still true (no process to re-run,
+    no second copy of the report), and the report says there was nothing to change."""
+    report.functions = list(before.functions)
+    report.findings = [*before.findings, *_plan_findings(plan),
+                       Finding("install-nothing-to-change", "info",
+                               "nothing to change: every package the plan needs is already installed as planned, "
+                               "so nothing was installed; the verdict is the doctor's above")]
+    if origin == "--arch":
         return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
     return report, report.exit_code
 
@@ -354,15 +369,16 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool) -> tuple[R
     return report, _EXIT[plan.predicted]
 
 
-def render(report: Report, code: int, dry_run: bool) -> str:
+def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:
     """Text for people: the plan, findings and the verdict line with the real exit code."""
     shown = report
     if not dry_run:  # the plan was printed before anything ran
         shown = dataclasses.replace(report, plan=None)
-    lines = render_text(shown).splitlines()
+    lines = render_text(shown, verbose=verbose).splitlines()
     if lines and lines[-1].startswith("verdict:"):
         words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
-        pre = "predicted after this plan" if dry_run else "after install"
+        unchanged = any(f.id == "install-nothing-to-change" for f in report.findings)
+        pre = "predicted after this plan" if dry_run else "nothing to change" if unchanged else "after install"
         lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
     return "\n".join(lines)
 

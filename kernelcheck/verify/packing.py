@@ -131,7 +131,7 @@ def command(query: str, as_json: bool) -> tuple[str, int]:
 
     import torch
 
-    from kernelcheck import SCHEMA
+    from kernelcheck import schemas
     from kernelcheck.core import models as models_mod
     from kernelcheck.core.errors import BadInput
 
@@ -145,8 +145,9 @@ def command(query: str, as_json: bool) -> tuple[str, int]:
     ok = any(r.outcome == "correct" for r in results)
     code = 0 if ok else 4
     if as_json:
-        return json.dumps({"schema": SCHEMA, "command": "verify", "verdict": "ready" if ok else "broken",
-                           "exit_code": code, "model": model.to_json(), "device": device,
+        return json.dumps({"schema": schemas.schema_id("verify-packing"), "command": "verify",
+                           "verdict": "ready" if ok else "broken", "exit_code": code, "model": model.to_json(),
+                           "device": device,
                            "packing": [r.as_dict() for r in results]}, indent=2), code
     tail = ("verdict: READY: at least one packing mode keeps sequences apart here" if ok else
             "verdict: BROKEN: no packing mode keeps sequences apart here (exit 4); pad instead, or install "
