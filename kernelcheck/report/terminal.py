@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 _LABEL = re.compile(r"^(\s*)((?:why|fix|ref|evidence|kernels|hub|cache): "
-                    r"|(?:SLOW|BROKEN|info|warn|FAST|FALLBACK)\s+(?:\[[^\]]+\] )?|[a-z]+ {2,})")
+                    r"|(?:SLOW|BROKEN|info|warn|WARN|FAST|FALLBACK)\s+(?:\[[^\]]+\] )?|[a-z]+ {2,})")
 PIPED_WIDTH = 100
 _COMMAND_LABEL = re.compile(r"^\s*(?:fix|run|why, fix|fix \(\w+\)): ")
 _BACKTICKED = re.compile(r"`[^`]+`")
