@@ -43,3 +43,38 @@ def test_a_slow_hub_is_still_a_wait_that_ran_out() -> None:
     with pytest.raises(TimeoutError) as exc:
         models.bounded(_retrying_like_huggingface_hub(line, 2.0), "config.json of a/b", 0.5)
     assert not isinstance(exc.value, models.UnresolvedHost) and "no answer within 0.5 s" in str(exc.value)
+
+
+def _kc(args: list[str], tmp_path) -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "KERNELCHECK_OFFLINE")}
+    env.update(PYTHONPATH=str(repo), HF_ENDPOINT="https://hub.invalid", HF_HOME=str(tmp_path / "hf"))
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", *args], capture_output=True, text=True, env=env,
+                         timeout=300)
+    return res.returncode, res.stdout, res.stderr
+
+
+@pytest.mark.integration
+def test_an_unresolvable_hub_host_is_named_by_doctor(tmp_path) -> None:
+    code, out, err = _kc(["doctor", "--model", "someorg/some-model"], tmp_path)  # .invalid never resolves (RFC 6761)
+    assert code == 2 and "could not resolve the host hub.invalid" in err and "no answer within" not in err
+
+
+@pytest.mark.integration
+def test_a_hub_prefetch_dry_run_plans_or_skips_and_never_says_failed(tmp_path) -> None:
+    import json
+
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    code, out, err = _kc(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0", "--dry-run",
+                          "--wheelhouse", str(wh), "--json"], tmp_path)
+    rep = json.loads(out)
+    actions = {s["action"] for s in rep["plan"]}
+    assert actions and actions <= {"skipped", "planned", "cached", "missing", "local"}, rep["plan"]
+    assert "skipped" in actions and code == 3 and rep["exit_code"] == 3 and not any(wh.iterdir())
+    assert any(f["id"] == "hub-prefetch-skipped" for f in rep["findings"])

@@ -152,8 +152,8 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
     steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
     report.plan = steps
     for st in steps:
-        if st["action"] == "failed":  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
-            report.findings.append(Finding("hub-prefetch-failed", "fallback",
+        if st["action"] in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback",
                                            f"{st['spec']}: {st['reason']} (the build is not in the cache)",
                                            st.get("command")))
         elif st["action"] == "missing":

@@ -347,9 +347,9 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
     code = 0
     for st in steps:
-        if st.get("action") == "failed":
+        if st.get("action") in ("failed", "skipped"):
             code = 3
-            report.findings.append(Finding("hub-prefetch-failed", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback", f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing":
             code = 3
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
