@@ -323,7 +323,7 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
     report.findings = [*before.findings, *_plan_findings(plan),
                        Finding("install-nothing-to-change", "info",
                                "nothing to change: every package the plan needs is already installed as planned, "
-                               "so nothing was installed; the verdict is the doctor's above")]
+                               "so nothing was installed and the statuses are the doctor's before the plan")]
     if origin == "--arch":
         return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
     return report, report.exit_code

@@ -47,7 +47,7 @@ def render_text(report: Report) -> str:
                    "longest are); --json lists all")
     out.append("  " + _row(s))
     out.extend(_top_lines(t, s))
-    out.extend(_delay_lines(s))
+    out.extend(_delay_lines(s, launch_bound=bool(t.get("launch_bound_steps"))))
     out.extend(_breakdown_lines(sec.breakdown or {}))
     out.extend(render_findings(report.findings, width=5, references=False))
     out.append(f"verdict: {_verdict_words(t)} (exit {report.exit_code})")
@@ -87,7 +87,8 @@ def _verdict_words(t: Mapping[str, Any]) -> str:
     return words
 
 
-def _delay_lines(s: Mapping[str, Any]) -> list[str]:
+def _delay_lines(s: Mapping[str, Any], launch_bound: bool = True) -> list[str]:
+    """The launch delay in words; a short one means the GPU waited only where the trace is launch-bound."""
     d = s.get("launch_delay_us") or {}
     if not d.get("count"):
         return []
@@ -96,8 +97,12 @@ def _delay_lines(s: Mapping[str, Any]) -> list[str]:
         return [f"launch delay: kernels started {p50:,.1f} ms (median; p90 {d['p90'] / 1000:,.1f} ms) after their "
                 "launch: the CPU runs ahead of the GPU and keeps a deep queue of launched kernels. That is GOOD: "
                 "the GPU never waits for Python."]
-    return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the queue was nearly empty, "
-            "so the GPU waited for the CPU to launch each one (healthy steps show hundreds of ms here)."]
+    if launch_bound:
+        return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the queue was nearly "
+                "empty, so the GPU waited for the CPU to launch each one (healthy steps show hundreds of ms here)."]
+    return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the CPU launched each kernel "
+            "just in time. The GPU stayed busy (not launch-bound), so this costs nothing here; a slower CPU side "
+            "(more Python per step) would leave the GPU idle."]
 
 
 def _breakdown_lines(b: Mapping[str, Any]) -> list[str]:
