@@ -36,8 +36,8 @@ def render_text(report: Report) -> str:
                      for g in t.get("gpus") or []) or "no GPU listed"
     out.append(f"kernelcheck trace · {t.get('file')} · {(size or 0) / 1e6:,.1f} MB{' gzip' if t.get('gzip') else ''} · "
                f"{t.get('events', 0):,} events · {gpus}")
-    head = f"  {'step':<18} {'CPU ops':>9} {'kernels':>8} {'cpy/set':>8} {'CPU span':>10} {'GPU busy':>16} " \
-           f"{'idle gaps':>18} {'launch delay p50/p90':>21}"
+    head = f"  {'step':<15} {'CPU ops':>8} {'kernels':>7} {'cpy/set':>7} {'CPU span':>9} {'GPU busy':>13} " \
+           f"{'idle gaps':>15} {'launch p50/p90':>16}"  # 99 columns: fits a 100-column pipe
     out.append(head)
     shown = _steps_to_show(steps)
     for row in shown:
@@ -64,7 +64,7 @@ def _top_lines(t: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
             if items:
                 out.append(f"{label} (whole trace)")
                 for k in items[:5]:
-                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 90)}")
+                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 72)}")
     else:
         ops = s.get("top_ops_by_count") or []
         if ops:
@@ -150,8 +150,8 @@ def _row(st: Mapping[str, Any]) -> str:
     d = st["launch_delay_us"]
     delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.3f} / {d['p90'] / 1000:,.3f} ms"
     cs = f"{st['memcpy']}/{st['memset']}"
-    return (f"{name:<18} {st['cpu_ops']:>9,} {st['kernels']:>8,} {cs:>8} {_ms(st['cpu_span_us']):>10} {busy:>16} "
-            f"{gaps:>18} {delay:>21}")
+    return (f"{name:<15} {st['cpu_ops']:>8,} {st['kernels']:>7,} {cs:>7} {_ms(st['cpu_span_us']):>9} {busy:>13} "
+            f"{gaps:>15} {delay:>16}")
 
 
 def progress_to_stderr(done: int, total: int) -> None:
