@@ -107,6 +107,7 @@ def test_info_findings_are_one_line_unless_verbose_and_the_verdict_stays_last() 
     assert "[torch-cpu-build]" in render_text(one, verbose=False)  # a single info finding is not grouped
 
 
+@pytest.mark.integration  # doctor's import proofs fork children
 def test_doctor_verbose_shows_every_info_finding_piped() -> None:
     from click.testing import CliRunner
 

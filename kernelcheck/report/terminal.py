@@ -70,9 +70,15 @@ def wrap_line(line: str, width: int) -> list[str]:
     if indent > width // 2:
         indent = len(line) - len(line.lstrip()) + 2
     glued = _glue_commands(line)
-    out = textwrap.wrap(glued, width=width, subsequent_indent=" " * indent, break_on_hyphens=False,
+    pad = " " * indent
+    out = textwrap.wrap(glued, width=width, subsequent_indent=pad, break_on_hyphens=False,
                         break_long_words=False) or [glued]
-    return [ln.replace(_GLUE, " ") for ln in out]
+    # a word too long for the width is cut (a module path), unless it is a command: that stays whole
+    fixed = [w for ln in out for w in (
+        [ln] if len(ln) <= width or _GLUE in ln or "`" in ln else
+        textwrap.wrap(ln.lstrip(), width=width, initial_indent=ln[:len(ln) - len(ln.lstrip())],
+                      subsequent_indent=pad, break_on_hyphens=False, break_long_words=True) or [ln])]
+    return [ln.replace(_GLUE, " ") for ln in fixed]
 
 
 def _glue_commands(line: str) -> str:
