@@ -108,11 +108,12 @@ def test_info_findings_are_one_line_unless_verbose_and_the_verdict_stays_last() 
 
 
 @pytest.mark.integration  # doctor's import proofs fork children
-def test_doctor_verbose_shows_every_info_finding_piped() -> None:
+def test_doctor_verbose_shows_every_info_finding_piped(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     from kernelcheck.cli.main import main
 
+    monkeypatch.delenv("COLUMNS", raising=False)  # as piped without $COLUMNS: 100 columns
     quiet = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--no-hub"])
     loud = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--no-hub", "--verbose"])
     assert quiet.exit_code == loud.exit_code == 3
