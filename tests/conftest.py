@@ -8,6 +8,7 @@ A test is in the integration lane when it carries `@pytest.mark.integration` or 
 INTEGRATION_MODULES below (the modules whose tests drive `python -m kernelcheck` or build package sets).
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,21 @@ HERE = Path(__file__).resolve().parent
 # This checkout first (also in git worktrees): its kernelcheck, and the test helpers as the package `tests`
 # (`from tests import envs`, `from tests.kcfixtures import ...`).
 sys.path.insert(0, str(HERE.parent))
+
+# Piped text is wrapped to 100 columns for people (report/terminal.py). The tests that read a command's stdout
+# match phrases of one logical line, so their processes get a wide $COLUMNS; tests/test_terminal.py and
+# tests/test_doc_samples.py unset it to check the 100-column text itself. pytest keeps its own width.
+WIDE = "10000"
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter exists
+def pytest_configure(config: pytest.Config) -> None:
+    import shutil
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter._tw.fullwidth = shutil.get_terminal_size().columns
+    os.environ["COLUMNS"] = WIDE
 
 INTEGRATION_MODULES = frozenset({
     "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",

@@ -17,7 +17,7 @@ GDN = ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_con
 def test_headline_cpu_json_lists_four_non_fast_functions_and_exits_3():
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b"])
     assert code == 3, rep
-    assert rep["schema"] == "kernelcheck.report/1"
+    assert rep["schema"] == "kernelcheck.doctor/1"
     assert rep["command"] == "doctor" and rep["verdict"] == "fallback" and rep["exit_code"] == 3
     assert rep["model"]["id"] == "Qwen/Qwen3.8-27B" and rep["model"]["model_type"] == "qwen3_5"
     assert rep["mode"] == "train"

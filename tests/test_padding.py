@@ -99,17 +99,93 @@ def test_bad_inputs_exit_2_with_one_paragraph(tmp_path: Path) -> None:
     assert code == 2 and "budget:TOKENS" in out
 
 
-def test_plot_renders_to_png_when_rsvg_convert_is_here(tmp_path: Path) -> None:
-    import shutil
-    import subprocess
-
+def test_plot_png_is_a_real_png_where_a_renderer_is_here(tmp_path: Path) -> None:
     import pytest
 
-    if shutil.which("rsvg-convert") is None:
-        pytest.skip("rsvg-convert not installed (apt-get install librsvg2-bin)")
+    from kernelcheck.padding import plot
+
+    if plot.renderer() is None:
+        pytest.skip("neither cairosvg nor rsvg-convert here (the refusal is tested above)")
     f = tmp_path / "l.txt"
     f.write_text("\n".join(str(n) for n in range(1, 2000, 7)) + "\n")
-    svg, png = tmp_path / "o.svg", tmp_path / "o.png"
-    assert _run(str(f), "--plot", str(svg), "--batching", "batch:16")[0] == 0
-    subprocess.run(["rsvg-convert", str(svg), "-o", str(png)], check=True)
+    png = tmp_path / "o.png"
+    code, out = _run(str(f), "--plot", str(png), "--batching", "batch:16")
+    assert code == 0 and "PNG via" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+
+
+# --- the picture: reads at a glance (labelled ticks, log lengths when skewed, a true histogram, the budget) ---
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _skewed(tmp_path: Path) -> Path:
+    r = random.Random(3)
+    f = tmp_path / "chat.txt"
+    f.write_text("\n".join(str(max(1, min(6000, int(r.lognormvariate(3.4, 1.2))))) for _ in range(3000)) + "\n")
+    return f
+
+
+def _texts(root: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG_NS}text")]
+
+
+def test_skewed_lengths_get_a_log_axis_labelled_ticks_and_a_true_histogram(tmp_path: Path) -> None:
+    f = _skewed(tmp_path)
+    svg = tmp_path / "p.svg"
+    code, out = _run(str(f), "--batching", "budget:8192", "--plot", str(svg), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["plot"] == {"file": str(svg), "format": "svg", "bins": data["plot"]["bins"], "scale": "log"}
+    assert data["padding"]["median"] * 8 <= data["padding"]["longest"]
+    root = ET.parse(svg).getroot()
+    rects = list(root.iter(f"{SVG_NS}rect"))
+    counts = [r for r in rects if r.get("class") == "count"]
+    # the top panel is a histogram: one bar per non-empty bin, its counts summing to the examples
+    assert sum(int("".join(r.itertext()).split(": ")[1].split(" ")[0].replace(",", "")) for r in counts) == 3000
+    texts = _texts(root)
+    for tick in ("1", "10", "100", "1k"):  # log-scale length ticks, more than two, labelled
+        assert tick in texts
+    assert sum(t in texts for t in ("0", "100", "200", "300", "400", "500")) >= 3  # y ticks
+    assert any(t.startswith("log scale") or "log scale" in t for t in texts)  # the bin width is said
+    assert any(t.startswith("budget 8,192 tokens") for t in texts)  # the budget, beyond the longest here
+    assert any(t.startswith("median ") for t in texts)
+    assert any(r.get("class") == "pad" for r in rects)  # wasted tokens marked
+    assert list(root.iter(f"{SVG_NS}line"))
+
+
+def test_even_lengths_get_a_linear_axis_with_the_bin_width_and_the_budget_line(tmp_path: Path) -> None:
+    f = tmp_path / "l.txt"
+    f.write_text("\n".join(str(n) for n in range(200, 2000, 3)) + "\n")
+    svg = tmp_path / "p.svg"
+    code, out = _run(str(f), "--batching", "budget:2500", "--plot", str(svg))
+    assert code == 0
+    root = ET.parse(svg).getroot()
+    texts = _texts(root)
+    assert any("bin width 100 tokens" in t for t in texts)  # 40 bins over 1..2,500 (the budget)
+    assert sum(t in texts for t in ("500", "1k", "1.5k", "2k")) == 4
+    assert [ln for ln in root.iter(f"{SVG_NS}line") if ln.get("class") == "limit"]  # the budget line
+    assert [ln for ln in root.iter(f"{SVG_NS}line") if ln.get("class") == "padded-to"]  # batch boundaries
+    plot_line = [ln for ln in out.splitlines() if ln.lstrip().startswith("plot")]
+    assert plot_line and str(svg) in plot_line[0] and "SVG" in plot_line[0]  # the text says where it went
+    assert out.splitlines()[-1].startswith("padding: ")
+
+
+def test_png_is_refused_with_exit_2_before_reading_when_nothing_renders_it(tmp_path: Path, monkeypatch) -> None:
+    from kernelcheck.padding import plot
+
+    monkeypatch.setattr(plot, "renderer", lambda: None)
+    f = tmp_path / "l.txt"
+    f.write_text("10\n20\n")
+    png = tmp_path / "p.png"
+    code, out = _run(str(tmp_path / "missing.txt"), "--plot", str(png))  # refused before the data is opened
+    assert code == 2 and "PNG" in out and "cairosvg" in out and not png.exists()
+    code, out = _run(str(f), "--plot", str(tmp_path / "p.jpg"))
+    assert code == 2 and ".svg" in out
+
+
+def test_quiet_prints_the_padding_line_only(tmp_path: Path) -> None:
+    f = tmp_path / "l.txt"
+    f.write_text("10\n1000\n")
+    code, out = _run(str(f), "--batching", "batch:2", "-q")
+    assert code == 0 and out.strip().splitlines() == [out.strip()] and out.startswith("padding: ")

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from kernelcheck.report.model import FunctionStatus, Report, render_text
+from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
 from kernelcheck.report.terminal import Terminal, present, wrap_line
 
 WHY = ("flash-linear-attention is not installed (pip distribution fla-core); and torch 2.13.0+cpu is a CPU build and "
@@ -56,12 +56,71 @@ def test_colour_only_on_a_tty_and_never_with_no_color(monkeypatch: pytest.Monkey
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")
     assert Terminal.detect(FakeTTY()).colour and Terminal.detect(FakeTTY()).width
-    assert not Terminal.detect(io.StringIO()).colour and Terminal.detect(io.StringIO()).width is None
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert not Terminal.detect(io.StringIO()).colour and Terminal.detect(io.StringIO()).width == 100  # piped
     monkeypatch.setenv("NO_COLOR", "1")
     assert not Terminal.detect(FakeTTY()).colour
     painted = present(render_text(report()), Terminal(colour=True))
     assert "\033[1;33mFALLBACK\033[0m" in painted.splitlines()[-1]
     assert "\033[" not in present(render_text(report()), Terminal())
+
+
+def test_piped_text_fits_100_columns_and_never_splits_a_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    cmd = "pip install 'kernels>=0.18.2,<0.19.0' --constraint /tmp/constraints.txt"
+    rep = report()
+    rep.findings.append(Finding("kernels-window", "warning", "x " * 80, cmd + "  (only needed for Hub kernels)"))
+    rep.findings.append(Finding("long-fix", "warning", "y", "see `kernelcheck doctor --model qwen3.8-27b --packing "
+                                "flash --mode train --json --verbose` " + "z " * 30))
+    out = present(render_text(rep), Terminal.detect(io.StringIO()))
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert any(f"fix: {cmd}" in ln for ln in lines)  # the command whole on one line, its note after
+    assert any("`kernelcheck doctor --model qwen3.8-27b --packing flash --mode train" in ln for ln in lines)
+    assert out.split() == render_text(rep).split()  # every word kept
+
+
+def test_a_command_longer_than_the_width_stays_whole_on_its_own_line() -> None:
+    cmd = "kernelcheck install --model qwen3.8-27b --arch 9.0 --wheelhouse /very/long/wheelhouse/path/for/docker"
+    lines = wrap_line(f"         fix: {cmd}  (then rerun)", 60)
+    assert lines[0].strip() == "fix:" and lines[1].strip() == cmd and "then rerun" in lines[-1]
+
+
+def infos() -> Report:
+    rep = report()
+    rep.findings += [Finding("torch-cpu-build", "info", "cpu"), Finding("bound-at-import", "info", "bound"),
+                     Finding("fla-640", "broken", "crash", "pip install tilelang"), Finding("packing", "info", "p")]
+    return rep
+
+
+def test_info_findings_are_one_line_unless_verbose_and_the_verdict_stays_last() -> None:
+    lines = render_text(infos(), verbose=False).splitlines()
+    assert lines[-1].startswith("verdict: BROKEN")
+    assert any("[fla-640]" in ln for ln in lines)  # worse than info: in full
+    assert not any("[torch-cpu-build]" in ln or "[packing]" in ln for ln in lines)
+    grouped = [ln for ln in lines if "torch-cpu-build" in ln]
+    assert len(grouped) == 1 and "bound-at-import" in grouped[0] and "packing" in grouped[0] and "3" in grouped[0]
+    full = render_text(infos(), verbose=True).splitlines()
+    assert all(any(f"[{i}]" in ln for ln in full) for i in ("torch-cpu-build", "bound-at-import", "packing"))
+    one = report()
+    one.findings.append(Finding("torch-cpu-build", "info", "cpu"))
+    assert "[torch-cpu-build]" in render_text(one, verbose=False)  # a single info finding is not grouped
+
+
+@pytest.mark.integration  # doctor's import proofs fork children
+def test_doctor_verbose_shows_every_info_finding_piped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from kernelcheck.cli.main import main
+
+    monkeypatch.delenv("COLUMNS", raising=False)  # as piped without $COLUMNS: 100 columns
+    quiet = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--no-hub"])
+    loud = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--no-hub", "--verbose"])
+    assert quiet.exit_code == loud.exit_code == 3
+    assert "[torch-cpu-build]" not in quiet.output and "torch-cpu-build" in quiet.output
+    assert "[torch-cpu-build]" in loud.output and "[packing]" in loud.output
+    assert max(map(len, quiet.output.splitlines())) <= 100
+    assert quiet.output.strip().splitlines()[-1].startswith("verdict: FALLBACK")
 
 
 # --- a real process on a real 80-column pseudo-terminal --------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile
 from kernelcheck.core import settings
 from kernelcheck.core.errors import KernelcheckError
@@ -39,7 +39,7 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str | None = None) -> None:
     verdict = "broken" if exc.exit_code == 4 else None  # an environment no job can run in (BrokenEnvironment)
-    error = {"schema": SCHEMA, "command": command, "verdict": verdict, "exit_code": exc.exit_code,
+    error = {"schema": schemas.ERROR, "command": command, "verdict": verdict, "exit_code": exc.exit_code,
              "error": exc.message}
     outfile.write_error(error, exc.message, exc.exit_code, model)
     if as_json:
@@ -47,7 +47,12 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str |
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
-_OUTPUT = {"quiet": False}
+_OUTPUT = {"quiet": False, "verbose": False}
+
+
+def verbose() -> bool:
+    """--verbose was given: text reports show every info finding (render_findings groups them otherwise)."""
+    return _OUTPUT["verbose"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,7 +61,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def output_options(fn: F) -> F:
     """--quiet (the verdict line only) and --verbose (kernelcheck's log on stderr), on every command."""
     fn = click.option("--verbose", "-v", "verbose", is_flag=True,
-                      help="Also log what was skipped or not found (stderr).")(fn)
+                      help="Show every info finding, and log what was skipped or not found (stderr).")(fn)
     return click.option("--quiet", "-q", "quiet", is_flag=True, help="Print the verdict line only.")(fn)
 
 
@@ -65,7 +70,7 @@ def _setup_output(kwargs: dict[str, Any]) -> None:
     from kernelcheck.report import progress
 
     progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
-    verbose = bool(kwargs.pop("verbose", False))
+    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))
     if verbose:
         settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
@@ -154,7 +159,7 @@ def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
         junit_mod.write(report, junit)
     if outfile.path():
         outfile.write(render_json(report), report)
-    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
+    emit(render_json(report) if as_json else render_text(report, verbose=verbose()), is_json=as_json)
     return report.exit_code
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from kernelcheck.cli.common import emit, guarded
+from kernelcheck.cli.common import emit, guarded, output_options
 
 
 @click.command("compare")
@@ -14,6 +14,7 @@ from kernelcheck.cli.common import emit, guarded
 @click.option("--expect", type=click.IntRange(min=1), default=None, metavar="N",
               help="The job has N nodes/ranks: fewer reports than N is a missing rank (exit 4).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.fleet/1) on stdout.")
+@output_options
 @guarded("compare")
 def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
     """Compare REPORTS (files from `kernelcheck doctor/verify --json`, or folders of them) as one fleet.

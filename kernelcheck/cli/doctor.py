@@ -19,7 +19,7 @@ from kernelcheck.report.model import Finding, Report
 @click.option("--exact", is_flag=True,
               help="Import the model's modeling module and read transformers' own bindings (slower; the default "
                    "reads the same decorators from source and resolves them as transformers does).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.doctor/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @click.option("--hub/--no-hub", "hub", default=None,

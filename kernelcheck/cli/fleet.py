@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.core.errors import BadInput, KernelcheckError
 
 log = logging.getLogger(__name__)
@@ -49,16 +49,16 @@ def _own_record(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwa
         try:
             fn(*args, **kwargs)
         except KernelcheckError as exc:
-            return {"schema": SCHEMA, "command": command, "verdict": None, "exit_code": exc.exit_code,
+            return {"schema": schemas.ERROR, "command": command, "verdict": None, "exit_code": exc.exit_code,
                     "error": exc.message}
         except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
             raise
         except Exception as exc:  # noqa: BLE001 - the documented exit 1, reported to the fleet
             log.info("check failed", exc_info=True)
-            return {"schema": SCHEMA, "command": command, "verdict": None, "exit_code": 1,
+            return {"schema": schemas.ERROR, "command": command, "verdict": None, "exit_code": 1,
                     "error": f"internal error ({type(exc).__name__}: {exc})"}
     if not box:
-        return {"schema": SCHEMA, "command": command, "verdict": None, "exit_code": 1,
+        return {"schema": schemas.ERROR, "command": command, "verdict": None, "exit_code": 1,
                 "error": "the check produced no report"}
     out: dict[str, Any] = box[0].to_json()
     return out

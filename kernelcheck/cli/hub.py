@@ -48,7 +48,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @click.option("--lock", "lock", type=click.Path(dir_okay=True), default=None,
               help="With --prefetch: write a lock in kernels' format (a folder gets FOLDER/kernels.lock).")
 @click.option("--dry-run", is_flag=True, help="With --prefetch: say what would be downloaded, download nothing.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.hub/1) on stdout.")
 @output_options
 @output_file_option
 @guarded("hub")
@@ -150,8 +150,8 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
     steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
     report.plan = steps
     for st in steps:
-        if st["action"] == "failed":  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
-            report.findings.append(Finding("hub-prefetch-failed", "fallback",
+        if st["action"] in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback",
                                            f"{st['spec']}: {st['reason']} (the build is not in the cache)",
                                            st.get("command")))
         elif st["action"] == "missing":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options
+from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options, verbose
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 
@@ -85,5 +85,6 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                               fixes=not no_fixes, without=without, build=parse_target(torch_v, cuda_v, python_v))
     report, code = install_mod.run(req, click.echo, as_json)
     outfile.write(install_mod.to_json(report, code))
-    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run), is_json=as_json)
+    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run, verbose()),
+         is_json=as_json)
     return code

@@ -24,7 +24,7 @@ from typing import NoReturn
 
 import click
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.core.errors import Interrupted
 
 
@@ -69,7 +69,7 @@ def report(command: str, exc: BaseException, as_json: bool) -> NoReturn:
                + (intr.detail or "stopped before a verdict."))
     with contextlib.suppress(OSError, ValueError):
         if as_json:
-            click.echo(json.dumps({"schema": SCHEMA, "command": command, "verdict": None,
+            click.echo(json.dumps({"schema": schemas.ERROR, "command": command, "verdict": None,
                                    "exit_code": intr.exit_code, "error": message}, indent=2))
         click.echo(f"kernelcheck{' ' + command if command else ''}: {message}", err=True)
     sys.exit(intr.exit_code)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.cli.common import guarded, output_options
 
 
@@ -21,7 +21,7 @@ def models(as_json: bool) -> int:
     m = matrix.load()
     if as_json:
         click.echo(json.dumps({
-            "schema": SCHEMA, "command": "models",
+            "schema": schemas.schema_id("models"), "command": "models",
             "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
                          m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
             "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}

@@ -12,7 +12,7 @@ from kernelcheck.report.model import render_json
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.trace/1) on stdout.")
 @click.option("--annotate", "annotate", type=click.Path(dir_okay=False), default=None, metavar="OUT.json",
               help="Also write the trace back with kernelcheck's findings as instant events (open it in Perfetto "
                    "or chrome://tracing to see where the fallback ran); .gz compresses.")

@@ -21,7 +21,7 @@ from kernelcheck.core.errors import BadInput
               help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
 @click.option("--tokens", type=int, default=None,
               help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.report/1) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.verify/1) on stdout.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @click.option("--step", is_flag=True,

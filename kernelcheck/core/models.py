@@ -211,6 +211,34 @@ class _HubChatter:
 
 _CHATTER = _HubChatter()
 _SAY_AFTER = 1.0  # seconds a network wait runs before it is announced
+# a failed name lookup as glibc, musl, macOS and Windows word it (socket.gaierror), seen in huggingface_hub's retries
+_DNS = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
+                  r"getaddrinfo failed|No address associated with hostname|Name does not resolve")
+
+
+class UnresolvedHost(OSError):
+    """The Hub's host name did not resolve (no DNS here, or a wrong HF_ENDPOINT): no wait would help."""
+
+
+def _unresolved(last: str, what: str) -> UnresolvedHost | None:
+    if not _DNS.search(last):
+        return None
+    m = re.search(r"https?://([^/\s'\"]+)", last)
+    host = m.group(1) if m else "the Hub's host"
+    return UnresolvedHost(f"could not resolve the host {host} while asking for {what} (DNS lookup failed: "
+                          f"{_DNS.search(last).group(0)}): this machine cannot reach the Hub")  # type: ignore[union-attr]
+
+
+def _wait(t: threading.Thread, seconds: float, what: str) -> None:
+    """Join `t` for up to `seconds`, stopping early with UnresolvedHost once a retry shows a failed name lookup."""
+    import time
+
+    end = time.monotonic() + seconds
+    while t.is_alive() and time.monotonic() < end:
+        t.join(min(0.2, max(end - time.monotonic(), 0)))
+        dns = _unresolved(_CHATTER.last, what)
+        if dns is not None and t.is_alive():
+            raise dns
 
 
 def _hold_hub_chatter() -> None:
@@ -236,11 +264,11 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
 
     t = threading.Thread(target=target, name=f"kernelcheck-network: {what}", daemon=True)
     t.start()
-    t.join(min(limit, _SAY_AFTER))
+    _wait(t, min(limit, _SAY_AFTER), what)
     if t.is_alive():  # say what it waits for, and for how long at most
         print(f"kernelcheck: waiting up to {limit:g} s for {what} (HF_HUB_OFFLINE=1 skips the Hub)",
               file=sys.stderr, flush=True)
-        t.join(max(limit - _SAY_AFTER, 0))
+        _wait(t, max(limit - _SAY_AFTER, 0), what)
     if t.is_alive():
         seen = f" (last error: {_CHATTER.last})" if _CHATTER.last else ""
         raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}{seen}")
@@ -258,6 +286,8 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
         got = bounded(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=limit),
                       f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
         return Path(got), ""
+    except UnresolvedHost as exc:
+        return None, str(exc)
     except TimeoutError as exc:
         return None, f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS`"
     except Exception as exc:

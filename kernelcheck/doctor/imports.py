@@ -39,7 +39,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.report.model import Finding, ImportProof, Report
+from kernelcheck.report.model import ImportProof, Report
 from kernelcheck.report.progress import working
 
 DEFAULT_TIMEOUT = 300.0
@@ -388,12 +388,7 @@ class ImportProbe:
             return
         if self.source == "cache" and self._stored is not None:
             file, at = self._stored["file"], self._stored["proven_at"]
-            report.import_proof = ImportProof("cache", "hit", file, at)
-            report.findings.append(Finding(
-                "import-proof-cached", "info",
-                f"which kernel packages import and what transformers binds come from the proof of {at} ({file}): "
-                "nothing it depends on changed since (packages, files, sys.path, environment variables).",
-                "kernelcheck doctor --no-cache (or KERNELCHECK_IMPORT_CACHE=0) proves it again"))
+            report.import_proof = ImportProof("cache", "hit", file, at)  # text: a `cache:` note (report/model.py)
             return
         # complete: every child with steps answered them all (none with steps: nothing here imports anything)
         done = all((c.results is not None and len(c.results) == len(c.steps)) or not c.steps

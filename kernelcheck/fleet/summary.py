@@ -14,7 +14,7 @@ import json
 import zlib
 from typing import Any
 
-from kernelcheck import SCHEMA, __version__
+from kernelcheck import __version__, schemas
 from kernelcheck.core.errors import BadInput
 
 REQUIRED = ("command", "verdict", "exit_code", "environment", "functions")
@@ -69,12 +69,12 @@ def _environment(env: dict[str, Any], findings: list[Any] | None = None) -> dict
 def summarise(report: dict[str, Any], rank: int | None = None, host: str | None = None) -> dict[str, Any]:
     """The record one rank contributes: a subset of the report schema plus where it ran."""
     if report.get("error") is not None and not report.get("environment"):
-        return {"schema": report.get("schema", SCHEMA), "command": report.get("command"), "verdict": None,
+        return {"schema": report.get("schema"), "command": report.get("command"), "verdict": None,
                 "exit_code": report.get("exit_code", 1), "error": _cut(report["error"]),
                 "rank": rank, "host": host, "kernelcheck": report.get("kernelcheck", __version__)}
     model = report.get("model") or {}
     return {
-        "schema": report.get("schema", SCHEMA),
+        "schema": report.get("schema"),
         "kernelcheck": report.get("kernelcheck", __version__),
         "command": report.get("command"),
         "verdict": report.get("verdict"),
@@ -102,21 +102,26 @@ def unpack(blob: bytes) -> dict[str, Any]:
     return out
 
 
+# what compare reads: doctor and verify reports, the error record a stopped run leaves, and 0.1's one id
+READS = (schemas.schema_id("doctor"), schemas.schema_id("verify"), schemas.ERROR, schemas.LEGACY)
+
+
 def check_report(data: Any, source: str) -> dict[str, Any]:
     """A report read from `source`, or BadInput naming the file and what does not match this version."""
     if not isinstance(data, dict):
         raise BadInput(f"{source}: not a kernelcheck report (a JSON object from `kernelcheck doctor --json` or "
                        f"`verify --json` was expected, found {type(data).__name__}).")
     schema = data.get("schema")
-    if schema != SCHEMA:
-        raise BadInput(f"{source}: report schema {schema!r}, but this kernelcheck ({__version__}) reads {SCHEMA!r}. "
+    if schema not in READS:
+        raise BadInput(f"{source}: report schema {schema!r}, but this kernelcheck ({__version__}) reads "
+                       f"{', '.join(READS)}. "
                        "The reports come from a different kernelcheck version: rerun the check on every node with "
                        "one kernelcheck version (pin it in the image) and compare again.")
     if data.get("error") is not None and data.get("verdict") is None:
         return data  # a run that stopped before its report: compare shows the error for that node
     missing = [k for k in REQUIRED if k not in data]
     if missing:
-        raise BadInput(f"{source}: schema {SCHEMA} report without {', '.join(missing)}: the file is truncated or was "
+        raise BadInput(f"{source}: schema {schema} report without {', '.join(missing)}: the file is truncated or was "
                        "not written by `kernelcheck doctor/verify --json` (pass reports, not logs).")
     if data["command"] not in ("doctor", "verify"):
         raise BadInput(f"{source}: a `kernelcheck {data['command']}` report; compare reads doctor and verify reports.")

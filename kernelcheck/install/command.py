@@ -225,15 +225,29 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
         raise Interrupted.of(exc, "stopped before anything was installed: nothing was changed.") from None
 
 
+def _require_pip(req: Request) -> None:
+    if importlib.util.find_spec("pip") is None and req.source != "hub":
+        raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
+                       "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
+                       "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
+
+
+def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhouse: Path,
+             before: Report) -> tuple[Report, int]:
+    """Changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after."""
+    with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
+        print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
+              f"the end; nothing is written to the wheelhouse {wheelhouse} or the environment", file=sys.stderr,
+              flush=True)
+        return _finish_plan(report, plan_in(Path(tmp)), executed=False, before=before)
+
+
 def _run(req: Request, echo: Callable[[str], None], as_json: bool,
          done: list[installer.Outcome]) -> tuple[Report, int]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
     arches, versions = _validate(req)
-    if importlib.util.find_spec("pip") is None and req.source != "hub":
-        raise BadInput(f"this Python ({sys.executable}) has no pip module (a `uv venv` makes venvs without it), and "
-                       "kernelcheck installs, resolves and builds through `python -m pip`. Nothing was planned or "
-                       "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
+    _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
         env, origin = _probe(arches, req.target)
     planned_for = None
@@ -264,12 +278,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads)
         return plan_mod.make_plan(now, packages, opts, found, bound)
 
-    if req.dry_run:  # changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after
-        with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
-            print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
-                  f"the end; nothing is written to the wheelhouse {wheelhouse} or the environment", file=sys.stderr,
-                  flush=True)
-            return _finish_plan(report, plan_now(env, Path(tmp)), executed=False, before=before)
+    if req.dry_run:
+        return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
@@ -293,6 +303,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             report.findings.append(Finding("install-failed", "broken", exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
+        if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
+            return _unchanged(report, before, plan, origin)
     return _after_install(req, report, plan, outcome, opts, origin, echo, progress, as_json)
 
 
@@ -335,6 +347,19 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     return report, report.exit_code
 
 
+def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> tuple[Report, int]:
+    """An install whose plan changed nothing: the doctor run before it is still true (no process to re-run,
+    no second copy of the report), and the report says there was nothing to change."""
+    report.functions = list(before.functions)
+    report.findings = [*before.findings, *_plan_findings(plan),
+                       Finding("install-nothing-to-change", "info",
+                               "nothing to change: every package the plan needs is already installed as planned, "
+                               "so nothing was installed and the statuses are the doctor's before the plan")]
+    if origin == "--arch":
+        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
+    return report, report.exit_code
+
+
 def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,
                       report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
@@ -353,9 +378,9 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
     code = 0
     for st in steps:
-        if st.get("action") == "failed":
+        if st.get("action") in ("failed", "skipped"):
             code = 3
-            report.findings.append(Finding("hub-prefetch-failed", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback", f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing":
             code = 3
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
@@ -399,15 +424,16 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
     return report, _EXIT[predicted.value]
 
 
-def render(report: Report, code: int, dry_run: bool) -> str:
+def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:
     """Text for people: the plan, findings and the verdict line with the real exit code."""
     shown = report
     if not dry_run:  # the plan was printed before anything ran
         shown = dataclasses.replace(report, plan=None)
-    lines = render_text(shown).splitlines()
+    lines = render_text(shown, verbose=verbose).splitlines()
     if lines and lines[-1].startswith("verdict:"):
         words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
-        pre = "predicted after this plan" if dry_run else "after install"
+        unchanged = any(f.id == "install-nothing-to-change" for f in report.findings)
+        pre = "predicted after this plan" if dry_run else "nothing to change" if unchanged else "after install"
         lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
     return "\n".join(lines)
 

@@ -70,14 +70,17 @@ def _repair(snapshot: Path, r: Resolution) -> str:
 
 
 def _prefetch_step(repo: HubRepo, r: Resolution, dry_run: bool, say: Callable[[str], None]) -> dict[str, Any]:
-    """The plan step for one resolved repo: local, failed, missing, cached, would-download or download."""
+    """The plan step for one resolved repo: local, failed, missing, cached, download; a dry run says planned
+    (would download) or skipped (the build could not be chosen) instead of attempting anything."""
     spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
     if r.source == "LOCAL_KERNELS":
         return {"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
                 "reason": f"LOCAL_KERNELS points at {r.location}; nothing to download"}
-    if r.error and not r.chosen:
-        return {"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
-                "reason": r.error, "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"}
+    if r.error and not r.chosen:  # a dry run tried nothing: the step is skipped, not failed
+        return {"package": repo.repo_id, "action": "skipped" if dry_run else "failed", "source": "hub",
+                "spec": spec, "reason": (f"not planned, the build could not be chosen: {r.error}" if dry_run
+                                         else r.error),
+                "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"}
     if not r.chosen:
         return {"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
                 "reason": f"no build variant for this system ({r.source}); nearest {r.nearest}, which would "
@@ -91,7 +94,7 @@ def _prefetch_step(repo: HubRepo, r: Resolution, dry_run: bool, say: Callable[[s
                 "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
                            else f"the cached variant {r.chosen} is incomplete (no metadata.json)")}
     if dry_run:
-        return {"package": repo.repo_id, "action": "would-download", "source": "hub", "spec": spec,
+        return {"package": repo.repo_id, "action": "planned", "source": "hub", "spec": spec,
                 "reason": f"kernels would choose {r.chosen} here"}
     return _download_step(repo, r, spec, say)
 
@@ -120,8 +123,9 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
     """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
 
     Returns plan steps {package, action, source: "hub", spec, reason, command?} with action one of
-    download (done), cached (already complete in the cache), would-download (dry run), missing (no
-    variant for this system), failed (could not download/list). Offline it only verifies the cache."""
+    download (done), cached (already complete in the cache), planned (dry run: would download), skipped
+    (dry run: the build could not be chosen, e.g. the Hub unreachable), missing (no variant for this
+    system), failed (could not download/list). Offline it only verifies the cache."""
     steps: list[dict[str, Any]] = []
     done: list[Resolution] = []
     seen = set()

@@ -13,8 +13,7 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
     fns = tuple(sec["functions"])
     declared = sec["declared"]
     if declared is None:
-        summary = ", ".join(f"{m} {o['outcome']}" for m, o in modes.items())
-        return [Finding("packing", "info", f"packing: {summary} (declare with --packing MODE)",
+        return [Finding("packing", "info", undeclared_message(modes),
                         modes["flash"]["fix"] or modes["position_ids"]["fix"], ref, fns)]
     out = [Finding(f"packing-{m}", "info", f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
            for m, o in modes.items() if m != declared]
@@ -37,6 +36,19 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
 
 CACHE_REF = ("transformers masking_utils._preprocess_mask_arguments (find_packed_sequence_indices only without a "
              "cache); measured: tests/test_packing_batches.py")
+# what each packing mode is, in the collator's words (docs/packing.md "Packing modes"), and each outcome
+_MODE_WORDS = {"none": "no packing (one sequence per row)", "position_ids": "position_ids only (TRL padding_free)",
+               "cu_seq_lens": "cu_seq_lens", "flash": "cu_seq_lens + seq_idx"}
+_OUTCOME_WORDS = {"correct": "correct", "raises": "the step raises ValueError",
+                  "mixed": "sequences mix silently (wrong results)"}
+
+
+def undeclared_message(modes: dict[str, dict[str, Any]]) -> str:
+    """The one packing line when the job did not say how it packs: each mode, what happens, how to declare."""
+    said = "; ".join(f"{_MODE_WORDS.get(m, m)}: {_OUTCOME_WORDS.get(o['outcome'], o['outcome'])}"
+                     for m, o in modes.items())
+    return (f"packed batches (several sequences in one row) with this model here: {said}. "
+            f"Say what the job's collator passes with --packing {'|'.join(modes)}")
 
 
 def attach(report: Any, declared: str | None) -> None:

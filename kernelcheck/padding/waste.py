@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kernelcheck.core.errors import BadInput
@@ -48,6 +48,7 @@ class Waste:
     truncated: int = 0
     by_length: Counter[int] = field(default_factory=Counter)  # length -> examples
     waste_by_length: Counter[int] = field(default_factory=Counter)  # length -> pad tokens it carried
+    pad_to: Counter[int] = field(default_factory=Counter)  # a batch's longest length -> batches padded to it
 
     @property
     def pad_tokens(self) -> int:
@@ -62,6 +63,16 @@ class Waste:
         return self.pad_tokens / self.steps if self.steps else 0.0
 
     @property
+    def median(self) -> int:
+        """The median example length (the lower one for an even count)."""
+        half, seen = (self.examples + 1) // 2, 0
+        for n in sorted(self.by_length):
+            seen += self.by_length[n]
+            if seen >= half:
+                return n
+        return self.longest
+
+    @property
     def packing_speedup_bound(self) -> float:
         return self.padded_tokens / self.real_tokens if self.real_tokens else 1.0
 
@@ -72,6 +83,7 @@ def _close(w: Waste, batch: list[int]) -> None:
     top = max(batch)
     w.steps += 1
     w.padded_tokens += top * len(batch)
+    w.pad_to[top] += 1
     for n in batch:
         w.waste_by_length[n] += top - n
 
@@ -121,15 +133,17 @@ def as_dict(w: Waste) -> dict[str, object]:
             "padded_tokens": w.padded_tokens, "pad_tokens": w.pad_tokens,
             "padding_fraction": round(w.padding_fraction, 6), "wasted_tokens_per_step": round(w.wasted_per_step, 3),
             "packing_speedup_bound": round(w.packing_speedup_bound, 4), "longest": w.longest,
-            "truncated_examples": w.truncated}
+            "median": w.median, "truncated_examples": w.truncated}
 
 
-def render_text(w: Waste, source: str) -> str:
-    lines = [f"kernelcheck padding: {source} ({w.examples:,} examples, longest {w.longest:,} tokens)",
+def render_text(w: Waste, source: str, plot: Mapping[str, object] | None = None) -> str:
+    """The text: what was measured, the tokens, the packing bound, where the plot went; last the padding line
+    (what --quiet prints)."""
+    lines = [f"kernelcheck padding: {source} ({w.examples:,} examples, longest {w.longest:,} tokens, "
+             f"median {w.median:,})",
              f"  batching     {w.rule}  ->  {w.steps:,} steps",
-             f"  tokens       {w.real_tokens:,} real, {w.padded_tokens:,} computed, {w.pad_tokens:,} padding",
-             f"  padding      {w.padding_fraction:.1%} of computed tokens, {w.wasted_per_step:,.1f} tokens wasted "
-             "per step",
+             f"  tokens       {w.real_tokens:,} real, {w.padded_tokens:,} computed, {w.pad_tokens:,} padding "
+             f"({w.wasted_per_step:,.1f} wasted per step)",
              f"  packing      at most {w.packing_speedup_bound:.2f}x faster if step time scales with tokens "
              "(padding-free)"]
     if w.truncated:
@@ -137,4 +151,9 @@ def render_text(w: Waste, source: str) -> str:
     if w.rule.kind != "packing" and w.padding_fraction > 0.1:
         lines.append("  fix          pack (padding-free): for linear-attention/conv/Mamba models pass cu_seq_lens "
                      "and seq_idx, see `kernelcheck doctor --model M --packing flash`")
+    if plot:
+        lines.append(f"  plot         {plot['file']} ({plot['how']}): examples per length bin, and the tokens each "
+                     f"bin costs with the padding in red ({plot['bin_text']})")
+    lines.append(f"padding: {w.padding_fraction:.1%} of computed tokens under {w.rule} "
+                 f"(packing at most {w.packing_speedup_bound:.2f}x faster)")
     return "\n".join(lines)

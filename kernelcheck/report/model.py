@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernelcheck import SCHEMA
+from kernelcheck import schemas
 from kernelcheck.core import decide
 from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
@@ -219,7 +219,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         out = {
-            "schema": SCHEMA,
+            "schema": schemas.schema_id(self.command),  # one id per report kind
             "command": self.command,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
@@ -280,18 +280,29 @@ def environment_lines(env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_findings(findings: list[Finding], width: int = 6, references: bool = True) -> list[str]:
-    """The `findings` block of a text report: severity, id, message, then its fix and reference."""
+def render_findings(findings: list[Finding], width: int = 6, references: bool = True,
+                    verbose: bool = True) -> list[str]:
+    """The `findings` block of a text report: severity, id, message, then its fix and reference.
+
+    Not verbose: two or more info findings are one line naming their ids after the others (warnings and
+    worse are always in full), so the verdict below is not buried; --verbose and --json show them all."""
     if not findings:
         return []
     out = ["findings"]
     pad = " " * (width + 3)
+    infos = [fd for fd in findings if fd.severity == "info"]
+    grouped = not verbose and len(infos) > 1
     for fd in findings:
+        if grouped and fd.severity == "info":
+            continue
         out.append(f"  {_SEV.get(fd.severity, fd.severity):<{width}} [{fd.id}] {fd.message}")
         if fd.fix:
             out.append(f"{pad}fix: {fd.fix}")
         if references and fd.reference:
             out.append(f"{pad}ref: {fd.reference}")
+    if grouped:
+        out.append(f"  {'info':<{width}} {len(infos)} notes: {', '.join(fd.id for fd in infos)} "
+                   "(--verbose shows them, --json lists all)")
     return out
 
 
@@ -340,8 +351,9 @@ def _render_evidence(evidence: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_text(report: Report) -> str:
-    """The whole text report: head, environment, functions, the optional sections, findings and the verdict."""
+def render_text(report: Report, verbose: bool = True) -> str:
+    """The whole text report: head, environment, functions, the optional sections, findings and the verdict.
+    `verbose` False groups the info findings into one line (render_findings)."""
     out: list[str] = [_render_head(report)]
     if report.environment:
         out.append("environment")
@@ -357,7 +369,8 @@ def render_text(report: Report) -> str:
         out.extend(_render_summary(report.trace.summary))
     if report.live is not None:
         out.extend(_render_live(report.live))
-    out.extend(render_findings(report.findings))
+    out.extend(render_findings(report.findings, verbose=verbose))
+    out.extend(_render_cache(report.import_proof))
     v = report.verdict
     words = {"ready": "READY: every fast kernel this job uses will run",
              "fallback": "FALLBACK: a slow torch path would run",
@@ -395,6 +408,15 @@ def _render_summary(summary: dict[str, Any]) -> list[str]:
         if not isinstance(v, (dict, list)):
             out.append(f"  {k}: {v}")
     return out
+
+
+def _render_cache(proof: ImportProof | None) -> list[str]:
+    """Run-to-run state is a note, not a finding: where doctor's import answers came from (JSON `import_proof`)."""
+    if proof is None or proof.cache != "hit":
+        return []
+    return [f"cache: which kernel packages import and what transformers binds come from the proof of "
+            f"{proof.proven_at} ({proof.file}): nothing it depends on changed since; `kernelcheck doctor "
+            "--no-cache` proves it again"]
 
 
 def _render_live(live: LiveSection) -> list[str]:

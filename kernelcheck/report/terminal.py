@@ -3,7 +3,10 @@
 The text renderers make one logical line per item (stable for logs, grep and tests). `present` adapts that
 text to where it goes, and nothing else: JSON never passes through here.
 
-- width: a TTY's width (shutil.get_terminal_size); piped or redirected output is not wrapped.
+- width: a TTY's width (shutil.get_terminal_size); piped or redirected output is wrapped to $COLUMNS when it
+  is exported, else to 100 columns (CI logs, `| less`, a pasted issue).
+- commands are never split: a backticked span, or the command that starts a `fix:`/`run:` line, moves to
+  the next line whole; one longer than the width stays whole on its own line (copy-paste still works).
 - colour: `kernelcheck --color auto|always|never`; auto (the default): only on a TTY, never when NO_COLOR is set
   (https://no-color.org) or TERM=dumb; always wins over NO_COLOR (a flag is the user's explicit choice).
 - quiet: the verdict line only.
@@ -18,8 +21,13 @@ import textwrap
 from dataclasses import dataclass
 from typing import TextIO
 
-_LABEL = re.compile(r"^(\s*)((?:why|fix|ref|evidence|kernels): "
-                    r"|(?:SLOW|BROKEN|info|warn|FAST|FALLBACK)\s+(?:\[[^\]]+\] )?)")
+_LABEL = re.compile(r"^(\s*)((?:why|fix|ref|evidence|kernels|hub|cache): "
+                    r"|(?:SLOW|BROKEN|info|warn|WARN|FAST|FALLBACK)\s+(?:\[[^\]]+\] )?|[a-z]+ {2,})")
+PIPED_WIDTH = 100
+_COMMAND_LABEL = re.compile(r"^\s*(?:fix|run|why, fix|fix \(\w+\)): ")
+_BACKTICKED = re.compile(r"`[^`]+`")
+_COMMAND_WORD = re.compile(r"^(?:pip|python3?|kernelcheck|uv|conda|apt-get|export|torchrun|[A-Z][A-Z0-9_]*=\S*) ")
+_GLUE = "\x00"  # joins a command's words so textwrap sees one word
 _COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN": "31", "UNSUPPORTED": "33"}
 _WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN|UNSUPPORTED)\b")
 
@@ -42,10 +50,15 @@ class Terminal:
     @classmethod
     def detect(cls, stream: TextIO, quiet: bool = False) -> Terminal:
         tty = bool(getattr(stream, "isatty", lambda: False)())
-        width = shutil.get_terminal_size((80, 24)).columns if tty else None
+        width = shutil.get_terminal_size((80, 24)).columns if tty else _piped_width()
         colour = {"always": True, "never": False}.get(
             _COLOR["choice"], tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb")
         return cls(width=max(width, 40) if width else None, colour=colour, quiet=quiet)
+
+
+def _piped_width() -> int:
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) >= 40 else PIPED_WIDTH
 
 
 def present(text: str, term: Terminal) -> str:
@@ -67,8 +80,29 @@ def wrap_line(line: str, width: int) -> list[str]:
     indent = len(m.group(0)) if m else len(line) - len(line.lstrip())
     if indent > width // 2:
         indent = len(line) - len(line.lstrip()) + 2
-    return textwrap.wrap(line, width=width, subsequent_indent=" " * indent, break_on_hyphens=False,
-                         break_long_words=True) or [line]
+    glued = _glue_commands(line)
+    pad = " " * indent
+    out = textwrap.wrap(glued, width=width, subsequent_indent=pad, break_on_hyphens=False,
+                        break_long_words=False) or [glued]
+    # a word too long for the width is cut (a module path), unless it is a command: that stays whole
+    fixed = [w for ln in out for w in (
+        [ln] if len(ln) <= width or _GLUE in ln or "`" in ln else
+        textwrap.wrap(ln.lstrip(), width=width, initial_indent=ln[:len(ln) - len(ln.lstrip())],
+                      subsequent_indent=pad, break_on_hyphens=False, break_long_words=True) or [ln])]
+    return [ln.replace(_GLUE, " ") for ln in fixed]
+
+
+def _glue_commands(line: str) -> str:
+    """The words of each command in `line` joined into one textwrap word: backticked spans, and the command
+    that opens a `fix:`/`run:` line when it starts with a command word (up to two spaces or " (", where the
+    explanation starts)."""
+    line = _BACKTICKED.sub(lambda m: m.group(0).replace(" ", _GLUE), line)
+    m = _COMMAND_LABEL.match(line)
+    if m and _COMMAND_WORD.match(line[m.end():]):
+        rest = line[m.end():]
+        cut = min((i for i in (rest.find("  "), rest.find(" (")) if i > 0), default=len(rest))
+        line = line[:m.end()] + rest[:cut].replace(" ", _GLUE) + rest[cut:]
+    return line
 
 
 def _paint(line: str) -> str:

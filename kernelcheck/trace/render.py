@@ -37,8 +37,8 @@ def render_text(report: Report) -> str:
                      for g in t.get("gpus") or []) or "no GPU listed"
     out.append(f"kernelcheck trace · {t.get('file')} · {(size or 0) / 1e6:,.1f} MB{' gzip' if t.get('gzip') else ''} · "
                f"{t.get('events', 0):,} events · {gpus}")
-    head = f"  {'step':<18} {'CPU ops':>9} {'kernels':>8} {'cpy/set':>8} {'CPU span':>10} {'GPU busy':>16} " \
-           f"{'idle gaps':>18} {'launch delay p50/p90':>21}"
+    head = f"  {'step':<15} {'CPU ops':>8} {'kernels':>7} {'cpy/set':>7} {'CPU span':>9} {'GPU busy':>13} " \
+           f"{'idle gaps':>15} {'launch p50/p90':>16}"  # 99 columns: fits a 100-column pipe
     out.append(head)
     shown = _steps_to_show(steps)
     for row in shown:
@@ -48,7 +48,7 @@ def render_text(report: Report) -> str:
                    "longest are); --json lists all")
     out.append("  " + _row(s))
     out.extend(_top_lines(t, s))
-    out.extend(_delay_lines(s))
+    out.extend(_delay_lines(s, launch_bound=bool(t.get("launch_bound_steps"))))
     out.extend(_breakdown_lines(sec.breakdown or {}))
     out.extend(render_findings(report.findings, width=5, references=False))
     out.append(f"verdict: {_verdict_words(t)} (exit {report.exit_code})")
@@ -65,7 +65,7 @@ def _top_lines(t: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
             if items:
                 out.append(f"{label} (whole trace)")
                 for k in items[:5]:
-                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 90)}")
+                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 72)}")
     else:
         ops = s.get("top_ops_by_count") or []
         if ops:
@@ -88,7 +88,8 @@ def _verdict_words(t: Mapping[str, Any]) -> str:
     return words
 
 
-def _delay_lines(s: Mapping[str, Any]) -> list[str]:
+def _delay_lines(s: Mapping[str, Any], launch_bound: bool = True) -> list[str]:
+    """The launch delay in words; a short one means the GPU waited only where the trace is launch-bound."""
     d = s.get("launch_delay_us") or {}
     if not d.get("count"):
         return []
@@ -97,8 +98,12 @@ def _delay_lines(s: Mapping[str, Any]) -> list[str]:
         return [f"launch delay: kernels started {p50:,.1f} ms (median; p90 {d['p90'] / 1000:,.1f} ms) after their "
                 "launch: the CPU runs ahead of the GPU and keeps a deep queue of launched kernels. That is GOOD: "
                 "the GPU never waits for Python."]
-    return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the queue was nearly empty, "
-            "so the GPU waited for the CPU to launch each one (healthy steps show hundreds of ms here)."]
+    if launch_bound:
+        return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the queue was nearly "
+                "empty, so the GPU waited for the CPU to launch each one (healthy steps show hundreds of ms here)."]
+    return [f"launch delay: kernels started {p50:,.3f} ms (median) after their launch: the CPU launched each kernel "
+            "just in time. The GPU stayed busy (not launch-bound), so this costs nothing here; a slower CPU side "
+            "(more Python per step) would leave the GPU idle."]
 
 
 def _breakdown_lines(b: Mapping[str, Any]) -> list[str]:
@@ -146,8 +151,8 @@ def _row(st: Mapping[str, Any]) -> str:
     d = st["launch_delay_us"]
     delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.3f} / {d['p90'] / 1000:,.3f} ms"
     cs = f"{st['memcpy']}/{st['memset']}"
-    return (f"{name:<18} {st['cpu_ops']:>9,} {st['kernels']:>8,} {cs:>8} {_ms(st['cpu_span_us']):>10} {busy:>16} "
-            f"{gaps:>18} {delay:>21}")
+    return (f"{name:<15} {st['cpu_ops']:>8,} {st['kernels']:>7,} {cs:>7} {_ms(st['cpu_span_us']):>9} {busy:>13} "
+            f"{gaps:>15} {delay:>16}")
 
 
 _BARS: dict[str, Progress] = {}

@@ -54,7 +54,7 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     """`verify --model M --packing [MODE]`: (output, exit code)."""
     import torch
 
-    from kernelcheck import SCHEMA
+    from kernelcheck import schemas
     from kernelcheck.core import models as models_mod
     from kernelcheck.core.errors import BadInput
     from kernelcheck.verify import packing as packing_mod
@@ -74,7 +74,8 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     cached = packing_mod.cached_forward(device)
     word, code = verdict(results, declared)
     if as_json:
-        return json.dumps({"schema": SCHEMA, "command": "verify", "verdict": word, "exit_code": code,
+        return json.dumps({"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": word,
+                           "exit_code": code,
                            "model": model.to_json(), "device": device, "declared": declared,
                            "judged_mode": declared or RECOMMENDED, "packing": [r.as_dict() for r in results],
                            "cached_forward_max_logit_diff": round(cached, 6)}, indent=2), code

@@ -1,0 +1,152 @@
+"""Write kernelcheck/schemas/<kind>.schema.json: one self-contained JSON Schema (draft 2020-12) per report kind.
+
+    python scripts/gen_schemas.py          # rewrite the files
+    python scripts/gen_schemas.py --check  # exit 1 when a file differs from what this script makes
+
+The shapes are written here once and the shared parts (environment, model, functions, findings) are copied
+into each file, so a consumer validates with any JSON Schema tool without resolving references across
+files. tests/test_json_schemas.py checks that the shipped files are this script's output and validates
+every command's real `--json` against them. New optional fields keep a schema's version; removing a field
+or changing its meaning bumps it (kernelcheck/schemas/__init__.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parents[1] / "kernelcheck" / "schemas"
+
+S = dict[str, Any]
+STR, INT, BOOL, NUM = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "number"}
+OBJ: S = {"type": "object"}
+ARR: S = {"type": "array"}
+
+
+def opt(t: S) -> S:
+    """`t` or null."""
+    return {"anyOf": [t, {"type": "null"}]}
+
+
+def obj(required: dict[str, S], optional: dict[str, S] | None = None, closed: bool = False) -> S:
+    out: S = {"type": "object", "required": list(required), "properties": {**required, **(optional or {})}}
+    if closed:
+        out["additionalProperties"] = False
+    return out
+
+
+def arr(items: S) -> S:
+    return {"type": "array", "items": items}
+
+
+VERDICT = {"enum": ["ready", "fallback", "broken"]}
+SEVERITY = {"enum": ["info", "warning", "fallback", "broken"]}
+STATUS = {"enum": ["fast", "fallback", "broken", "unsupported"]}
+DEFS: S = {
+    "environment": obj({"python": STR, "platform": STR, "torch": opt(obj({"version": STR, "cuda": opt(STR),
+                                                                               "cxx11abi": opt(BOOL)})),
+                        "triton": opt(STR), "transformers": opt(STR), "gpus": arr(obj({"name": STR,
+                                                                                         "capability": STR})),
+                        "driver": opt(STR), "nvcc": opt(STR)},
+                       {"kernels": opt(STR), "packages": OBJ, "cuda_home": opt(STR), "env": OBJ}),
+    "model": opt(obj({"query": STR, "id": opt(STR), "model_type": opt(STR), "source": opt(STR)})),
+    "function": obj({"name": STR, "package": STR, "status": STATUS, "implementation": opt(STR), "reason": opt(STR),
+                     "fix": opt(STR)}, {"used": BOOL, "phase": opt(STR), "evidence": opt(OBJ)}),
+    "finding": obj({"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9:_.-]*$"}, "severity": SEVERITY,
+                    "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)}),
+}
+REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
+HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
+           "transformers": OBJ, "mapping": arr(OBJ), "names": arr(OBJ), "repos": arr(OBJ)})
+PLAN_STEP = obj({"package": STR, "action": STR, "source": STR, "spec": opt(STR), "reason": STR},
+                {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}))})
+IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]}, "cache": {"enum": ["off", "hit", "stored", "not stored"]},
+                    "file": opt(STR), "proven_at": opt(STR)}, closed=True)
+PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": OBJ,
+               "modes": arr(obj({"mode": STR, "outcome": {"enum": ["correct", "raises", "mixed"]}, "reason": STR,
+                                 "fix": opt(STR)})), "reference": STR})
+LIVE = obj({"ran": BOOL, "lines": arr(STR)})
+COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
+
+
+def report(kind: str, required: dict[str, S], optional: dict[str, S], title: str) -> S:
+    """A Report (report/model.py): the common head and the kind's sections."""
+    head = {"schema": {"const": f"kernelcheck.{kind}/1"}, "command": {"const": kind}, "verdict": VERDICT,
+            "exit_code": {"enum": [0, 3, 4]}, "environment": OBJ if kind == "trace" else REF["environment"],
+            "model": REF["model"], "mode": opt(STR), "functions": arr(REF["function"]),
+            "findings": arr(REF["finding"])}
+    return {**obj({**head, **required}, optional), "title": title, "$defs": DEFS}
+
+
+def kinds() -> dict[str, S]:
+    return {
+        "doctor": report("doctor", {}, {"needs": obj({"functions": arr(STR), "packages": arr(STR),
+                                                      "attn_implementation": STR}),
+                                        "bindings": obj({"regime": STR, "module": STR}), "hub": HUB, "live": LIVE,
+                                        "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ},
+                         "kernelcheck doctor --json"),
+        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING},
+                         "kernelcheck verify --json"),
+        "install": report("install", {"before": obj({"verdict": VERDICT, "functions": OBJ}),
+                                      "plan": arr(PLAN_STEP)},
+                          {"predicted": VERDICT, "executed": BOOL, "lock": opt(STR), "installed": arr(OBJ),
+                           "manifest": {}, "install_seconds": NUM, "doctor_after": opt(OBJ)},
+                          "kernelcheck install --json (--dry-run: predicted/executed; after an install: installed)"),
+        "hub": report("hub", {"hub": HUB}, {"plan": arr(OBJ), "predicted": VERDICT, "executed": BOOL,
+                                            "lock": opt(STR)}, "kernelcheck hub --json"),
+        "trace": report("trace", {"trace": obj({"file": STR, "events": INT, "cpu_only": BOOL,
+                                                "diagnosis": STR}),
+                                  "summary": COUNTS, "steps": arr(COUNTS)}, {"breakdown": OBJ},
+                        "kernelcheck trace --json"),
+        "padding": {**obj({"schema": {"const": "kernelcheck.padding/1"}, "command": {"const": "padding"},
+                           "verdict": {"const": "ready"}, "exit_code": {"const": 0}, "data": STR,
+                           "padding": obj({"rule": STR, "examples": INT, "steps": INT, "real_tokens": INT,
+                                           "padded_tokens": INT, "pad_tokens": INT, "padding_fraction": NUM,
+                                           "wasted_tokens_per_step": NUM, "packing_speedup_bound": NUM,
+                                           "longest": INT, "median": INT, "truncated_examples": INT}),
+                           "plot": opt(obj({"file": STR, "format": {"enum": ["svg", "png"]}, "bins": INT,
+                                            "scale": {"enum": ["linear", "log"]}}))}),
+                    "title": "kernelcheck padding --json"},
+        "models": {**obj({"schema": {"const": "kernelcheck.models/1"}, "command": {"const": "models"},
+                          "aliases": arr(obj({"alias": STR, "id": STR, "model_type": STR})),
+                          "model_types": arr(obj({"model_type": STR, "family": STR, "functions": arr(STR)}))}),
+                   "title": "kernelcheck models --json"},
+        "verify-packing": {**obj({"schema": {"const": "kernelcheck.verify-packing/1"}, "command": {"const": "verify"},
+                                  "verdict": {"enum": ["ready", "broken"]}, "exit_code": {"enum": [0, 4]},
+                                  "model": OBJ, "device": STR, "packing": arr(OBJ)}),
+                           "title": "kernelcheck verify --packing --json"},
+        "fleet": {**obj({"schema": {"const": "kernelcheck.fleet/1"}, "command": STR, "kernelcheck": STR,
+                         "verdict": opt(VERDICT), "exit_code": INT, "size": INT, "message": opt(STR),
+                         "groups": arr(arr(STR)), "differences": arr(OBJ),
+                         "missing": arr(obj({"rank": INT, "reason": STR})), "ranks": arr(OBJ)}),
+                  "title": "kernelcheck compare --json, doctor/verify --all-ranks --json"},
+        "error": {**obj({"schema": {"const": "kernelcheck.error/1"}, "command": STR, "verdict": {"type": "null"},
+                         "exit_code": INT, "error": STR}),
+                  "title": "any --json run that stopped before its report (bad input, internal error, interrupted)"},
+    }
+
+
+def files() -> dict[str, str]:
+    out = {}
+    for kind, body in kinds().items():
+        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"kernelcheck.{kind}/1", **body}
+        out[f"{kind}.schema.json"] = json.dumps(doc, indent=2) + "\n"
+    return out
+
+
+def main(argv: list[str]) -> int:
+    made = files()
+    if "--check" in argv:
+        stale = [n for n, text in made.items() if not (OUT / n).is_file() or (OUT / n).read_text() != text]
+        print("\n".join(f"stale: kernelcheck/schemas/{n}" for n in stale) or "schemas up to date")
+        return 1 if stale else 0
+    for name, text in made.items():
+        (OUT / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(made)} schemas to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""Words a user reads, tested once at their renderer: the trace's launch delay beside its busy verdict, the
+packing line, and an install that had nothing to change."""
+
+from __future__ import annotations
+
+from kernelcheck.report.model import Finding, FunctionStatus, Report
+
+
+def test_a_short_launch_delay_says_the_gpu_waited_only_where_the_trace_is_launch_bound() -> None:
+    from kernelcheck.trace.render import _delay_lines
+
+    s = {"launch_delay_us": {"count": 40, "p50": 30.0, "p90": 60.0}}
+    busy = " ".join(_delay_lines(s, launch_bound=False))
+    assert "waited for the CPU" not in busy and "not launch-bound" in busy
+    assert "waited for the CPU" in " ".join(_delay_lines(s, launch_bound=True))
+
+
+def test_the_undeclared_packing_line_says_each_mode_and_what_happens_in_words() -> None:
+    from kernelcheck.packing.findings import undeclared_message
+
+    modes = {"none": {"outcome": "correct"}, "position_ids": {"outcome": "mixed"},
+             "cu_seq_lens": {"outcome": "raises"}, "flash": {"outcome": "raises"}}
+    line = undeclared_message(modes)
+    assert "position_ids only (TRL padding_free): sequences mix silently (wrong results)" in line
+    assert "cu_seq_lens + seq_idx: the step raises ValueError" in line
+    assert "no packing (one sequence per row): correct" in line
+    assert "--packing none|position_ids|cu_seq_lens|flash" in line
+
+
+def test_an_install_with_nothing_to_change_says_so_once() -> None:
+    from kernelcheck.install import command, plan_types, wheels
+
+    env = {"python": "3.11.7", "platform": "linux_x86_64", "torch": {"version": "2.14.1+cu130", "cuda": "13.0",
+                                                                     "cxx11abi": True}, "gpus": []}
+    fs = [FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fast", "causal_conv1d.causal_conv1d_fn")]
+    before = Report("doctor", env, {"query": "m", "id": "m", "model_type": "qwen3_5", "source": "x"}, "train", fs,
+                    [Finding("bound-at-import", "info", "bound once")])
+    report = Report("install", env, before.model, "train")
+    keep = plan_types.Step("causal-conv1d", "keep", "installed", "causal-conv1d==1.7.0", "already installed")
+    target = wheels.Target("cp311", "linux_x86_64", "2.14", 13, True, ("9.0",))
+    plan = plan_types.Plan((keep,), target, blocked=False)
+    rep, code = command._unchanged(report, before, plan, "--arch")
+    text = command.render(rep, code, dry_run=False)
+    assert code == 0 and "install-nothing-to-change" in [f.id for f in rep.findings]
+    lines = text.splitlines()
+    assert "installed for" not in text and sum(ln.startswith("verdict") for ln in lines) == 1
+    assert lines.count("functions") == 1
+    assert text.splitlines()[-1] == "verdict (nothing to change): READY (exit 0)"
