@@ -20,6 +20,7 @@ and install.
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 | KERNELCHECK_VERBOSE | 1: log what was skipped, keep third-party output of live runs visible (--verbose) |
 | KERNELCHECK_STEP_PROFILED | verify --step: how many steps are profiled |
+| KERNELCHECK_MEASUREMENTS | JSON lines of measured steps (verify --step --record): GPU-hours of a fallback |
 | KERNELCHECK_FLEET_ID | --all-ranks outside torchrun/Slurm: the fleet's run id |
 
 The user's table of all of them, with defaults and flags, is docs/settings.md (tests/test_settings_doc.py).

@@ -204,6 +204,8 @@ def _close(w: Waste, tally: _Tally, closed: Any, starts: Any) -> None:
     tops = np.maximum.reduceat(closed, starts)
     w.steps += int(starts.size)
     w.padded_tokens += int((tops * sizes).sum())
+    top_values, top_counts = np.unique(tops, return_counts=True)
+    w.pad_to.update(dict(zip(top_values.tolist(), top_counts.tolist(), strict=True)))  # the picture's rug
     tally.add(closed, np.repeat(tops, sizes) - closed)
 
 
