@@ -49,6 +49,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _environment_restored() -> object:
+    """Each test starts from the session's environment: an in-process command with --verbose or
+    --network-timeout hands its choice to child processes through os.environ (core/settings.set_variable),
+    and that must not leak into the next test's processes."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
 def _fast_lane_is_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fast-lane test that launches a process fails at once (tests/lanes.py)."""
     if request.node.get_closest_marker("integration") is None:

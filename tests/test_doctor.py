@@ -264,7 +264,7 @@ def test_config_without_model_type(tmp_path):
 def test_unreadable_config(tmp_path):
     (tmp_path / "config.json").mkdir()  # a folder where the file should be: unreadable as a file
     err = _bad(["doctor", "--model", str(tmp_path)])
-    assert "Cannot read" in err
+    assert "config.json is a folder, not a regular file" in err
 
 
 def test_unknown_model_type(tmp_path):

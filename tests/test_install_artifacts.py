@@ -216,9 +216,8 @@ def test_trial_import_of_an_unlabelled_extension_against_the_installed_torch(tmp
 
 
 def _real_sdist() -> Path:
-    from test_install_wheels import test_upstream_setup_py_patch_of_the_real_sdist as fetch
-
     from tests.envs import CACHE
+    from tests.test_install_wheels import test_upstream_setup_py_patch_of_the_real_sdist as fetch
 
     fetch()
     return CACHE / "sdists" / "causal_conv1d-1.7.0.tar.gz"

@@ -56,7 +56,9 @@ def _json(res: subprocess.CompletedProcess) -> dict:
 
 def _fla_wheels(wh: Path) -> None:
     make_wheel(wh, "fla-core", "0.6.0", py="py3", plat="any", abi="none",
-               files={"fla/__init__.py": b"__version__ = '0.6.0'\n"},
+               # the package as doctor probes it (fla.ops.gated_delta_rule imports), without the kernels
+               files={"fla/__init__.py": b"__version__ = '0.6.0'\n", "fla/ops/__init__.py": b"",
+                      "fla/ops/gated_delta_rule/__init__.py": b""},
                requires=("einops", 'torch>=2.7.0; extra == "cuda"', 'triton>=3.3; extra == "cuda"'))
     make_wheel(wh, "einops", "0.8.2", py="py3", plat="any", abi="none", files={"einops/__init__.py": b""})
 
@@ -322,9 +324,8 @@ def test_docker_stage_plan_on_a_bare_cuda_torch_builds_for_sm_90_and_installs_fl
     in test_install_artifacts.py and test_install_compile.py."""
     import shutil
 
-    from test_install_artifacts import _build_tool_wheels, _real_sdist
-
     from tests.kcfixtures import pypi_wheels
+    from tests.test_install_artifacts import _build_tool_wheels, _real_sdist
 
     wh = tmp_path / "wh"
     wh.mkdir()

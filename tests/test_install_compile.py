@@ -14,10 +14,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from test_install_artifacts import _real_sdist
 
 from kernelcheck.install import build
 from tests.kcfixtures import cuda_torch_venv, have_nvcc, site_packages
+from tests.test_install_artifacts import _real_sdist
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")]
 

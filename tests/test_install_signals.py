@@ -381,7 +381,7 @@ def first_compiler(stderr: str, elapsed: float, token: str) -> bool:
 @pytest.mark.parametrize("sig, how", [(signal.SIGINT, "ctrl-c"), (signal.SIGTERM, "kill")],
                          ids=["SIGINT-ctrl-c", "SIGTERM-kill"])
 def test_an_interrupted_build_ends_every_compiler_and_changes_nothing(sig, how, cuda_venv, tmp_path: Path):
-    from test_install_artifacts import _build_tool_wheels, _real_sdist
+    from tests.test_install_artifacts import _build_tool_wheels, _real_sdist
 
     wh = tmp_path / "wh"
     wh.mkdir()

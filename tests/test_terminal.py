@@ -86,6 +86,14 @@ def test_a_command_longer_than_the_width_stays_whole_on_its_own_line() -> None:
     assert lines[0].strip() == "fix:" and lines[1].strip() == cmd and "then rerun" in lines[-1]
 
 
+def test_a_command_too_long_for_its_label_moves_left_whole() -> None:
+    cmd = "`kernelcheck verify --model qwen3.8-27b --step --mode train --tokens 8192`"
+    line = "  WARN   [fallback-cost]  Expected cost of this fallback. Measured by " + cmd + " on an H200."
+    lines = wrap_line(line, 80)
+    assert max(map(len, lines)) <= 80 and "    " + cmd in lines
+    assert " ".join(line.split()) == " ".join(" ".join(lines).split())
+
+
 def infos() -> Report:
     rep = report()
     rep.findings += [Finding("torch-cpu-build", "info", "cpu"), Finding("bound-at-import", "info", "bound"),

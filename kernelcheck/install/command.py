@@ -304,6 +304,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
         if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
+            report.installed = Installed([], outcome.manifest, round(outcome.seconds, 1))
             return _unchanged(report, before, plan, origin)
     return _after_install(req, report, plan, outcome, opts, origin, echo, progress, as_json)
 

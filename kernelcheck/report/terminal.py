@@ -6,7 +6,8 @@ text to where it goes, and nothing else: JSON never passes through here.
 - width: a TTY's width (shutil.get_terminal_size); piped or redirected output is wrapped to $COLUMNS when it
   is exported, else to 100 columns (CI logs, `| less`, a pasted issue).
 - commands are never split: a backticked span, or the command that starts a `fix:`/`run:` line, moves to
-  the next line whole; one longer than the width stays whole on its own line (copy-paste still works).
+  the next line whole, moved left when it does not fit under its label; one longer than the width stays
+  whole on its own line (copy-paste still works).
 - colour: `kernelcheck --color auto|always|never`; auto (the default): only on a TTY, never when NO_COLOR is set
   (https://no-color.org) or TERM=dumb; always wins over NO_COLOR (a flag is the user's explicit choice).
 - quiet: the verdict line only.
@@ -89,7 +90,19 @@ def wrap_line(line: str, width: int) -> list[str]:
         [ln] if len(ln) <= width or _GLUE in ln or "`" in ln else
         textwrap.wrap(ln.lstrip(), width=width, initial_indent=ln[:len(ln) - len(ln.lstrip())],
                       subsequent_indent=pad, break_on_hyphens=False, break_long_words=True) or [ln])]
+    # a command that does not fit under the label moves left (the line's own indent + 2, else none), whole
+    base = len(line) - len(line.lstrip())
+    fixed = [_shift_left(ln, width, base) if len(ln) > width and ln.startswith(pad) and _GLUE in ln else ln
+             for ln in fixed]
     return [ln.replace(_GLUE, " ") for ln in fixed]
+
+
+def _shift_left(ln: str, width: int, base: int) -> str:
+    text = ln.lstrip()
+    for indent in (base + 2, 0):
+        if indent + len(text) <= width:
+            return " " * indent + text
+    return ln
 
 
 def _glue_commands(line: str) -> str:
