@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from kernelcheck import schemas
 from kernelcheck.cli.upgrade_args import forward_args, split_upgrade
 from kernelcheck.core.errors import BadInput
 from kernelcheck.forecast import drift
@@ -90,6 +92,9 @@ def test_exit_code_is_the_after_verdicts_and_if_worse_passes_what_is_not_worse()
     js = same.to_json()
     assert js["schema"] == "kernelcheck.forecast/1" and js["before"]["verdict"] == "fallback"
     assert js["diff"]["worse"] is False and js["changes"][0]["after"] == "5.25.0"
+    jsonschema.validate(js, schemas.load("forecast"))
+    with pytest.raises(jsonschema.ValidationError):  # the schema can fail: a verdict word it does not know
+        jsonschema.validate({**js, "verdict": "excellent"}, schemas.load("forecast"))
 
 
 def _ext(version="1.7.0+cu13torch2.11cxx11abitrue", mm=None):

@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from kernelcheck import schemas
 from tests.envs import REPO, run, run_json, site
 
 pytestmark = pytest.mark.integration
@@ -37,6 +39,9 @@ def test_forecast_matches_doctor_in_an_environment_built_at_the_target(pair: str
     code, fc = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "train", "--upgrade", *target], base,
                         timeout=1200)
     assert fc["schema"] == "kernelcheck.forecast/1"
+    jsonschema.validate(fc, schemas.load("forecast"))
+    for side in ("before", "after"):
+        jsonschema.validate(fc[side], schemas.load("doctor"))
     changed = {c["name"]: c["after"] for c in fc["changes"]}
     for spec in target:
         name, version = spec.split("==")

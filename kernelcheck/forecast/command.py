@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import kernelcheck
+from kernelcheck import schemas
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
 from kernelcheck.forecast.diff import Diff, diff
 from kernelcheck.forecast.resolve import Change, Index, resolve
 
-SCHEMA = "kernelcheck.forecast/1"
+SCHEMA = schemas.schema_id("forecast")
 
 
 @dataclass
