@@ -10,6 +10,7 @@ included), with and without the `hub` extra.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,16 +34,36 @@ STACK = {"torch", "triton", "transformers", "kernels", "huggingface-hub"}
 def wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, built from a copy of what the sdist holds (the checkout stays clean)."""
     src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(envs.REPO / name, src / name)
     for name in ("kernelcheck", "matrix"):
-        shutil.copytree(envs.REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(envs.REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc",
+                                                                                   "_commit.txt"))
     out = tmp_path_factory.mktemp("dist")
+    # the copy has no .git: GIT_DIR points git (in setup.py) at this checkout's, as building in the checkout would
+    env = dict(os.environ, GIT_DIR=_git(["rev-parse", "--absolute-git-dir"]))
+    env.pop("KERNELCHECK_BUILD_COMMIT", None)
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-                          "-w", str(out), str(src)], capture_output=True, text=True, timeout=600)
+                          "-w", str(out), str(src)], capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     (whl,) = out.glob("*.whl")
     return whl
+
+
+def _git(args: list[str]) -> str:
+    return subprocess.run(["git", *args], cwd=envs.REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_wheel_bakes_the_commit_and_version_names_it(wheel, tmp_path):
+    head = _git(["rev-parse", "HEAD"])
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("kernelcheck/_commit.txt").decode().strip() == head
+        z.extractall(tmp_path / "site")
+    # run from the installed files (no checkout around them): the commit comes from the baked file
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", "--version"], capture_output=True, text=True,
+                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")), timeout=120)
+    assert res.returncode == 0 and f"commit {head[:12]} (build)" in res.stdout, res.stdout + res.stderr
+    assert not (envs.REPO / "kernelcheck" / "_commit.txt").exists()  # the build wrote into its own folder
 
 
 def _metadata(whl: Path) -> tuple[dict[str, list[str]], str, list[str]]:

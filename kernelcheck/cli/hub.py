@@ -114,8 +114,8 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
             HUB_DECIDES_NOTHING, "fallback",
             f"this job would not load Hub kernels ({section.why or 'use_kernels is off'}), so kernelcheck hub "
             "cannot say that any of the model's functions run fast: it judges the Hub path only.",
-            f"kernelcheck doctor --model {model} --mode {mode} gives the verdict for the functions; pass "
-            "--use-kernels here if the job loads with use_kernels=True"))
+            f"kernelcheck doctor --model {model} --mode {mode}  (the verdict for the functions; pass "
+            "--use-kernels here if the job loads with use_kernels=True)"))
     return finish(report, as_json)
 
 

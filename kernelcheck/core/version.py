@@ -1,8 +1,8 @@
 """What `kernelcheck --version` says: the version, the git commit and the date of the matrix/ data.
 
 The commit comes from the checkout kernelcheck runs from (read from .git's files: no git process, works in git
-worktrees), else from `kernelcheck/_commit.txt`, which a release build bakes in (`git rev-parse HEAD >
-kernelcheck/_commit.txt` before `pip wheel .`), else it is unknown. The data date is matrix/data.toml's `updated`.
+worktrees), else from `kernelcheck/_commit.txt`, which every wheel build bakes in (setup.py: `git rev-parse HEAD`
+of the source tree, or $KERNELCHECK_BUILD_COMMIT), else it is unknown. The data date is matrix/data.toml's `updated`.
 """
 
 from __future__ import annotations
