@@ -246,11 +246,29 @@ def unmet_requirements(target: str | None, exclude: frozenset[str] = frozenset()
     return out
 
 
-def _held_view(folder: Path, unmet: dict[str, tuple[str, str, list[str], list[str]]]) -> Path:
+def planned_pins(constraints: str) -> dict[str, str]:
+    """The pins of a plan for another build (`install --torch/--cuda/--python`) that this environment does not
+    have installed: {name: version}. Empty for a plan for this environment (every pin is what is installed)."""
+    out = {}
+    for line in constraints.splitlines():
+        name, sep, version = line.strip().partition("==")
+        if sep and not name.startswith("#") and dist_version(name.strip()) != version.strip():
+            out[name.strip()] = version.strip()
+    return out
+
+
+def _held_view(folder: Path, unmet: dict[str, tuple[str, str, list[str], list[str]]],
+               planned: dict[str, str] | None = None) -> Path:
     """A folder of metadata-only copies of the installed distributions that declare only what is met here,
     first on the resolver's path: pip then holds them as installed and resolves the fix around them instead
-    of giving up on requirements the image already lacked (it would need them from an index it cannot use)."""
-    for name, version, met, _ in unmet.values():
+    of giving up on requirements the image already lacked (it would need them from an index it cannot use).
+    `planned`: the target build's torch/triton (planned_pins), held as installed the same way, so a fix's
+    window is resolved against the target's versions without this machine's index offering that torch."""
+    folder.mkdir(parents=True, exist_ok=True)
+    planned = planned or {}
+    rows = [(n, v, m) for n, v, m, _ in unmet.values() if str(canonicalize_name(n)) not in planned]
+    rows += [(n, v, []) for n, v in planned.items()]
+    for name, version, met in rows:
         info = folder / f"{canonicalize_name(name)}-{version}.dist-info"
         info.mkdir(parents=True)
         lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in met)]
@@ -291,9 +309,10 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         wanted = [spec, *(w.strip() for w in (window or "").split(";") if w.strip())]
         resolving = {str(canonicalize_name(Requirement(r).name)) for r in wanted}
         unmet = unmet_requirements(target, frozenset(resolving))
-        if unmet:
-            path.insert(0, str(_held_view(Path(tmp) / "held", unmet)))
-            note = _unmet_note(unmet)
+        planned = planned_pins(_CONSTRAINTS[0].read_text(encoding="utf-8")) if _CONSTRAINTS else {}
+        if unmet or planned:
+            path.insert(0, str(_held_view(Path(tmp) / "held", unmet, planned)))
+            note = _unmet_note(unmet) if unmet else None
         if path:
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:

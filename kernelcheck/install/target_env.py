@@ -40,8 +40,9 @@ def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tu
     message = (f"planned for torch {torch.version} (CUDA {cuda or 'none'}, cxx11abi {abi}), CPython {py}, triton "
                f"{new.triton or 'unknown'} from --torch/--cuda/--python, not installed here: transformers and the "
                "kernel packages are taken as installed here, the GPUs from --arch. pip resolves a fix's dependency "
-               "window (tilelang) with the target's torch pinned, which this machine's index may not offer: a fix "
-               "refused for that reason here needs checking on the target.")
+               "window (tilelang) against the target's torch and triton, held as installed by their metadata only "
+               "(this machine's index need not offer them); the wheels it names are this machine's Python's, and "
+               "the target's pip takes the same versions for its own.")
     if unknown:
         message += (f" The triton torch {mm} pins is not in matrix/torch.toml, so rules that depend on the triton "
                     "version (fla#640 on Hopper) could not be checked.")
