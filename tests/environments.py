@@ -12,10 +12,12 @@ def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str 
              tilelang: bool = False, nvcc: str | None = "13.0", python: str = "3.12.3",
              python_tag: str = "cp312", gpu_source: str | None = None, nvcc_source: str | None = None,
              env_vars: dict[str, str] | None = None, unmet: tuple[str, ...] | None = None,
-             present: dict[str, bool] | None = None, gpu_name: str = "NVIDIA H200") -> Environment:
+             present: dict[str, bool] | None = None, gpu_name: str = "NVIDIA H200",
+             jit_nvcc: str | None = None) -> Environment:
     """An Environment: `cap` the GPU's capability (None: no GPU), `fla` an installed fla-core version, `nvcc_source`
     what the nvcc is (toolkit | pip | none; default: toolkit when `nvcc` is set), `env_vars` the FLA_* switches set,
-    `unmet` the "dist:requirement" pairs the probe found unmet, `present` more import names found (flash_qla)."""
+    `unmet` the "dist:requirement" pairs the probe found unmet, `present` more import names found (flash_qla),
+    `jit_nvcc` the nvcc TileLang's JIT uses where it differs (cuda-home-no-nvcc: CUDA_HOME without bin/nvcc)."""
     packages = {"fla": PackageState("fla", True, fla, "fla-core", True, None)} if fla else {}
     return Environment(
         python=python, python_tag=python_tag, platform="linux_x86_64",
@@ -24,4 +26,4 @@ def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str 
         cuda_home="/usr/local/cuda", packages=packages, present={"tilelang": tilelang, **(present or {})},
         gpu_source=gpu_source if gpu_source is not None else ("override" if cap else "none"),
         nvcc_source=nvcc_source or ("toolkit" if nvcc else "none"), env_vars=dict(env_vars or {}),
-        requirements_unmet=unmet)
+        requirements_unmet=unmet, jit_nvcc_source=jit_nvcc)

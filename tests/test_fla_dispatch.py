@@ -227,3 +227,29 @@ def test_the_probe_finds_pips_nvcc_as_fla_and_tilelang_do(tmp_path, monkeypatch)
     _pip_nvcc_dist(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert environment.pip_nvcc() == str(tmp_path / "nvidia/cu13/bin/nvcc")
+
+
+def test_cuda_home_without_nvcc_while_nvcc_is_on_path_breaks_the_tilelang_backward():
+    """fla counts the nvcc on PATH and picks TileLang; TileLang compiles with $CUDA_HOME/bin/nvcc only."""
+    env = h200(jit_nvcc="cuda-home-no-nvcc")
+    bwd = ops(env)["chunk_gated_delta_rule/backward"]
+    assert (bwd.backend, bwd.outcome) == ("tilelang", "jit-cuda-home-no-nvcc")
+    h = hits(env)
+    assert set(h) == {"tilelang-jit-cuda-home-no-nvcc"} and verdict(h) == "broken"
+    assert "unset CUDA_HOME" in h["tilelang-jit-cuda-home-no-nvcc"].fix
+    assert hits(env, mode="infer") == {}  # the forward is Triton: inference is unaffected
+    assert verdict(hits(h200())) == "ready"  # the same machine with CUDA_HOME right
+
+
+def test_the_probe_reads_cuda_home_as_tilelang_does(tmp_path, monkeypatch):
+    from kernelcheck.core import environment
+
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    assert environment.tilelang_jit_nvcc("toolkit") is None  # unset: TileLang finds what fla finds
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-such-toolkit"))
+    assert environment.tilelang_jit_nvcc("toolkit") == "cuda-home-no-nvcc"
+    (tmp_path / "cuda" / "bin").mkdir(parents=True)
+    (tmp_path / "cuda" / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    assert environment.tilelang_jit_nvcc("toolkit") is None  # the same kind of nvcc as fla's

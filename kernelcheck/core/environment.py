@@ -79,6 +79,10 @@ class Environment:
     # toolkit's), "pip" (pip's nvidia-cuda-nvcc: measured not to work for TileLang's JIT), "none"
     nvcc_source: str = "none"
     nvcc_path: str | None = None
+    # the nvcc TileLang's JIT compiles with, where it differs from what fla's has_usable_nvcc finds: with CUDA_HOME
+    # (or CUDA_PATH) set, tilelang uses $CUDA_HOME/bin/nvcc only; "cuda-home-no-nvcc" when that file is missing
+    # (nvcc on PATH is then not used). None: the same nvcc as nvcc_source.
+    jit_nvcc_source: str | None = None
     # "dist:requirement" pairs (from the breakage rules) whose installed versions miss dist's own Requires-Dist;
     # None: not probed (rules then read the installed metadata themselves)
     requirements_unmet: tuple[str, ...] | None = None
@@ -116,6 +120,7 @@ class Environment:
             "nvcc_source": self.nvcc_source,
             "nvcc_path": self.nvcc_path,
             "cuda_home": self.cuda_home,
+            **({"jit_nvcc_source": self.jit_nvcc_source} if self.jit_nvcc_source else {}),
             "packages": {k: asdict(v) for k, v in self.packages.items()},
             "env": self.env_vars,
         }
@@ -255,6 +260,23 @@ def nvcc_probe(cuda_home: str | None) -> tuple[str | None, str | None, str]:
         m = re.search(r"release ([\d.]+)", out or "")
         return (m.group(1) if m else None), pip_path, "pip"
     return None, None, "none"
+
+
+def tilelang_jit_nvcc(nvcc_source: str) -> str | None:
+    """The nvcc TileLang's JIT compiles with, where it is not the one nvcc_probe found (Environment.jit_nvcc_source).
+
+    tilelang 0.1.15 (tilelang/env.py _find_cuda_home, tilelang/contrib/nvcc.py get_nvcc_compiler) takes CUDA_HOME or
+    CUDA_PATH as given, unchecked, and compiles with $CUDA_HOME/bin/nvcc; fla-core 0.6.0's has_usable_nvcc also
+    counts nvcc on PATH. So CUDA_HOME naming a folder without bin/nvcc makes fla pick TileLang and its JIT fail."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if not home:
+        return None
+    path = os.path.join(home, "bin", "nvcc")
+    if not os.path.exists(path):
+        return "cuda-home-no-nvcc"
+    pip_path = pip_nvcc()
+    source = "pip" if pip_path and _same_file(path, pip_path) else "toolkit"
+    return None if source == nvcc_source else source
 
 
 def _requirements_unmet() -> tuple[str, ...]:
@@ -449,5 +471,6 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         gpu_source=source,
         nvcc_source=nvcc_source,
         nvcc_path=nvcc_path,
+        jit_nvcc_source=tilelang_jit_nvcc(nvcc_source),
         requirements_unmet=_requirements_unmet(),
     )

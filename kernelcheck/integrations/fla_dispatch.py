@@ -66,7 +66,8 @@ class OpBackend:
     phase: str  # forward | backward
     backend: str  # triton | tilelang | flash_qla | flash_kda | unknown
     cause: str  # why this backend, or (TileLang/FlashQLA chosen) how it fails: a short key rules match
-    outcome: str  # ok | raises-640 | wrong-grads-640 | jit-no-nvcc | jit-pip-nvcc | tilelang-import-fails | unknown
+    outcome: str  # ok | raises-640 | wrong-grads-640 | jit-no-nvcc | jit-pip-nvcc | jit-cuda-home-no-nvcc |
+    # tilelang-import-fails | unknown
     reason: str  # the same in words
     certain: bool = True
 
@@ -219,7 +220,8 @@ class Machine:
     tilelang_imports: bool = True  # False: its apache-tvm-ffi is outside the window tilelang declares
     flash_qla: bool = False
     flash_kda: bool = False
-    nvcc: str = "none"  # toolkit | pip | none: the nvcc TileLang's JIT would use
+    nvcc: str = "none"  # toolkit | pip | none: the nvcc fla's has_usable_nvcc finds
+    jit_nvcc: str = ""  # the nvcc TileLang's JIT compiles with (Environment.jit_nvcc_source); "": the same as nvcc
 
     @classmethod
     def of(cls, env: Environment) -> Machine:
@@ -228,7 +230,8 @@ class Machine:
         return cls(gpu.capability if gpu else None, gpu.name if gpu else "", env.triton,
                    {k: v for k, v in env.env_vars.items() if k in SWITCHES},
                    bool(env.present.get("tilelang")), "tilelang:apache-tvm-ffi" not in unmet,
-                   bool(env.present.get("flash_qla")), bool(env.present.get("flash_kda")), env.nvcc_source)
+                   bool(env.present.get("flash_qla")), bool(env.present.get("flash_kda")), env.nvcc_source,
+                   env.jit_nvcc_source or "")
 
     @property
     def hopper(self) -> bool:  # fla's IS_NVIDIA_HOPPER: capability 9.x (or a device named "NVIDIA H...": the same)
@@ -243,14 +246,17 @@ class Machine:
 _JIT = {"none": ("jit-no-nvcc", "its JIT finds no nvcc (no CUDA toolkit here), so the first call fails to compile"),
         "pip": ("jit-pip-nvcc", "the only nvcc is pip's nvidia-cuda-nvcc, which is not a toolkit: measured on the "
                 "H200, TileLang's JIT compile fails at the first call (RuntimeError: #if defined(_MSC_VER) ...), "
-                "with and without CUDA_HOME pointing at it")}
+                "with and without CUDA_HOME pointing at it"),
+        "cuda-home-no-nvcc": ("jit-cuda-home-no-nvcc", "CUDA_HOME (or CUDA_PATH) names a folder without bin/nvcc, and "
+                              "TileLang's JIT compiles with $CUDA_HOME/bin/nvcc only (the nvcc on PATH, which fla "
+                              "counted, is not used), so the first call fails to compile")}
 
 
 def _tilelang_outcome(m: Machine) -> tuple[str, str]:
     if not m.tilelang_imports:
         return "tilelang-import-fails", ("apache-tvm-ffi is outside the window tilelang declares, so `import "
                                          "tilelang` fails inside the call")
-    return _JIT.get(m.nvcc, ("ok", "nvcc from a CUDA toolkit is there for its JIT"))
+    return _JIT.get(m.jit_nvcc or m.nvcc, ("ok", "nvcc from a CUDA toolkit is there for its JIT"))
 
 
 def _why_no_tilelang(lay: Layout, m: Machine) -> tuple[str, str] | None:
