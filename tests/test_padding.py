@@ -154,6 +154,22 @@ def test_skewed_lengths_get_a_log_axis_labelled_ticks_and_a_true_histogram(tmp_p
     assert list(root.iter(f"{SVG_NS}line"))
 
 
+def test_every_left_aligned_label_fits_inside_the_picture(tmp_path: Path) -> None:
+    """The legend's third item (the rug of padded-to lengths) ran off the right edge of the PNG at 20,000
+    examples; a label that does not fit goes on its own line (the width is estimated as the renderer does)."""
+    r = random.Random(3)
+    f = tmp_path / "lens.txt"
+    f.write_text("\n".join(str(int(min(8192, r.lognormvariate(4.5, 1.0)))) for _ in range(20000)) + "\n")
+    svg = tmp_path / "p.svg"
+    code, _ = _run(str(f), "--batching", "budget:8192", "--plot", str(svg))
+    assert code == 0
+    root = ET.parse(svg).getroot()
+    width = float(root.get("width") or 0)
+    for t in root.iter(f"{SVG_NS}text"):
+        if t.get("text-anchor", "start") == "start":
+            assert float(t.get("x") or 0) + 7.0 * len("".join(t.itertext())) <= width, "".join(t.itertext())
+
+
 def test_even_lengths_get_a_linear_axis_with_the_bin_width_and_the_budget_line(tmp_path: Path) -> None:
     f = tmp_path / "l.txt"
     f.write_text("\n".join(str(n) for n in range(200, 2000, 3)) + "\n")

@@ -211,8 +211,11 @@ def _legend(c: Canvas, w: Waste, y: float) -> None:
         c.text(x + 17, y, label, anchor="start")
         x += 30 + 7 * len(label)
     if w.rule.kind != "packing":
+        rug = f"a length batches were padded to ({w.steps:,} batches)"
+        if x + 6 + 7.5 * len(rug) > W - RIGHT:  # does not fit after the others: its own line below them
+            x, y = LEFT, y + 18
         c.line(x, y - 10, x, y + 2, INK, ' stroke-width="2"')
-        c.text(x + 6, y, f"a length batches were padded to ({w.steps:,} batches)", anchor="start")
+        c.text(x + 6, y, rug, anchor="start")
 
 
 def render(w: Waste, title: str, nbins: int = 40) -> str:
