@@ -7,6 +7,7 @@ import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
@@ -99,8 +100,8 @@ def test_bad_inputs_exit_2_with_one_paragraph(tmp_path: Path) -> None:
     assert code == 2 and "budget:TOKENS" in out
 
 
+@pytest.mark.integration  # rsvg-convert is a process
 def test_plot_png_is_a_real_png_where_a_renderer_is_here(tmp_path: Path) -> None:
-    import pytest
 
     from kernelcheck.padding import plot
 
