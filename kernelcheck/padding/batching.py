@@ -204,7 +204,12 @@ def _close(w: Waste, tally: _Tally, closed: Any, starts: Any) -> None:
     tops = np.maximum.reduceat(closed, starts)
     w.steps += int(starts.size)
     w.padded_tokens += int((tops * sizes).sum())
-    top_values, top_counts = np.unique(tops, return_counts=True)
+    if int(tops.max()) <= _DENSE_MAX:  # counted in O(n): a sort here cost a third of the run
+        counted = np.bincount(tops)
+        top_values = np.flatnonzero(counted)
+        top_counts = counted[top_values]
+    else:
+        top_values, top_counts = np.unique(tops, return_counts=True)
     w.pad_to.update(dict(zip(top_values.tolist(), top_counts.tolist(), strict=True)))  # the picture's rug
     tally.add(closed, np.repeat(tops, sizes) - closed)
 

@@ -76,22 +76,23 @@ def _fast(block: bytes) -> Any:
     return values
 
 
-def _numbers(block: bytes) -> Any:
-    """numpy's C parser for a block of digit lines without blank ones (checked: one value per newline)."""
-    if block.startswith(NEWLINE) or b"\n\n" in block:
+def _numbers(block: bytes, lines: int) -> Any:
+    """numpy's C parser for a block of `lines` digit lines (checked: one value per newline, so a blank line
+    sends the block to _fast)."""
+    if block.startswith(NEWLINE):
         return _fast(block)
     try:
         values = np.fromstring(block, dtype=np.int64, sep="\n")
     except (ValueError, DeprecationWarning):  # a numpy without the text mode: the portable parser
         return _fast(block)
-    if values.size != block.count(NEWLINE) or int(values.size and values.min()) < 0:
-        return _fast(block)  # lines of 19+ digits wrap around in int64: let _fast say which
+    if values.size != lines or int(values.size and values.min()) < 0:
+        return _fast(block)  # blank lines, or lines of 19+ digits that wrap around in int64: _fast says which
     return values
 
 
-def _parse(block: bytes, path: Path, first_line: int) -> Sequence[int]:
+def _parse(block: bytes, path: Path, first_line: int, lines: int | None = None) -> Sequence[int]:
     if np is not None and not block.translate(None, _ALLOWED):
-        values = _numbers(block)
+        values = _numbers(block, block.count(NEWLINE) if lines is None else lines)
         if values is not None:
             if values.size and int(values.max()) > MAX_LENGTH:
                 return _slow(block, path, first_line)  # names the line
@@ -119,8 +120,9 @@ def chunks(path: Path) -> Iterator[Sequence[int]]:
                 raise bad_file(path, f"line {at} is longer than {_LONGEST_LINE >> 10} KiB (a lengths file has one "
                                "number per line)")
             if block:
-                yield _parse(block, path, line)
-                line += block.count(NEWLINE)
+                lines = block.count(NEWLINE)  # once: the parser checks its value count against it
+                yield _parse(block, path, line, lines)
+                line += lines
             bar.update(done)
     if rest:
         yield _parse(rest + b"\n", path, line)
