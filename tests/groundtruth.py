@@ -120,13 +120,30 @@ class Recorder:
                         fast = cell_name == "implementation" and real is not tf
                         cells[cell_name].cell_contents = self.wrap(slot, real, fast)
                 continue
-            if not callable(obj) or not hasattr(obj, "__module__"):
-                continue
-            top = (getattr(obj, "__module__", "") or "").split(".")[0]
-            if attr in self.slots and top not in ("transformers", "torch", "builtins", ""):
-                setattr(mod, attr, self.wrap(self.slots[attr], obj, True))  # a kernel package's function
-            elif attr in self.slots and getattr(obj, "__module__", "") == mod.__name__:
-                setattr(mod, attr, self.wrap(self.slots[attr], obj, False))  # the module's own torch reference
+            if callable(obj) and hasattr(obj, "__module__") and attr in self.slots:
+                self._patch_global(attr, obj)
+
+    def _patch_global(self, attr: str, obj: Any) -> None:
+        mod = self.module
+        top = (getattr(obj, "__module__", "") or "").split(".")[0]
+        if top not in ("transformers", "torch", "builtins", ""):
+            setattr(mod, attr, self.wrap(self.slots[attr], obj, True))  # a kernel package's function
+        elif getattr(obj, "__module__", "") == mod.__name__:
+            if attr == self.slots[attr] and attr in self._own():
+                return  # the module's own torch code under the kernel's name, no kernel bound: no fallback
+            setattr(mod, attr, self.wrap(self.slots[attr], obj, False))  # the module's own torch reference
+
+    def _own(self) -> tuple[str, ...]:
+        """Top-level undecorated defs of the module's source (transformers 5.23 lfm3's torch-only
+        causal_conv1d_fn: "the hub causal_conv1d kernels serve widths 2-4, LFM3 uses 7")."""
+        import ast
+
+        from kernelcheck.integrations.transformers import own_functions
+
+        try:
+            return own_functions(ast.parse(Path(self.module.__file__).read_text(encoding="utf-8")))
+        except (OSError, SyntaxError, TypeError):
+            return ()
 
     def patch_model(self, model: Any) -> None:
         """Layer attributes and methods: bound functions, inline torch code (attribute None), mixer paths."""

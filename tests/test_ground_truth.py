@@ -47,6 +47,19 @@ def test_transformers_5_18_and_5_23_doctor_agrees_with_what_runs(version):
     assert rows[("qwen3_5_vision", "train")]["doctor"] == {"attention:sdpa": "fast"}
 
 
+def test_transformers_5_23_lfm3_runs_its_own_torch_conv_and_doctor_says_so():
+    """5.23's lfm3 defines its own torch causal_conv1d_fn/update ("the hub causal_conv1d kernels serve widths 2-4,
+    LFM3 uses 7"): no kernel path exists, so the job is as fast as it gets (truth 0, doctor 0), and doctor's reason
+    says the module calls its own torch function (it said "does not call")."""
+    tf = site("transformers==5.23.0", deps=True)
+    rows = _check(groundtruth.run(["lfm3"], ("train", "infer"), [tf], {}))
+    assert rows[("lfm3", "train")]["truth_exit"] == 0 and rows[("lfm3", "infer")]["doctor_exit"] == 0
+    rep = groundtruth.doctor("lfm3", "train", [tf], {})["report"]
+    conv = next(f for f in rep["functions"] if f["name"] == "causal_conv1d_fn")
+    assert conv["status"] == "unsupported" and conv["used"] is False
+    assert conv["implementation"] == "transformers.models.lfm3.modeling_lfm3.causal_conv1d_fn"
+
+
 def test_transformers_5_13_mamba_family_doctor_agrees_with_what_runs():
     tf = site("transformers==5.13.1", deps=True)
     rows = _check(groundtruth.run([*MAMBA_513, "llama", "qwen3_5_vision"], ("train",), [tf], {}))

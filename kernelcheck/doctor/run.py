@@ -26,6 +26,19 @@ from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, R
 from kernelcheck.report.progress import Ticker
 
 
+def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environment_mod.Environment, module: str,
+                    phase: str) -> FunctionStatus:
+    """A function the module binds no kernel to: nothing to check, and nothing to install (used=False: no
+    kernel path exists for it, so it is no fallback)."""
+    if b.extra.get("defined_in_module"):
+        return FunctionStatus(fn, dist, "unsupported", f"{module}.{fn}",
+                              f"transformers {env.transformers}'s {module} calls its own torch `{fn}` (defined in "
+                              "the module, no kernel bound to it): no package serves it in this version, so there "
+                              "is nothing to install", None, phase, used=False)
+    return FunctionStatus(fn, dist, "unsupported", "-", f"transformers {env.transformers}'s {module} does not call "
+                          f"`{fn}`: nothing to check for this version", None, phase, used=False)
+
+
 def function_statuses(
     needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
     mode: str, query: str | None, attr: AttrCheck = _attr_in_process,
@@ -40,9 +53,7 @@ def function_statuses(
         phase = info.phase if info else ""
         used = not (mode == "train" and phase == "decode") or fn in in_prefill
         if b.bound == "unbound":
-            out.append(FunctionStatus(fn, dist, "unsupported", "-",
-                                      f"transformers {env.transformers}'s {result.module} does not call `{fn}`: "
-                                      "nothing to check for this version", None, phase, used=False))
+            out.append(_unbound_status(fn, dist, b, env, result.module, phase))
             continue
         if b.bound == "package":
             if pkg is not None and not _device_ok(pkg, env):

@@ -256,6 +256,7 @@ class StaticRead:
     dotted: str
     decorated: tuple[Decorated, ...]
     submodule_fallback: bool
+    own: tuple[str, ...] = ()  # top-level functions the module defines itself, undecorated (torch-only code)
 
 
 def read_static(module_name: str) -> StaticRead | None:
@@ -273,6 +274,7 @@ def read_static(module_name: str) -> StaticRead | None:
         return None
     internal = _literal_mapping(hub_tree, "_KERNELS_INTERNAL_PATH_MAPPINGS")
     decorated: list[Decorated] = []
+    own = own_functions(tree)
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
@@ -287,7 +289,7 @@ def read_static(module_name: str) -> StaticRead | None:
             registered, package = args[0], args[1]
             decorated.append(Decorated(node.name, registered, package,
                                        internal.get(registered, args[2] if len(args) > 2 else None)))
-    return StaticRead(dotted, tuple(decorated), "full_module_path != package" in hub_src)
+    return StaticRead(dotted, tuple(decorated), "full_module_path != package" in hub_src, own)
 
 
 def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
@@ -307,9 +309,31 @@ def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
         )
     out = {}
     for f in dict.fromkeys((*functions, *found)):
-        out[f] = found.get(f) or Binding(f, m.functions[f].package if f in m.functions else "", "unbound", "-",
-                                         "decorator")
+        out[f] = found.get(f) or _unbound(f, m, "decorator", f in read.own)
     return BindingResult("decorator", read.dotted, out, discovered=tuple(found))
+
+
+def _unbound(f: str, m: matrix_mod.Matrix, regime: str, own: bool) -> Binding:
+    """A function the module binds no kernel to; `own`: the module defines a plain torch function of that name
+    (transformers 5.23's lfm3: "torch only: the hub causal_conv1d kernels serve widths 2-4, LFM3 uses 7")."""
+    return Binding(f, m.functions[f].package if f in m.functions else "", "unbound", "-", regime,
+                   extra={"defined_in_module": True} if own else {})
+
+
+def own_functions(tree: ast.Module) -> tuple[str, ...]:
+    """The top-level, undecorated functions a module's source defines: its own torch code. A def inside an
+    `if is_..._available()` branch is a fallback, not counted."""
+    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list)
+
+
+def _own_function(mod: Any, dotted: str, name: str) -> bool:
+    obj = vars(mod).get(name)
+    if not callable(obj) or isinstance(obj, type) or getattr(obj, "__module__", None) != dotted:
+        return False
+    try:
+        return name in own_functions(ast.parse(Path(mod.__file__).read_text(encoding="utf-8")))
+    except (OSError, SyntaxError, ValueError, TypeError):
+        return False
 
 
 def resolve_decorated(read: StaticRead, d: Decorated) -> str | None:
@@ -422,8 +446,7 @@ def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix
         discovered.append(fname)
     out = {}
     for f in dict.fromkeys((*functions, *discovered)):
-        out[f] = found.get(f) or Binding(f, m.functions[f].package if f in m.functions else "", "unbound",
-                                         "-", "decorator")
+        out[f] = found.get(f) or _unbound(f, m, "decorator", _own_function(mod, dotted, f))
     return BindingResult("decorator", dotted, out, discovered=tuple(dict.fromkeys(discovered)))
 
 
