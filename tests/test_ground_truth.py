@@ -60,6 +60,15 @@ def test_transformers_5_23_lfm3_runs_its_own_torch_conv_and_doctor_says_so():
     assert conv["implementation"] == "transformers.models.lfm3.modeling_lfm3.causal_conv1d_fn"
 
 
+def test_transformers_5_23_newest_hybrids_build_tiny_and_doctor_agrees():
+    """qwen4_exp (QSA indexer fields), inkling (mlp_layer_types per layer) and bailing_hybrid (MLA heads, grouped
+    MoE) could not be built at the tiny shape, so the truth was a crash (4) or missing; matrix/verify.toml and the
+    per-layer list cut in verify/layers.py build them, and doctor's FALLBACK on this CPU matches what runs."""
+    tf = site("transformers==5.23.0", deps=True)
+    rows = _check(groundtruth.run(["qwen4_exp", "inkling_mm_model", "bailing_hybrid"], ("train", "infer"), [tf], {}))
+    assert {r["truth_exit"] for r in rows.values()} == {3}
+
+
 def test_transformers_5_13_mamba_family_doctor_agrees_with_what_runs():
     tf = site("transformers==5.13.1", deps=True)
     rows = _check(groundtruth.run([*MAMBA_513, "llama", "qwen3_5_vision"], ("train",), [tf], {}))

@@ -35,3 +35,14 @@ def test_an_own_function_is_marked_and_a_missing_one_is_not() -> None:
     assert own.bound == missing.bound == "unbound"
     assert own.extra == {"defined_in_module": True} and missing.extra == {}
     assert matrix_mod.load().functions["causal_conv1d_fn"].package == own.package
+
+
+def test_per_layer_lists_follow_the_layers_kept_at_the_tiny_shape() -> None:
+    from kernelcheck.verify.layers import _per_layer_lists
+
+    types = ["linear_attention", "linear_attention", "full_attention", "linear_attention"]
+    have = {"layer_types": types, "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+            "indexer_types": ["a", "b", "c", "d"], "other": [1, 2], "scalar": 4}
+    assert _per_layer_lists(have, types, ["linear_attention", "full_attention"]) == \
+        {"mlp_layer_types": ["dense", "sparse"], "indexer_types": ["a", "c"]}
+    assert _per_layer_lists(have, ["a", "b"], ["a", "b"]) == {}  # nothing cut: nothing changes

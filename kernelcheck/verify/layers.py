@@ -72,6 +72,14 @@ def _one_of_each(layer_types: list[str]) -> list[str]:
     return list(dict.fromkeys(layer_types))
 
 
+def _per_layer_lists(have: dict[str, Any], types: list[str], keep: list[str]) -> dict[str, list[Any]]:
+    """Other per-layer lists (mlp_layer_types of glm5_next and inkling: one entry per layer, checked against
+    num_hidden_layers) cut to the layers kept: the entries of the first layer of each kept type."""
+    idx = [types.index(t) for t in keep]
+    return {k: [v[i] for i in idx] for k, v in have.items()
+            if k != "layer_types" and isinstance(v, list) and len(v) == len(types) and len(types) > len(keep)}
+
+
 def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]]:
     """The transformers config object for `shape`, and the overrides applied to the real config."""
     from transformers import AutoConfig
@@ -114,6 +122,7 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
         keep = _one_of_each(types)
         overrides["layer_types"] = keep
         overrides["num_hidden_layers"] = len(keep)
+        overrides.update(_per_layer_lists(have, types, keep))
     else:
         overrides["num_hidden_layers"] = int(per_type.get("layers", 2))
     try:
