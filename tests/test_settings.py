@@ -33,3 +33,25 @@ def test_paths_and_timeout(tmp_path: Path) -> None:
     assert Settings.from_environ({"KERNELCHECK_NETWORK_TIMEOUT": "soon"}).network_timeout == 5.0
     m = tmp_path / "m.json"
     assert Settings.from_environ({"KERNELCHECK_MANIFEST": str(m)}).manifest_path == m
+
+
+def test_transformers_offline_keeps_the_hub_check_offline_as_model_lookup_is(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 24: TRANSFORMERS_OFFLINE=1 made model lookup offline while the Hub check still asked the Hub."""
+    from kernelcheck.core import settings
+    from kernelcheck.integrations import kernels_hub
+
+    for var in ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "KERNELS_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    asked: list[str] = []
+
+    def hub(repo_id: str, *args: object) -> kernels_hub.Resolution:
+        asked.append(repo_id)
+        raise RuntimeError("the Hub was asked")
+
+    monkeypatch.setattr(kernels_hub, "_resolve_hub", hub)
+    res = kernels_hub.resolve_repo("kernels-community/example", version=1, source="auto")
+    assert settings.hub_offline()
+    assert asked == [] and res.source == "none" and res.chosen is None

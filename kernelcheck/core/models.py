@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import paths
+from kernelcheck.core import paths, settings
 from kernelcheck.core.errors import BadInput
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -56,12 +56,6 @@ class ResolvedModel:
             "query": self.query, "id": self.id, "model_type": self.model_type, "source": self.source,
             "family": self.spec.family, "layer": self.spec.layer or None,
         }
-
-
-def offline() -> bool:
-    from kernelcheck.core import settings
-
-    return settings.hub_offline()
 
 
 # transformers' configs are kilobytes (the largest shipped ones, with label maps, well under 1 MB); reading and
@@ -187,8 +181,6 @@ def _from_cache(repo_id: str) -> Path | None:
 
 
 def network_timeout() -> float:
-    from kernelcheck.core import settings
-
     return settings.network_timeout()
 
 
@@ -204,8 +196,6 @@ class _HubChatter:
         msg = record.getMessage()
         if not msg.startswith("Retrying"):
             self.last = msg.splitlines()[0] if msg else msg
-        from kernelcheck.core import settings
-
         return settings.variable("KERNELCHECK_VERBOSE") == "1"
 
 
@@ -337,7 +327,7 @@ def _resolve_hub_id(q: str) -> ResolvedModel:
     cached = _from_cache(q)
     if cached:
         return _from_config(q, q, "hf-cache", _read_config(cached, q))
-    if offline():
+    if settings.hub_offline():
         raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
                        "is set). Download its config.json first (`hf download {q} config.json`), point --model "
                        "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
