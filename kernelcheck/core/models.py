@@ -180,10 +180,6 @@ def _from_cache(repo_id: str) -> Path | None:
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
 
-def network_timeout() -> float:
-    return settings.network_timeout()
-
-
 class _HubChatter:
     """huggingface_hub's retry lines ("'[Errno -2] Name or service not known' thrown while requesting HEAD
     ...", "Retrying in 4s [Retry 3/5]") are kept out of the user's face (shown with --verbose); the last one is
@@ -241,7 +237,7 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
     """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
     and never answers, or a name that does not resolve (retried with backoff), must not hang a CI gate.
     Raises TimeoutError naming what it waited for and the last error seen while retrying."""
-    limit = network_timeout() if timeout is None else timeout
+    limit = settings.network_timeout() if timeout is None else timeout
     box: dict[str, Any] = {}
     _hold_hub_chatter()
     _CHATTER.last = ""
@@ -269,10 +265,10 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
 
 def _from_hub(repo_id: str) -> tuple[Path | None, str]:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    limit = settings.network_timeout()  # a bad KERNELCHECK_NETWORK_TIMEOUT is BadInput, not a lookup that failed
     try:
         from huggingface_hub import hf_hub_download
 
-        limit = network_timeout()
         got = bounded(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=limit),
                       f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
         return Path(got), ""

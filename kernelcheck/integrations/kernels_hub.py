@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
-from kernelcheck.core.settings import hub_offline
+from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
 from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
 from kernelcheck.integrations.transformers_hub import (  # noqa: F401 - re-exported
@@ -329,11 +329,12 @@ def _resolve(repo_id: str, version: int | None, revision: str | None, source: st
         if hub_offline():
             return Resolution(repo_id, version, revision, "none", None,
                               error="the Hub may not be used (HF_HUB_OFFLINE/KERNELCHECK_OFFLINE is set)")
+        limit = network_timeout()  # a bad KERNELCHECK_NETWORK_TIMEOUT is BadInput, not a Hub that failed
         try:
             from kernelcheck.core.models import bounded
 
             return bounded(lambda: _resolve_hub(repo_id, version, revision, env, target),
-                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})")
+                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})", limit)
         except Exception as exc:  # noqa: BLE001 - the cache may still answer
             msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if source == "hub":
@@ -385,10 +386,10 @@ def _hub_api() -> Any:
     from huggingface_hub import HfApi, get_session
 
     from kernelcheck import __version__
-    from kernelcheck.core.settings import network_timeout
 
+    limit = network_timeout()
     try:  # huggingface_hub's client waits forever by default: every connect and read gets the network timeout
-        get_session().timeout = network_timeout()
+        get_session().timeout = limit
     except Exception:  # noqa: BLE001 - another client: the bounded() callers still end the wait
         pass
     return HfApi(library_name="kernelcheck", library_version=__version__)
