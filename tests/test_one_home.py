@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.core import errors, status
+from kernelcheck.core.environment import torch_minor
+from kernelcheck.core.gpu import default_device
 from kernelcheck.fleet import table
+from kernelcheck.install import plan_types
+from kernelcheck.install.plan import Options
+from kernelcheck.integrations.kernels_hub import Target
+from tests.environments import make_env
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kernelcheck"
 
@@ -31,7 +37,8 @@ def _defined(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name,home", [
     ("hub_offline", "core/settings.py"), ("offline", "core/settings.py"),
-    ("network_timeout", "core/settings.py"),
+    ("network_timeout", "core/settings.py"), ("torch_minor", "core/environment.py"),
+    ("default_device", "core/gpu.py"),
     ("EXIT_BROKEN", "core/status.py"), ("EXIT_CODE", "core/status.py"),
     ("InstallFailed", "core/errors.py"), ("BuildFailed", "core/errors.py"),
     ("FleetError", "core/errors.py"), ("FleetFailure", "core/errors.py"),
@@ -58,3 +65,27 @@ def test_install_errors_end_broken_and_build_failures_are_install_failures() -> 
         assert issubclass(cls, errors.KernelcheckError) and cls("x").exit_code == status.EXIT_BROKEN
     assert issubclass(errors.BuildFailed, errors.InstallFailed)
     assert issubclass(errors.FleetFailure, errors.FleetError)
+
+
+@pytest.mark.parametrize("version,mm", [("2.11.0+cu130", "2.11"), ("2.13.0+cpu", "2.13"), ("2.12", "2.12"),
+                                        ("2.10.0a0+git1234", "2.10"), ("", None), (None, None), ("torch", None)])
+def test_torch_major_minor_has_one_spelling(version: str | None, mm: str | None) -> None:
+    assert torch_minor(version) == mm
+
+
+def test_the_install_target_and_the_manifest_read_torch_minor_from_the_one_helper() -> None:
+    target = plan_types.target_of(make_env(torch="2.11.0+cu130"), Options())
+    assert target.torch_mm == "2.11"
+    assert plan_types.target_of(make_env(torch="2.13.0+cpu", cuda=None), Options()).torch_mm == "2.13"
+
+
+@pytest.mark.parametrize("torch,cuda,device,target,want", [
+    ("2.11.0+cu130", "13.0", None, None, "cuda"),
+    ("2.13.0+cpu", None, None, None, "cpu"),
+    ("2.13.0+cpu", None, None, Target(torch="2.11", cuda="13.0"), "cuda"),  # planning a GPU image on a CPU box
+    ("2.13.0+cpu", None, None, Target(torch="2.11", cuda=""), "cpu"),       # a CPU target build
+    ("2.11.0+cu130", "13.0", "xpu", Target(cuda="13.0"), "xpu"),             # the user's --device wins
+])
+def test_the_job_device_default_is_decided_once(torch: str, cuda: str | None, device: str | None,
+                                                 target: Target | None, want: str) -> None:
+    assert default_device(make_env(None, torch=torch, cuda=cuda), device, target) == want

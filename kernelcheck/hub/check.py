@@ -24,15 +24,6 @@ from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
 
 
-def default_device(env: environment_mod.Environment) -> str:
-    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
-    if env.torch and env.torch.cuda:
-        return "cuda"
-    if env.torch and env.torch.hip:
-        return "rocm"
-    return "cpu"
-
-
 def _capability(env: environment_mod.Environment) -> int | None:
     if not env.capabilities:
         return None
@@ -244,7 +235,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
-    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    dev = gpu_mod.default_device(env, device, target)
     refused = refuses(th, use_hub)
     lines = _header(th, used, why, refused)
     findings = _window_findings(th, use_hub, used)

@@ -222,8 +222,8 @@ def _system(target: Target | None = None) -> dict[str, Any]:
     try:
         import torch
 
-        tv = torch.__version__.split("+")[0].split(".")
-        torch_mm: tuple[int, int] | None = (int(tv[0]), int(tv[1]))
+        major, minor = (environment_mod.torch_minor(torch.__version__) or "").split(".")
+        torch_mm: tuple[int, int] | None = (int(major), int(minor))
         abi: bool | None = bool(torch.compiled_with_cxx11_abi())
     except Exception:  # noqa: BLE001
         torch_mm, abi = None, None
