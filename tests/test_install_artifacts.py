@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import build, plan, sources, wheels
 from tests.kcfixtures import PY_TAG, make_wheel, pypi_wheels
 from tests.test_install_plan import env, steps_of
@@ -268,5 +269,5 @@ def test_build_overlay_provides_wheel_and_ninja_without_touching_the_environment
     assert binary.startswith(str(tmp_path / "overlay")), binary  # MAX_JOBS works: torch finds this ninja
     assert subprocess.run(freeze, capture_output=True, text=True, check=True).stdout == before  # untouched
     # offline, with neither in the wheelhouse: wheel is required (refused), ninja only makes it serial
-    with pytest.raises(build.BuildFailed, match="cannot provision wheel"):
+    with pytest.raises(BuildFailed, match="cannot provision wheel"):
         build.provision_overlay(tmp_path / "o2", tmp_path / "empty", True, py, tools=("wheel",), log=said.append)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import build, wheels
 from tests.kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
 
@@ -88,7 +89,7 @@ def test_patch_gencode_keeps_only_target_arches(tmp_path: Path):
     compile(res.text, "setup.py", "exec")  # still valid Python (conditional blocks keep a body)
     two = build.patch_gencode(text, ("8.0", "10.0"))
     assert "arch=compute_100,code=sm_100" in two.text and "code=sm_90" not in two.text
-    with pytest.raises(build.BuildFailed):
+    with pytest.raises(BuildFailed):
         build.patch_gencode("print('no gencode here')", ("9.0",))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from kernelcheck import schemas
-from kernelcheck.core.errors import BadInput, KernelcheckError
+from kernelcheck.core.errors import BadInput, FleetError, FleetFailure, KernelcheckError
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +30,6 @@ ALL_RANKS_HELP = ("Under torchrun, srun or an indexed Kubernetes Job: every rank
                   "fleet table and the differences, every rank exits with the worst rank's code (docs/fleet.md).")
 TIMEOUT_HELP = ("With --all-ranks: seconds a rank waits for the others once its own check is done; a rank that "
                 "never joins or dies is named and the gate exits 4.")
-
-
-class FleetError(KernelcheckError):
-    exit_code = 4
 
 
 def _rank_junit(path: str, rank: int) -> str:
@@ -127,7 +123,7 @@ def _gate_and_print(command: str, record: dict[str, Any], info: Any, timeout: fl
 
     try:
         outcome = gather.gate(record, info, timeout, table.fleet_code, said=known)
-    except gather.FleetFailure as exc:
+    except FleetFailure as exc:
         raise FleetError(str(exc)) from None
     if known.code is None:  # a verdict this rank reached alone (rank 0 never joined, no verdict in time)
         known(outcome.exit_code, outcome.message)

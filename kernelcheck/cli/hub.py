@@ -100,7 +100,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
-        dev = device or ("cuda" if target is not None and target.cuda else gpu_mod.default_device(env))
+        dev = gpu_mod.default_device(env, device, target)
         _prefetch(report, env, model, modeling, functions, mode, dev, parsed, lock, dry_run, target)
     section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
                               source=source, query=model, target=target)

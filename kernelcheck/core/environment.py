@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import signals
 
@@ -42,6 +44,18 @@ class TorchInfo:
     cxx11abi: bool | None
     hip: str | None = None
     cuda_available: bool = False
+
+
+def torch_minor(version: str | None) -> str | None:
+    """The one spelling of torch's major.minor ("2.11.0+cu130" -> "2.11"): matrix/torch.toml's key, a wheel tag's
+    torch2.11, the manifest's torch_mm. None without a version, or for one packaging cannot read."""
+    if not version:
+        return None
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    return f"{v.major}.{v.minor}"
 
 
 @dataclass(frozen=True)

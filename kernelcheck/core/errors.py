@@ -25,6 +25,26 @@ class BrokenEnvironment(KernelcheckError):
     exit_code = 4
 
 
+class InstallFailed(KernelcheckError):
+    """An install step failed; the environment was left (or put back) as it was. Exit 4."""
+
+    exit_code = 4
+
+
+class BuildFailed(InstallFailed):
+    """A source build failed (an install step: --arch builds); nothing was installed. Exit 4."""
+
+
+class FleetError(KernelcheckError):
+    """The fleet gate (--all-ranks) could not finish: a rank never joined, died, or no verdict came. Exit 4."""
+
+    exit_code = 4
+
+
+class FleetFailure(FleetError):
+    """Raised inside the gather (kernelcheck.fleet.gather); the message names the ranks at fault."""
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM: the command stopped before its verdict. Exit 128 + the signal number (130 for
     SIGINT, 143 for SIGTERM: what a shell reports for a process ended by that signal). A KeyboardInterrupt,

@@ -16,6 +16,7 @@ import functools
 import logging
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 from kernelcheck.core.environment import Environment, Gpu
 from kernelcheck.core.errors import BadInput
@@ -117,8 +118,19 @@ def capability_number(env: Environment) -> int | None:
     return Capability.parse(env.capabilities[0]).number
 
 
-def default_device(env: Environment) -> str:
-    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
+class _TargetBuild(Protocol):
+    @property
+    def cuda(self) -> str | None: ...  # "13.0"; "" or None: not a CUDA build
+
+
+def default_device(env: Environment, device: str | None = None, target: _TargetBuild | None = None) -> str:
+    """The device type the job's model sits on: `device` when the user named one (--device/--hub-device), CUDA
+    for a CUDA `target` build (planning for a GPU image from another machine), else from this torch build (as
+    kernels' backend is)."""
+    if device:
+        return device
+    if target is not None and target.cuda:
+        return "cuda"
     if env.torch and env.torch.cuda:
         return "cuda"
     if env.torch and env.torch.hip:

@@ -68,12 +68,13 @@ def built_nvcc() -> dict[str, str]:
 
 def explain(env: Any) -> list[Any]:
     """Findings where the environment no longer fits what kernelcheck installed (manifest vs now)."""
+    from kernelcheck.core.environment import torch_minor
     from kernelcheck.install.wheels import arch_serves, cap_to_sm
     from kernelcheck.report.model import Finding
 
     out = []
     torch_v = env.torch.version if env.torch else None
-    mm = ".".join(torch_v.split("+")[0].split(".")[:2]) if torch_v else None
+    mm = torch_minor(torch_v)
     for name, e in read()["packages"].items():
         st = env.packages.get(name)
         dist = e.get("distribution", name)

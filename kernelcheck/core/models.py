@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import paths
+from kernelcheck.core import paths, settings
 from kernelcheck.core.errors import BadInput
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -56,12 +56,6 @@ class ResolvedModel:
             "query": self.query, "id": self.id, "model_type": self.model_type, "source": self.source,
             "family": self.spec.family, "layer": self.spec.layer or None,
         }
-
-
-def offline() -> bool:
-    from kernelcheck.core import settings
-
-    return settings.hub_offline()
 
 
 # transformers' configs are kilobytes (the largest shipped ones, with label maps, well under 1 MB); reading and
@@ -186,12 +180,6 @@ def _from_cache(repo_id: str) -> Path | None:
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
 
-def network_timeout() -> float:
-    from kernelcheck.core import settings
-
-    return settings.network_timeout()
-
-
 class _HubChatter:
     """huggingface_hub's retry lines ("'[Errno -2] Name or service not known' thrown while requesting HEAD
     ...", "Retrying in 4s [Retry 3/5]") are kept out of the user's face (shown with --verbose); the last one is
@@ -204,8 +192,6 @@ class _HubChatter:
         msg = record.getMessage()
         if not msg.startswith("Retrying"):
             self.last = msg.splitlines()[0] if msg else msg
-        from kernelcheck.core import settings
-
         return settings.variable("KERNELCHECK_VERBOSE") == "1"
 
 
@@ -251,7 +237,7 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
     """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
     and never answers, or a name that does not resolve (retried with backoff), must not hang a CI gate.
     Raises TimeoutError naming what it waited for and the last error seen while retrying."""
-    limit = network_timeout() if timeout is None else timeout
+    limit = settings.network_timeout() if timeout is None else timeout
     box: dict[str, Any] = {}
     _hold_hub_chatter()
     _CHATTER.last = ""
@@ -279,10 +265,10 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
 
 def _from_hub(repo_id: str) -> tuple[Path | None, str]:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    limit = settings.network_timeout()  # a bad KERNELCHECK_NETWORK_TIMEOUT is BadInput, not a lookup that failed
     try:
         from huggingface_hub import hf_hub_download
 
-        limit = network_timeout()
         got = bounded(lambda: hf_hub_download(repo_id, "config.json", etag_timeout=limit),
                       f"config.json of {repo_id} from the Hugging Face Hub ({endpoint})", limit)
         return Path(got), ""
@@ -337,7 +323,7 @@ def _resolve_hub_id(q: str) -> ResolvedModel:
     cached = _from_cache(q)
     if cached:
         return _from_config(q, q, "hf-cache", _read_config(cached, q))
-    if offline():
+    if settings.hub_offline():
         raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
                        "is set). Download its config.json first (`hf download {q} config.json`), point --model "
                        "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))

@@ -28,6 +28,7 @@ The user's table of all of them, with defaults and flags, is docs/settings.md (t
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -37,11 +38,31 @@ from pathlib import Path
 YES = frozenset({"1", "ON", "YES", "TRUE", "Y"})
 HUB_OFFLINE_VARIABLES = ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 DEFAULT_NETWORK_TIMEOUT = 5.0
+MIN_NETWORK_TIMEOUT = 0.1  # as `kernelcheck --network-timeout` (click.FloatRange(min=0.1))
 
 
 def is_yes(value: str | None) -> bool:
     """The one reading of a boolean environment variable: 1, on, yes, true, y (any case)."""
     return (value or "").strip().upper() in YES
+
+
+def parse_network_timeout(raw: str | None) -> float:
+    """The one reading of KERNELCHECK_NETWORK_TIMEOUT: unset or empty is the default (5 s); anything but a
+    number of seconds of at least MIN_NETWORK_TIMEOUT is BadInput (exit 2), never a silent default."""
+    text = (raw or "").strip()
+    if not text:
+        return DEFAULT_NETWORK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < MIN_NETWORK_TIMEOUT:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={raw!r} is not a number of seconds of at least "
+                       f"{MIN_NETWORK_TIMEOUT:g}: set it to one (e.g. {DEFAULT_NETWORK_TIMEOUT:g}, the default), "
+                       "unset it, or use `kernelcheck --network-timeout SECONDS`.")
+    return value
 
 
 @dataclass(frozen=True)
@@ -52,7 +73,7 @@ class Settings:
     home: Path = Path.home() / ".cache" / "kernelcheck"
     manifest: Path | None = None
     release_mirror: str | None = None
-    network_timeout: float = DEFAULT_NETWORK_TIMEOUT
+    network_timeout_text: str | None = None  # KERNELCHECK_NETWORK_TIMEOUT as set: read by `network_timeout`
     debug: bool = False
     hf_hub_cache: str | None = None
 
@@ -60,10 +81,6 @@ class Settings:
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         offline_by = next((v for v in HUB_OFFLINE_VARIABLES if is_yes(env.get(v))), "")
-        try:
-            timeout = float(env.get("KERNELCHECK_NETWORK_TIMEOUT") or DEFAULT_NETWORK_TIMEOUT)
-        except ValueError:
-            timeout = DEFAULT_NETWORK_TIMEOUT
         home = env.get("KERNELCHECK_HOME")
         manifest = env.get("KERNELCHECK_MANIFEST")
         return cls(
@@ -72,10 +89,16 @@ class Settings:
             home=Path(home) if home else Path.home() / ".cache" / "kernelcheck",
             manifest=Path(manifest) if manifest else None,
             release_mirror=env.get("KERNELCHECK_RELEASE_MIRROR") or None,
-            network_timeout=timeout if timeout > 0 else DEFAULT_NETWORK_TIMEOUT,
+            network_timeout_text=env.get("KERNELCHECK_NETWORK_TIMEOUT"),
             debug=bool(env.get("KERNELCHECK_DEBUG")),
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
         )
+
+    @property
+    def network_timeout(self) -> float:
+        """Seconds any single network wait may take (BadInput for a value that is not one: only code that
+        waits on the network reads it, so a bad value never stops a command that does not)."""
+        return parse_network_timeout(self.network_timeout_text)
 
     @property
     def wheelhouse(self) -> Path:
@@ -114,11 +137,5 @@ def set_variable(name: str, value: str) -> None:
 
 def network_timeout() -> float:
     """Seconds any single network wait may take: `kernelcheck --network-timeout S` or KERNELCHECK_NETWORK_TIMEOUT
-    (default 5)."""
-    raw = os.environ.get("KERNELCHECK_NETWORK_TIMEOUT") or str(DEFAULT_NETWORK_TIMEOUT)
-    try:
-        return max(0.1, float(raw))
-    except ValueError:
-        from kernelcheck.core.errors import BadInput
-
-        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={raw!r} is not a number of seconds.") from None
+    (default 5); BadInput for a value that is not a number of seconds (`parse_network_timeout`)."""
+    return current().network_timeout

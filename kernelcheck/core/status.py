@@ -75,6 +75,9 @@ EXIT_CODE = {Verdict.READY: EXIT_READY, Verdict.FALLBACK: EXIT_FALLBACK, Verdict
 _RANK = {Verdict.READY: 0, Verdict.FALLBACK: 1, Verdict.BROKEN: 2}
 _BY_EXIT = {code: verdict for verdict, code in EXIT_CODE.items()}
 WORDS = {Verdict.READY: "READY", Verdict.FALLBACK: "FALLBACK", Verdict.BROKEN: "BROKEN"}
+# Every exit code, worst first: broken, internal error, bad input, fallback, ready. A gate over many results (the
+# fleet's ranks, compare's reports) exits with the worst; a code outside the contract ranks as an internal error.
+_EXIT_RANK = {EXIT_BROKEN: 4, EXIT_INTERNAL: 3, EXIT_USAGE: 2, EXIT_FALLBACK: 1, EXIT_READY: 0}
 
 
 def verdict_of_status(status: str) -> Verdict:
@@ -96,6 +99,11 @@ def worst(verdicts: Iterable[Verdict | str]) -> Verdict:
         if _RANK[vv] > _RANK[out]:
             out = vv
     return out
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The worst of `codes` in `_EXIT_RANK`'s order (broken when there are none: nothing reported is no pass)."""
+    return max(codes, key=lambda c: _EXIT_RANK.get(c, _EXIT_RANK[EXIT_INTERNAL]), default=EXIT_BROKEN)
 
 
 def verdict_of_exit(code: int) -> Verdict:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
+from kernelcheck.core import settings
 from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus
@@ -162,7 +163,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
     if hub_on:
         repos = {b.extra["kernel"]: hub_map.get(b.extra["kernel"]) for b in result.bindings.values()}
         uncached = {k: r for k, r in repos.items() if r and not _hub_state(r)[0]}
-        if uncached and hub_mod.offline():
+        if uncached and settings.hub_offline():
             return _hub_offline_broken(model, result, env, th, uncached, layers, m, ref)
         findings.append(Finding(
             "lazy-hub-kernels", "warning",

@@ -23,7 +23,7 @@ def _import_error_fill(env: environment_mod.Environment, dist: str, package: str
     """The values an import_error rule's message and fix are formatted with."""
     torch_v = env.torch.version if env.torch else None
     return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
-            "torch_mm": ".".join((torch_v or "0.0").split(".")[:2])}
+            "torch_mm": environment_mod.torch_minor(torch_v) or "0.0"}
 
 
 AttrCheck = Callable[[str, str, str], dict[str, Any]]

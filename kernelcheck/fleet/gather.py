@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from kernelcheck.core.errors import FleetFailure
+from kernelcheck.core.status import EXIT_BROKEN
 from kernelcheck.fleet import summary
 from kernelcheck.fleet.ranks import RankInfo
 
 log = logging.getLogger(__name__)
 
-EXIT_BROKEN = 4
 _SLACK_S = 5.0
 
 
@@ -60,10 +61,6 @@ class Outcome:
                 time.sleep(0.05)
         except Exception as exc:  # noqa: BLE001 - the others stop waiting after their slack anyway
             log.info("release: %s", exc)
-
-
-class FleetFailure(Exception):
-    """The gather could not finish: the message names the ranks at fault."""
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -11,23 +11,17 @@ from collections import OrderedDict
 from typing import Any
 
 from kernelcheck import __version__
+from kernelcheck.core.status import EXIT_BROKEN, verdict_of_exit, worst_exit
 
-# worst first: broken, internal error, bad input, fallback, ready
-_SEVERITY = {4: 4, 1: 3, 2: 2, 3: 1, 0: 0}
-EXIT_BROKEN = 4
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
-
-
-def worst_code(codes: list[int]) -> int:
-    return max(codes, key=lambda c: _SEVERITY.get(c, 3), default=EXIT_BROKEN)
 
 
 def fleet_code(records: list[dict[str, Any]], missing: dict[int, str]) -> int:
     """The code every rank exits with: the worst rank's, and broken when a rank is missing or nothing reported."""
     if missing or not records:
         return EXIT_BROKEN
-    return worst_code([int(r.get("exit_code", 1)) for r in records])
+    return worst_exit(int(r.get("exit_code", 1)) for r in records)
 
 
 def _gpu(env: dict[str, Any]) -> str:
@@ -195,12 +189,20 @@ def render_text(command: str, records: list[dict[str, Any]], missing: dict[int, 
     return "\n".join(out)
 
 
+def _verdict(code: int) -> str | None:
+    """The fleet's verdict word, or None when the worst rank ended with an error (exit 1 or 2)."""
+    try:
+        return verdict_of_exit(code).value
+    except ValueError:
+        return None
+
+
 def to_json(command: str, records: list[dict[str, Any]], missing: dict[int, str], code: int,
             message: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     gs = groups(records)
     return {
         "schema": FLEET_SCHEMA, "command": command, "kernelcheck": __version__,
-        "verdict": {0: "ready", 3: "fallback", 4: "broken"}.get(code), "exit_code": code,
+        "verdict": _verdict(code), "exit_code": code,
         "size": len(records) + len(missing), "message": message,
         "groups": [[label(r) for r in g] for g in gs],
         "differences": differences(records),

@@ -19,6 +19,7 @@ from typing import Any
 
 import kernelcheck
 from kernelcheck import schemas
+from kernelcheck.core.environment import torch_minor
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
 from kernelcheck.forecast.diff import Diff, diff
@@ -96,7 +97,7 @@ def _drift(changes: list[Change], before: dict[str, Any], after: dict[str, Any],
     from kernelcheck.core import manifest, matrix
 
     tb, ta = _torch_versions(before, after)
-    if drift_mod.torch_minor(tb) == drift_mod.torch_minor(ta):
+    if torch_minor(tb) == torch_minor(ta):
         return []
     m = matrix.load()
     dists = [d for p in m.packages.values() if p.kind == "cuda-extension" for d in p.distributions]

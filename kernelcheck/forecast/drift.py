@@ -17,6 +17,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from kernelcheck.core.environment import torch_minor
+
 _TAG = re.compile(r"torch(\d+)\.(\d+)")
 _TORCH_SYMBOL = ("_ZN3c10", "_ZN2at", "_ZN5torch", "_ZNK3c10", "_ZNK2at")
 
@@ -43,16 +45,6 @@ class Drift:
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
-
-
-def torch_minor(version: str | None) -> str | None:
-    if not version:
-        return None
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return None
-    return f"{v.major}.{v.minor}"
 
 
 def built_for(ext: Extension) -> tuple[str | None, str]:

@@ -17,20 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcheck.core import decide
+from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
-
-
-def default_device(env: environment_mod.Environment) -> str:
-    """The device type the job's model sits on, from the torch build (as kernels' backend is)."""
-    if env.torch and env.torch.cuda:
-        return "cuda"
-    if env.torch and env.torch.hip:
-        return "rocm"
-    return "cpu"
 
 
 def _capability(env: environment_mod.Environment) -> int | None:
@@ -127,7 +118,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
             "(\"Kernels are not available\")",
             f"pip install 'kernels{th.window_text}', or set USE_HUB_KERNELS=0, or pass use_kernels=False",
             th.window_source))
-    if used and not hub_mod.offline():
+    if used and not settings.hub_offline():
         problem = hub_mod.kernels_client_problem()
         if problem:
             findings.append(Finding(
@@ -142,9 +133,9 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
 
 def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source: str, used: bool,
                    device: str | None, target: hub_mod.Target | None) -> list[str]:
-    listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if hub_mod.offline() else \
+    listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if settings.hub_offline() else \
         "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
-    if source == "cache" and not hub_mod.offline():
+    if source == "cache" and not settings.hub_offline():
         listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
             ("Hub kernels are not in use" if not used else "--source cache") + ")"
     origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
@@ -244,7 +235,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
     th = hub_mod.transformers_hub()
     used, why = decide_use(th, use_hub)
-    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    dev = gpu_mod.default_device(env, device, target)
     refused = refuses(th, use_hub)
     lines = _header(th, used, why, refused)
     findings = _window_findings(th, use_hub, used)
@@ -282,7 +273,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         why=why,
         device=dev,
         mode=mode,
-        offline=hub_mod.offline(),
+        offline=settings.hub_offline(),
         transformers={k: v for k, v in th.to_json().items() if k != "mapping"},
         mapping=[{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
                   "layer": e.repo.layer_name, "capability": e.capability}
@@ -370,7 +361,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
     hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
-    if used and hub_failed and not hub_mod.offline():
+    if used and hub_failed and not settings.hub_offline():
         # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
         cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""
         findings.append(Finding(

@@ -26,7 +26,7 @@ from kernelcheck import __version__
 from kernelcheck.core import manifest
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, dist_version
-from kernelcheck.core.errors import Interrupted, KernelcheckError
+from kernelcheck.core.errors import InstallFailed, Interrupted
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Plan, Step
@@ -39,12 +39,6 @@ from kernelcheck.install.txn import (  # the transaction pip runs inside
     _sigterm_as_interrupt,
     site_dir,
 )
-
-
-class InstallFailed(KernelcheckError):
-    """An install step failed; the environment was left (or put back) as it was. Exit 4."""
-
-    exit_code = 4
 
 
 @dataclass

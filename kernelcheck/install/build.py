@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import wheels
 
 # Each nvcc job of these extensions peaks around 2-4 GiB (measured: causal-conv1d bwd at about 3 GiB
@@ -39,12 +39,6 @@ _PAIR = re.compile(
     r"(?P<indent>[ \t]*)(?P<var>\w+)\.append\(\s*[\"']-gencode[\"']\s*\)\s*\n"
     r"[ \t]*(?P=var)\.append\(\s*[\"']arch=compute_(?P<a>\d+a?),code=sm_(?P<b>\d+a?)[\"']\s*\)"
 )
-
-
-class BuildFailed(KernelcheckError):
-    """A source build failed; nothing was installed. Exit 4."""
-
-    exit_code = 4
 
 
 @dataclass(frozen=True)

@@ -32,18 +32,14 @@ from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_CODE
+from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
+from kernelcheck.core.status import EXIT_BROKEN, EXIT_CODE, EXIT_FALLBACK, EXIT_READY, verdict_of_exit
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
-from kernelcheck.install import build as build_mod
 from kernelcheck.install import plan as plan_mod
 from kernelcheck.install import sources
 from kernelcheck.install import txn as txn_mod
 from kernelcheck.report.model import (
-    EXIT_BROKEN,
-    EXIT_FALLBACK,
-    EXIT_READY,
     Before,
     Finding,
     FunctionStatus,
@@ -53,8 +49,6 @@ from kernelcheck.report.model import (
     render_text,
 )
 from kernelcheck.report.progress import working
-
-_EXIT = {"ready": EXIT_READY, "fallback": EXIT_FALLBACK, "broken": EXIT_BROKEN}  # plan.predicted -> exit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,7 +292,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
                                         log=progress, jobs=req.jobs, offline=offline)
             done.append(outcome)
-        except (installer.InstallFailed, build_mod.BuildFailed) as exc:
+        except InstallFailed as exc:  # BuildFailed is one
             report.plan = plan.to_json()
             report.findings.append(Finding("install-failed", "broken", exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
@@ -377,15 +371,15 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     lock_written = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
     # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as
     # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
-    code = 0
+    code = EXIT_READY
     for st in steps:
         if st.get("action") in ("failed", "skipped"):
-            code = 3
+            code = EXIT_FALLBACK
             report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback", f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing":
-            code = 3
+            code = EXIT_FALLBACK
             report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
-    report.prediction = Prediction({0: "ready", 3: "fallback", 4: "broken"}[code], not req.dry_run, lock_written,
+    report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
                                    has_lock=True)
     return report, code
 
@@ -422,7 +416,7 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
         report.findings.append(Finding("install-stopped", "fallback",
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
-    return report, _EXIT[predicted.value]
+    return report, EXIT_CODE[predicted]
 
 
 def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:

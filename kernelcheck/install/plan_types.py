@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core.environment import Environment
+from kernelcheck.core.environment import Environment, torch_minor
 from kernelcheck.install import wheels
 from kernelcheck.install.wheels import TrialImport, WheelInfo
 
@@ -104,7 +104,7 @@ class Plan:
 def target_of(env: Environment, opts: Options) -> wheels.Target:
     t = env.torch
     cuda_major = int(t.cuda.split(".")[0]) if t and t.cuda else None
-    mm = ".".join(t.version.split("+")[0].split(".")[:2]) if t else "?"
+    mm = torch_minor(t.version if t else None) or "?"
     return wheels.Target(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
 
 

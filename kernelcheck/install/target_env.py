@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core.environment import Environment, TorchInfo
+from kernelcheck.core.environment import Environment, TorchInfo, torch_minor
 from kernelcheck.core.status import Finding
 from kernelcheck.core.targets import TargetBuild
 
@@ -26,7 +26,7 @@ def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tu
     """`env` as the target build would be (pure), and the info finding that says what was planned for."""
     here = env.torch
     base = (here.version.split("+")[0] if here else "0.0.0")
-    mm = build.torch or ".".join(base.split(".")[:2])
+    mm = build.torch or torch_minor(base) or "0.0"
     version = f"{build.torch}.0" if build.torch else base
     cuda = build.cuda if build.cuda is not None else (here.cuda if here else None)
     local = f"+cu{cuda.replace('.', '')}" if cuda else "+cpu"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
 from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
 from kernelcheck.integrations.transformers_hub import (  # noqa: F401 - re-exported
@@ -85,16 +86,10 @@ class Resolution:
 
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_TRUE = {"1", "ON", "YES", "TRUE", "Y"}
 
 # ---------------------------------------------------------------------------------------------------------------
 # Variant listing and resolution with kernels' own code
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def offline() -> bool:
-    """True when the Hub may not be used (HF_HUB_OFFLINE, or KERNELCHECK_OFFLINE)."""
-    return any(os.environ.get(v, "").upper() in _TRUE for v in ("HF_HUB_OFFLINE", "KERNELCHECK_OFFLINE"))
 
 
 def cache_dir() -> Path:
@@ -227,8 +222,8 @@ def _system(target: Target | None = None) -> dict[str, Any]:
     try:
         import torch
 
-        tv = torch.__version__.split("+")[0].split(".")
-        torch_mm: tuple[int, int] | None = (int(tv[0]), int(tv[1]))
+        major, minor = (environment_mod.torch_minor(torch.__version__) or "").split(".")
+        torch_mm: tuple[int, int] | None = (int(major), int(minor))
         abi: bool | None = bool(torch.compiled_with_cxx11_abi())
     except Exception:  # noqa: BLE001
         torch_mm, abi = None, None
@@ -329,16 +324,17 @@ def _resolve(repo_id: str, version: int | None, revision: str | None, source: st
     locals_ = local_kernels()
     if repo_id in locals_ and source in ("auto", "cache"):
         return _local_resolution(repo_id, version, revision, locals_[repo_id], env, target)
-    use_hub = source == "hub" or (source == "auto" and not offline())
+    use_hub = source == "hub" or (source == "auto" and not hub_offline())
     if use_hub:
-        if offline():
+        if hub_offline():
             return Resolution(repo_id, version, revision, "none", None,
                               error="the Hub may not be used (HF_HUB_OFFLINE/KERNELCHECK_OFFLINE is set)")
+        limit = network_timeout()  # a bad KERNELCHECK_NETWORK_TIMEOUT is BadInput, not a Hub that failed
         try:
             from kernelcheck.core.models import bounded
 
             return bounded(lambda: _resolve_hub(repo_id, version, revision, env, target),
-                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})")
+                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})", limit)
         except Exception as exc:  # noqa: BLE001 - the cache may still answer
             msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if source == "hub":
@@ -350,7 +346,7 @@ def _resolve(repo_id: str, version: int | None, revision: str | None, source: st
 
 def _kernels_says(repo_id: str, version: int | None) -> str:
     """kernels' own offline version lookup for `version` (its ValueError text), or "" when it resolves."""
-    if version is None or not offline():
+    if version is None or not hub_offline():
         return ""
     try:
         err = api().offline_version_error(repo_id, version)
@@ -363,7 +359,7 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
                       env: environment_mod.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
-        hint = "offline (HF_HUB_OFFLINE)" if offline() else (notes[0] if notes else "the Hub was not asked")
+        hint = "offline (HF_HUB_OFFLINE)" if hub_offline() else (notes[0] if notes else "the Hub was not asked")
         said = _kernels_says(repo_id, version)
         return Resolution(repo_id, version, revision, "none", str(cache_dir()), ref, commit,
                           error=f"{why}; {hint}", notes=tuple(notes[1:]), kernels_error=said or None)
@@ -390,10 +386,10 @@ def _hub_api() -> Any:
     from huggingface_hub import HfApi, get_session
 
     from kernelcheck import __version__
-    from kernelcheck.core.settings import network_timeout
 
+    limit = network_timeout()
     try:  # huggingface_hub's client waits forever by default: every connect and read gets the network timeout
-        get_session().timeout = network_timeout()
+        get_session().timeout = limit
     except Exception:  # noqa: BLE001 - another client: the bounded() callers still end the wait
         pass
     return HfApi(library_name="kernelcheck", library_version=__version__)

@@ -276,11 +276,12 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
     steps {package, action, source, spec, reason}."""
     from kernelcheck.core import models as models_mod
-    from kernelcheck.hub.check import _capability, default_device
+    from kernelcheck.core.gpu import default_device
+    from kernelcheck.hub.check import _capability
 
     env = env or environment_mod.probe(packages=False)
     model = models_mod.resolve(query)
-    dev = device or ("cuda" if target is not None and target.cuda else default_device(env))
+    dev = default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
                         _capability(env))
     if not repos:
