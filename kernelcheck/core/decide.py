@@ -113,6 +113,7 @@ def assume(prior: FunctionStatus, status: str) -> FunctionStatus:
 
 
 def _observe(fs: FunctionStatus, ob: Observation) -> None:
+    seen_before = fs.evidence is not None  # a live run already said what ran: its words stay as they are
     fs.evidence = ob.evidence
     if ob.broken:
         fs.status = Status.BROKEN.value
@@ -127,7 +128,7 @@ def _observe(fs: FunctionStatus, ob: Observation) -> None:
     if fs.status == Status.FAST:
         fs.status = Status.FALLBACK.value
         fs.reason = f"observed: the torch reference {ob.implementation} ran although transformers bound the fast kernel"
-    elif fs.reason and not fs.reason.startswith("observed"):
+    elif fs.reason and not seen_before:
         fs.reason = f"observed: the torch reference ran ({ob.implementation}); {fs.reason}"
 
 

@@ -35,6 +35,12 @@ class Severity(StrEnum):  # a str: JSON and comparisons with plain strings keep 
     INFO = "info"
 
 
+class Cause(StrEnum):
+    """Why a function is not fast, as a value a decision can read (its reason says it in words)."""
+
+    NOT_INSTALLED = "not-installed"  # the function's package is not installed here
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
@@ -63,6 +69,7 @@ class FunctionStatus:
     phase: str = ""
     used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
     evidence: dict[str, Any] | None = None
+    cause: Cause | None = None  # why it is not fast, for decisions; never printed (JSON has the reason)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FunctionStatus:

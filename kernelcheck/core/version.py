@@ -2,7 +2,8 @@
 
 The commit comes from the checkout kernelcheck runs from (read from .git's files: no git process, works in git
 worktrees), else from `kernelcheck/_commit.txt`, which every wheel build bakes in (setup.py: `git rev-parse HEAD`
-of the source tree, or the commit a build without .git passes in), else it is unknown. The data date is matrix/data.toml's `updated`.
+of the source tree, or the commit a build without .git passes in), else it is unknown. The data date is
+matrix/data.toml's `updated`.
 """
 
 from __future__ import annotations

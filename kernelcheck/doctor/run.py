@@ -12,6 +12,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
+from kernelcheck.core.status import Cause
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
@@ -57,8 +58,9 @@ def function_statuses(
             else:
                 out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
             continue
-        reason, fix, status = _why_torch(fn, b, env, query, m, attr)
-        out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
+        why = _why_torch(fn, b, env, query, m, attr)
+        out.append(FunctionStatus(fn, dist, why.status, b.implementation, why.reason, why.fix, phase, used,
+                                  cause=why.cause))
     return out
 
 
@@ -320,10 +322,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
-        note = (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
-                "instead; see unsloth-replaces-fla)")
-        report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
-                            and "not installed" in fs.reason else fs for fs in report.functions]
+        report.functions = _unsloth_noted(report.functions)
     bound = _bound(report, result)
     report.backends, backend_findings = backends_mod.section(env, report.functions, mode)  # fast ones, pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
@@ -332,6 +331,17 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
+
+
+_UNSLOTH_NOTE = (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
+                 "instead; see unsloth-replaces-fla)")
+
+
+def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
+    """fla-core's functions that fall back because fla-core is not installed get the unsloth note: a job that
+    imports unsloth first has unsloth_zoo's bundled fla instead (decided on the cause, not on the words)."""
+    return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == "fla-core" and fs.reason
+            and fs.cause == Cause.NOT_INSTALLED else fs for fs in functions]
 
 
 def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,

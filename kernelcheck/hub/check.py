@@ -369,7 +369,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
-    hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
+    hub_failed = res.hub_unreachable
     if used and hub_failed and not hub_mod.offline():
         # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
         cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""
