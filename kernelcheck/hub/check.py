@@ -20,6 +20,7 @@ from typing import Any
 from kernelcheck.core import decide
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core.status import Severity
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
 
@@ -109,7 +110,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
                                 "answer below may be wrong for this version.",
                                 "run doctor with --exact, and report the transformers version to kernelcheck"))
     if use_hub and th.transformers and not th.window_met:
-        sev = "broken" if th.refuses_when_unusable else "warning"
+        sev = Severity.BROKEN if th.refuses_when_unusable else Severity.WARNING
         findings.append(Finding(
             "hub-kernels-unusable", sev,
             f"the job asks for Hub kernels (use_kernels=True) but kernels {th.kernels or 'is not installed'}"

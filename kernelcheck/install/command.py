@@ -33,7 +33,7 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_CODE
+from kernelcheck.core.status import EXIT_CODE, Severity, Status
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
@@ -401,7 +401,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
             left.setdefault(f.package, []).append(f)
     out = []
     for package, fns in left.items():
-        worst = "broken" if any(f.status == "broken" for f in fns) else "fallback"
+        worst = Severity.BROKEN if any(f.status == Status.BROKEN for f in fns) else Severity.FALLBACK
         out.append(Finding("install-leaves-package", worst,
                            f"{package} is not part of this install, so {', '.join(f.name for f in fns)} "
                            f"stay{'s' if len(fns) == 1 else ''} {worst}, as doctor found before the install",
