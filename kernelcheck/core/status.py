@@ -22,6 +22,13 @@ class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep wo
     UNSUPPORTED = "unsupported"
 
 
+class Mode(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    """What the job does: train (forward+backward) or infer (prefill+decode)."""
+
+    TRAIN = "train"
+    INFER = "infer"
+
+
 class Verdict(StrEnum):  # a str: JSON and comparisons with plain strings keep working
     READY = "ready"
     FALLBACK = "fallback"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core.environment import Environment
-from kernelcheck.core.status import Severity, Status
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.model import Finding, FunctionStatus
 
@@ -31,7 +31,7 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
     if not fns or not env.gpus:
         return None, []
     lay = fla_dispatch.layout(env)
-    ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == "train" or op.phase == "forward"]
+    ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == Mode.TRAIN or op.phase == "forward"]
     findings: list[Finding] = []
     if not lay.known:
         findings.append(Finding(

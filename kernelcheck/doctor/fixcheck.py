@@ -30,7 +30,7 @@ from kernelcheck.core import decide
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState
-from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Severity, Status, Verdict, worst
+from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Mode, Severity, Status, Verdict, worst
 
 if TYPE_CHECKING:
     from kernelcheck.report.model import Report
@@ -251,7 +251,7 @@ def _condition_words(key: str, want: Any, mode: str) -> str:
     if key == "cuda_gpu":
         return "on a machine with an NVIDIA GPU" if want is False else "on a machine without a GPU"
     if key == "mode":
-        return f"in {'infer' if mode == 'train' else 'train'} mode"
+        return f"in {'infer' if mode == Mode.TRAIN else 'train'} mode"
     if key in _CAP:
         shown = ", ".join(f"sm_{str(c).replace('.', '')}" for c in (want if isinstance(want, list) else [want]))
         return {"gpu_capability": f"on GPUs other than {shown}", "gpu_capability_min": f"on GPUs below {shown}",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
-from kernelcheck.core.status import Severity, Status
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus
@@ -178,7 +178,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         phase = info.phase if info else ""
-        used = not (mode == "train" and phase == "decode")
+        used = not (mode == Mode.TRAIN and phase == "decode")
         layer, gate = f"{b.extra['layer']}", ", ".join(b.extra["gate"])
         torch_impl = b.implementation
         if kernels_off:

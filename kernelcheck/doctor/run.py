@@ -12,7 +12,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
-from kernelcheck.core.status import Cause, Severity, Status
+from kernelcheck.core.status import Cause, Mode, Severity, Status
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
@@ -33,13 +33,13 @@ def function_statuses(
 ) -> list[FunctionStatus]:
     m = matrix_mod.load()
     out = []
-    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == "train" else {}  # 5.25's chunked path
+    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         pkg = m.packages.get(b.package or (info.package if info else ""))
         dist = pkg.install_distribution if pkg else b.package
         phase = info.phase if info else ""
-        used = not (mode == "train" and phase == "decode") or fn in in_prefill
+        used = not (mode == Mode.TRAIN and phase == "decode") or fn in in_prefill
         if b.bound == "unbound":
             out.append(FunctionStatus(fn, dist, Status.UNSUPPORTED, "-",
                                       f"transformers {env.transformers}'s {result.module} does not call `{fn}`: "
@@ -167,7 +167,7 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
     return out
 
 
-def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
+def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment_mod.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
            hub_source: str = "auto", isolate: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
@@ -178,7 +178,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
-    if mode not in ("train", "infer"):
+    if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     started: list[imports_mod.ImportProbe] = []
     single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
@@ -450,7 +450,7 @@ def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: enviro
         report.functions.append(FunctionStatus(
             fn, m.packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
             f"transformers {env.transformers} has no {model.model_type} model (it arrives in {model.spec.since})",
-            finding.fix, info.phase if info else "", used=not (mode == "train" and info is not None
+            finding.fix, info.phase if info else "", used=not (mode == Mode.TRAIN and info is not None
                                                                and info.phase == "decode")))
     report.findings.extend(environment_findings(env))
     return report

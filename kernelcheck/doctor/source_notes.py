@@ -13,7 +13,7 @@ import logging
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core.status import Severity
+from kernelcheck.core.status import Mode, Severity
 from kernelcheck.integrations import transformers_calls as calls_mod
 from kernelcheck.report.model import Finding
 
@@ -41,7 +41,7 @@ def decode_in_prefill(module: str) -> dict[str, calls_mod.OutsideDecode]:
 def source_findings(module: str, env: environment_mod.Environment, mode: str) -> list[Finding]:
     out: list[Finding] = []
     tv = env.transformers
-    if mode == "train":
+    if mode == Mode.TRAIN:
         calls = decode_in_prefill(module)
         if calls:
             parts = [f"{fn} ({c.attribute}, called in {c.caller}, line {c.line}"

@@ -33,7 +33,7 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_CODE, Severity, Status
+from kernelcheck.core.status import EXIT_CODE, Mode, Severity, Status
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import build as build_mod
@@ -78,7 +78,7 @@ class Request:
 
 
 def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
-    if req.mode not in ("train", "infer"):
+    if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
     if req.source not in plan_mod.SOURCES:
         raise BadInput(f"--source must be one of {', '.join(plan_mod.SOURCES)}, not '{req.source}'.")

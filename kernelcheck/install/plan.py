@@ -22,6 +22,7 @@ from packaging.version import Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
+from kernelcheck.core.status import Mode
 from kernelcheck.install import wheels
 from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the plan's vocabulary
     PINNED,
@@ -328,7 +329,7 @@ def fix_wanted(pkg: str, opts: Options) -> str:
     """Why an additive fix is installed ("--with", "train mode default"), or "" when it is only offered."""
     if pkg in opts.with_packages:
         return "asked for with --with"
-    if opts.mode == "train" and opts.fixes and pkg not in opts.without:
+    if opts.mode == Mode.TRAIN and opts.fixes and pkg not in opts.without:
         return "installed by default in train mode (opt out: --no-fixes or --without " + pkg + ")"
     return ""
 

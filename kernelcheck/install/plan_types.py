@@ -10,6 +10,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.status import Mode
 from kernelcheck.install import wheels
 from kernelcheck.install.wheels import TrialImport, WheelInfo
 
@@ -57,7 +58,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Options:
-    mode: str = "train"
+    mode: str = Mode.TRAIN
     source: str = "auto"
     arches: tuple[str, ...] = ()  # capabilities to build/match for ("9.0")
     arch_origin: str = "gpu"  # gpu | --arch | none

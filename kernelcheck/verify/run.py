@@ -19,7 +19,7 @@ from kernelcheck.core import decide, settings
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import Severity, Status
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
@@ -137,7 +137,7 @@ def _profile_steps(steps: _Steps, inst: Instrument, run: LiveRun, mode: str, dev
             _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
             run.traces[name] = tr
             run.records[name] = list(inst.records)
-        if bwd_only and mode == "train":
+        if bwd_only and mode == Mode.TRAIN:
             # The forward of a function that failed only in backward ran the fast path: show it.
             inst.forced -= bwd_only
             inst.reset()
@@ -239,7 +239,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
 
 
 
-def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool = False,
+def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify") -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed."""
     from kernelcheck.doctor.run import doctor as run_doctor

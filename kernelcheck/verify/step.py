@@ -24,7 +24,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted
-from kernelcheck.core.status import Severity
+from kernelcheck.core.status import Mode, Severity
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
@@ -141,7 +141,7 @@ def _check_memory(cfg: Any, ntok: int, shape: str) -> None:
 
 def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
     """Refuse (BadInput) a --step run that is not train mode or asks for no tokens or no layers."""
-    if mode != "train":
+    if mode != Mode.TRAIN:
         raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
@@ -149,7 +149,7 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
         raise BadInput(f"--layers must be at least 1, not {layers}.")
 
 
-def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
+def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection."""
