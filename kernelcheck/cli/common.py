@@ -17,12 +17,14 @@ from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile
 from kernelcheck.core import settings
 from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.status import Mode
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
 from kernelcheck.report.terminal import Terminal, present
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
 MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+MODE_CHOICE = click.Choice([m.value for m in Mode])  # the one --mode vocabulary every command accepts
 
 
 def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) -> None:
@@ -63,6 +65,12 @@ def output_options(fn: F) -> F:
     fn = click.option("--verbose", "-v", "verbose", is_flag=True,
                       help="Show every info finding, and log what was skipped or not found (stderr).")(fn)
     return click.option("--quiet", "-q", "quiet", is_flag=True, help="Print the verdict line only.")(fn)
+
+
+def mode_option(fn: F) -> F:
+    """--mode train|infer (default train), passed to the command as a Mode."""
+    return click.option("--mode", type=MODE_CHOICE, default=Mode.TRAIN.value, show_default=True, help=MODE_HELP,
+                        callback=lambda _ctx, _param, value: Mode(value))(fn)
 
 
 def _setup_output(kwargs: dict[str, Any]) -> None:

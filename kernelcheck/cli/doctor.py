@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, finish, guarded, output_options
+from kernelcheck.cli.common import MODEL_HELP, emit, finish, guarded, mode_option, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
@@ -14,7 +14,7 @@ from kernelcheck.report.model import Finding, Report
 
 @click.command(cls=UpgradeCommand)
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
-@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@mode_option
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
 @click.option("--exact", is_flag=True,
               help="Import the model's modeling module and read transformers' own bindings (slower; the default "

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.common import MODEL_HELP, finish, guarded, mode_option, output_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
@@ -31,7 +31,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 
 @click.command("hub")
 @click.option("--model", "-m", "model", default=None, help=MODEL_HELP)
-@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@mode_option
 @click.option("--use-kernels/--default-use-kernels", "use_kernels", default=None,
               help="--use-kernels: the job passes use_kernels=True (default: what from_pretrained defaults to).")
 @click.option("--device", "device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,

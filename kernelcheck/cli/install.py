@@ -5,14 +5,14 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, emit, guarded, output_options, verbose
+from kernelcheck.cli.common import MODEL_HELP, emit, guarded, mode_option, output_options, verbose
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 
 
 @click.command()
 @click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
-@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@mode_option
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (every step, why, every rejected candidate) and stop; changes nothing (wheels "
                    "it inspects are downloaded into a temporary folder, removed after).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODE_HELP, MODEL_HELP, finish, guarded, output_options
+from kernelcheck.cli.common import MODEL_HELP, finish, guarded, mode_option, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core import settings
@@ -16,7 +16,7 @@ from kernelcheck.core.errors import BadInput
 @click.option("--shape", type=click.Choice(["tiny", "full"]), default=None,
               help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
                    "of each type (GPU only). Default: tiny; with --step full on a GPU, tiny without one.")
-@click.option("--mode", type=click.Choice(["train", "infer"]), default="train", show_default=True, help=MODE_HELP)
+@mode_option
 @click.option("--benchmark", is_flag=True,
               help="Also time the model's kernel-calling layer on the bound path and on the forced torch reference.")
 @click.option("--tokens", type=int, default=None,

@@ -29,12 +29,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kernelcheck.core.status import Finding, FunctionStatus, Status, Verdict, verdict_of_severity, verdict_of_status
+from kernelcheck.core.status import (
+    Finding,
+    FunctionStatus,
+    Severity,
+    SeverityWord,
+    Status,
+    StatusWord,
+    Verdict,
+    verdict_of_severity,
+    verdict_of_status,
+)
 from kernelcheck.core.status import worst as _worst
 
 # How far a status (or a rule's severity) is from fast: a rule hit raises a status only to a higher rank.
 _STATUS_RANK = {Status.FAST.value: 0, Status.UNSUPPORTED.value: 1, Status.FALLBACK.value: 1, Status.BROKEN.value: 2}
-_SEVERITY_RANK = {"info": 0, "warning": 0, "fallback": 1, "broken": 2}
+_SEVERITY_RANK = {Severity.INFO.value: 0, Severity.WARNING.value: 0, Severity.FALLBACK.value: 1,
+                  Severity.BROKEN.value: 2}
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class RuleEvidence:
     """A certain breakage-rule hit (an uncertain one is only a warning finding and never reaches the decider)."""
 
     id: str
-    severity: str  # broken | fallback | warning (the rule's severity)
+    severity: Severity | SeverityWord  # broken | fallback | warning (the rule's severity)
     title: str
     message: str
     fix: str | None
@@ -92,7 +103,7 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
     for rule in rules:
         if fs.name in rule.functions and fs.used and \
                 _SEVERITY_RANK.get(rule.severity, 0) > _STATUS_RANK.get(fs.status, 0):
-            fs.status, fs.reason, fs.fix = rule.severity, f"{rule.title}: {rule.message}", rule.fix
+            fs.status, fs.reason, fs.fix = Status(rule.severity), f"{rule.title}: {rule.message}", rule.fix
     if checked_fix is not None and fs.fix == checked_fix.original:
         fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")
     if hub is not None and hub.function == fs.name and fs.status != Status.FAST:
@@ -102,7 +113,7 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
     return fs
 
 
-def assume(prior: FunctionStatus, status: str) -> FunctionStatus:
+def assume(prior: FunctionStatus, status: Status | StatusWord) -> FunctionStatus:
     """What-if evidence (doctor/fixcheck.py): the status `prior` would have once a fix is applied (fast or
     unsupported when the fix makes its package bound, fallback when it removes it). Never printed: a simulated
     environment's verdict is compared with the printed one."""
@@ -113,6 +124,7 @@ def assume(prior: FunctionStatus, status: str) -> FunctionStatus:
 
 
 def _observe(fs: FunctionStatus, ob: Observation) -> None:
+    seen_before = fs.evidence is not None  # a live run already said what ran: its words stay as they are
     fs.evidence = ob.evidence
     if ob.broken:
         fs.status = Status.BROKEN.value
@@ -127,7 +139,7 @@ def _observe(fs: FunctionStatus, ob: Observation) -> None:
     if fs.status == Status.FAST:
         fs.status = Status.FALLBACK.value
         fs.reason = f"observed: the torch reference {ob.implementation} ran although transformers bound the fast kernel"
-    elif fs.reason and not fs.reason.startswith("observed"):
+    elif fs.reason and not seen_before:
         fs.reason = f"observed: the torch reference ran ({ob.implementation}); {fs.reason}"
 
 

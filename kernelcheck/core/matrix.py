@@ -10,6 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core.status import Severity
+
 
 @functools.lru_cache(maxsize=1)
 def _root() -> Path:
@@ -81,7 +83,7 @@ class Alias:
 class Breakage:
     id: str
     title: str
-    severity: str
+    severity: Severity
     functions: tuple[str, ...]
     when: dict[str, Any]
     message: str
@@ -156,7 +158,7 @@ def load() -> Matrix:
     br = _load("breakages.toml")
     breakages = tuple(
         Breakage(
-            id=b["id"], title=b["title"], severity=b["severity"], functions=tuple(b["functions"]),
+            id=b["id"], title=b["title"], severity=Severity(b["severity"]), functions=tuple(b["functions"]),
             when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
             remedies=tuple(dict(r) for r in b.get("remedies", [])),
         )

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from kernelcheck.core.errors import BadInput
 
+FIFO = "a named pipe (FIFO) or a shell process substitution"
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a named pipe (FIFO) or a shell process substitution"), (stat.S_ISSOCK, "a socket"))
+          (stat.S_ISFIFO, FIFO), (stat.S_ISSOCK, "a socket"))
 
 
 MISSING = "missing"
@@ -47,7 +48,7 @@ def regular_file(path: str | os.PathLike[str], what: str, hint: str) -> Path:
     if words == MISSING:
         raise BadInput(f"{what} {path} does not exist (no such file or folder). {hint}")
     detail = ""
-    if words.startswith("a named pipe"):
+    if words == FIFO:
         detail = " (reading one waits for a writer that may never come)"
     elif words == "a character device":
         detail = " (such as /dev/null or /dev/urandom: it has no data kernelcheck can read)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep working
@@ -20,6 +20,13 @@ class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep wo
     FALLBACK = "fallback"
     BROKEN = "broken"
     UNSUPPORTED = "unsupported"
+
+
+class Mode(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    """What the job does: train (forward+backward) or infer (prefill+decode)."""
+
+    TRAIN = "train"
+    INFER = "infer"
 
 
 class Verdict(StrEnum):  # a str: JSON and comparisons with plain strings keep working
@@ -35,14 +42,29 @@ class Severity(StrEnum):  # a str: JSON and comparisons with plain strings keep 
     INFO = "info"
 
 
+# The same words as Literals: a record built from a plain word type-checks only when the word is in the vocabulary
+# ("brokn" is a mypy error); __post_init__ turns it into the member, so every record holds Status/Severity values.
+StatusWord = Literal["fast", "fallback", "broken", "unsupported"]
+SeverityWord = Literal["broken", "fallback", "warning", "info"]
+
+
+class Cause(StrEnum):
+    """Why a function is not fast, as a value a decision can read (its reason says it in words)."""
+
+    NOT_INSTALLED = "not-installed"  # the function's package is not installed here
+
+
 @dataclass(frozen=True)
 class Finding:
     id: str
-    severity: str  # broken | fallback | warning | info
+    severity: Severity | SeverityWord  # a Severity once built
     message: str
     fix: str | None = None
     reference: str | None = None
     functions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", Severity(self.severity))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
@@ -56,13 +78,17 @@ class FunctionStatus:
 
     name: str
     package: str  # distribution a user installs
-    status: str  # fast | fallback | broken | unsupported
+    status: Status | StatusWord  # a Status once built
     implementation: str
     reason: str | None = None
     fix: str | None = None
     phase: str = ""
     used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
     evidence: dict[str, Any] | None = None
+    cause: Cause | None = None  # why it is not fast, for decisions; never printed (JSON has the reason)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))  # the word as its member, not a decision
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FunctionStatus:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.model import Finding, FunctionStatus
 
@@ -20,7 +21,7 @@ def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]
     """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
     GPU that is not this machine's, as with --arch)."""
     return tuple(fs.name for fs in functions if fs.package in ("fla-core", "flash-linear-attention")
-                 and fs.status in ("fast", "unsupported", "broken") and fs.used)
+                 and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 
 
 def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[dict[str, Any] | None,
@@ -30,11 +31,11 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
     if not fns or not env.gpus:
         return None, []
     lay = fla_dispatch.layout(env)
-    ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == "train" or op.phase == "forward"]
+    ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == Mode.TRAIN or op.phase == "forward"]
     findings: list[Finding] = []
     if not lay.known:
         findings.append(Finding(
-            "fla-dispatch-unknown", "warning",
+            "fla-dispatch-unknown", Severity.WARNING,
             f"fla-core {lay.version}'s backend dispatch does not read as any layout kernelcheck knows "
             f"({'; '.join(lay.problems)}): which backend runs {', '.join(fns)} is not known, so the rules that "
             "depend on it are reported as 'may apply'.",
@@ -46,7 +47,7 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
         text = "; ".join(f"{op.phase} {fla_dispatch.BACKEND_NAMES.get(op.backend, op.backend)}: {op.reason}"
                          for op in mine)
         sm = (env.capabilities or ("?",))[0].replace(".", "")
-        findings.append(Finding("fla-backend", "info", f"{fn} on sm_{sm}: {text}.",
+        findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on sm_{sm}: {text}.",
                                 None, lay.reference, (fn,)))
     data = {
         "fla": lay.version, "read_from": lay.origin, "reference": lay.reference,

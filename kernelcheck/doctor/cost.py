@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
+from kernelcheck.core.status import Severity, Verdict
 from kernelcheck.report.model import Finding
 
 BILLION = 1e9
@@ -53,7 +54,7 @@ def choose(ms: Sequence[Mapping[str, Any]], model_type: str | None,
 
 def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) -> Finding:
     if m is None:
-        return Finding("fallback-cost-unmeasured", "info",
+        return Finding("fallback-cost-unmeasured", Severity.INFO,
                        "No measured training step exists for this model family, so the cost of the fallback "
                        "is not known. Measure one on the job's GPU (both paths side by side) and record it.",
                        f"kernelcheck verify --model {model} --step --record measurements.jsonl   "
@@ -63,7 +64,7 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
     extra = BILLION / ref / 3600 - BILLION / bound / 3600
     where = f"{m.get('gpu')}, torch {m.get('torch')}, transformers {m.get('transformers')}, {m.get('date')}"
     near = "; it differs from here in " + ", ".join(distance) if distance else "; same GPU and versions as here"
-    return Finding("fallback-cost", "warning",
+    return Finding("fallback-cost", Severity.WARNING,
                    f"Expected cost of this fallback: the torch path trains about {slowdown:.1f}x slower "
                    f"({ref:,.0f} vs {bound:,.0f} tokens/s per GPU for the full model), about {extra:,.0f} extra "
                    f"GPU-hours per billion training tokens. Measured by `{m.get('command')}` on {where} "
@@ -72,7 +73,7 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
 
 def attach(report: Any, model: str | None) -> None:
     """Add the cost finding to a FALLBACK report of a known model (nothing for other verdicts)."""
-    if not model or report.verdict != "fallback":
+    if not model or report.verdict != Verdict.FALLBACK:
         return
     env = report.environment or {}
     gpus = env.get("gpus") or []

@@ -30,7 +30,7 @@ from kernelcheck.core import decide
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState
-from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Verdict, worst
+from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Mode, Severity, Status, Verdict, worst
 
 if TYPE_CHECKING:
     from kernelcheck.report.model import Report
@@ -167,10 +167,10 @@ def verdict_after(change: Change, state: State, m: matrix_mod.Matrix, fixed: str
     functions = []
     for fs in state.functions:
         name = _import_name(_norm(fs.package), m)
-        if name in bound and name not in state.bound and fs.status != "fast":
-            fs = decide.assume(fs, "fast" if env.cuda_gpu else "unsupported")
+        if name in bound and name not in state.bound and fs.status != Status.FAST:
+            fs = decide.assume(fs, Status.FAST if env.cuda_gpu else Status.UNSUPPORTED)
         elif _norm(fs.package) in removed:
-            fs = decide.assume(fs, "fallback")
+            fs = decide.assume(fs, Status.FALLBACK)
         functions.append(fs)
     evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)
                 for h in hits]
@@ -207,7 +207,7 @@ def check(fix: str | None, state: State, m: matrix_mod.Matrix, fixed: str | None
     return Checked(None, f"{why}, so no fix is printed for this machine.")
 
 
-def _severity_verdict(severity: str) -> Verdict:
+def _severity_verdict(severity: Severity) -> Verdict:
     return decide.verdict((), (Finding("-", severity, ""),))
 
 
@@ -251,7 +251,7 @@ def _condition_words(key: str, want: Any, mode: str) -> str:
     if key == "cuda_gpu":
         return "on a machine with an NVIDIA GPU" if want is False else "on a machine without a GPU"
     if key == "mode":
-        return f"in {'infer' if mode == 'train' else 'train'} mode"
+        return f"in {'infer' if mode == Mode.TRAIN else 'train'} mode"
     if key in _CAP:
         shown = ", ".join(f"sm_{str(c).replace('.', '')}" for c in (want if isinstance(want, list) else [want]))
         return {"gpu_capability": f"on GPUs other than {shown}", "gpu_capability_min": f"on GPUs below {shown}",

@@ -21,6 +21,7 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import settings
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, FunctionStatus
@@ -134,11 +135,11 @@ def _hub_offline_broken(model: models_mod.ResolvedModel, result: bindings_mod.Bi
     fix = ("prefetch while online, on this image: python -c \"from kernels import get_kernel; " + gets
            + "\" (fills the HF cache for this torch/CUDA); or pip uninstall kernels (transformers then uses "
            "the pip causal-conv1d / mamba-ssm on a CUDA GPU); USE_HUB_KERNELS=0 does not help on this version")
-    findings = [Finding("lazy-hub-fetch-offline", "broken", why + ".", fix, ref)]
+    findings = [Finding("lazy-hub-fetch-offline", Severity.BROKEN, why + ".", fix, ref)]
     statuses: list[FunctionStatus] = []
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
-        statuses.append(FunctionStatus(fn, _dist(m, b, fn), "broken", "-", why, fix,
+        statuses.append(FunctionStatus(fn, _dist(m, b, fn), Status.BROKEN, "-", why, fix,
                                        info.phase if info else "", used=True))
     return statuses, findings
 
@@ -166,7 +167,7 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
         if uncached and settings.hub_offline():
             return _hub_offline_broken(model, result, env, th, uncached, layers, m, ref)
         findings.append(Finding(
-            "lazy-hub-kernels", "warning",
+            "lazy-hub-kernels", Severity.WARNING,
             f"transformers {tv} loads {', '.join(sorted(r['repo_id'] for r in repos.values() if r))} from the Hub "
             f"when {', '.join(sorted(layers))} is built (kernels {env.kernels} is inside its window; USE_HUB_KERNELS "
             "is not read there): an offline job needs these builds in its HF cache, and an error other than "
@@ -178,11 +179,11 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         phase = info.phase if info else ""
-        used = not (mode == "train" and phase == "decode")
+        used = not (mode == Mode.TRAIN and phase == "decode")
         layer, gate = f"{b.extra['layer']}", ", ".join(b.extra["gate"])
         torch_impl = b.implementation
         if kernels_off:
-            statuses.append(FunctionStatus(fn, _dist(m, b, fn), "fallback", torch_impl,
+            statuses.append(FunctionStatus(fn, _dist(m, b, fn), Status.FALLBACK, torch_impl,
                                            f"the config sets use_mamba_kernels=False: {layer} runs "
                                            f"{b.extra['torch_path']}", "remove use_mamba_kernels=False from the "
                                            "config (on a machine with the kernels)", phase, used))
@@ -190,25 +191,25 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
         if not missing and cuda:
             impl = (f"{hub_map.get(b.extra['kernel'], {}).get('repo_id', b.extra['kernel'])} (Hub kernel, "
                     f"{b.extra['attribute_path']})") if hub_on else f"{b.package}.{b.extra['attribute_path']}"
-            statuses.append(FunctionStatus(fn, _dist(m, b, fn), "fast", impl, None, None, phase, used))
+            statuses.append(FunctionStatus(fn, _dist(m, b, fn), Status.FAST, impl, None, None, phase, used))
             continue
         reason, cure = _torch_path_reason(fn, b, missing, env, m)
         gate_txt = (f"transformers {tv} resolves the kernels in {layer}.__init__ (lazy_load_kernel) and its forward "
                     f"takes the fused path only when all of ({gate}) are found and the weights are on CUDA")
         if raises and cfg.get(raises["config_field"], raises["default"]):
             statuses.append(FunctionStatus(
-                fn, _dist(m, b, fn), "broken", "-",
+                fn, _dist(m, b, fn), Status.BROKEN, "-",
                 f"{gate_txt}, and otherwise raises ({raises['error']}) because {raises['config_field']} is "
                 f"{raises['default']} by default: here {reason}",
                 (cure + "; " if cure else "") + f"or set {raises['config_field']}=False in the config (torch path)",
                 phase, used=True))
             continue
-        status = "unsupported" if not missing and not cuda else "fallback"
+        status = Status.UNSUPPORTED if not missing and not cuda else Status.FALLBACK
         statuses.append(FunctionStatus(fn, _dist(m, b, fn), status, torch_impl,
                                        f"{gate_txt}; otherwise the whole layer runs {b.extra['torch_path']}: here "
                                        f"{reason}", cure, phase, used))
-    if raises and any(s.status == "broken" for s in statuses):
-        findings.append(Finding("lazy-kernels-raise", "broken",
+    if raises and any(s.status == Status.BROKEN for s in statuses):
+        findings.append(Finding("lazy-kernels-raise", Severity.BROKEN,
                                 f"{model.model_type}'s forward raises '{raises['error']}' here: see its functions.",
                                 f"set {raises['config_field']}=False in the config, or run where the kernels load",
                                 raises["reference"]))

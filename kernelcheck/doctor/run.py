@@ -12,6 +12,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
+from kernelcheck.core.status import Cause, Mode, Severity, Status
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor import imports as imports_mod
@@ -31,12 +32,12 @@ def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environmen
     """A function the module binds no kernel to: nothing to check, and nothing to install (used=False: no
     kernel path exists for it, so it is no fallback)."""
     if b.extra.get("defined_in_module"):
-        return FunctionStatus(fn, dist, "unsupported", f"{module}.{fn}",
+        return FunctionStatus(fn, dist, Status.UNSUPPORTED, f"{module}.{fn}",
                               f"transformers {env.transformers}'s {module} calls its own torch `{fn}` (defined in "
                               "the module, no kernel bound to it): no package serves it in this version, so there "
                               "is nothing to install", None, phase, used=False)
-    return FunctionStatus(fn, dist, "unsupported", "-", f"transformers {env.transformers}'s {module} does not call "
-                          f"`{fn}`: nothing to check for this version", None, phase, used=False)
+    return FunctionStatus(fn, dist, Status.UNSUPPORTED, "-", f"transformers {env.transformers}'s {module} does not "
+                          f"call `{fn}`: nothing to check for this version", None, phase, used=False)
 
 
 def function_statuses(
@@ -45,13 +46,13 @@ def function_statuses(
 ) -> list[FunctionStatus]:
     m = matrix_mod.load()
     out = []
-    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == "train" else {}  # 5.25's chunked path
+    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         pkg = m.packages.get(b.package or (info.package if info else ""))
         dist = pkg.install_distribution if pkg else b.package
         phase = info.phase if info else ""
-        used = not (mode == "train" and phase == "decode") or fn in in_prefill
+        used = not (mode == Mode.TRAIN and phase == "decode") or fn in in_prefill
         if b.bound == "unbound":
             out.append(_unbound_status(fn, dist, b, env, result.module, phase))
             continue
@@ -63,13 +64,14 @@ def function_statuses(
                     impl = f"{result.module}.{b.extra['attribute']}"
                     reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input "
                               f"device on every call: here {_no_device_reason(env, pkg)}, so the torch function runs")
-                out.append(FunctionStatus(fn, dist, "unsupported", impl, reason,
+                out.append(FunctionStatus(fn, dist, Status.UNSUPPORTED, impl, reason,
                                           "run on a machine with an NVIDIA GPU", phase, used))
             else:
-                out.append(FunctionStatus(fn, dist, "fast", b.implementation, None, None, phase, used))
+                out.append(FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used))
             continue
-        reason, fix, status = _why_torch(fn, b, env, query, m, attr)
-        out.append(FunctionStatus(fn, dist, status, b.implementation, reason, fix, phase, used))
+        why = _why_torch(fn, b, env, query, m, attr)
+        out.append(FunctionStatus(fn, dist, why.status, b.implementation, why.reason, why.fix, phase, used,
+                                  cause=why.cause))
     return out
 
 
@@ -87,40 +89,41 @@ def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment,
     m = matrix_mod.load()
     impl = needs.attn_implementation
     if not needs.attention_package:
-        return FunctionStatus(f"attention:{impl}", "torch", "fast",
+        return FunctionStatus(f"attention:{impl}", "torch", Status.FAST,
                               "torch.nn.functional.scaled_dot_product_attention" if impl == "sdpa" else "eager",
                               None, None, "attention")
     pkg = m.packages[needs.attention_package]
     st = env.packages.get(pkg.name)
     if st is None or not st.installed:
-        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.BROKEN, "-",
                               f"config asks for attn_implementation={impl} but {pkg.title} is not installed: "
                               "from_pretrained raises ImportError",
                               _install_fix(query, pkg.install_distribution) + "  (or use attn_implementation='sdpa')",
                               "attention")
     if not st.imports:
-        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "broken", "-",
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.BROKEN, "-",
                               f"{st.distribution} {st.version} does not import: {st.error}",
                               _install_fix(query, pkg.install_distribution), "attention")
     if not _device_ok(pkg, env):
-        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "unsupported", st.location or "-",
+        return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.UNSUPPORTED, st.location or "-",
                               _no_device_reason(env, pkg), "use attn_implementation='sdpa' here", "attention")
-    return FunctionStatus(f"attention:{impl}", pkg.install_distribution, "fast", pkg.name, None, None, "attention")
+    return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.FAST, pkg.name, None, None, "attention")
 
 
 def environment_findings(env: environment_mod.Environment) -> list[Finding]:
     out = []
     if env.torch and not env.torch.cuda:
-        out.append(Finding("torch-cpu-build", "info",
+        out.append(Finding("torch-cpu-build", Severity.INFO,
                            f"torch {env.torch.version} is a CPU build: no CUDA kernel can run in this environment."))
     elif env.torch and env.torch.cuda and not env.cuda_gpu:
-        out.append(Finding("no-gpu", "info", f"torch {env.torch.version} is built for CUDA {env.torch.cuda} but no "
+        out.append(Finding("no-gpu", Severity.INFO,
+                           f"torch {env.torch.version} is built for CUDA {env.torch.cuda} but no "
                            "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
     for name, st in env.packages.items():
         if st.installed and not st.imports:
             rule = rules_mod.match_import_error(st.error or "")
             fill = _import_error_fill(env, st.distribution or name, name, None)
-            out.append(Finding(rule.id if rule else f"{name}-import-fails", "warning",
+            out.append(Finding(rule.id if rule else f"{name}-import-fails", Severity.WARNING,
                                (rule.message.format(**fill) + " " if rule else "")
                                + f"`import` of {st.distribution} {st.version} fails: {st.error}",
                                rule.fix.format(**fill) if rule else None, rule.reference if rule else None))
@@ -136,14 +139,14 @@ def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[
     out: list[Finding] = []
     set_vars = list(environment_mod.dispatch_variables(environ))
     if set_vars:
-        out.append(Finding("dispatch-env", "info",
+        out.append(Finding("dispatch-env", Severity.INFO,
                            "variables that change which kernel runs are set here: "
                            + ", ".join(f"{k}={environ[k]}" for k in set_vars)
                            + ". The job sees the same answer only if it runs with the same values."))
     zoo = dist_version("unsloth_zoo") or dist_version("unsloth-zoo")
     if zoo:
         out.append(Finding(
-            "unsloth-replaces-fla", "warning",
+            "unsloth-replaces-fla", Severity.WARNING,
             f"unsloth_zoo {zoo} is installed: `import unsloth` loads the flash-linear-attention it bundles (0.5.1) "
             "as `fla`, patches transformers' is_flash_linear_attention_available and sets FLA_TILELANG=0. In a job "
             "that imports unsloth first, 'flash-linear-attention is not installed' below does not hold (its fla "
@@ -162,20 +165,20 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
 
     th = hub_mod.transformers_hub()
     if th.window and env.kernels and not th.window_met:
-        out.append(Finding("kernels-window", "info",
+        out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
                            f"({th.window_text}): Hub kernels (use_kernels=True) are treated as absent.",
                            f"pip install 'kernels{th.window_text}'  (only needed for Hub kernels)",
                            th.window_source))
     if regime == "decorator":
-        out.append(Finding("bound-at-import", "info",
+        out.append(Finding("bound-at-import", Severity.INFO,
                            f"transformers {env.transformers} picks each kernel once, when the modeling module is "
                            "imported, and warns once per process: a package installed later is used only after a "
                            "restart, and a second model in the same process logs nothing."))
     return out
 
 
-def doctor(query: str | None, mode: str = "train", env: environment_mod.Environment | None = None,
+def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment_mod.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
            hub_source: str = "auto", isolate: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
@@ -186,7 +189,7 @@ def doctor(query: str | None, mode: str = "train", env: environment_mod.Environm
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
-    if mode not in ("train", "infer"):
+    if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     started: list[imports_mod.ImportProbe] = []
     single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
@@ -287,7 +290,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
     # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
     # environment-only report is never READY (a CI gate that forgets --model must not pass).
     report.findings.append(Finding(
-        "no-model", "fallback", "no model was named, so no kernel was checked: this report covers the "
+        "no-model", Severity.FALLBACK, "no model was named, so no kernel was checked: this report covers the "
         "environment and installed packages only and cannot say that anything fast will run.",
         "kernelcheck doctor --model M --mode train (the model your job loads)"))
     fixcheck.apply_to(report, env, mode, None, frozenset(), _built_nvcc())
@@ -331,10 +334,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
-        note = (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
-                "instead; see unsloth-replaces-fla)")
-        report.functions = [decide.decide(fs, notes=(note,)) if fs.package == "fla-core" and fs.reason
-                            and "not installed" in fs.reason else fs for fs in report.functions]
+        report.functions = _unsloth_noted(report.functions)
     bound = _bound(report, result)
     report.backends, backend_findings = backends_mod.section(env, report.functions, mode)  # fast ones, pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
@@ -345,20 +345,31 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     return report
 
 
+_UNSLOTH_NOTE = (" (note: a job that imports unsloth first runs unsloth_zoo's bundled fla 0.5.1 here "
+                 "instead; see unsloth-replaces-fla)")
+
+
+def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
+    """fla-core's functions that fall back because fla-core is not installed get the unsloth note: a job that
+    imports unsloth first has unsloth_zoo's bundled fla instead (decided on the cause, not on the words)."""
+    return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == "fla-core" and fs.reason
+            and fs.cause == Cause.NOT_INSTALLED else fs for fs in functions]
+
+
 def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
                       needs: models_mod.Needs, env: environment_mod.Environment, mode: str, query: str,
                       attr: AttrCheck = _attr_in_process) -> None:
     """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
     if result.module_error:
         report.findings.append(Finding(
-            "modeling-import-fails", "broken",
+            "modeling-import-fails", Severity.BROKEN,
             f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
             _module_error_fix(result.module_error, env, query),
         ))
         for fn in needs.functions:
             info = matrix_mod.load().functions.get(fn)
             report.functions.append(FunctionStatus(
-                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", "broken", "-",
+                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
                 f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
     elif result.regime == "lazy-kernel":
         from kernelcheck.doctor.lazy import lazy_statuses
@@ -384,7 +395,7 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
                             functions=tuple(f.name for f in report.functions if f.used))
     certain = []
     for hit in rules_mod.evaluate(facts):
-        sev = hit.rule.severity if hit.certain else "warning"
+        sev = hit.rule.severity if hit.certain else Severity.WARNING
         msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
         report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
         if hit.certain:
@@ -420,7 +431,7 @@ def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matri
                 + ". The imported answer is shown")
     else:
         msg += ", and they agree"
-    report.findings.append(Finding("transformers-newer-than-tested", "warning", msg + ".",
+    report.findings.append(Finding("transformers-newer-than-tested", Severity.WARNING, msg + ".",
                                    "check kernelcheck for a release that covers this transformers"))
     return static if exact.module_error else exact
 
@@ -431,7 +442,7 @@ def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) 
     if known is None or model.model_type in known or not model.spec.since:
         return None
     return Finding(
-        "transformers-too-old", "broken",
+        "transformers-too-old", Severity.BROKEN,
         f"this transformers is too old for {model.model_type}: it arrives in transformers {model.spec.since} "
         f"(installed: {env.transformers}). from_pretrained does not recognise the architecture and the job fails "
         "before any kernel is chosen.",
@@ -448,9 +459,9 @@ def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: enviro
     for fn in model.spec.functions:
         info = m.functions.get(fn)
         report.functions.append(FunctionStatus(
-            fn, m.packages[info.package].install_distribution if info else "?", "broken", "-",
+            fn, m.packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
             f"transformers {env.transformers} has no {model.model_type} model (it arrives in {model.spec.since})",
-            finding.fix, info.phase if info else "", used=not (mode == "train" and info is not None
+            finding.fix, info.phase if info else "", used=not (mode == Mode.TRAIN and info is not None
                                                                and info.phase == "decode")))
     report.findings.extend(environment_findings(env))
     return report

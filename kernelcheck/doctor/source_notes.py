@@ -13,6 +13,7 @@ import logging
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.status import Mode, Severity
 from kernelcheck.integrations import transformers_calls as calls_mod
 from kernelcheck.report.model import Finding
 
@@ -40,7 +41,7 @@ def decode_in_prefill(module: str) -> dict[str, calls_mod.OutsideDecode]:
 def source_findings(module: str, env: environment_mod.Environment, mode: str) -> list[Finding]:
     out: list[Finding] = []
     tv = env.transformers
-    if mode == "train":
+    if mode == Mode.TRAIN:
         calls = decode_in_prefill(module)
         if calls:
             parts = [f"{fn} ({c.attribute}, called in {c.caller}, line {c.line}"
@@ -48,7 +49,7 @@ def source_findings(module: str, env: environment_mod.Environment, mode: str) ->
                         "cache.get_recurrent_states_to_keep(), set by Cache.activate_past_recording" if c.recording
                         else "") + ")" for fn, c in calls.items()]
             out.append(Finding(
-                "decode-function-in-prefill", "info",
+                "decode-function-in-prefill", Severity.INFO,
                 f"transformers {tv} also calls a decode function outside single-token decode: " + "; ".join(parts)
                 + ". It runs in a training or prefill forward that passes such a cache (assisted or speculative "
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
@@ -70,7 +71,7 @@ def hook_findings(module: str, tv: str | None, hooks: calls_mod.Hooks) -> list[F
         out.append(_hooks_finding(module, tv, relevant, hooks.kernelized))
     if hooks.unread:
         out.append(Finding(
-            "kernel-decorator-unread", "warning",
+            "kernel-decorator-unread", Severity.WARNING,
             f"transformers {tv}'s {module} uses kernel decorators kernelcheck does not understand: "
             + "; ".join(hooks.unread) + ". What they bind is not in this report.",
             "check the job itself with kernelcheck verify --model M; report it to kernelcheck",
@@ -94,7 +95,7 @@ def _hooks_finding(module: str, tv: str | None, relevant: list[tuple[str, str, i
                f"does not, {body}" if entry else f"transformers' Hub mapping has no kernel for it, so {body}")
         parts.append(f"{fn} (@use_kernel_forward_from_hub('{layer}'), line {line}, {where}): {hub}")
     return Finding(
-        "kernelize-hooks", "info",
+        "kernelize-hooks", Severity.INFO,
         f"transformers {tv}'s {module.rsplit('.', 1)[-1]} declares functions that `kernelize` (use_kernels=True, "
         "or a runtime that kernelizes the model with its own kernel mapping) can replace as a whole: "
         + "; ".join(parts) + ". A mapping the job registers itself is not visible to doctor.",

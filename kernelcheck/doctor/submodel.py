@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kernelcheck.core import models as models_mod
-from kernelcheck.core.status import Finding
+from kernelcheck.core.status import Finding, Severity
 from kernelcheck.integrations import transformers as bindings_mod
 
 
@@ -21,7 +21,7 @@ def restrict(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     parent, cls = tower
     dropped = [f for f in result.bindings if f not in model.spec.functions]
     findings.append(Finding(
-        "sub-model-without-kernels", "info",
+        "sub-model-without-kernels", Severity.INFO,
         f"{model.model_type} is a sub-model of {parent}: transformers builds {cls} for it, which holds none of "
         f"{parent}'s fast-kernel layers, so {', '.join(dropped) or 'none of its fast functions'} never run here. "
         f"The kernels matter for the model that holds the text layers (`--model {parent}`).",

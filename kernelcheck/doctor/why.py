@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
+from kernelcheck.core.status import Cause, Status, StatusWord
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
@@ -37,7 +38,13 @@ def _attr_in_process(module: str, fn: str, package: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-Why = tuple[str, str | None, str]
+class Why(NamedTuple):
+    """Why the torch path: the words, the fix, the status, and the cause as a value (decisions read that)."""
+
+    reason: str
+    fix: str | None
+    status: Status | StatusWord
+    cause: Cause | None = None
 
 
 def _why_misnamed(b: bindings_mod.Binding, env: environment_mod.Environment, m: matrix_mod.Matrix) -> Why | None:
@@ -45,7 +52,7 @@ def _why_misnamed(b: bindings_mod.Binding, env: environment_mod.Environment, m: 
     if b.registered_as:
         for e in m.transformers.get("misnamed", []):
             if e["registered"] == b.registered_as:
-                return (e["reason"].format(transformers=env.transformers), e["fix"], "fallback")
+                return Why(e["reason"].format(transformers=env.transformers), e["fix"], Status.FALLBACK)
     return None
 
 
@@ -55,8 +62,9 @@ def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environ
     reason = f"{pkg.title} is not installed (pip distribution {dist})"
     if not _device_ok(pkg, env):
         reason += f"; and {_no_device_reason(env, pkg)}"
-        return reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", "fallback"
-    return reason, _install_fix(query, dist), "fallback"
+        return Why(reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", Status.FALLBACK,
+                   Cause.NOT_INSTALLED)
+    return Why(reason, _install_fix(query, dist), Status.FALLBACK, Cause.NOT_INSTALLED)
 
 
 def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
@@ -67,8 +75,8 @@ def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState
     if rule:
         fill = _import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
         reason += f" ({rule.title})"
-        return reason, rule.fix.format(**fill), "fallback"
-    return reason, _install_fix(query, pkg.install_distribution), "fallback"
+        return Why(reason, rule.fix.format(**fill), Status.FALLBACK)
+    return Why(reason, _install_fix(query, pkg.install_distribution), Status.FALLBACK)
 
 
 def _why_no_attribute(fn: str, info: matrix_mod.FunctionInfo, pkg: matrix_mod.PackageInfo,
@@ -77,11 +85,11 @@ def _why_no_attribute(fn: str, info: matrix_mod.FunctionInfo, pkg: matrix_mod.Pa
     dist = pkg.install_distribution
     found = attr(info.module, fn, pkg.name)
     if "error" in found:
-        return (f"`import {info.module}` fails: {found['error']}", _install_fix(query, dist), "fallback")
+        return Why(f"`import {info.module}` fails: {found['error']}", _install_fix(query, dist), Status.FALLBACK)
     if not found.get("has"):
-        return (f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
+        return Why(f"{st.distribution} {st.version} has no `{info.module}.{fn}` (too old or too new for this "
                 f"transformers)", f"pip install -U {dist}  (kernelcheck install --model {query or 'M'} picks a "
-                "compatible version)", "fallback")
+                "compatible version)", Status.FALLBACK)
     return None
 
 
@@ -92,7 +100,7 @@ def _why_root_import(fn: str, pkg: matrix_mod.PackageInfo, st: environment_mod.P
         if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
                 and environment_mod.dist_version(e["unless_distribution"]) is None:
             fill = {"transformers": env.transformers or "", "function": fn, "version": st.version or ""}
-            return e["reason"].format(**fill), e["fix"].format(**fill), "fallback"
+            return Why(e["reason"].format(**fill), e["fix"].format(**fill), Status.FALLBACK)
     return None
 
 
@@ -102,7 +110,8 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
     info = m.functions.get(fn)
     pkg = m.packages.get(b.package or (info.package if info else ""))
     if pkg is None:
-        return f"transformers bound the torch path; package '{b.package}' is unknown to kernelcheck", None, "fallback"
+        return Why(f"transformers bound the torch path; package '{b.package}' is unknown to kernelcheck", None,
+                   Status.FALLBACK)
     st = env.packages.get(pkg.name)
     misnamed = _why_misnamed(b, env, m)
     if misnamed is not None:
@@ -117,9 +126,9 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
     if root is not None:
         return root
     if not _device_ok(pkg, env):
-        return (f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
+        return Why(f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
                 f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
-                "unsupported")
-    return (f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
+                Status.UNSUPPORTED)
+    return Why(f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
             "was the package installed after the modeling module was imported? Restart the process.",
-            None, "fallback")
+            None, Status.FALLBACK)

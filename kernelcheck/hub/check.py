@@ -20,6 +20,7 @@ from typing import Any
 from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core.status import Severity
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
 
@@ -100,7 +101,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
                                 "answer below may be wrong for this version.",
                                 "run doctor with --exact, and report the transformers version to kernelcheck"))
     if use_hub and th.transformers and not th.window_met:
-        sev = "broken" if th.refuses_when_unusable else "warning"
+        sev = Severity.BROKEN if th.refuses_when_unusable else Severity.WARNING
         findings.append(Finding(
             "hub-kernels-unusable", sev,
             f"the job asks for Hub kernels (use_kernels=True) but kernels {th.kernels or 'is not installed'}"
@@ -360,7 +361,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
     fns = tuple(r["name"] for r in group if r["kind"] == "function")
-    hub_failed = next((n for n in res.notes if n.startswith("the Hub could not be asked")), None)
+    hub_failed = res.hub_unreachable
     if used and hub_failed and not settings.hub_offline():
         # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
         cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""

@@ -33,7 +33,16 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as targets
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
-from kernelcheck.core.status import EXIT_BROKEN, EXIT_CODE, EXIT_FALLBACK, EXIT_READY, verdict_of_exit
+from kernelcheck.core.status import (
+    EXIT_BROKEN,
+    EXIT_CODE,
+    EXIT_FALLBACK,
+    EXIT_READY,
+    Mode,
+    Severity,
+    Status,
+    verdict_of_exit,
+)
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
@@ -72,7 +81,7 @@ class Request:
 
 
 def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
-    if req.mode not in ("train", "infer"):
+    if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
     if req.source not in plan_mod.SOURCES:
         raise BadInput(f"--source must be one of {', '.join(plan_mod.SOURCES)}, not '{req.source}'.")
@@ -395,7 +404,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
             left.setdefault(f.package, []).append(f)
     out = []
     for package, fns in left.items():
-        worst = "broken" if any(f.status == "broken" for f in fns) else "fallback"
+        worst = Severity.BROKEN if any(f.status == Status.BROKEN for f in fns) else Severity.FALLBACK
         out.append(Finding("install-leaves-package", worst,
                            f"{package} is not part of this install, so {', '.join(f.name for f in fns)} "
                            f"stay{'s' if len(fns) == 1 else ''} {worst}, as doctor found before the install",

@@ -22,6 +22,7 @@ from packaging.version import Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
+from kernelcheck.core.status import Mode
 from kernelcheck.install import wheels
 from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the plan's vocabulary
     PINNED,
@@ -30,6 +31,7 @@ from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the pl
     Options,
     Plan,
     Rejected,
+    Role,
     Step,
     _pip_cmd,
     _sm,
@@ -214,7 +216,7 @@ def _after_fixes(hyp: Environment, import_name: str, opts: Options, bound: froze
                  hits: list[rules_mod.RuleHit], fixes: list[Step]) -> tuple[list[str], str, list[rules_mod.RuleHit]]:
     """What the additive fixes installed below leave broken: (reason lines, severity, the hits they bring in
     that were not there before, e.g. tilelang added where no nvcc of a CUDA toolkit is there for its JIT)."""
-    added = frozenset(s.package for s in fixes if s.action == "install" and s.reason.startswith("fixes"))
+    added = frozenset(s.package for s in fixes if s.action == "install" and s.role == Role.FIX)
     if not hits:
         return [], "", []
     left = _breakage_hits(dataclasses.replace(hyp, present={**hyp.present, **dict.fromkeys(added, True)}),
@@ -260,7 +262,8 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     name = str(canonicalize_name(req.name))
     have = dist_version(name)
     if have and (not req.specifier or req.specifier.contains(have, prereleases=True)):
-        return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed")
+        return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed",
+                    role=Role.DEPENDENCY)
     c = found.get(name, Candidates())
     ok = [w for w in c.wheels
           if not wheel_unfit(w, env) and (not req.specifier or req.specifier.contains(w.name.version))]
@@ -269,14 +272,14 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     if ok and opts.source != "hub":
         w = max(ok, key=lambda x: _ver(x.name.version) or Version("0"))
         return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
-                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
+                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
     if c.pypi_wheel is not None and not wheel_unfit(c.pypi_wheel, env):
         w = c.pypi_wheel
         return Step(name, "install", "pypi", f"{name}=={w.name.version}", f"dependency {req}",
-                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256)
+                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
     return Step(name, "refuse", "-", str(req), f"dependency {req} is not installed and no wheel for it was found"
                 + (f" ({c.pypi_error})" if c.pypi_error else "") + ": add it to the wheelhouse",
-                rejected=rejected, severity="fallback")
+                rejected=rejected, severity="fallback", role=Role.DEPENDENCY)
 
 
 def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
@@ -292,11 +295,11 @@ def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
             c = found.get(rem["package"], Candidates())
             if rem["kind"] == "image":  # what the image must carry that pip cannot install (the CUDA toolkit)
                 out.append(Step(rem["package"], "offer", "-", rem["spec"], why, rem.get("command", ""),
-                                severity="broken"))
+                                severity="broken", role=Role.FIX))
             elif rem["kind"] == "change" and rem["package"] in PINNED:
                 out.append(_change_step(rem, env, opts, c, why))
             else:
-                out.extend(_add_steps(rem, env, opts, c, why))
+                out.extend(_add_steps(rem, env, opts, c, why, Role.FIX))
     return out
 
 
@@ -313,39 +316,41 @@ def _change_step(rem: dict[str, str], env: Environment, opts: Options, c: Candid
     if pkg in opts.allow_change and wheel is not None:
         return Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
                     why + f"; you allowed a {pkg} change{note}", _pip_cmd(wheel.path, opts),
-                    artifact=wheel.path, sha256=wheel.sha256)
+                    artifact=wheel.path, sha256=wheel.sha256, role=Role.FIX)
     if pkg in opts.allow_change:
         return Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no {spec} wheel was "
-                    f"found: add one to the wheelhouse{note}")
+                    f"found: add one to the wheelhouse{note}", role=Role.FIX)
     return Step(pkg, "offer", "-", spec, why + f"; changes {pkg}, which kernelcheck never does unless asked{note}",
-                f"kernelcheck install --model {opts.model} --allow-change {pkg}  (or: pip install '{spec}')")
+                f"kernelcheck install --model {opts.model} --allow-change {pkg}  (or: pip install '{spec}')",
+                role=Role.FIX)
 
 
 def fix_wanted(pkg: str, opts: Options) -> str:
     """Why an additive fix is installed ("--with", "train mode default"), or "" when it is only offered."""
     if pkg in opts.with_packages:
         return "asked for with --with"
-    if opts.mode == "train" and opts.fixes and pkg not in opts.without:
+    if opts.mode == Mode.TRAIN and opts.fixes and pkg not in opts.without:
         return "installed by default in train mode (opt out: --no-fixes or --without " + pkg + ")"
     return ""
 
 
-def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidates, why: str) -> list[Step]:
+def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidates, why: str,
+               role: Role) -> list[Step]:
     pkg, spec = rem["package"], rem["spec"]
     wanted = fix_wanted(pkg, opts)
     if not wanted:
         return [Step(pkg, "offer", "-", spec, why,
-                     f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})")]
+                     f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})", role=role)]
     if c.resolve_error or (not c.resolved and _usable_wheel(c, env) is None):
         err = c.resolve_error or c.pypi_error or "not in the wheelhouse"
         return [Step(pkg, "refuse", "-", spec, f"{why}; {wanted}, but it cannot be had here: {err}. Add it and its "
                      f"dependencies to the wheelhouse (`pip download {spec} -d {opts.wheelhouse or 'WHEELHOUSE'}`) "
-                     "or drop --offline", severity="broken")]
+                     "or drop --offline", severity="broken", role=role)]
     if not c.resolved:
         w = _usable_wheel(c, env)
         assert w is not None
         return [Step(pkg, "install", "wheelhouse" if w in c.wheels else "pypi", f"{pkg}=={w.name.version}",
-                     f"{why}; {wanted}", _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256)]
+                     f"{why}; {wanted}", _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256, role=role)]
     window = f" within {rem['window']}" if rem.get("window") else ""
     out = []
     for w in c.resolved:  # pip's resolution of the fix and its dependency window, pinned packages held
@@ -355,7 +360,8 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
         if name == pkg and c.resolve_note:
             reason += f"; note: {c.resolve_note}"
         out.append(Step(name, "install", "pip-resolve", f"{name}=={w.name.version}", reason,
-                        _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256))
+                        _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256,
+                        role=role if name == pkg else Role.DEPENDENCY))
     return sorted(out, key=lambda s: s.package == pkg)
 
 
@@ -398,7 +404,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
             w = _usable_wheel(c, env)
             if c.resolved:
                 steps.extend(_add_steps({"package": extra, "spec": extra}, env, dataclasses.replace(
-                    opts, with_packages=(*opts.with_packages, extra)), c, "asked for with --with"))
+                    opts, with_packages=(*opts.with_packages, extra)), c, "asked for with --with", Role.PACKAGE))
             elif w is not None:
                 steps.append(Step(extra, "install", "wheelhouse" if w in c.wheels else "pypi",
                                   f"{extra}=={w.name.version}", "asked for with --with", _pip_cmd(w.path, opts),
@@ -409,7 +415,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
     # dependencies first, once each
     ordered: list[Step] = []
     seen: set[tuple[str, str]] = set()
-    for s in sorted(steps, key=lambda s: 0 if s.reason.startswith("dependency") else 1):
+    for s in sorted(steps, key=lambda s: 0 if s.role == Role.DEPENDENCY else 1):
         if (s.package, s.action) in seen:
             continue
         seen.add((s.package, s.action))

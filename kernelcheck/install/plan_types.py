@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core.environment import Environment, torch_minor
+from kernelcheck.core.status import Mode
 from kernelcheck.install import wheels
 from kernelcheck.install.wheels import TrialImport, WheelInfo
 
@@ -20,6 +22,14 @@ SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
 class Rejected:
     candidate: str
     reason: str
+
+
+class Role(StrEnum):
+    """Why a step is in the plan, as a value the planner orders and counts by (never printed)."""
+
+    PACKAGE = "package"  # a kernel package the model needs, or one asked for with --with
+    DEPENDENCY = "dependency"  # a requirement of another step (dependencies are installed first)
+    FIX = "fix"  # a breakage rule's remedy (matrix/breakages.toml remedies)
 
 
 @dataclass(frozen=True)
@@ -36,9 +46,11 @@ class Step:
     arches: tuple[str, ...] = ()  # GPU code the chosen wheel carries / the build targets
     import_name: str = ""
     severity: str = ""  # a predicted problem this step leaves: broken | fallback
+    role: Role = Role.PACKAGE  # not in JSON: the reason says it in words
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["role"]
         d["rejected"] = [dataclasses.asdict(r) for r in self.rejected]
         d["arches"] = list(self.arches)
         return d
@@ -46,7 +58,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Options:
-    mode: str = "train"
+    mode: str = Mode.TRAIN
     source: str = "auto"
     arches: tuple[str, ...] = ()  # capabilities to build/match for ("9.0")
     arch_origin: str = "gpu"  # gpu | --arch | none

@@ -367,7 +367,7 @@ def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo])
     for w in own:
         if w.build is not None or not w.so_arches or w.error:
             continue
-        if wheels.match(w, target, extension=pkg.extension).reason.startswith("the wheel does not say"):
+        if wheels.match(w, target, extension=pkg.extension).needs_trial:
             out[w.path] = trial_import(w, pkg.extension, ctx.opts.target, env.torch.version)
     return out
 

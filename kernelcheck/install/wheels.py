@@ -102,6 +102,7 @@ class Decision:
     candidate: str
     accepted: bool
     reason: str
+    needs_trial: bool = False  # rejected only for want of a trial import (an unlabelled compiled wheel)
 
 
 def parse_wheel_name(filename: str) -> WheelName | None:
@@ -387,7 +388,7 @@ def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
         return Decision(cand, False, "the wheel does not say which torch/CUDA/cxx11abi it was built for (no "
                         "+cuXXtorchM.mcxx11abiX local version and no kernelcheck sidecar) and no trial import "
                         "against the installed torch was run: an extension built for another torch minor fails "
-                        "with 'undefined symbol'")
+                        "with 'undefined symbol'", needs_trial=True)
     if not trial.ok:
         return Decision(cand, False, f"trial import against the installed torch {trial.torch} failed in a fresh "
                         f"process: {trial.error}")

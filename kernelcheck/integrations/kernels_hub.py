@@ -72,6 +72,7 @@ class Resolution:
     blocked: str | None = None  # the cached build exists but kernels' offline lookup will not return it
     unusable: str | None = None  # no kernels adapter fits the installed release: nothing was listed
     kernels_error: str | None = None  # what kernels' own version lookup raises here (offline, not cached)
+    hub_unreachable: str | None = None  # the note saying the Hub failed and the cache answered (not in JSON)
 
     @property
     def spec(self) -> str:
@@ -79,6 +80,7 @@ class Resolution:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["hub_unreachable"]  # it is one of the notes
         d["decisions"] = [asdict(x) for x in self.decisions]
         d["notes"] = list(self.notes)
         return d
@@ -357,6 +359,7 @@ def _kernels_says(repo_id: str, version: int | None) -> str:
 
 def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
                       env: environment_mod.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
+    hub_note = notes[0] if notes else None  # _resolve's only note: the Hub could not be asked
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
         hint = "offline (HF_HUB_OFFLINE)" if hub_offline() else (notes[0] if notes else "the Hub was not asked")
@@ -377,7 +380,8 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
     notes.append("the cache holds only the variants downloaded so far; the Hub may have more")
     return Resolution(repo_id, version, revision, "hf-cache", str(snap), ref, commit, tuple(decisions),
                       chosen, near, match, problem,
-                      None if variants else f"{snap / 'build'} holds no build variant", tuple(notes), blocked)
+                      None if variants else f"{snap / 'build'} holds no build variant", tuple(notes), blocked,
+                      hub_unreachable=hub_note)
 
 
 def _hub_api() -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding
 
 
@@ -18,7 +19,7 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
     out = [Finding(f"packing-{m}", "info", f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
            for m, o in modes.items() if m != declared]
     o = modes[declared]
-    sev = {"correct": "info", "raises": "broken", "mixed": "broken"}[o["outcome"]]
+    sev = {"correct": Severity.INFO, "raises": Severity.BROKEN, "mixed": Severity.BROKEN}[o["outcome"]]
     word = {"correct": "correct", "raises": "the step raises ValueError",
             "mixed": "sequences silently mix (wrong results, no error)"}[o["outcome"]]
     out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o['reason']}",

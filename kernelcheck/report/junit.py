@@ -176,6 +176,7 @@ def _failure(fs: FunctionStatus, tied: list[Finding]) -> tuple[str, str] | None:
             kind, worst = fd.severity, fd
     if kind is None:
         return None
+    ftype: str
     if worst is None:
         msg, ftype = f"{fs.status}: {fs.reason or fs.implementation}", fs.status
     else:

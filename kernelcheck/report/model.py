@@ -235,7 +235,7 @@ class Report:
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     keep = {"reason", "fix", "implementation", "status", "name", "package"}
-    return {k: v for k, v in d.items() if v is not None or k in keep}
+    return {k: v for k, v in d.items() if (v is not None or k in keep) and k != "cause"}  # cause: decisions only
 
 
 def _finding_json(f: Finding) -> dict[str, Any]:

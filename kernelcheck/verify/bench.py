@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kernelcheck.core.status import Mode
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
@@ -58,7 +59,7 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
     saved = set(inst.forced)
     # A function that failed only in backward still runs fast in a forward-only pass (fla#640 case).
     passes = [("forward", once_fwd, saved - bwd_broken)]
-    if mode == "train":
+    if mode == Mode.TRAIN:
         passes.append(("forward+backward", once_train, saved))
     out: dict[str, Any] = {"layer": type(layer).__name__, "tokens": int(steps.ids.shape[1]), "passes": {}}
     inst.step = "bench"
@@ -74,7 +75,7 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
             out["passes"][pname] = res
     finally:
         inst.forced = saved
-    main = "forward+backward" if mode == "train" else "forward"
+    main = "forward+backward" if mode == Mode.TRAIN else "forward"
     out.update({"pass": main, **out["passes"][main]})
     return out
 

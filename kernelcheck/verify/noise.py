@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def advice_findings(text: str) -> list[Finding]:
         said = sorted(n for n in told if n in names)
         if said and _norm(said[0]) != _norm(p.install_distribution):
             out.append(Finding(
-                f"advice-{key.replace('_', '-')}", "info",
+                f"advice-{key.replace('_', '-')}", Severity.INFO,
                 f"transformers' own warning (shown with --verbose) says to install `{said[0]}`; the package "
                 f"it needs is `{p.install_distribution}` (what kernelcheck installs: the kernels alone, without "
                 "pins on transformers). Both names mean the same kernels.",

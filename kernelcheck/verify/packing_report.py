@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 
+from kernelcheck.core.status import Status
 from kernelcheck.packing.decide import RECOMMENDED
 from kernelcheck.verify.packing import MODES, PackingResult, render_text
 
@@ -32,7 +33,8 @@ def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
     from kernelcheck.packing.decide import section
 
     result = bindings_mod.bind(module, functions, exact=True)
-    statuses = {f: ("fast" if b.bound == "package" else "fallback") for f, b in result.bindings.items()}
+    statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
+                                for f, b in result.bindings.items()}
     sec = section(statuses, None)
     return {m["mode"]: m["outcome"] for m in (sec or {}).get("modes", [])}
 

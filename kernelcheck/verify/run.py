@@ -19,6 +19,7 @@ from kernelcheck.core import decide, settings
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
@@ -136,7 +137,7 @@ def _profile_steps(steps: _Steps, inst: Instrument, run: LiveRun, mode: str, dev
             _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
             run.traces[name] = tr
             run.records[name] = list(inst.records)
-        if bwd_only and mode == "train":
+        if bwd_only and mode == Mode.TRAIN:
             # The forward of a function that failed only in backward ran the fast path: show it.
             inst.forced -= bwd_only
             inst.reset()
@@ -238,7 +239,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
 
 
 
-def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool = False,
+def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify") -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed."""
     from kernelcheck.doctor.run import doctor as run_doctor
@@ -263,7 +264,8 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
-        report.findings.append(Finding("verify-not-run", "broken", "verify could not build the model: the modeling "
+        report.findings.append(Finding("verify-not-run", Severity.BROKEN,
+                                       "verify could not build the model: the modeling "
                                        f"module does not import ({result.module_error})."))
         report.live = LiveSection(ran=False, lines=["not run: the modeling module does not import"])
         return
@@ -277,7 +279,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     for i, fs in enumerate(report.functions):
         ev = function_evidence(run, fs.name)
         if ev is None:
-            if fs.used and not fs.name.startswith("attention:") and fs.status != "unsupported":
+            if fs.used and not fs.name.startswith("attention:") and fs.status != Status.UNSUPPORTED:
                 fs.evidence = {"calls": 0, "note": "not called in this run: none of the built layers "
                                f"({', '.join(dict.fromkeys(run.built.layer_types))}) calls it"}
             continue
@@ -289,7 +291,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     fast = [f.name for f in report.functions if f.evidence and f.evidence.get("path") == "fast"]
     if not run.built.device.startswith("cuda"):
         report.findings.append(Finding(
-            "verify-cpu", "info",
+            "verify-cpu", Severity.INFO,
             "no CUDA GPU here: the layers ran on the CPU, where every fast function runs its torch reference (or is "
             "unsupported). The evidence shows the torch path; run verify on the GPU machine to prove the fast path."))
     report.live = LiveSection(ran=True, details={

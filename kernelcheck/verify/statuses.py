@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import decide
+from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify.steps import (
@@ -77,7 +78,7 @@ def _run_notes(run: LiveRun, fn: str, calls: list[Any], fail: Any) -> dict[str, 
 def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None]:
     """(rule id, fix) of a known breakage that names `fn`, from the static rule evaluation."""
     for fd in report.findings:
-        if fn in fd.functions and fd.severity == "broken":
+        if fn in fd.functions and fd.severity == Severity.BROKEN:
             return fd.id, fd.fix
     return None, None
 
@@ -143,14 +144,14 @@ def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
     if run.step_error:
         if run.step_error_fast:
             # a fast kernel ran before the failure: it may have left bad state (or the failure is real)
-            out.append(Finding("verify-step-failed", "broken",
+            out.append(Finding("verify-step-failed", Severity.BROKEN,
                                f"the model's {run.built.shape} step failed outside the fast functions after fast "
                                f"kernels ran: {run.step_error}",
                                "rerun with KERNELCHECK_DEBUG=1; check attn_implementation and the transformers "
                                "version"))
         else:
             # only torch code ran: the shrunk model itself does not work, which says nothing about the kernels
-            out.append(Finding("verify-incomplete", "warning",
+            out.append(Finding("verify-incomplete", Severity.WARNING,
                                f"the {run.built.shape} {run.built.model_type} model built from the shrunk config "
                                "failed "
                                f"in torch code, before any fast kernel ran, so nothing was verified: {run.step_error}",
@@ -161,7 +162,7 @@ def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
         bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in mc.items() if isinstance(v, dict)
                for k in ("logits", "grads") if k in v and not v[k]["ok"]]
         fast_fns = sorted({r.function for recs in run.records.values() for r in recs if r.fast and not r.forced})
-        out.append(Finding("verify-mismatch", "broken",
+        out.append(Finding("verify-mismatch", Severity.BROKEN,
                            f"the fast path's results disagree with the torch reference on the same weights and inputs "
                            f"({'; '.join(bad)}; tolerance {mc['tolerance']}). Functions on the fast path: "
                            f"{', '.join(fast_fns)}.", None, None, tuple(fast_fns)))

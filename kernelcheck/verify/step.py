@@ -24,6 +24,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted
+from kernelcheck.core.status import Mode, Severity
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
@@ -140,7 +141,7 @@ def _check_memory(cfg: Any, ntok: int, shape: str) -> None:
 
 def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
     """Refuse (BadInput) a --step run that is not train mode or asks for no tokens or no layers."""
-    if mode != "train":
+    if mode != Mode.TRAIN:
         raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
@@ -148,7 +149,7 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
         raise BadInput(f"--layers must be at least 1, not {layers}.")
 
 
-def verify_step(query: str, mode: str = "train", shape: str | None = None, tokens: int | None = None,
+def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection."""
@@ -267,7 +268,7 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -
     if oom:
         # a limit of this check on this machine, never a kernel verdict: fallback severity only because a
         # check that could not run is never READY (as doctor's no-model)
-        out.append(Finding("verify-step-out-of-memory", "fallback",
+        out.append(Finding("verify-step-out-of-memory", Severity.FALLBACK,
                            f"the {' and the '.join(oom)} ran out of memory on this machine at {step['tokens']:,} "
                            "tokens per step: a limit of the check, not a verdict on the kernels (no function is "
                            "marked broken for it).",
@@ -275,25 +276,25 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -
         if "error" in fast and fast.get("out_of_memory"):
             return out
     if "error" in fast:
-        out.append(Finding("verify-step-failed", "broken",
+        out.append(Finding("verify-step-failed", Severity.BROKEN,
                            f"the training step on the bound path failed: {fast['error']}",
                            "rerun with --verbose for the worker's output; kernelcheck verify --model M (per function)"))
         return out
     if "error" in ref and not ref.get("out_of_memory"):
-        out.append(Finding("verify-step-reference-failed", "warning",
+        out.append(Finding("verify-step-reference-failed", Severity.WARNING,
                            f"the torch-reference step failed, so there is no speedup to report: {ref['error']}"))
     p = step["paths"]["fast"]
     if p["device"].startswith("cuda"):
         for m in p["fallback_signatures"]:
-            out.append(Finding(f"step-{m['id']}", "fallback",
+            out.append(Finding(f"step-{m['id']}", Severity.FALLBACK,
                                f"the bound path's whole step still shows {m['id']} ({m['evidence']}): a torch "
                                f"reference runs for {', '.join(m['functions'])}.",
                                f"kernelcheck install --model M (needs {m['package']})", None, tuple(m["functions"])))
         if p["launch_bound"]:
-            out.append(Finding("step-launch-bound", "fallback",
+            out.append(Finding("step-launch-bound", Severity.FALLBACK,
                                "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))
     else:
-        out.append(Finding("verify-cpu", "info",
+        out.append(Finding("verify-cpu", Severity.INFO,
                            "no CUDA GPU here: both paths ran the torch code on the CPU, so the speedup measures "
                            "nothing; the numbers check that the step runs. Run --step on the GPU machine."))
     return out

@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.status import Mode
 from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify import layers as layers_mod
@@ -106,7 +107,7 @@ class _Steps:
         self.ids = torch.randint(0, vocab, (1, tokens), generator=g).to(built.device)
         self.next_id = torch.randint(0, vocab, (1, 1), generator=g).to(built.device)
         self.cache: Any = None
-        self.names = ["train", "prefill", "decode"] if mode == "train" else ["prefill", "decode"]
+        self.names = ["train", "prefill", "decode"] if mode == Mode.TRAIN else ["prefill", "decode"]
 
     def sync(self) -> None:
         if self.built.device.startswith("cuda"):
