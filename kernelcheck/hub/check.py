@@ -33,13 +33,6 @@ def default_device(env: environment_mod.Environment) -> str:
     return "cpu"
 
 
-def _capability(env: environment_mod.Environment) -> int | None:
-    if not env.capabilities:
-        return None
-    major, minor = env.capabilities[0].split(".")
-    return int(major) * 10 + int(minor)
-
-
 def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
     """(will transformers load Hub kernels, why) for this transformers/kernels/env and the user's intent."""
     if th.transformers is None:
@@ -160,7 +153,7 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
 def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_mod.Environment, dev: str, mode: str,
           source: str, target: hub_mod.Target | None) -> tuple[list[dict[str, Any]], dict[str, hub_mod.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
-    cap = _capability(env)
+    cap = gpu_mod.capability_number(env)
     rows: list[dict[str, Any]] = []
     resolutions: dict[str, hub_mod.Resolution] = {}
     for name, kind in names.items():

@@ -20,6 +20,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers_models
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers as layers_mod
@@ -259,7 +260,7 @@ def verify(query: str, mode: str = "train", shape: str = "tiny", benchmark: bool
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float) -> None:
-    model = models_mod.resolve(query)
+    model = transformers_models.resolve(query)
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
