@@ -20,8 +20,8 @@ from kernelcheck.doctor import submodel as submodel_mod
 from kernelcheck.doctor.why import AttrCheck, _attr_in_process, _device_ok, _import_error_fill, _why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
+from kernelcheck.integrations import fla_dispatch, transformers_models
 from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.integrations import transformers_models
 from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 from kernelcheck.report.progress import Ticker
@@ -371,7 +371,8 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
-                            functions=tuple(f.name for f in report.functions if f.used))
+                            functions=tuple(f.name for f in report.functions if f.used),
+                            fla_dispatch=fla_dispatch.backends)
     certain = []
     for hit in rules_mod.evaluate(facts):
         sev = hit.rule.severity if hit.certain else "warning"

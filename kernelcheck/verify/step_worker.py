@@ -217,9 +217,9 @@ def out_of_memory(exc: BaseException) -> bool:
 def main(argv: list[str]) -> int:
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from kernelcheck.cli import interrupts
+    from kernelcheck.core import signals
 
-    interrupts.install()  # SIGINT even if the shell started the check with it ignored, SIGTERM as Interrupted
+    signals.route()  # SIGINT even if the shell started the check with it ignored, SIGTERM as Interrupted
     try:
         out = run(args)
     except KeyboardInterrupt as exc:  # 130/143: the parent stops the whole check (step.py), no result here
