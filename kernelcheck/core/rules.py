@@ -14,8 +14,8 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, requirement_unmet
 
-_CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
-_VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
+_CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS  # the conditions a rule may name: core/matrix.py, which validates them
+_VERSION_KEYS = matrix_mod.VERSION_KEYS
 
 
 def base_version(v: str | None) -> Version | None:
