@@ -1,4 +1,97 @@
-"""kernelcheck: will the fast kernels of a transformers model really run here? And if not, why, and the fix."""
+"""kernelcheck: will the fast kernels of a transformers model really run here? And if not, why, and the fix.
+
+The library's front door: each command's entry point as a function, a thin wrapper over the function the CLI calls
+(same arguments, same `Report`, same BadInput for bad input). Each imports its command when called, so
+`import kernelcheck` (and `kernelcheck --version`) loads nothing else. The names are not the subpackages' (doctor,
+verify, trace, hub): Python binds `kernelcheck.doctor` to the subpackage as soon as it is imported.
+
+>>> import kernelcheck
+>>> report = kernelcheck.check("qwen3.8-27b", mode="train")    # kernelcheck doctor   # doctest: +SKIP
+>>> report.verdict, report.exit_code, [f.id for f in report.findings]                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernelcheck.core.models import ResolvedModel
+    from kernelcheck.report.model import Report
+    from kernelcheck.trace.analysis import TraceAnalysis
 
 __version__ = "0.1.0"
 SCHEMA = "kernelcheck.report/1"  # 0.1's one id; each report kind has its own now: kernelcheck/schemas
+
+__all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "plan_install",
+           "prefetch_hub_kernels", "resolve_model", "trace_report", "verify_model"]
+
+
+def check(model: str | None, mode: str = "train", **options: Any) -> Report:
+    """`kernelcheck doctor --model MODEL --mode MODE`: the static check's Report (doctor/run.py `doctor`;
+    options: exact, hub, hub_device, hub_source, isolate, env)."""
+    from kernelcheck.doctor.run import doctor
+
+    return doctor(model, mode, **options)
+
+
+def plan_install(model: str, mode: str = "train", **options: Any) -> Report:
+    """`kernelcheck install --model MODEL --dry-run`: the plan, nothing installed (install/command.py `run` with
+    `Request(dry_run=True, ...)`; options are Request's fields: wheelhouse, arch, source, allow_change, ...)."""
+    from kernelcheck.install.command import Request, run
+
+    report, _ = run(Request(model=model, mode=mode, dry_run=True, **options), echo=lambda line: None,
+                    as_json=False)
+    return report
+
+
+def verify_model(model: str, mode: str = "train", shape: str = "tiny", **options: Any) -> Report:
+    """`kernelcheck verify`: the doctor's report plus what running the real layers showed (verify/run.py
+    `verify`; options: benchmark, tokens)."""
+    from kernelcheck.verify.run import verify
+
+    return verify(model, mode, shape, **options)
+
+
+def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
+    """A torch profiler trace (.json or .json.gz) read and judged: verdict, steps, kernels (trace/analysis.py)."""
+    from kernelcheck.trace.analysis import analyze_file
+
+    return analyze_file(path)
+
+
+def trace_report(path: str | os.PathLike[str]) -> Report:
+    """`kernelcheck trace FILE`: the Report behind the CLI (trace/analysis.py `trace_report`)."""
+    from kernelcheck.trace import analysis
+
+    return analysis.trace_report(path)
+
+
+def resolve_model(query: str) -> ResolvedModel:
+    """An alias, Hub id, model_type or folder resolved to a model, offline first (as --model is)."""
+    from kernelcheck.integrations import transformers_models
+
+    return transformers_models.resolve(query)
+
+
+def prefetch_hub_kernels(model: str, **options: Any) -> list[dict[str, Any]]:
+    """`kernelcheck install --source hub`: the plan steps for the Hub kernels the model maps to
+    (integrations/kernels_prefetch.py `prefetch_model`; options: mode, device, lock_path, dry_run, offline_only,
+    env, progress, target)."""
+    from kernelcheck.integrations.kernels_prefetch import prefetch_model
+
+    return prefetch_model(model, **options)
+
+
+def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
+    """For a loaded model: per Hub kernel name, whether the Hub kernel replaced the torch forward."""
+    from kernelcheck.integrations import kernels_prefetch
+
+    return kernels_prefetch.applied_kernels(model, expected)
+
+
+def applied_lines(rows: list[dict[str, Any]], use_kernels: bool | None = None) -> list[str]:
+    """`applied_kernels`' rows as text lines."""
+    from kernelcheck.integrations import kernels_prefetch
+
+    return kernels_prefetch.applied_lines(rows, use_kernels)

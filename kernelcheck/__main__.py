@@ -1,6 +1,7 @@
 from kernelcheck.cli import interrupts
+from kernelcheck.core import signals
 
-interrupts.install()  # a signal while the commands are still being imported is an interruption too (exit 130/143)
+signals.route()  # a signal while the commands are still being imported is an interruption too (exit 130/143)
 try:
     from kernelcheck.cli.main import main
 except KeyboardInterrupt as exc:

@@ -212,13 +212,13 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     import importlib
     import warnings
 
-    from kernelcheck.core import models as models_mod
+    from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers as layers_mod
 
     warnings.simplefilter("ignore")
     out: dict[str, Any] = {"model_type": model_type}
     try:
-        model = models_mod.resolve(model_type)
+        model = transformers_models.resolve(model_type)
     except Exception as exc:  # noqa: BLE001
         return {**out, "error": f"kernelcheck cannot resolve it: {_first_line(exc)}"}
     dotted = f"transformers.models.{model.spec.module}.modeling_{model.spec.module}"

@@ -10,6 +10,9 @@ PKG = Path(__file__).resolve().parents[1] / "kernelcheck"
 
 
 def _imports() -> dict[str, set[str]]:
+    """Module -> the kernelcheck modules it imports. An import of the root package itself (`from kernelcheck import
+    __version__`, `import kernelcheck`) is no edge: Python runs the root's __init__ before any submodule, and its
+    body imports nothing (test_front_door.py), so it cannot close a cycle; its deferred imports are edges."""
     mods: dict[str, set[str]] = {}
     for p in PKG.rglob("*.py"):
         name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
@@ -21,7 +24,7 @@ def _imports() -> dict[str, set[str]]:
             elif isinstance(n, ast.Import):
                 deps.update(a.name for a in n.names if a.name.startswith("kernelcheck"))
         mods[name] = deps
-    return {k: {d for d in v if d in mods and d != k} for k, v in mods.items()}
+    return {k: {d for d in v if d in mods and d not in (k, "kernelcheck")} for k, v in mods.items()}
 
 
 def test_no_import_cycle_even_through_deferred_imports() -> None:
@@ -43,6 +46,77 @@ def test_no_import_cycle_even_through_deferred_imports() -> None:
             visit(m)
     assert not cycles, cycles
 
+
+# The layers, bottom first: a module imports from its own package or from a lower layer, never from its own layer's
+# other packages or a higher one, deferred (function-level) imports included. The order is the package map's
+# (CONTRIBUTING.md): shared facts at the bottom; the code that knows other projects over them; the typed report
+# every command fills; the parts that stand alone; doctor (which adds hub's section); install and verify (which
+# run doctor again); the CLI; the front door (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core", "schemas"),
+    ("integrations",),
+    ("report",),
+    ("packing", "padding", "trace", "hub", "fleet", "forecast"),
+    ("doctor",),
+    ("install", "verify"),
+    ("cli",),
+    ("__init__", "__main__"),
+)
+# `from kernelcheck import __version__` and `import kernelcheck` (for its __file__) read the root's metadata, which
+# imports nothing at import time (test_the_front_door_imports_nothing_until_called): the bottom, not the front door.
+_ROOT_METADATA = ("__version__", "SCHEMA", "__file__")
+
+
+def _package_of(module: str) -> str:
+    """kernelcheck.doctor.run -> doctor; kernelcheck (the root, its __init__) -> __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imported(node: ast.AST, pkg_names: set[str]) -> list[str]:
+    """The kernelcheck packages an import statement reaches ("" for the root's metadata)."""
+    if isinstance(node, ast.ImportFrom) and node.module == "kernelcheck":
+        return [a.name if a.name in pkg_names else "" for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernelcheck."):
+        return [_package_of(node.module)]
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names if a.name.split(".")[0] == "kernelcheck"]
+        return [_package_of(n) if "." in n else "" for n in names]
+    return []
+
+
+def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """Every import in `pkg` that points to a higher layer, or across to another package of the same layer, as
+    "file:line: importer -> imported"; a package missing from `layers` is reported too."""
+    rank = {name: i for i, names in enumerate(layers) for name in names}
+    pkg_names = {p.name for p in pkg.iterdir() if (p / "__init__.py").exists()}
+    out = [f"{name}/: in no layer (add it to LAYERS)" for name in sorted(pkg_names - rank.keys())]
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg)
+        src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for node in ast.walk(ast.parse(path.read_text())):
+            for dst in _imported(node, pkg_names):
+                if dst == src or dst == "" or rank.get(src, -1) > rank.get(dst, len(layers)):
+                    continue
+                out.append(f"{rel}:{getattr(node, 'lineno', 0)}: {src} -> {dst}")
+    return out
+
+
+def test_every_import_points_down_the_layers_even_deferred_ones() -> None:
+    assert upward_imports(PKG) == [], "imports against the layers (tests/test_architecture.py LAYERS)"
+
+
+def test_an_upward_or_sideways_import_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "kernelcheck"
+    for name, text in {"core/__init__.py": "", "core/m.py": "def f():\n    from kernelcheck.doctor import run\n",
+                       "hub/__init__.py": "", "hub/check.py": "from kernelcheck.trace import reader\n",
+                       "trace/__init__.py": "from kernelcheck.core import m\nfrom kernelcheck import __version__\n",
+                       "doctor/__init__.py": "", "doctor/run.py": "import kernelcheck.hub.check\n",
+                       "extra/__init__.py": ""}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert upward_imports(root) == ["extra/: in no layer (add it to LAYERS)", "core/m.py:2: core -> doctor",
+                                    "hub/check.py:1: hub -> trace"]
 
 def test_no_module_is_over_500_lines() -> None:
     long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}

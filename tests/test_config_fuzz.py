@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kernelcheck.core import models
 from kernelcheck.core.errors import BadInput
+from kernelcheck.integrations import transformers_models
 from tests.envs import run
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -33,7 +34,7 @@ _payload = (_config.map(lambda c: json.dumps(c).encode())
 def _resolve(folder: Path, data: bytes) -> None:
     (folder / "config.json").write_bytes(data)
     try:
-        model = models.resolve(str(folder))
+        model = transformers_models.resolve(str(folder))  # as --model resolves it
         models.needs(model)  # what doctor reads next
         _ = model.text_config.get("model_type")
     except BadInput as exc:

@@ -18,6 +18,7 @@ from kernelcheck.core.environment import Environment, PackageState
 from kernelcheck.core.status import Finding, FunctionStatus, Verdict, worst
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor.run import environment_findings
+from kernelcheck.integrations import fla_dispatch
 from tests.environments import make_env
 
 M = matrix.load()
@@ -51,7 +52,7 @@ def _state(env: Environment, mode: str = "train", pinned: str | None = None,
         fs = FunctionStatus("chunk_gated_delta_rule", "fla-core", "fallback", "torch", "not installed",
                             extra_fix or "kernelcheck install --model qwen3.8-27b")
     findings = environment_findings(env)
-    facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b")
+    facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b", fla_dispatch=fla_dispatch.backends)
     hits = rules.evaluate(facts)
     findings += [Finding(h.rule.id, h.rule.severity if h.certain else "warning", h.message, h.fix) for h in hits]
     evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)

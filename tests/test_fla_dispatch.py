@@ -33,7 +33,7 @@ def ops(env: Environment, fns=GDN) -> dict[str, fla_dispatch.OpBackend]:
 
 def hits(env: Environment, mode: str = "train", fns=GDN) -> dict[str, rules.RuleHit]:
     facts = rules.Facts(env=env, mode=mode, bound=frozenset({"fla", "causal_conv1d"}), model="qwen3.8-27b",
-                        functions=fns)
+                        functions=fns, fla_dispatch=fla_dispatch.backends)
     return {h.rule.id: h for h in rules.evaluate(facts)}
 
 
@@ -174,7 +174,7 @@ def test_an_unknown_dispatch_layout_makes_the_rules_uncertain_never_a_crash():
     lay = fla_dispatch.Layout("9.9.9", "source", problems=("no BackendRegistry",))
     got = fla_dispatch.decide(lay, h200(), GDN)
     assert {o.backend for o in got} == {"unknown"}
-    assert fla_dispatch.matches(got, ["chunk_gated_delta_rule/backward triton:no-nvcc"]) is None
+    assert rules.backend_matches(got, ["chunk_gated_delta_rule/backward triton:no-nvcc"]) is None
 
 
 def test_no_gpu_or_no_fla_decides_nothing():

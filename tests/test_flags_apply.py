@@ -12,8 +12,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from kernelcheck.cli import interrupts
 from kernelcheck.cli.main import main
+from kernelcheck.core import signals
 from kernelcheck.install import command as install_command
 from kernelcheck.install.plan_types import Plan, Step
 from kernelcheck.report.model import Finding, FunctionStatus, Report
@@ -115,7 +115,7 @@ def test_sigint_started_ignored_is_still_acted_on():
     """A script's `kernelcheck ... &` starts with SIGINT ignored; `kill -INT` must still stop it (item 8)."""
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        with pytest.raises(KeyboardInterrupt), interrupts.routed():
+        with pytest.raises(KeyboardInterrupt), signals.routed():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # restored after the command
@@ -126,7 +126,7 @@ def test_sigint_started_ignored_is_still_acted_on():
 def test_an_ignored_sigterm_stays_ignored():
     old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        with interrupts.routed():
+        with signals.routed():
             assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, old)

@@ -161,7 +161,8 @@ def test_pins_use_the_version_pip_sees_when_torch_reports_a_local_label_its_meta
             "from kernelcheck.install import sources; e = environment.probe(packages=False); "
             "pins = sources._constraints_file(e); "
             "w, err, note = sources.resolve_with_pip('tilelang', sys.argv[1], Path(sys.argv[2]), True, "
-            "Path(sys.argv[3]), None); print(json.dumps({'pins': pins.read_text(), 'reported': e.torch.version, "
+            "Path(sys.argv[3]), None, constraints=pins); "
+            "print(json.dumps({'pins': pins.read_text(), 'reported': e.torch.version, "
             "'wheels': sorted(x.name.name for x in w), 'err': err}))")
     window = "tilelang==0.1.15; apache-tvm-ffi>=0.1.11,<0.1.13; z3-solver>=4.13.0,<4.15.5"
     res = subprocess.run([sys.executable, "-c", prog, window, str(wh), str(tmp_path / "dl")], capture_output=True,

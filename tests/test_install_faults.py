@@ -203,11 +203,10 @@ def test_a_signal_during_a_failing_import_is_not_lost() -> None:
     raised as the interruption, not dropped with the block's error (case 5: the install went on)."""
     import signal
 
-    from kernelcheck.cli import interrupts
     from kernelcheck.core import signals
     from kernelcheck.core.errors import Interrupted
 
-    with interrupts.routed(), pytest.raises(Interrupted) as got, signals.held(second_interrupts=True):
+    with signals.routed(), pytest.raises(Interrupted) as got, signals.held(second_interrupts=True):
         os.kill(os.getpid(), signal.SIGTERM)
         raise ImportError("No module named 'einops'")
     assert got.value.exit_code == 143

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import gpu
 from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import build, wheels
 from tests.kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
@@ -26,10 +27,10 @@ def test_fatbin_reader_reads_real_nvcc_output():
 
 
 def test_arch_serves_rules():
-    assert wheels.arch_serves(("sm_80",), "8.6") == "sass"  # same major, lower minor runs
-    assert wheels.arch_serves(("sm_80",), "9.0") is None  # SASS never crosses a major
-    assert wheels.arch_serves(("compute_80",), "9.0") == "ptx-jit"
-    assert wheels.arch_serves(("sm_90",), "8.0") is None
+    assert gpu.arch_serves(("sm_80",), "8.6") == "sass"  # same major, lower minor runs
+    assert gpu.arch_serves(("sm_80",), "9.0") is None  # SASS never crosses a major
+    assert gpu.arch_serves(("compute_80",), "9.0") == "ptx-jit"
+    assert gpu.arch_serves(("sm_90",), "8.0") is None
 
 
 def test_local_version_tags():

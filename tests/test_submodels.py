@@ -14,9 +14,8 @@ import ast
 
 import pytest
 
-from kernelcheck.core import models as models_mod
 from kernelcheck.doctor import source_notes
-from kernelcheck.integrations import transformers_calls, transformers_submodels
+from kernelcheck.integrations import transformers_calls, transformers_models, transformers_submodels
 from tests.envs import TF525, function, run_json, site
 
 GDN_FUNCTIONS = {"chunk_gated_delta_rule", "torch_chunk_gated_delta_rule", "causal_conv1d_fn"}
@@ -33,10 +32,10 @@ def test_the_vision_tower_builds_none_of_the_parents_layers_the_text_model_does(
 
 
 def test_sub_config_specs_get_the_parents_needs_only_where_its_layers_are_built():
-    assert models_mod.tower_of("qwen3_5_vision") == ("qwen3_5", "Qwen3_5VisionModel")
-    assert models_mod.installed_spec("qwen3_5_vision").functions == ()
-    assert models_mod.tower_of("qwen3_5_text") is None
-    assert "chunk_gated_delta_rule" in models_mod.installed_spec("qwen3_5_text").functions
+    assert transformers_models.tower_of("qwen3_5_vision") == ("qwen3_5", "Qwen3_5VisionModel")
+    assert transformers_models.installed_spec("qwen3_5_vision").functions == ()
+    assert transformers_models.tower_of("qwen3_5_text") is None
+    assert "chunk_gated_delta_rule" in transformers_models.installed_spec("qwen3_5_text").functions
 
 
 def test_use_kernel_func_from_hub_is_a_kernelize_hook_not_an_unread_decorator():

@@ -15,7 +15,7 @@ import click
 
 from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile
-from kernelcheck.core import settings
+from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
@@ -125,7 +125,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             as_json = bool(kwargs.get("as_json"))
             _setup_output(kwargs)
             try:
-                with interrupts.routed():
+                with signals.routed():
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
                     code = fn(*args, **kwargs)

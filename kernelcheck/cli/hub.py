@@ -75,10 +75,9 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     """
     from kernelcheck.core import environment as environment_mod
     from kernelcheck.core import gpu as gpu_mod
-    from kernelcheck.core import models as models_mod
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub as hub_mod
-    from kernelcheck.integrations import kernels_prefetch
+    from kernelcheck.integrations import kernels_prefetch, transformers_models
     from kernelcheck.report.model import Finding, Report
 
     if (lock or dry_run) and not prefetch:
@@ -94,7 +93,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     functions: tuple[str, ...] = ()
     modeling = None
     if model:
-        resolved = models_mod.resolve(model)
+        resolved = transformers_models.resolve(model)
         report.model = resolved.to_json()
         modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)

@@ -10,6 +10,9 @@ starts every `cmd &` with SIGINT ignored, so `kernelcheck trace t.json & ... kil
 cancel, SIGINT to the process group) was lost and the run went on to its verdict (issue 26 item 8). Python keeps
 an ignored SIGINT ignored and so did kernelcheck; a check is never worth finishing against an explicit
 interrupt. A SIGTERM set to be ignored (`trap '' TERM`, which only a user writes) stays ignored.
+
+The routing itself (`route`, `routed`) is core/signals.py's, so verify's step worker routes signals without
+importing the CLI; this module says what an interruption left and exits.
 """
 
 from __future__ import annotations
@@ -18,45 +21,12 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Iterator
-from types import FrameType
 from typing import NoReturn
 
 import click
 
 from kernelcheck import schemas
 from kernelcheck.core.errors import Interrupted
-
-
-def _raise(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted(signum)
-
-
-def install() -> dict[int, object]:
-    """Route SIGINT and SIGTERM to `Interrupted` (main thread only); returns the handlers replaced."""
-    old: dict[int, object] = {}
-    for sig, taken in ((signal.SIGINT, (signal.default_int_handler, signal.SIG_IGN)),
-                       (signal.SIGTERM, (signal.SIG_DFL,))):
-        try:
-            current = signal.getsignal(sig)
-            if current in taken:
-                signal.signal(sig, _raise)
-                old[sig] = current
-        except ValueError:  # not the main thread: leave signals to the main one
-            break
-    return old
-
-
-@contextlib.contextmanager
-def routed() -> Iterator[None]:
-    old = install()
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            with contextlib.suppress(ValueError, TypeError):
-                if signal.getsignal(sig) is _raise:  # a handler the command set meanwhile stays (cli/fleet.py)
-                    signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 def report(command: str, exc: BaseException, as_json: bool) -> NoReturn:

@@ -111,6 +111,28 @@ def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None) -> tupl
     return tuple(gpus)
 
 
+def cap_to_sm(cap: str) -> int:
+    """'9.0' -> 90, '10.3' -> 103."""
+    major, _, minor = cap.partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
+def arch_serves(arches: tuple[str, ...], cap: str) -> str | None:
+    """How a GPU of capability `cap` can run code with these arches: 'sass', 'ptx-jit' or None.
+
+    SASS runs on the same major with an equal or higher minor (sm_80 runs on 8.6); PTX is JIT-compiled
+    by the driver for any equal or newer GPU (slow first launch, and only if the driver is new enough).
+    """
+    want = cap_to_sm(cap)
+    sass = [int(a[3:]) for a in arches if a.startswith("sm_") and a[3:].isdigit()]
+    ptx = [int(a[8:]) for a in arches if a.startswith("compute_") and a[8:].isdigit()]
+    if any(s // 10 == want // 10 and s <= want for s in sass):
+        return "sass"
+    if any(p <= want for p in ptx):
+        return "ptx-jit"
+    return None
+
+
 def capability_number(env: Environment) -> int | None:
     """The first GPU's capability as kernels' integer (90), or None without a GPU."""
     if not env.capabilities:

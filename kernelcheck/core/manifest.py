@@ -65,34 +65,3 @@ def record(package: str, entry: dict[str, Any], at: Path | None = None) -> Path:
 def built_nvcc() -> dict[str, str]:
     return {k: v.get("nvcc", "") for k, v in read()["packages"].items() if v.get("nvcc")}
 
-
-def explain(env: Any) -> list[Any]:
-    """Findings where the environment no longer fits what kernelcheck installed (manifest vs now)."""
-    from kernelcheck.core.environment import torch_minor
-    from kernelcheck.install.wheels import arch_serves, cap_to_sm
-    from kernelcheck.report.model import Finding
-
-    out = []
-    torch_v = env.torch.version if env.torch else None
-    mm = torch_minor(torch_v)
-    for name, e in read()["packages"].items():
-        st = env.packages.get(name)
-        dist = e.get("distribution", name)
-        how = f"{dist} {e.get('version')} was installed by kernelcheck from {e.get('source')} ({e.get('wheel')}"
-        how += f", GPU code {', '.join(e['so_arches'])})" if e.get("so_arches") else ")"
-        fix = f"kernelcheck install --model M --source build --package {dist}"
-        if st is not None and st.installed and st.version and e.get("version") and st.version != e["version"]:
-            out.append(Finding("manifest-replaced", "info", f"{how}; {dist} {st.version} is installed now: "
-                               "something else replaced it after kernelcheck's install."))
-            continue
-        if e.get("so_arches") and mm and e.get("torch_mm") and e["torch_mm"] != mm:
-            out.append(Finding("manifest-torch-changed", "warning",
-                               f"{how}, built for torch {e['torch_mm']}; torch is now {torch_v}: a compiled "
-                               "extension is tied to one torch minor (expect 'undefined symbol').", fix))
-        if e.get("so_arches"):
-            for cap in env.capabilities:
-                if arch_serves(tuple(e["so_arches"]), cap) is None:
-                    out.append(Finding("manifest-arch-missing", "warning",
-                                       f"{how}; this GPU is sm_{cap_to_sm(cap)}, which that build does not carry: "
-                                       "its kernels cannot run here.", fix + f" --arch {cap}"))
-    return out

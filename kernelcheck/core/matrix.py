@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
 
@@ -155,17 +159,8 @@ def load() -> Matrix:
         )
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}
-    br = _load("breakages.toml")
-    breakages = tuple(
-        Breakage(
-            id=b["id"], title=b["title"], severity=Severity(b["severity"]), functions=tuple(b["functions"]),
-            when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
-            remedies=tuple(dict(r) for r in b.get("remedies", [])),
-        )
-        for b in br.get("breakage", [])
-    )
-    import_errors = tuple(ImportErrorRule(**r) for r in br.get("import_error", []))
-    runtime_errors = tuple(ImportErrorRule(**r) for r in br.get("runtime_error", []))
+    breakages, import_errors, runtime_errors = breakages_from(_load("breakages.toml"), _root() / "breakages.toml",
+                                                              frozenset(funcs))
     verified_path = _root() / "verified.toml"
     verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
     m = Matrix(
@@ -189,6 +184,103 @@ def _validate(m: Matrix) -> None:
         if not a.config and a.model_type not in m.model_types:
             raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")
 
+
+# --- breakages.toml, validated as it is read: a bad entry is bad input naming the file and the key ---
+
+CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
+VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
+_LIST_KEYS = ("gpu_capability", "absent", "bound", "requirement_unmet", "fla_backend")
+WHEN_KEYS = frozenset((*CAPABILITY_KEYS, *VERSION_KEYS, *_LIST_KEYS, "mode", "cuda_gpu", "built_nvcc"))
+_BREAKAGE_TEXT = ("id", "title", "severity", "message", "fix", "reference")
+_SEVERITIES = ("broken", "fallback", "warning")
+_REMEDY_KINDS = ("add", "change", "image")
+_PATTERN_KEYS = ("id", "pattern", "title", "message", "fix", "reference")
+
+
+def _bad(source: Path, where: str, what: str) -> BadInput:
+    return BadInput(f"{source}: {where}: {what}. Fix that entry (the file's header says what each key holds).")
+
+
+def _condition_problem(key: str, want: Any) -> str | None:
+    """What is wrong with one `when` condition, or None."""
+    if key not in WHEN_KEYS:
+        return f"'{key}' is not a condition kernelcheck knows (known: {', '.join(sorted(WHEN_KEYS))})"
+    if key in _LIST_KEYS and not (isinstance(want, list) and all(isinstance(w, str) for w in want)):
+        return f"'{key}' must be a list of strings, not {json.dumps(want)[:60]}"
+    if key in ("cuda_gpu",) and not isinstance(want, bool):
+        return f"'{key}' must be true or false, not {json.dumps(want)[:60]}"
+    if key in (*VERSION_KEYS, "built_nvcc", "gpu_capability_min", "gpu_capability_max", "mode") \
+            and not isinstance(want, str):
+        return f"'{key}' must be a string, not {json.dumps(want)[:60]}"
+    if key in (*VERSION_KEYS, "built_nvcc"):
+        try:
+            SpecifierSet(want)
+        except InvalidSpecifier:
+            return f"'{key}' = {json.dumps(want)} is not a version specifier (e.g. \">=3.4.0,<3.7.1\")"
+    return None
+
+
+def _breakage_problem(b: dict[str, Any], functions: frozenset[str]) -> tuple[str, str] | None:
+    """(the key, what is wrong with it) for one [[breakage]] table, or None."""
+    for key in _BREAKAGE_TEXT:
+        if not isinstance(b.get(key), str) or not b[key]:
+            return key, "missing, or not a non-empty string"
+    if b["severity"] not in _SEVERITIES:
+        return "severity", f"'{b['severity']}' is none of {', '.join(_SEVERITIES)}"
+    fns = b.get("functions")
+    if not isinstance(fns, list) or not all(isinstance(f, str) for f in fns):
+        return "functions", "missing, or not a list of function names"
+    if unknown := [f for f in fns if f not in functions]:
+        return "functions", f"{', '.join(unknown)}: not in functions.toml"
+    if not isinstance(b.get("when"), dict):
+        return "when", "missing, or not a table of conditions"
+    for key, want in b["when"].items():
+        if (problem := _condition_problem(key, want)) is not None:
+            return f"when.{key}", problem
+    return _remedy_problem(b.get("remedies", []))
+
+
+def _remedy_problem(remedies: Any) -> tuple[str, str] | None:
+    if not isinstance(remedies, list):
+        return "remedies", "not a list of tables"
+    for i, r in enumerate(remedies):
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("package", "spec", "kind")):
+            return f"remedies[{i}]", "each remedy is a table with package, spec and kind strings"
+        if r["kind"] not in _REMEDY_KINDS:
+            return f"remedies[{i}].kind", f"'{r['kind']}' is none of {', '.join(_REMEDY_KINDS)}"
+    return None
+
+
+def _pattern_rule(r: Any, source: Path, where: str) -> ImportErrorRule:
+    if not isinstance(r, dict) or set(r) != set(_PATTERN_KEYS) or not all(isinstance(v, str) for v in r.values()):
+        raise _bad(source, where, f"needs exactly the string keys {', '.join(_PATTERN_KEYS)}")
+    try:
+        re.compile(r["pattern"])
+    except re.error as exc:
+        raise _bad(source, f"{where}.pattern", f"not a regular expression ({exc})") from None
+    return ImportErrorRule(**r)
+
+
+def breakages_from(table: dict[str, Any], source: Path, functions: frozenset[str],
+                   ) -> tuple[tuple[Breakage, ...], tuple[ImportErrorRule, ...], tuple[ImportErrorRule, ...]]:
+    """breakages.toml's [[breakage]], [[import_error]] and [[runtime_error]] tables, typed; raises BadInput naming
+    `source` and the key of the first bad entry (`functions`: the names functions.toml defines)."""
+    out, seen = [], set()
+    for i, b in enumerate(table.get("breakage", [])):
+        where = f"[[breakage]] {i + 1}" + (f" (id {json.dumps(b.get('id'))})" if isinstance(b, dict) else "")
+        problem = _breakage_problem(b, functions) if isinstance(b, dict) else ("", "not a table")
+        if problem is None and b["id"] in seen:
+            problem = ("id", "used by an earlier [[breakage]]; ids are unique")
+        if problem is not None:
+            raise _bad(source, f"{where} {problem[0]}".rstrip(), problem[1])
+        seen.add(b["id"])
+        out.append(Breakage(id=b["id"], title=b["title"], severity=Severity(b["severity"]),
+                            functions=tuple(b["functions"]),
+                            when=dict(b["when"]), message=b["message"], fix=b["fix"], reference=b["reference"],
+                            remedies=tuple(dict(r) for r in b.get("remedies", []))))
+    kinds = [tuple(_pattern_rule(r, source, f"[[{kind}]] {i + 1}") for i, r in enumerate(table.get(kind, [])))
+             for kind in ("import_error", "runtime_error")]
+    return tuple(out), kinds[0], kinds[1]
 
 # --- trace signatures (matrix/signatures.toml): what fast and fallback paths look like in a profiler trace ---
 

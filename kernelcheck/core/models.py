@@ -7,13 +7,13 @@ cache, then the Hub (config.json only, never weights) when the network may be us
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import logging
 import os
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,14 +109,23 @@ def _check_fields(cfg: dict[str, Any], path: Path) -> None:
                                f"expects a string there (for example \"{'sdpa' if 'attn' in key else 'qwen3_5'}\").")
 
 
-def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, matrix_mod.ModelType]:
+InstalledSpec = Callable[[str], "matrix_mod.ModelType | None"]  # a model_type the matrix lacks -> its spec, or None
+
+
+def _matrix_only(model_type: str) -> matrix_mod.ModelType | None:
+    """No lookup beyond the matrix (the installed transformers is asked in integrations/transformers_models.py)."""
+    return None
+
+
+def _spec_for(model_type: str, cfg: dict[str, Any], query: str,
+              installed: InstalledSpec) -> tuple[str, matrix_mod.ModelType]:
     m = matrix_mod.load()
     if model_type in m.model_types:
         return model_type, m.model_types[model_type]
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
     if text and text.get("model_type") in m.model_types:
         return text["model_type"], m.model_types[text["model_type"]]
-    spec = installed_spec(model_type)
+    spec = installed(model_type)
     if spec is not None:
         return model_type, spec
     close = difflib.get_close_matches(model_type, list(m.model_types), n=3, cutoff=0.6)
@@ -124,48 +133,6 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str) -> tuple[str, ma
     raise BadInput(f"model_type '{model_type}' (from '{query}') is unknown to kernelcheck and to the installed "
                    f"transformers.{hint} Run `kernelcheck models` for the list, or upgrade transformers if the "
                    "model is newer than it.")
-
-
-def installed_spec(model_type: str) -> matrix_mod.ModelType | None:
-    """A model_type kernelcheck does not list but the installed transformers registers: its modeling module
-    is asked which kernels it binds. A sub-config type (qwen3_5_text, glm5_next_vision, inkling_text) lives
-    in its parent's module, so it gets the parent's needs."""
-    from kernelcheck.integrations import transformers_types as transformers_mod
-
-    known = transformers_mod.known_model_types() or {}
-    if model_type not in known:
-        return None
-    module = known[model_type]
-    m = matrix_mod.load()
-    parent = next((s for s in m.model_types.values() if s.module == module), None)
-    if parent is not None and tower_of(model_type) is None:
-        return matrix_mod.ModelType(name=model_type, family=parent.family, module=module,
-                                    functions=parent.functions, layer=parent.layer, since=parent.since)
-    # no parent, or a vision or audio tower of one (qwen3_5_vision): its model builds none of the parent's layers
-    return matrix_mod.ModelType(name=model_type, family="unknown", module=module, functions=())
-
-
-@functools.cache
-def tower_of(model_type: str) -> tuple[str, str] | None:
-    """(parent model_type, model class) when transformers' model for sub-config `model_type` holds none of the
-    parent's fast-kernel layers (a vision or audio tower); None for a text model, an unknown type, or a source
-    kernelcheck cannot follow (then the parent's needs are kept: listing a function is safe, dropping one is not)."""
-    from kernelcheck.integrations import transformers_submodels
-    from kernelcheck.integrations import transformers_types as transformers_mod
-
-    m = matrix_mod.load()
-    module = (transformers_mod.known_model_types() or {}).get(model_type)
-    parent = next((s for s in m.model_types.values() if s.module == module), None)
-    if module is None or parent is None or model_type in m.model_types:
-        return None
-    functions = set(parent.functions)
-    for fn in parent.functions:
-        info = m.functions.get(fn)
-        if info is not None and info.torch_fallback:
-            functions.add(info.torch_fallback.split(" ")[0])
-    layers = {parent.layer} if parent.layer else set()
-    builds, cls = transformers_submodels.builds_any(model_type, module, layers, functions)
-    return (parent.name, cls or "?") if builds is False else None
 
 
 def _from_cache(repo_id: str) -> Path | None:
@@ -280,14 +247,14 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-def _from_config(q: str, repo_id: str | None, source: str, cfg: dict[str, Any],
+def _from_config(q: str, repo_id: str | None, source: str, cfg: dict[str, Any], installed: InstalledSpec,
                  alias: str | None = None) -> ResolvedModel:
     """A ResolvedModel from a read config: its model_type picks the spec."""
-    mt, spec = _spec_for(cfg["model_type"], cfg, q)
+    mt, spec = _spec_for(cfg["model_type"], cfg, q, installed)
     return ResolvedModel(q, repo_id, mt, source, spec, cfg, alias=alias)
 
 
-def _resolve_alias(m: matrix_mod.Matrix, q: str) -> ResolvedModel | None:
+def _resolve_alias(m: matrix_mod.Matrix, q: str, installed: InstalledSpec) -> ResolvedModel | None:
     """An alias name, or a Hub id that an alias stands for; None when `q` is neither."""
     alias = m.aliases.get(q.lower())
     if alias is None:  # a Hub id that an alias stands for
@@ -295,7 +262,8 @@ def _resolve_alias(m: matrix_mod.Matrix, q: str) -> ResolvedModel | None:
     if alias is None:
         return None
     if alias.config:
-        return _from_config(q, alias.id, "shipped-config", m.shipped_config(alias.config), alias=alias.name)
+        return _from_config(q, alias.id, "shipped-config", m.shipped_config(alias.config), installed,
+                            alias=alias.name)
     spec = m.model_types[alias.model_type]
     return ResolvedModel(q, alias.id, alias.model_type, "alias", spec, {"model_type": alias.model_type},
                          alias=alias.name)
@@ -318,18 +286,18 @@ def _local_config_path(path: Path) -> Path:
                    "(kernelcheck models) or a Hub id.")
 
 
-def _resolve_hub_id(q: str) -> ResolvedModel:
+def _resolve_hub_id(q: str, installed: InstalledSpec) -> ResolvedModel:
     """A Hub id: its config.json from the Hugging Face cache, else from the Hub unless offline."""
     cached = _from_cache(q)
     if cached:
-        return _from_config(q, q, "hf-cache", _read_config(cached, q))
+        return _from_config(q, q, "hf-cache", _read_config(cached, q), installed)
     if settings.hub_offline():
         raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
                        "is set). Download its config.json first (`hf download {q} config.json`), point --model "
                        "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
     got, why = _from_hub(q)
     if got:
-        return _from_config(q, q, "hub", _read_config(got, q))
+        return _from_config(q, q, "hub", _read_config(got, q), installed)
     raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
                    "Check the id, log in for gated models, point --model at a folder with config.json, or set "
                    "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
@@ -344,25 +312,27 @@ def _unknown(m: matrix_mod.Matrix, q: str) -> BadInput:
                     "like Qwen/Qwen3.8-27B, or a folder with config.json.")
 
 
-def resolve(query: str) -> ResolvedModel:
-    """Resolve `query` to a model; raises BadInput with a helpful message when it cannot."""
+def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedModel:
+    """Resolve `query` to a model; raises BadInput with a helpful message when it cannot. `installed` gives the
+    spec of a model_type the matrix does not list (integrations/transformers_models.py asks the installed
+    transformers; its `resolve` passes it); the default knows the matrix only."""
     m = matrix_mod.load()
     q = query.strip()
     if not q:
         raise BadInput("--model is empty. Give an alias (kernelcheck models), a Hub id like Qwen/Qwen3.8-27B, "
                        "or a folder with config.json.")
-    by_alias = _resolve_alias(m, q)
+    by_alias = _resolve_alias(m, q, installed)
     if by_alias is not None:
         return by_alias
     path = Path(q).expanduser()
     if path.exists() or q.startswith((".", "/", "~")) or q.endswith(".json"):
-        return _from_config(q, None, "local", _read_config(_local_config_path(path), q))
+        return _from_config(q, None, "local", _read_config(_local_config_path(path), q), installed)
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
-    if "/" not in q and (installed := installed_spec(q)) is not None:
-        return ResolvedModel(q, None, q, "model_type", installed, {"model_type": q})
+    if "/" not in q and (spec := installed(q)) is not None:
+        return ResolvedModel(q, None, q, "model_type", spec, {"model_type": q})
     if _HUB_ID.match(q):
-        return _resolve_hub_id(q)
+        return _resolve_hub_id(q, installed)
     raise _unknown(m, q)
 
 

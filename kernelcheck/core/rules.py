@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,8 +14,8 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, requirement_unmet
 
-_CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
-_VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
+_CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS  # the conditions a rule may name: core/matrix.py, which validates them
+_VERSION_KEYS = matrix_mod.VERSION_KEYS
 
 
 def base_version(v: str | None) -> Version | None:
@@ -52,12 +53,15 @@ class Facts:
     model: str = ""
     functions: tuple[str, ...] = ()  # the fast functions the job uses (empty: every fla op kernelcheck knows)
 
-    def fla_backends(self) -> list[Any]:
-        """The backend of each fla op and pass here (integrations/fla_dispatch.py)."""
-        from kernelcheck.integrations import fla_dispatch
+    # how the installed fla picks each op's backend: integrations/fla_dispatch.py `backends`, passed in by the caller
+    # (core imports no integration); None: not asked, so a fla_backend condition is undecided
+    fla_dispatch: Callable[[Environment, tuple[str, ...]], list[Any]] | None = None
 
-        fns = self.functions or _FLA_OPS
-        return fla_dispatch.decide(fla_dispatch.layout(self.env), self.env, fns)
+    def fla_backends(self) -> list[Any]:
+        """The backend of each fla op and pass here; [] when no `fla_dispatch` was given."""
+        if self.fla_dispatch is None:
+            return []
+        return self.fla_dispatch(self.env, self.functions or _FLA_OPS)
 
 
 _FLA_OPS = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "chunk_kda", "fused_recurrent_kda")
@@ -69,6 +73,16 @@ class RuleHit:
     message: str
     fix: str
     certain: bool  # False when a condition could not be decided (e.g. unknown build compiler)
+
+
+def backend_matches(ops: list[Any], patterns: list[str]) -> bool | None:
+    """A fla_backend condition: whether any op's key (integrations/fla_dispatch.py `OpBackend`) matches one of
+    `patterns` (fnmatch); None when an op could not be decided."""
+    if any(fnmatch.fnmatch(op.key, p) for op in ops if op.certain for p in patterns):
+        return True
+    if any(fnmatch.fnmatch(op.key, p) for op in ops for p in patterns) or any(op.backend == "unknown" for op in ops):
+        return None
+    return False
 
 
 def _holds_capability(key: str, want: Any, capabilities: Iterable[str]) -> bool:
@@ -99,9 +113,7 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     if key == "built_nvcc":
         return _holds_built_nvcc(want, facts)
     if key == "fla_backend":
-        from kernelcheck.integrations import fla_dispatch
-
-        return fla_dispatch.matches(facts.fla_backends(), list(want))
+        return backend_matches(facts.fla_backends(), list(want)) if facts.fla_dispatch is not None else None
     if key == "requirement_unmet":
         if env.requirements_unmet is not None:  # probed (or given by a test): no metadata read here
             return any(w in env.requirements_unmet for w in want)

@@ -5,6 +5,9 @@
   *clears* any error that import raises, KeyboardInterrupt included ("Failed to initialize NumPy"), so a
   Ctrl-C that lands there is lost and the install goes on (seen by tests/test_install_signals.py). Held
   back, it is raised as soon as the import is done; a second signal interrupts the import at once.
+
+And routing them: `route` / `routed` make SIGINT and SIGTERM raise `Interrupted` for a whole command
+(cli/interrupts.py says what an interruption left and exits 128 + the signal).
 """
 
 from __future__ import annotations
@@ -17,6 +20,39 @@ from types import FrameType
 from kernelcheck.core.errors import Interrupted
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def route() -> dict[int, object]:
+    """Route SIGINT and SIGTERM to `Interrupted` (main thread only), an ignored SIGINT too (cli/interrupts.py says
+    why); returns the handlers replaced."""
+    old: dict[int, object] = {}
+    for sig, taken in ((signal.SIGINT, (signal.default_int_handler, signal.SIG_IGN)),
+                       (signal.SIGTERM, (signal.SIG_DFL,))):
+        try:
+            current = signal.getsignal(sig)
+            if current in taken:
+                signal.signal(sig, _raise)
+                old[sig] = current
+        except ValueError:  # not the main thread: leave signals to the main one
+            break
+    return old
+
+
+@contextlib.contextmanager
+def routed() -> Iterator[None]:
+    """`route` for the block; the handlers it replaced come back after it."""
+    old = route()
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, TypeError):
+                if signal.getsignal(sig) is _raise:  # a handler the command set meanwhile stays (cli/fleet.py)
+                    signal.signal(sig, handler)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState
 from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Mode, Severity, Status, Verdict, worst
+from kernelcheck.integrations import fla_dispatch
 
 if TYPE_CHECKING:
     from kernelcheck.report.model import Report
@@ -161,7 +162,7 @@ def verdict_after(change: Change, state: State, m: matrix_mod.Matrix, fixed: str
     for, which it no longer prints."""
     env, bound = after(change, state, m)
     facts = rules_mod.Facts(env=env, mode=state.mode, bound=bound, built_nvcc=dict(state.built_nvcc or {}),
-                            model=state.model)
+                            model=state.model, fla_dispatch=fla_dispatch.backends)
     hits = [h for h in rules_mod.evaluate(facts, m) if h.certain]
     removed = set(change.uninstall)
     functions = []
@@ -238,7 +239,8 @@ _CHANGEABLE = ("bound", "absent", "requirement_unmet", "built_nvcc")  # what a f
 def where_safe(rule: matrix_mod.Breakage, state: State) -> str:
     """Where `rule` does not apply, from its conditions that this environment holds now (the fix cannot change
     those): "on a machine with an NVIDIA GPU, or with transformers outside >=5.15,<5.25"."""
-    facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model)
+    facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model,
+                            fla_dispatch=fla_dispatch.backends)
     parts = []
     for key, want in rule.when.items():
         if key in _CHANGEABLE or rules_mod.holds(key, want, facts) is not True:

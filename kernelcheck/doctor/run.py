@@ -14,13 +14,14 @@ from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Mode, Severity, Status
 from kernelcheck.doctor import backends as backends_mod
-from kernelcheck.doctor import fixcheck
+from kernelcheck.doctor import drift, fixcheck
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor import submodel as submodel_mod
 from kernelcheck.doctor.why import AttrCheck, _attr_in_process, _device_ok, _import_error_fill, _why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
+from kernelcheck.integrations import fla_dispatch, transformers_models
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
@@ -282,7 +283,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
     env = _with_packages(env, probe)
     report.environment = env.to_json()
     report.findings.extend(environment_findings(env))
-    report.findings.extend(manifest.explain(env))  # what kernelcheck installed vs what is here now
+    report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
     report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
     if hub is not False and env.transformers:
@@ -309,7 +310,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")
-    model = models_mod.resolve(query)
+    model = transformers_models.resolve(query)
     report.model = model.to_json()
     too_old = _too_old(model, env)
     if too_old is not None:
@@ -327,7 +328,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
                       probe.attr if probe is not None else _attr_in_process)
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
-    report.findings.extend(manifest.explain(env))
+    report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
         report.findings.extend(notes_mod.source_findings(result.module, env, mode))  # the module's layers
@@ -392,7 +393,8 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
-                            functions=tuple(f.name for f in report.functions if f.used))
+                            functions=tuple(f.name for f in report.functions if f.used),
+                            fla_dispatch=fla_dispatch.backends)
     certain = []
     for hit in rules_mod.evaluate(facts):
         sev = hit.rule.severity if hit.certain else Severity.WARNING

@@ -1,7 +1,7 @@
 """A sub-config type whose model is a vision or audio tower (qwen3_5_vision): it shares its parent's modeling
 module, so the module's fast-function decorators are read, but the model transformers builds for it holds none of
-the layers that call them (core/models.py `tower_of`, read from transformers' source). Those functions are dropped
-from the report, and one info finding says why."""
+the layers that call them (integrations/transformers_models.py `tower_of`, read from transformers' source). Those
+functions are dropped from the report, and one info finding says why."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from dataclasses import replace
 from kernelcheck.core import models as models_mod
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers_models
 
 
 def restrict(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
              findings: list[Finding]) -> bindings_mod.BindingResult:
     """`result` without the module's functions the tower never calls (an info finding in `findings` names them)."""
-    tower = models_mod.tower_of(model.model_type) if model.spec.family == "unknown" else None
+    tower = transformers_models.tower_of(model.model_type) if model.spec.family == "unknown" else None
     if tower is None:
         return result
     parent, cls = tower

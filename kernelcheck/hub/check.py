@@ -25,13 +25,6 @@ from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
 
 
-def _capability(env: environment_mod.Environment) -> int | None:
-    if not env.capabilities:
-        return None
-    major, minor = env.capabilities[0].split(".")
-    return int(major) * 10 + int(minor)
-
-
 def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
     """(will transformers load Hub kernels, why) for this transformers/kernels/env and the user's intent."""
     if th.transformers is None:
@@ -152,7 +145,7 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
 def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_mod.Environment, dev: str, mode: str,
           source: str, target: hub_mod.Target | None) -> tuple[list[dict[str, Any]], dict[str, hub_mod.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
-    cap = _capability(env)
+    cap = gpu_mod.capability_number(env)
     rows: list[dict[str, Any]] = []
     resolutions: dict[str, hub_mod.Resolution] = {}
     for name, kind in names.items():

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelcheck import __version__
+from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core import manifest
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, dist_version
@@ -339,7 +340,7 @@ def _record(ready: list[tuple[Step, wheels.WheelInfo, dict]], plan: Plan, env: E
             "distribution": info.name.name, "version": info.name.version, "spec": step.spec,
             "wheel": Path(info.path).name, "sha256": info.sha256,
             "so_arches": sorted({a for v in info.so_arches.values() for a in v}),
-            "target_arches": [f"sm_{wheels.cap_to_sm(a)}" for a in plan.target.arches] if info.so_arches else [],
+            "target_arches": [f"sm_{gpu_mod.cap_to_sm(a)}" for a in plan.target.arches] if info.so_arches else [],
             "torch": env.torch.version if env.torch else None, "torch_mm": plan.target.torch_mm,
             "cuda": env.torch.cuda if env.torch else None, "cxx11abi": plan.target.cxx11abi,
             "python": env.python_tag, "platform": env.platform, "triton": env.triton,

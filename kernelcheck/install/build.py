@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import wheels
 
@@ -89,7 +90,7 @@ def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
     pairs = list(_PAIR.finditer(setup_py))
     if not pairs:
         raise BuildFailed("setup.py has no `-gencode` list to rewrite")
-    sms = tuple(str(wheels.cap_to_sm(a)) for a in arches)
+    sms = tuple(str(gpu_mod.cap_to_sm(a)) for a in arches)
     removed = tuple(f"sm_{m['b']}" for m in pairs if m["b"] not in sms)
     out, last = [], 0
     for i, m in enumerate(pairs):

@@ -14,6 +14,7 @@ After a real install with a GPU present the exit code is the post-install doctor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -22,7 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +151,23 @@ def _validate_paths(req: Request) -> None:
                            "folder you can write, e.g. --target /tmp/site, and put it on PYTHONPATH.")
 
 
-def _probe(arches: tuple[str, ...], target: str | None) -> tuple[environment_mod.Environment, str]:
-    if target and str(Path(target).resolve()) not in [str(Path(p).resolve()) for p in sys.path if p]:
-        sys.path.insert(0, str(Path(target).resolve()))  # see what --target already holds
+@contextlib.contextmanager
+def _target_on_path(target: str | None) -> Iterator[None]:
+    """--target DIR first on sys.path while the install command runs, so its probes and the doctor before it see
+    what DIR already holds; sys.path is as it was afterwards (a library caller's stays its own)."""
+    entry = str(Path(target).resolve()) if target else None
+    if entry is None or entry in [str(Path(p).resolve()) for p in sys.path if p]:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def _probe(arches: tuple[str, ...]) -> tuple[environment_mod.Environment, str]:
     env = environment_mod.probe()
     if arches and not env.gpus:
         env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", a, i)
@@ -217,7 +232,8 @@ def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Repor
     or the install completed before the doctor after it gave a verdict."""
     done: list[installer.Outcome] = []  # the committed install, once there is one
     try:
-        return _run(req, echo, as_json, done)
+        with _target_on_path(req.target):
+            return _run(req, echo, as_json, done)
     except KeyboardInterrupt as exc:
         if done:
             detail = installer._completed_detail(done[0]).replace(
@@ -252,7 +268,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     arches, versions = _validate(req)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
-        env, origin = _probe(arches, req.target)
+        env, origin = _probe(arches)
     planned_for = None
     if req.build.given:
         from kernelcheck.install import target_env
@@ -288,7 +304,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
-        env, _ = _probe(arches, req.target)
+        env, _ = _probe(arches)
         plan = plan_now(env)
         report.plan = plan.to_json()
         if not as_json:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.install import wheels
@@ -34,7 +35,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
                 got = wheels.so_arches(fh.read())
         except OSError:
             got = ()
-        missing = [a for a in opts.arches if wheels.arch_serves(got, a) != "sass"]
+        missing = [a for a in opts.arches if gpu_mod.arch_serves(got, a) != "sass"]
         if not missing:
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
                          f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
@@ -123,7 +124,7 @@ def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, ca
                 f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
                 f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
                 f"{_sm(opts.arches)}{std})", tuple(rejected), sdist, "",
-                tuple(f"sm_{wheels.cap_to_sm(a)}" for a in opts.arches), pkg.name)
+                tuple(f"sm_{gpu_mod.cap_to_sm(a)}" for a in opts.arches), pkg.name)
 
 
 def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
@@ -139,7 +140,7 @@ def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options
                 " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
                 f"{target.cuda_major}.x toolkit")
     if cands.nvcc_arches:
-        bad = [a for a in opts.arches if f"compute_{wheels.cap_to_sm(a)}" not in cands.nvcc_arches]
+        bad = [a for a in opts.arches if f"compute_{gpu_mod.cap_to_sm(a)}" not in cands.nvcc_arches]
         if bad:
             return f"nvcc {env.nvcc} cannot target {_sm(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
     missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True) and t not in cands.overlay]

@@ -38,6 +38,7 @@ from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the pl
     _ver,
     target_of,
 )
+from kernelcheck.integrations import fla_dispatch
 
 
 def _pin_violation(req: Requirement, env: Environment) -> str | None:
@@ -62,7 +63,8 @@ def _hypothetical(env: Environment, import_name: str, dist: str, version: str) -
 
 def _breakage_hits(env: Environment, import_name: str, opts: Options,
                    bound: frozenset[str]) -> list[rules_mod.RuleHit]:
-    facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model)
+    facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model,
+                            fla_dispatch=fla_dispatch.backends)
     return [h for h in rules_mod.evaluate(facts) if h.certain and h.rule.severity == "broken"
             and import_name in _rule_packages(h.rule)]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core.environment import Environment, torch_minor
 from kernelcheck.core.status import Mode
 from kernelcheck.install import wheels
@@ -128,7 +129,7 @@ def _ver(v: str | None) -> Version | None:
 
 
 def _sm(arches: tuple[str, ...]) -> str:
-    return ", ".join(f"sm_{wheels.cap_to_sm(a)}" for a in arches) or "no GPU arch"
+    return ", ".join(f"sm_{gpu_mod.cap_to_sm(a)}" for a in arches) or "no GPU arch"
 
 
 def _pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:

@@ -61,26 +61,24 @@ def scan_wheelhouse(wheelhouse: Path) -> tuple[dict[str, list[wheels.WheelInfo]]
     return whl, sd
 
 
-_CONSTRAINTS: list[Path] = []
-
-
 def _constraints_file(env: Environment) -> Path:
-    """The pins every pip call carries (torch, triton, transformers as installed)."""
+    """The pins every pip call carries (torch, triton, transformers as installed), written to a temporary file
+    that the caller removes (`gather` holds it in its context for the pip calls it makes)."""
     from kernelcheck.install.apply import constraints_text
 
     fd, name = tempfile.mkstemp(prefix="kernelcheck-constraints-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(constraints_text(env, frozenset()))
-    _CONSTRAINTS[:] = [Path(name)]
     return Path(name)
 
 
-def _pip_download(args: list[str], dest: Path, env_extra: dict[str, str] | None = None) -> tuple[Path | None, str]:
-    """Run `pip download`; (the new file, "") or (None, the reason in one line)."""
+def _pip_download(args: list[str], dest: Path, constraints: Path | None,
+                  env_extra: dict[str, str] | None = None) -> tuple[Path | None, str]:
+    """Run `pip download` with the `constraints` file's pins; (the new file, "") or (None, the reason in one line)."""
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(env_extra or {})
-    pins = ["-c", str(_CONSTRAINTS[0])] if _CONSTRAINTS else []
+    pins = ["-c", str(constraints)] if constraints else []
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", *PIP_NET,
            *pins, "-d", str(dest), *args]
     try:
@@ -121,20 +119,22 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
     """Candidates for each needed package (import names), its dependencies and offered fixes. `downloads`: where
     pip downloads the wheels it inspects (a dry run's temporary folder), instead of the wheelhouse."""
     m = matrix_mod.load()
-    ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse), downloads=downloads)
     pins = _constraints_file(env)
+    ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse), downloads=downloads,
+               constraints=pins)
     found: dict[str, Candidates] = {}
-    for name in packages:
-        pkg = m.packages[name]
-        if pkg.kind == "triton":
-            _gather_pure(ctx, pkg, m, found)
-        elif pkg.kind == "cuda-extension":
-            found[pkg.install_distribution] = _gather_extension(ctx, pkg, sdist)
-    for extra in opts.with_packages:
-        if extra not in found:
-            found[extra] = _fix_candidates(ctx, extra, extra, None)
-    pins.unlink(missing_ok=True)
-    _CONSTRAINTS.clear()
+    try:
+        for name in packages:
+            pkg = m.packages[name]
+            if pkg.kind == "triton":
+                _gather_pure(ctx, pkg, m, found)
+            elif pkg.kind == "cuda-extension":
+                found[pkg.install_distribution] = _gather_extension(ctx, pkg, sdist)
+        for extra in opts.with_packages:
+            if extra not in found:
+                found[extra] = _fix_candidates(ctx, extra, extra, None)
+    finally:
+        pins.unlink(missing_ok=True)
     return found
 
 
@@ -147,6 +147,7 @@ class _Ctx:
     whl: dict[str, list[wheels.WheelInfo]]
     sdists: dict[str, list[Path]]
     downloads: Path | None = None
+    constraints: Path | None = None  # the pins file every pip call of this gather carries (_constraints_file)
 
     @property
     def dl_dir(self) -> Path:
@@ -171,7 +172,7 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
     cuda_torch = bool(env.torch and env.torch.cuda)  # a CPU torch is refused: no download for it
     if opts.source in ("auto", "pypi", "build", "release") and not opts.offline and cuda_torch:
         spec = f"{dist}=={ctx.versions[dist]}" if dist in ctx.versions else dist
-        path, err = _pip_download(["--only-binary", ":all:", spec], ctx.dl_dir)
+        path, err = _pip_download(["--only-binary", ":all:", spec], ctx.dl_dir, ctx.constraints)
         info = wheels.inspect_wheel(path) if path else None
         c = replace(c, pypi_wheel=info, pypi_error=None if info else f"PyPI: {err}",
                     wheels=tuple(w for w in own if not info or w.path != info.path))
@@ -188,7 +189,7 @@ def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, f
                 found[p] = _fix_candidates(ctx, p, rem["spec"], rem.get("window"))
             else:
                 wanted = p in opts.with_packages or (rem["kind"] == "change" and p in opts.allow_change)
-                found[p] = _pure_candidates(p, rem["spec"], ctx.whl, opts, ctx.dl_dir, fetch=wanted)
+                found[p] = _pure_candidates(p, rem["spec"], ctx, fetch=wanted)
 
 
 def _gather_dependencies(ctx: _Ctx, dist: str, c: Candidates, found: dict[str, Candidates]) -> None:
@@ -201,15 +202,14 @@ def _gather_dependencies(ctx: _Ctx, dist: str, c: Candidates, found: dict[str, C
             have = dist_version(dep)
             if have and (not r.specifier or r.specifier.contains(have, prereleases=True)):
                 continue
-            found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), ctx.whl, ctx.opts,
-                                          ctx.dl_dir)
+            found[dep] = _pure_candidates(dep, str(Requirement(r.name + str(r.specifier))), ctx)
 
 
 def _fix_candidates(ctx: _Ctx, dist: str, spec: str, window: str | None) -> Candidates:
     """An additive fix and its dependency window, resolved by pip itself with the pins held."""
-    base = _pure_candidates(dist, spec, ctx.whl, ctx.opts, ctx.dl_dir, fetch=False)
+    base = _pure_candidates(dist, spec, ctx, fetch=False)
     resolved, err, note = resolve_with_pip(spec, window, ctx.wheelhouse, ctx.opts.offline, ctx.dl_dir,
-                                           ctx.opts.target)
+                                           ctx.opts.target, constraints=ctx.constraints)
     return replace(base, resolved=tuple(resolved), resolve_error=err, resolve_note=note)
 
 
@@ -285,16 +285,17 @@ def _pip_error(text: str) -> str:
 
 
 def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: bool, dl_dir: Path,
-                     target: str | None) -> tuple[list[wheels.WheelInfo], str | None, str | None]:
+                     target: str | None, constraints: Path | None = None,
+                     ) -> tuple[list[wheels.WheelInfo], str | None, str | None]:
     """`pip install --dry-run --report` for `spec`: what pip would add to this environment (what is
-    installed and fits stays), with torch/triton/transformers pinned by the constraints file and the
+    installed and fits stays), with torch/triton/transformers pinned by the `constraints` file and the
     fix's known-good window (matrix) as extra constraints. Wheels only; each one is inspected.
     Returns (wheels, error, note); the note says which of the pinned packages' own unmet requirements
     (a `pip check` failure that predates kernelcheck) the resolution was made around."""
     note = None
     with tempfile.TemporaryDirectory(prefix="kernelcheck-resolve-") as tmp:
         cons = Path(tmp) / "constraints.txt"
-        lines = [_CONSTRAINTS[0].read_text(encoding="utf-8")] if _CONSTRAINTS else []
+        lines = [constraints.read_text(encoding="utf-8")] if constraints else []
         lines += [w.strip() for w in (window or "").split(";") if w.strip()]
         cons.write_text("\n".join(lines) + "\n", encoding="utf-8")
         report = Path(tmp) / "report.json"
@@ -309,7 +310,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         wanted = [spec, *(w.strip() for w in (window or "").split(";") if w.strip())]
         resolving = {str(canonicalize_name(Requirement(r).name)) for r in wanted}
         unmet = unmet_requirements(target, frozenset(resolving))
-        planned = planned_pins(_CONSTRAINTS[0].read_text(encoding="utf-8")) if _CONSTRAINTS else {}
+        planned = planned_pins(constraints.read_text(encoding="utf-8")) if constraints else {}
         if unmet or planned:
             path.insert(0, str(_held_view(Path(tmp) / "held", unmet, planned)))
             note = _unmet_note(unmet) if unmet else None
@@ -325,7 +326,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
             return [], f"pip cannot resolve {spec} from {where} with torch/triton/transformers pinned: " + \
                 (_pip_error((res.stderr or "") + "\n" + (res.stdout or "")) or f"exit {res.returncode}"), note
         items: list[dict] = json.loads(report.read_text(encoding="utf-8")).get("install", [])
-    got, err = _report_wheels(items, dl_dir)
+    got, err = _report_wheels(items, dl_dir, constraints)
     return got, err, note
 
 
@@ -338,7 +339,8 @@ def _unmet_note(unmet: dict[str, tuple[str, str, list[str], list[str]]]) -> str:
         "; pip resolved the fix with those packages held as installed and left them as they are"
 
 
-def _report_wheels(items: list[dict], dl_dir: Path) -> tuple[list[wheels.WheelInfo], str | None]:
+def _report_wheels(items: list[dict], dl_dir: Path,
+                   constraints: Path | None) -> tuple[list[wheels.WheelInfo], str | None]:
     """The wheel of each item of pip's install report (downloaded where pip found it on an index), inspected."""
     out: list[wheels.WheelInfo] = []
     for it in items:
@@ -347,7 +349,7 @@ def _report_wheels(items: list[dict], dl_dir: Path) -> tuple[list[wheels.WheelIn
             if url.startswith("file:") else None
         if whl is None:
             whl, why = _pip_download(["--only-binary", ":all:", f"{it['metadata']['name']}=="
-                                      f"{it['metadata']['version']}"], dl_dir)
+                                      f"{it['metadata']['version']}"], dl_dir, constraints)
             if whl is None:
                 return [], why
         info = wheels.inspect_wheel(whl)
@@ -416,7 +418,8 @@ def _find_sdist(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> t
     if opts.source in ("auto", "build", "pypi") and not opts.offline and env.torch and env.torch.cuda:
         spec = f"{dist}=={ctx.versions[dist]}" if dist in ctx.versions else dist
         skip = {f"{pkg.env_prefix}_SKIP_CUDA_BUILD": "TRUE"} if pkg.env_prefix else {}
-        path, err = _pip_download(["--no-binary", ":all:", "--no-build-isolation", spec], ctx.dl_dir, skip)
+        path, err = _pip_download(["--no-binary", ":all:", "--no-build-isolation", spec], ctx.dl_dir,
+                                  ctx.constraints, skip)
         if path:
             return path, "pypi", None
         return None, "", f"no sdist: PyPI download failed: {err}"
@@ -441,8 +444,8 @@ def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo, version: str | None) -> tup
     return None, None
 
 
-def _pure_candidates(dist: str, spec: str, whl: dict[str, list[wheels.WheelInfo]], opts: Options, dl_dir: Path,
-                     fetch: bool = True) -> Candidates:
+def _pure_candidates(dist: str, spec: str, ctx: _Ctx, fetch: bool = True) -> Candidates:
+    whl, opts = ctx.whl, ctx.opts
     own = tuple(w for w in whl.get(dist, []) if w.name.version in Requirement(spec).specifier
                 or not Requirement(spec).specifier)
     if own or not fetch:
@@ -451,6 +454,6 @@ def _pure_candidates(dist: str, spec: str, whl: dict[str, list[wheels.WheelInfo]
         return Candidates(wheels=own, pypi_error="skipped: offline (--offline)" if opts.offline else None)
     if opts.source == "wheelhouse":
         return Candidates(wheels=own, pypi_error="not in the wheelhouse (--source wheelhouse)")
-    path, err = _pip_download(["--only-binary", ":all:", spec], dl_dir)
+    path, err = _pip_download(["--only-binary", ":all:", spec], ctx.dl_dir, ctx.constraints)
     info = wheels.inspect_wheel(path) if path else None
     return Candidates(wheels=own, pypi_wheel=info, pypi_error=None if info else f"PyPI: {err}")

@@ -366,10 +366,6 @@ def decide(lay: Layout, env: Environment, functions: tuple[str, ...]) -> list[Op
     return out
 
 
-def matches(ops: list[OpBackend], patterns: list[str]) -> bool | None:
-    """Whether any op's key matches one of `patterns` (fnmatch); None when an op could not be decided."""
-    if any(fnmatch.fnmatch(op.key, p) for op in ops if op.certain for p in patterns):
-        return True
-    if any(fnmatch.fnmatch(op.key, p) for op in ops for p in patterns) or any(op.backend == "unknown" for op in ops):
-        return None
-    return False
+def backends(env: Environment, functions: tuple[str, ...]) -> list[OpBackend]:
+    """The backend of each op and pass of `functions` in `env`: what core/rules.Facts is given as `fla_dispatch`."""
+    return decide(layout(env), env, functions)

@@ -275,15 +275,14 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
     steps {package, action, source, spec, reason}."""
-    from kernelcheck.core import models as models_mod
-    from kernelcheck.core.gpu import default_device
-    from kernelcheck.hub.check import _capability
+    from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.integrations import transformers_models
 
     env = env or environment_mod.probe(packages=False)
-    model = models_mod.resolve(query)
-    dev = default_device(env, device, target)
+    model = transformers_models.resolve(query)
+    dev = gpu_mod.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        _capability(env))
+                        gpu_mod.capability_number(env))
     if not repos:
         return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
                  "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "

@@ -57,11 +57,11 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     import torch
 
     from kernelcheck import schemas
-    from kernelcheck.core import models as models_mod
     from kernelcheck.core.errors import BadInput
+    from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import packing as packing_mod
 
-    model = models_mod.resolve(query)
+    model = transformers_models.resolve(query)
     if "chunk_gated_delta_rule" not in model.spec.functions:
         raise BadInput(f"verify --packing measures the Gated DeltaNet + short conv path (Qwen3.5/3.6/3.8, "
                        f"Qwen3-Next); {query} ({model.model_type}) does not use it. Use `kernelcheck doctor "

@@ -21,6 +21,7 @@ from kernelcheck.core import models as models_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers_models
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers as layers_mod
@@ -260,7 +261,7 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float) -> None:
-    model = models_mod.resolve(query)
+    model = transformers_models.resolve(query)
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:

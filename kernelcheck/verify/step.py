@@ -153,12 +153,12 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection."""
-    from kernelcheck.core import models as models_mod
     from kernelcheck.doctor.run import doctor as run_doctor
+    from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
-    resolved = models_mod.resolve(query)
+    resolved = transformers_models.resolve(query)
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])

@@ -75,15 +75,15 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
         import torch
 
     from kernelcheck.core import matrix as matrix_mod
-    from kernelcheck.core import models as models_mod
     from kernelcheck.integrations import transformers as bindings_mod
+    from kernelcheck.integrations import transformers_models
     from kernelcheck.trace import analysis as trace_mod
     from kernelcheck.trace import phases as phases_mod
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
     t0, started_at = time.perf_counter(), time.time()
-    model = models_mod.resolve(args["query"])
+    model = transformers_models.resolve(args["query"])
     result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)
     import_s = time.perf_counter() - t0
     _wait_for(args.get("start_gate"))
@@ -217,9 +217,9 @@ def out_of_memory(exc: BaseException) -> bool:
 def main(argv: list[str]) -> int:
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from kernelcheck.cli import interrupts
+    from kernelcheck.core import signals
 
-    interrupts.install()  # SIGINT even if the shell started the check with it ignored, SIGTERM as Interrupted
+    signals.route()  # SIGINT even if the shell started the check with it ignored, SIGTERM as Interrupted
     try:
         out = run(args)
     except KeyboardInterrupt as exc:  # 130/143: the parent stops the whole check (step.py), no result here
