@@ -48,7 +48,7 @@ def test_without_reraise_the_caller_gets_the_list_and_handlers_are_restored():
 #
 # SIGINT (to the process group, as Ctrl-C) or SIGTERM (to the process, as `kill`) at a random moment into
 # `install` (--target a temp folder, a local wheelhouse), `verify --step` (CPU, tiny), `trace` (a generated
-# 40 MB trace) and `padding` (a generated 155 MB lengths file). Half the runs start with SIGINT ignored, as a
+# 200 MB trace) and `padding` (a generated 155 MB lengths file). Half the runs start with SIGINT ignored, as a
 # script's `cmd &` starts them (the case where kill -INT used to be lost). Every run must exit 130/143 with
 # the one-line message and no traceback, and leave nothing: TMPDIR empty, the --target folder as it was, no
 # process of the run alive. The moments come from a seeded generator: KC_INTERRUPT_SEED=N reproduces a run
@@ -78,7 +78,7 @@ def _write_trace(path: Path, events: int) -> None:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("interrupt-inputs")
-    _write_trace(d / "big.json", 300_000)
+    _write_trace(d / "big.json", 1_500_000)  # ~200 MB: trace reads 40 MB in about 1.2 s now, 200 MB in ~6 s
     rng = random.Random(7)
     blocks = ["\n".join(str(rng.randint(1, 8192)) for _ in range(100_000)) + "\n" for _ in range(40)]
     with open(d / "lengths.txt", "w") as fh:
