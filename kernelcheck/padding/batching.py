@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kernelcheck.core.errors import BadInput
 from kernelcheck.padding import waste
 from kernelcheck.padding.waste import Rule, Waste
 
@@ -261,9 +260,4 @@ def measure(chunks: Iterable[Sequence[int]], rule: Rule) -> Waste:
     else:
         _close(w, tally, carry, np.zeros(1, dtype=np.int64))
     tally.into(w)
-    if not w.examples:
-        raise BadInput("the data holds no example with a positive length: nothing to measure. Check the file "
-                       "and its length column.")
-    if w.truncated:
-        log.info("%d examples longer than %s were counted at the limit", w.truncated, rule)
-    return w
+    return waste.finish(w)

@@ -120,11 +120,16 @@ def measure(lengths: Iterable[int], rule: Rule) -> Waste:
         w.padded_tokens = w.real_tokens
     else:
         _close(w, batch)
+    return finish(w)
+
+
+def finish(w: Waste) -> Waste:
+    """The end of a measure (this one and the vectorized one): no example is bad input; truncation is logged."""
     if not w.examples:
         raise BadInput("the data holds no example with a positive length: nothing to measure. Check the file "
                        "and its length column.")
     if w.truncated:
-        log.info("%d examples longer than %s were counted at the limit", w.truncated, rule)
+        log.info("%d examples longer than %s were counted at the limit", w.truncated, w.rule)
     return w
 
 
