@@ -1,8 +1,8 @@
 """The cost of a FALLBACK in GPU-hours, from a measured training step of the same model family.
 
-Measurements come from matrix/measured.toml (recorded from `verify --step` runs on real GPUs, each with its
-command and evidence) and from a team's own record (KERNELCHECK_MEASUREMENTS=FILE, JSON lines appended by
-`verify --step --record FILE`). `choose` and `finding` are pure; `measurements` reads the files."""
+Measurements come from the [[measured]] tables of matrix/verified.toml (recorded from `verify --step` runs on real
+GPUs, each with its command and evidence) and from a team's own record (KERNELCHECK_MEASUREMENTS=FILE, JSON lines
+appended by `verify --step --record FILE`). `choose` and `finding` are pure; `measurements` reads the files."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ _NUMBERS = ("bound_tokens_per_s", "reference_tokens_per_s")
 def measurements(record: Path | None = None) -> list[dict[str, Any]]:
     from kernelcheck.core import matrix
 
-    out = [dict(m) for m in matrix.table("measured.toml").get("measured", [])]
+    out = [dict(m) for m in matrix.table("verified.toml").get("measured", [])]
     path = record or (Path(p) if (p := settings.variable("KERNELCHECK_MEASUREMENTS")) else None)
     if path is not None and path.is_file():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():

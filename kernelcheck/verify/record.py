@@ -1,5 +1,6 @@
 """`verify --step --record FILE`: append the step's measurement as one JSON line, in the fields of
-matrix/measured.toml, so a team builds its own table (doctor reads it with KERNELCHECK_MEASUREMENTS=FILE)."""
+matrix/verified.toml's [[measured]] tables, so a team builds its own table (doctor reads it with
+KERNELCHECK_MEASUREMENTS=FILE)."""
 
 from __future__ import annotations
 
