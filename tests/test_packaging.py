@@ -78,7 +78,7 @@ def _metadata(whl: Path) -> tuple[dict[str, list[str]], str, list[str]]:
 def test_the_wheel_carries_the_distribution_name_the_command_and_no_bound_on_the_stack(wheel):
     meta, entry, names = _metadata(wheel)
     assert meta["Name"] == [DIST] and wheel.name.startswith("kernelcheck_transformers-")
-    assert "kernelcheck = kernelcheck.cli.main:main" in entry  # the command is unchanged
+    assert "kernelcheck = kernelcheck.cli.main:run" in entry  # the command is unchanged
     assert "kernelcheck/__init__.py" in names and "kernelcheck/_matrix/models.toml" in names  # so is the import
     reqs = [Requirement(r) for r in meta["Requires-Dist"]]
     for r in reqs:

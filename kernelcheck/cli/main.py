@@ -76,5 +76,69 @@ from kernelcheck.cli.padding import padding  # noqa: E402
 for _command in (doctor, verify, models, install, trace, hub, padding, compare_command):
     main.add_command(_command)
 
+
+
+def run() -> None:
+    """The `kernelcheck` command (console script and `python -m kernelcheck`): `main`, then the process ends at
+    once with its exit code. Python's own teardown is skipped: it resets Python's signal handlers to the system
+    default first (signalmodule `_PySignal_Fini`), and torch's teardown then takes long enough that a Ctrl-C in
+    it ended the process as "killed by SIGINT" (exit -2, no message) instead of exit 130 (measured:
+    tests/test_signals.py verify-step). Nothing of kernelcheck's runs at exit: files and temporary folders are
+    closed and removed by the commands' own `with` blocks."""
+    import os
+    import signal
+    import sys
+
+    stop = {signal.SIGINT, signal.SIGTERM}
+    try:
+        code = _invoke()
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # from here a signal waits, and the exit drops it
+    except KeyboardInterrupt as exc:  # one that landed between the command's end and the line above
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+        code = _interrupted(exc)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _invoke() -> int:
+    """`main` with click's errors shown as click shows them, and an interruption anywhere (also after the command's
+    own handling, in click's cleanup, where click would say "Aborted!" and exit 1) as exit 130/143."""
+    try:
+        rv = main(standalone_mode=False)
+    except SystemExit as exc:
+        return _exit_code(exc)
+    except click.exceptions.Abort as exc:  # click turns a KeyboardInterrupt (Interrupted) into Abort
+        return _interrupted(exc.__cause__ if isinstance(exc.__cause__, KeyboardInterrupt) else KeyboardInterrupt())
+    except click.ClickException as exc:  # usage errors: click's message, exit 2
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+    return rv if isinstance(rv, int) else 0
+
+
+def _interrupted(exc: BaseException) -> int:
+    try:
+        interrupts.report("", exc, False)
+    except SystemExit as done:
+        return _exit_code(done)
+    return 130  # report always exits; this is for the type checker
+
+
+def _exit_code(exc: SystemExit) -> int:
+    import sys
+
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)  # sys.exit("message"): Python prints it and exits 1
+    return 1
+
+
 if __name__ == "__main__":
-    main()
+    run()
