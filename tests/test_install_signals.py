@@ -375,7 +375,8 @@ COMPILERS = ("nvcc", "cicc", "cc1plus", "ptxas", "cudafe++", "ninja")
 
 
 def first_compiler(stderr: str, elapsed: float, token: str) -> bool:
-    return any(p.split()[1] in COMPILERS for p in _alive_with(token))
+    # once the build has started: the environment probe's own `nvcc --version` is no compile
+    return "building " in stderr and any(p.split()[1] in COMPILERS for p in _alive_with(token))
 
 
 @pytest.mark.parametrize("sig, how", [(signal.SIGINT, "ctrl-c"), (signal.SIGTERM, "kill")],
@@ -402,3 +403,31 @@ def test_an_interrupted_build_ends_every_compiler_and_changes_nothing(sig, how, 
     assert now.files == before.files and now.freeze == before.freeze and now.manifest is None
     assert not list(wh.glob("causal_conv1d-*.whl")), "a wheel from an interrupted build was kept"
     assert "nothing was changed" in run.stderr
+
+
+def test_end_group_ends_the_commands_ninja_put_in_groups_of_their_own():
+    """ninja runs each command in a process group of its own; ending only pip's group left gcc/cc1plus running
+    after kernelcheck exited (CI, SIGTERM during a build). end_group ends the whole session."""
+    import sys
+    import textwrap
+
+    from kernelcheck.install import build as build_mod
+
+    code = textwrap.dedent("""
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=0)
+        print(child.pid, flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    assert os.getpgid(child) == child != proc.pid  # the child leads a group of its own, in pip's session
+    build_mod.end_group(proc, grace=2.0)
+    assert proc.poll() is not None and build_mod.group_alive(proc.pid) == []
+    try:  # gone, or a zombie waiting for init to reap it
+        with open(f"/proc/{child}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "X"
+    assert state in ("Z", "X"), state

@@ -312,11 +312,9 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
     no process of the group is alive (ninja, nvcc, cicc, cc1plus outlive pip by a moment otherwise)."""
     import signal
 
-    pgid = proc.pid  # started with start_new_session: its own group, whose id is its pid
+    pgid = proc.pid  # started with start_new_session: its own session and group, whose id is its pid
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
+        if not _signal_session(pgid, sig):
             break
         try:
             proc.wait(timeout=grace)
@@ -331,13 +329,29 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
         proc.wait(timeout=grace)
     deadline = time.monotonic() + grace
     while group_alive(pgid) and time.monotonic() < deadline:  # SIGKILLed members finishing their exit
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
+        _signal_session(pgid, signal.SIGKILL)
         time.sleep(0.05)
 
 
+def _signal_session(pgid: int, sig: int) -> bool:
+    """`sig` to the group and to every other live process of the session (ninja runs each command in a process
+    group of its own: gcc and cc1plus left that way outlived kernelcheck); False when none was there."""
+    hit = False
+    try:
+        os.killpg(pgid, sig)
+        hit = True
+    except ProcessLookupError:
+        pass
+    for pid in group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+            hit = True
+    return hit
+
+
 def group_alive(pgid: int) -> list[int]:
-    """Processes of group `pgid` that are still running (zombies excluded), from /proc."""
+    """Processes of group `pgid`, or of the session it leads (the build's pip was started in a new session: its
+    id is the group's), that are still running (zombies excluded), from /proc."""
     out = []
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
@@ -349,7 +363,7 @@ def group_alive(pgid: int) -> list[int]:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+        if len(fields) > 3 and str(pgid) in (fields[2], fields[3]) and fields[0] not in ("Z", "X"):
             out.append(int(pid))
     return out
 
