@@ -21,12 +21,12 @@ def _ids(d: Path, name: str) -> str:
         rep = json.loads((d / f"{name}.json").read_text())
     except (OSError, ValueError):
         return ""
-    ids = [f["id"] for f in rep.get("findings", []) if f.get("severity") in ("error", "warning")]
+    ids = [f["id"] for f in rep.get("findings", []) if f.get("severity") != "info"]
     return ",".join(sorted(set(ids)))[:80]
 
 
 def main(root: Path) -> int:
-    print("| row | mode | doctor | verify | truth | agree | truth detail | doctor findings (warn/error) |")
+    print("| row | mode | doctor | verify | truth | agree | truth detail | doctor findings (all but info) |")
     print("|---|---|---|---|---|---|---|---|")
     bad = 0
     for d in sorted(p for p in root.iterdir() if p.is_dir() and (p / "truth.json").exists()):

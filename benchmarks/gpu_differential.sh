@@ -4,7 +4,7 @@
 # one train step and a prefill + cached decode, what ran, crash or not), side by side in one run.
 #
 # Prepare here (CPU machine): bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh, then the 5.25 stack and the
-# perturbation wheels into .carry/wh/part4 (see benchmarks/prepare_differential.sh). Carry the parts across
+# perturbation wheels into .carry/wh/part4 (bash benchmarks/prepare_differential.sh). Carry the parts across
 # in calls that each leave them in /tmp/kcwh on the warm machine (64 MiB a call):
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
@@ -20,9 +20,11 @@
 #   fla052        fla-core 0.5.2 instead of 0.6.0
 #   t525_offline  transformers 5.25.0 + kernels 0.19.1, HF_HUB_OFFLINE=1, empty HF cache
 #   t525_nohub    the same with USE_HUB_KERNELS=0
+#   cuda_home_empty baseline, nvcc on PATH, CUDA_HOME naming a folder without bin/nvcc (tilelang compiles with
+#                 $CUDA_HOME/bin/nvcc only; fla counts PATH: rule tilelang-jit-cuda-home-no-nvcc)
 #   nvcc_hidden   baseline with the CUDA toolkit hidden (no nvcc)
 # Each row: truth.json, doctor-train.json, doctor-infer.json, verify-train.json, verify-infer.json (+ .err);
-# summary.tsv; everything tarred into $OUT/differential.tgz.
+# summary.md; everything tarred into $OUT/differential.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WH=${WH:-/tmp/kcwh}
@@ -64,6 +66,7 @@ row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
     fla052) echo "$S/fla052:$S/tl:$S/cc:$S/base" ;;
     t525_offline) echo "$S/t525:$S/tl:$S/cc:$S/base HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf-empty" ;;
     t525_nohub) echo "$S/t525:$S/tl:$S/cc:$S/base HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf-empty USE_HUB_KERNELS=0" ;;
+    cuda_home_empty) echo "$S/tl:$S/cc:$S/base CUDA_HOME=/tmp/cuda-empty" ;;
   esac
 }
 
@@ -71,7 +74,9 @@ run_row() {
   local row=$1 spec pp extra d
   spec=$(row_env "$row"); pp=${spec%% *}; extra=""; [ "$spec" != "$pp" ] && extra=${spec#* }
   d=$RES/$row; mkdir -p "$d"
-  local envs=(env "PYTHONPATH=$pp:$PWD" "KERNELCHECK_HOME=$d/kchome" $extra)
+  # each row its own TileLang cache: a kernel compiled by another row would hide a JIT that cannot run here
+  local envs=(env "PYTHONPATH=$pp:$PWD" "KERNELCHECK_HOME=$d/kchome" "TILELANG_CACHE_DIR=$d/tlcache" $extra)
+  [ "$row" = cuda_home_empty ] && { mkdir -p /tmp/cuda-empty/bin; envs+=("PATH=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"):$PATH"); }
   [ "$row" = nvcc_hidden ] && envs+=("PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:)")
   local r0; r0=$(date +%s)
   "${envs[@]}" timeout 300 $PY benchmarks/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
@@ -85,7 +90,7 @@ run_row() {
 }
 
 ROWS=${ROWS:-all}
-[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub nvcc_hidden"
+[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub cuda_home_empty nvcc_hidden"
 par=""; last=""
 for r in $ROWS; do if [ "$r" = nvcc_hidden ]; then last=nvcc_hidden; else par="$par $r"; fi; done
 for r in $par; do run_row "$r" & done
@@ -100,4 +105,4 @@ fi
 
 $PY benchmarks/differential_table.py "$RES" > "$RES/summary.md" 2>&1; cat "$RES/summary.md"
 echo "== done in $(( $(date +%s) - t0 )) s"
-tar czf "${OUT:-/tmp}/differential.tgz" -C "$RES" --exclude=kchome .
+tar czf "${OUT:-/tmp}/differential.tgz" -C "$RES" --exclude=kchome --exclude=tlcache .
