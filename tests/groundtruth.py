@@ -254,8 +254,9 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
 def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
     """A sub-config type that is no causal LM (qwen3_5_vision): the model transformers builds for it
     (`AutoModel.from_config`, tiny), and which of its modules are of a class whose source uses a fast-function
-    slot. None: nothing in the model can call one, truth 0 in every mode (the build ran, recorded). Some: no
-    truth (a tower's inputs are pixels or audio frames, and the harness runs no forward for them)."""
+    slot. None: nothing in the model can call one, truth 0 in every mode (the build ran, recorded). Some, in a
+    text tower (token ids in): its forward runs as a job runs it (_observe_text_tower). Some elsewhere: no truth
+    (a vision or audio tower's inputs are pixels or frames, and the harness runs no forward for them)."""
     import inspect
 
     from transformers import AutoModel
@@ -279,12 +280,49 @@ def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
         if type(sub).__module__ == rec.module.__name__ and any(slot in src for slot in rec.slots):
             holders.add(type(sub).__name__)
     out: dict[str, Any] = {"class": type(tower).__name__, "tower": sorted(holders)}
+    if holders and _takes_token_ids(tower, cfg):  # a text tower (glm5_next_text): token ids in, a forward to run
+        return {**out, "modes": {m: _observe_text_tower(tower, cfg, rec, m) for m in modes}}
     if holders:
         return {**out, "untested": f"{type(tower).__name__} holds {sorted(holders)}: no forward for a tower",
                 "modes": {}}
     calls = list(rec.calls)  # what building it called (nothing expected)
     code = 3 if any(not c["fast"] for c in calls) else 0
     return {**out, "modes": {m: {"exit": code, "error": None, "calls": calls} for m in modes}}
+
+
+def _takes_token_ids(tower: Any, cfg: Any) -> bool:
+    import inspect
+
+    return bool(getattr(cfg, "vocab_size", None)) and "input_ids" in inspect.signature(tower.forward).parameters
+
+
+def _observe_text_tower(tower: Any, cfg: Any, rec: Recorder, mode: str) -> dict[str, Any]:
+    """A text tower's mode as a job runs it through its base model: train, a forward with use_cache=False and a
+    backward of its hidden states; infer, a prefill with the cache and one cached decode step. Recording needs the
+    causal LM's cache hooks: no truth."""
+    import torch
+
+    if mode == "recording":
+        return {"exit": None, "error": None, "calls": [], "untested": "recording runs through a causal LM's cache"}
+    ids = torch.randint(0, int(cfg.vocab_size), (1, TOKENS))
+    rec.calls, error = [], None
+    try:
+        if mode == "train":
+            rec.step = "train"
+            tower.train()
+            tower(input_ids=ids, use_cache=False).last_hidden_state.float().sum().backward()
+        else:
+            tower.eval()
+            with torch.no_grad():
+                rec.step = "prefill"
+                out = tower(input_ids=ids, use_cache=True)
+                rec.step = "decode"
+                tower(input_ids=ids[:, -1:], past_key_values=out.past_key_values, use_cache=True)
+    except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
+        error = f"{rec.step}: {_first_line(exc)}"
+    calls = list(rec.calls)
+    code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
+    return {"exit": code, "error": error, "calls": calls}
 
 
 def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:

@@ -65,8 +65,14 @@ def test_transformers_5_23_newest_hybrids_build_tiny_and_doctor_agrees():
     MoE) could not be built at the tiny shape, so the truth was a crash (4) or missing; matrix/verify.toml and the
     per-layer list cut in verify/layers.py build them, and doctor's FALLBACK on this CPU matches what runs."""
     tf = site("transformers==5.23.0", deps=True)
-    rows = _check(groundtruth.run(["qwen4_exp", "inkling_mm_model", "bailing_hybrid"], ("train", "infer"), [tf], {}))
+    rows = _check(groundtruth.run(["qwen4_exp", "inkling_mm_model", "bailing_hybrid", "glm5_next_text"],
+                                  ("train", "infer"), [tf], {}))
     assert {r["truth_exit"] for r in rows.values()} == {3}
+    # glm5_next's text part is no causal LM: its base model runs as a text tower (forward + backward, prefill +
+    # decode), and what ran is transformers' own torch KDA (the truth behind doctor's FALLBACK for chunk_kda)
+    assert "chunk_kda=torch:transformers.models.glm5_next.modeling_glm5_next.chunk_kimi_delta_attention" \
+        in rows[("glm5_next_text", "train")]["truth_calls"]
+    assert any(c.startswith("fused_recurrent_kda=torch:") for c in rows[("glm5_next_text", "infer")]["truth_calls"])
 
 
 def test_transformers_5_13_mamba_family_doctor_agrees_with_what_runs():
