@@ -124,9 +124,8 @@ def _invoke() -> int:
 def _interrupted(exc: BaseException) -> int:
     try:
         interrupts.report("", exc, False)
-    except SystemExit as done:
+    except SystemExit as done:  # report is NoReturn: it always ends here
         return _exit_code(done)
-    return 130  # report always exits; this is for the type checker
 
 
 def _exit_code(exc: SystemExit) -> int:
