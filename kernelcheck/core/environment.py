@@ -114,7 +114,8 @@ class Environment:
         if name == "torch":
             return self.torch.version if self.torch else None
         if name in ("triton", "transformers", "kernels", "nvcc"):
-            return getattr(self, name)
+            value: str | None = getattr(self, name)
+            return value
         st = self.packages.get(name)
         return st.version if st and st.installed else None
 

@@ -124,9 +124,9 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
 def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
     env = facts.env
     if key == "mode":
-        return facts.mode == want
+        return bool(facts.mode == want)
     if key == "cuda_gpu":
-        return env.cuda_gpu == want
+        return bool(env.cuda_gpu == want)
     if key == "absent":
         return all(not env.present.get(n, importlib.util.find_spec(n) is not None) for n in want)
     return all(p in facts.bound for p in want)  # bound
