@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 
 PKG = Path(__file__).resolve().parents[1] / "kernelcheck"
 _STATUS_WORDS = {s.value for s in Status} | {s.value for s in Severity}
@@ -92,3 +92,36 @@ def test_decision_code_writes_the_members_not_the_words() -> None:
     assert found == [], "; ".join(found)
     chosen = [str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if 'click.Choice(["train", "infer"])' in p.read_text()]
     assert chosen == [], chosen
+
+
+_VERDICT_WORDS = _STATUS_WORDS | {v.value for v in Verdict}
+
+
+def _verdict_tables(tree: ast.AST) -> list[str]:
+    """Copies of core/status.py's tables: a dict from exit codes (keys 3 and 4 among ints) or a ranking (status or
+    verdict words to ints), and an exit code compared with a literal 3 or 4."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Dict) and n.keys and all(isinstance(k, ast.Constant) for k in n.keys):
+            keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
+            ranked = keys <= _VERDICT_WORDS | {None} and all(isinstance(v, ast.Constant) and type(v.value) is int
+                                                             for v in n.values)
+            if ranked or (all(type(k) is int for k in keys) and {3, 4} <= keys):
+                out.append(ast.unparse(n)[:80])
+        if isinstance(n, ast.Compare) and "code" in ast.unparse(n.left) and any(
+                isinstance(c, ast.Constant) and c.value in (3, 4) for c in n.comparators):
+            out.append(ast.unparse(n))
+    return out
+
+
+def test_the_catalogue_finds_a_copy_of_the_exit_code_table_or_a_ranking() -> None:
+    got = _verdict_tables(ast.parse('a = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}\nb = {"fallback": 1, "broken": 2}\n'
+                                    'c = {"ready": 0, "fallback": 1}\nd = exc.exit_code == 4\ne = {0: "x", 1: "y"}\n'
+                                    'f = {"fast": "a"}\ng = n == 4\n'))
+    assert len(got) == 4, got
+
+
+def test_the_exit_codes_and_the_ranking_live_in_core_status_only() -> None:
+    found = [f"{p.relative_to(PKG)}: {hit}" for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG) !=
+             Path("core/status.py") for hit in _verdict_tables(ast.parse(p.read_text()))]
+    assert found == [], "; ".join(found)

@@ -11,7 +11,15 @@ from collections import OrderedDict
 from typing import Any
 
 from kernelcheck import __version__
-from kernelcheck.core.status import EXIT_BROKEN, verdict_of_exit, worst_exit
+from kernelcheck.core.status import (
+    EXIT_BROKEN,
+    EXIT_FALLBACK,
+    EXIT_INTERNAL,
+    EXIT_READY,
+    EXIT_USAGE,
+    verdict_of_exit,
+    worst_exit,
+)
 
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
@@ -182,9 +190,11 @@ def render_text(command: str, records: list[dict[str, Any]], missing: dict[int, 
             out.append(f"  MISSING rank {r}: {why}")
     if message:
         out.append(f"fleet: {message}")
-    words = {0: "READY: every rank will run the fast kernels", 3: "FALLBACK: a rank would run a slow torch path",
-             4: "BROKEN: a rank would crash, refuse or compute wrong results, or a rank is missing",
-             2: "a rank could not be checked (bad input)", 1: "a rank's check failed (internal error)"}
+    words = {EXIT_READY: "READY: every rank will run the fast kernels",
+             EXIT_FALLBACK: "FALLBACK: a rank would run a slow torch path",
+             EXIT_BROKEN: "BROKEN: a rank would crash, refuse or compute wrong results, or a rank is missing",
+             EXIT_USAGE: "a rank could not be checked (bad input)",
+             EXIT_INTERNAL: "a rank's check failed (internal error)"}
     out.append(f"verdict: {words.get(code, 'unknown')} (exit {code})")
     return "\n".join(out)
 

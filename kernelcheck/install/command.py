@@ -39,6 +39,8 @@ from kernelcheck.core.status import (
     EXIT_CODE,
     EXIT_FALLBACK,
     EXIT_READY,
+    VERDICT_OF_EXIT,
+    WORDS,
     Mode,
     Severity,
     Status,
@@ -451,7 +453,7 @@ def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> st
         shown = dataclasses.replace(report, plan=None)
     lines = render_text(shown, verbose=verbose).splitlines()
     if lines and lines[-1].startswith("verdict:"):
-        words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
+        words = WORDS[VERDICT_OF_EXIT[code]] if code in VERDICT_OF_EXIT else "ERROR"
         unchanged = any(f.id == "install-nothing-to-change" for f in report.findings)
         pre = "predicted after this plan" if dry_run else "nothing to change" if unchanged else "after install"
         lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
@@ -461,7 +463,7 @@ def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> st
 def to_json(report: Report, code: int) -> str:
     data: dict[str, Any] = report.to_json()
     data["exit_code"] = code
-    data["verdict"] = {0: "ready", 3: "fallback", 4: "broken"}.get(code, data["verdict"])
+    data["verdict"] = VERDICT_OF_EXIT.get(code, data["verdict"])
     return json.dumps(data, indent=2, default=str)
 
 
