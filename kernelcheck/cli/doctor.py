@@ -99,7 +99,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     if env is not None:
         report.findings.insert(0, Finding(
             "gpu-target", "info", "GPUs from --arch "
-            + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
+            + ", ".join(g.capability.sm for g in env.gpus)
             + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
               "supports this torch's CUDA."))
     if live and model:

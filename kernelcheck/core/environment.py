@@ -1,7 +1,6 @@
 """Probe the machine: Python, torch, CUDA, GPUs, driver, nvcc and each kernel package.
 
-Detection only, no side effects: nothing is installed or changed. Anything absent is reported
-as absent (None / empty), never raised.
+Detection only (nothing installed or changed); anything absent is reported as absent (None / empty), never raised.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import signals
+from kernelcheck.core.capability import Capability
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,14 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Gpu:
     name: str
-    capability: str  # "9.0"
+    capability: Capability  # "9.0" in JSON; a word given here is parsed once
     index: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capability", Capability.parse(self.capability))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "capability": self.capability.dotted, "index": self.index}
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,7 @@ class Environment:
         return bool(self.gpus)
 
     @property
-    def capabilities(self) -> tuple[str, ...]:
+    def capabilities(self) -> tuple[Capability, ...]:
         return tuple(sorted({g.capability for g in self.gpus}))
 
     def version_of(self, name: str) -> str | None:
@@ -128,7 +134,7 @@ class Environment:
             "triton": self.triton,
             "transformers": self.transformers,
             "kernels": self.kernels,
-            "gpus": [asdict(g) for g in self.gpus],
+            "gpus": [g.to_json() for g in self.gpus],
             "gpu_source": self.gpu_source,
             "driver": self.driver,
             "nvcc": self.nvcc,
@@ -185,7 +191,7 @@ def _gpus_from_torch() -> tuple[Gpu, ...]:
     out = []
     for i in range(torch.cuda.device_count()):
         major, minor = torch.cuda.get_device_capability(i)
-        out.append(Gpu(name=torch.cuda.get_device_name(i), capability=f"{major}.{minor}", index=i))
+        out.append(Gpu(name=torch.cuda.get_device_name(i), capability=Capability(major, minor), index=i))
     return tuple(out)
 
 
@@ -208,7 +214,10 @@ def _nvidia_smi() -> tuple[tuple[Gpu, ...], str | None]:
     for line in out.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 4:
-            gpus.append(Gpu(name=parts[1], capability=parts[2], index=int(parts[0]) if parts[0].isdigit() else 0))
+            try:
+                gpus.append(Gpu(parts[1], Capability.parse(parts[2]), int(parts[0]) if parts[0].isdigit() else 0))
+            except ValueError:  # an old driver prints [N/A]: no capability to check kernels against
+                log.info("nvidia-smi gives GPU %s no compute capability (%r): not counted", parts[0], parts[2])
             driver = parts[3]
     return tuple(gpus), driver
 

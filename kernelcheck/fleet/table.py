@@ -11,6 +11,7 @@ from collections import OrderedDict
 from typing import Any
 
 from kernelcheck import __version__
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import (
     EXIT_BROKEN,
     EXIT_FALLBACK,
@@ -38,7 +39,7 @@ def _gpu(env: dict[str, Any]) -> str:
         return "none"
     names: dict[str, int] = {}
     for g in gpus:
-        key = f"{g.get('name')} sm_{str(g.get('capability') or '?').replace('.', '')}"
+        key = f"{g.get('name')} {sm_name(g.get('capability') or '?')}"
         names[key] = names.get(key, 0) + 1
     return ", ".join(f"{n}x {k}" if n > 1 else k for k, n in names.items())
 

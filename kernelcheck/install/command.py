@@ -99,7 +99,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
         raise BadInput("--torch/--cuda/--python plan for another machine's torch build, which is not installed here: "
                        "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
                        "the target machine, or in the image's build stage, without them.")
-    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
+    arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch)) if req.arch else ()
     return arches, _package_versions(req.packages)
 
 
@@ -172,7 +172,7 @@ def _target_on_path(target: str | None) -> Iterator[None]:
 def _probe(arches: tuple[str, ...]) -> tuple[environment_mod.Environment, str]:
     env = environment_mod.probe()
     if arches and not env.gpus:
-        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", a, i)
+        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", targets.Capability.parse(a), i)
                                                   for i, a in enumerate(arches)), gpu_source="override")
         return env, "--arch"
     if arches:
@@ -282,7 +282,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
     opts = plan_mod.Options(
-        mode=req.mode, source=req.source, arches=arches or env.capabilities, arch_origin=origin,
+        mode=req.mode, source=req.source, arches=arches or tuple(c.dotted for c in env.capabilities),
+        arch_origin=origin,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
         model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
         without=tuple(req.without))

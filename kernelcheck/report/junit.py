@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck import __version__
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK
 from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
@@ -84,7 +85,7 @@ def properties(report: Report) -> list[tuple[str, str]]:
         ("triton", env.get("triton") or "absent"),
         ("transformers", env.get("transformers") or "absent"),
         ("kernels", env.get("kernels") or "absent"),
-        ("gpus", ", ".join(f"{g.get('name')} (sm_{str(g.get('capability', '')).replace('.', '')})" for g in gpus)
+        ("gpus", ", ".join(f"{g.get('name')} ({sm_name(g.get('capability', ''))})" for g in gpus)
          or "none"),
         ("gpu_source", env.get("gpu_source", "")),
         ("driver", env.get("driver") or "none"),

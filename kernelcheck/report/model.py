@@ -9,6 +9,7 @@ from typing import Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
@@ -259,7 +260,7 @@ def environment_lines(env: dict[str, Any]) -> list[str]:
     else:
         torch_s = "torch not installed"
     gpus = env.get("gpus") or []
-    gpu_s = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})" for g in gpus) or "none"
+    gpu_s = ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
     lines = [
         f"  python {env['python']} · {env['platform']} · {torch_s}",
         f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
