@@ -12,6 +12,7 @@ import pytest
 from kernelcheck.core import environment, rules
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Gpu
+from tests.environments import make_env
 
 PKG = Path(__file__).resolve().parents[1] / "kernelcheck"
 
@@ -19,8 +20,9 @@ PKG = Path(__file__).resolve().parents[1] / "kernelcheck"
 def test_a_gpu_built_from_a_word_holds_the_capability_and_its_json_keeps_the_word() -> None:
     gpu = Gpu("NVIDIA H200", "9.0", 1)
     assert gpu.capability == Capability(9, 0) and gpu.capability.sm == "sm_90"
-    assert gpu.to_json() == {"name": "NVIDIA H200", "capability": "9.0", "index": 1}
-    assert Gpu("B200", Capability(10, 0)).to_json()["capability"] == "10.0"
+    env = make_env("10.0", gpu_name="B200")
+    assert env.capabilities == (Capability(10, 0),)
+    assert env.to_json()["gpus"] == [{"name": "B200", "capability": "10.0", "index": 0}]
     with pytest.raises(ValueError):
         Gpu("x", "nine")
 

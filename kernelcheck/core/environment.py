@@ -39,9 +39,6 @@ class Gpu:
     def __post_init__(self) -> None:
         object.__setattr__(self, "capability", Capability.parse(self.capability))
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "capability": self.capability.dotted, "index": self.index}
-
 
 @dataclass(frozen=True)
 class TorchInfo:
@@ -50,6 +47,7 @@ class TorchInfo:
     cxx11abi: bool | None
     hip: str | None = None
     cuda_available: bool = False
+    import_error: str | None = None  # "SystemExit: ..." when torch is here but does not import; JSON: in version
 
 
 def torch_minor(version: str | None) -> str | None:
@@ -130,11 +128,11 @@ class Environment:
             "python": self.python,
             "python_tag": self.python_tag,
             "platform": self.platform,
-            "torch": asdict(self.torch) if self.torch else None,
+            "torch": {k: v for k, v in asdict(self.torch).items() if k != "import_error"} if self.torch else None,
             "triton": self.triton,
             "transformers": self.transformers,
             "kernels": self.kernels,
-            "gpus": [g.to_json() for g in self.gpus],
+            "gpus": [{"name": g.name, "capability": g.capability.dotted, "index": g.index} for g in self.gpus],
             "gpu_source": self.gpu_source,
             "driver": self.driver,
             "nvcc": self.nvcc,
@@ -166,8 +164,9 @@ def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - torch present but broken, a SystemExit in its import too:
-        # reported as absent with the reason in version (doctor: BROKEN, exit 4)
-        return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
+        # reported as absent with the reason in import_error (doctor: BROKEN, exit 4), in words in version
+        why = f"{type(exc).__name__}: {exc}"
+        return TorchInfo(version=f"unimportable ({why})", cuda=None, cxx11abi=None, import_error=why)
     if after_import is not None:
         after_import()  # before any CUDA call (doctor forks its import children here)
     cuda = getattr(torch.version, "cuda", None)

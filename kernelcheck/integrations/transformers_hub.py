@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
-
-_TRUE = {"1", "ON", "YES", "TRUE", "Y"}
-
+from kernelcheck.core import settings
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plain data
@@ -252,7 +250,7 @@ def _use_hub_kernels(hk_src: str | None, iu_src: str | None) -> tuple[str, bool]
         truthy = _literal_values(r"def is_env_variable_true\(.*?in\s*(\([^)]*\))", iu_src, re.S)
     else:
         truthy = _literal_values(r"^ENV_VARS_TRUE_VALUES\s*=\s*(\{[^}]*\})", iu_src, re.M)
-    return raw, raw in (truthy or set(_TRUE))
+    return raw, raw in (truthy or settings.YES)  # else the one yes-set (core/settings.py), transformers' own too
 
 
 def _literal_values(pattern: str, source: str | None, flags: int) -> set[str] | None:
