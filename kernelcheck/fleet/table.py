@@ -18,6 +18,7 @@ from kernelcheck.core.status import (
     EXIT_INTERNAL,
     EXIT_READY,
     EXIT_USAGE,
+    Status,
     verdict_of_exit,
     worst_exit,
 )
@@ -133,7 +134,7 @@ def _row(rec: dict[str, Any], functions: list[str]) -> list[str]:
     if "error" in fp:
         return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {fp['error'][:60]}"]
     statuses = {f["name"]: f.get("status", "?") for f in rec.get("functions") or []}
-    marks = [{"fast": "fast"}.get(statuses.get(n, "-"), statuses.get(n, "-").upper()) for n in functions]
+    marks = [s if s == Status.FAST else s.upper() for s in (statuses.get(n, "-") for n in functions)]
     return [label(rec), fp["GPU"], fp["driver"], fp["torch"], fp["triton"], fp["transformers"],
             fp["kernel packages"], *marks, str(rec.get("verdict")).upper()]
 

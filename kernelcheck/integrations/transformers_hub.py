@@ -19,6 +19,7 @@ from typing import Any
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import settings
+from kernelcheck.core.status import Mode
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plain data
@@ -354,17 +355,17 @@ def model_hub_names(modeling_module: str) -> dict[str, str]:
 def _mode_priority(mode: str) -> list[tuple[str, ...]]:
     """kernels' `_MODE_FALLBACK_PRIORITY` for train/infer, as tuples of mode names."""
     try:
-        from kernels import Mode  # public
+        from kernels import Mode as KernelsMode  # public
 
         from kernelcheck.integrations.kernels_api import Unsupported, adapter
 
         got = adapter()
         if isinstance(got, Unsupported):
             raise LookupError(got.reason)
-        key = Mode.TRAINING if mode == "train" else Mode.INFERENCE
+        key = KernelsMode.TRAINING if mode == Mode.TRAIN else KernelsMode.INFERENCE
         return [_mode_names(m) for m in got.mode_priority()[key]]
     except Exception:  # noqa: BLE001 - same order as kernels 0.15-0.19
-        if mode == "train":
+        if mode == Mode.TRAIN:
             return [("TRAINING",), ("TRAINING", "TORCH_COMPILE"), ("FALLBACK",)]
         return [("INFERENCE",), ("INFERENCE", "TORCH_COMPILE"), ("TRAINING",), ("TRAINING", "TORCH_COMPILE"),
                 ("FALLBACK",)]

@@ -31,10 +31,10 @@ from typing import Any
 from kernelcheck import __version__
 from kernelcheck.core.capability import sm_name
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK
+from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
 from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
 
-_FAILING = ("fallback", "broken")
+_FAILING = (Severity.FALLBACK, Severity.BROKEN)
 # Characters XML 1.0 cannot carry at all (a traceback or a binary path could hold them).
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -170,7 +170,8 @@ def _failure(fs: FunctionStatus, tied: list[Finding]) -> tuple[str, str] | None:
     The worst of the function's own status and the findings that name it: the same rule
     Report.verdict applies, so the failures in the file match the exit code.
     """
-    own = None if fs.status == "fast" else ("broken" if fs.status == "broken" else "fallback")
+    own: str | None = None if fs.status == Status.FAST else (
+        Severity.BROKEN if fs.status == Status.BROKEN else Severity.FALLBACK)
     kind, worst = own, None
     for fd in tied:
         if kind is None or SEVERITY_RANK[fd.severity] > SEVERITY_RANK[kind]:
