@@ -190,7 +190,7 @@ def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> t
         infos = [m.package_of_distribution(str(canonicalize_name(s.partition("==")[0]))) for s in only]
         wanted = {i.name for i in infos if i is not None}
         pkgs = [p for p in pkgs if p in wanted] + [p for p in wanted if p not in pkgs]
-    bound = frozenset(f.package for f in report.functions if f.status == "fast")
+    bound = frozenset(f.package for f in report.functions if f.status == Status.FAST)
     bound_infos = [m.package_of_distribution(b) for b in bound]
     return tuple(dict.fromkeys(pkgs)), frozenset(i.name for i in bound_infos if i is not None)
 
@@ -199,9 +199,9 @@ def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
     out = []
     for s in plan.steps:
         if s.action == "refuse" or s.action == "blocked":
-            out.append(Finding(f"install-{s.action}", "fallback", f"{s.package}: {s.reason}", s.command or None))
-        elif s.severity == "broken":
-            out.append(Finding("install-predicts-broken", "broken", f"{s.package}: {s.reason}", None))
+            out.append(Finding(f"install-{s.action}", Severity.FALLBACK, f"{s.package}: {s.reason}", s.command or None))
+        elif s.severity == Severity.BROKEN:
+            out.append(Finding("install-predicts-broken", Severity.BROKEN, f"{s.package}: {s.reason}", None))
     return out
 
 
@@ -322,7 +322,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             done.append(outcome)
         except InstallFailed as exc:  # BuildFailed is one
             report.plan = plan.to_json()
-            report.findings.append(Finding("install-failed", "broken", exc.message,
+            report.findings.append(Finding("install-failed", Severity.BROKEN, exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
         if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
@@ -359,11 +359,11 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings = [Finding.from_json(f) for f in after.get("findings", [])] + _plan_findings(plan)
     else:
         report.findings.extend(_plan_findings(plan))
-        report.findings.append(Finding("install-unverified", "fallback", "doctor did not run after the install, "
+        report.findings.append(Finding("install-unverified", Severity.FALLBACK, "doctor did not run after the install, "
                                        "so nothing shows that the fast path runs now", "kernelcheck doctor --model "
                                        f"{req.model} --mode {req.mode}"))
     if origin == "--arch":
-        report.findings.append(Finding("install-for-arch", "info",
+        report.findings.append(Finding("install-for-arch", Severity.INFO,
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
         return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
@@ -375,7 +375,7 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
     no second copy of the report), and the report says there was nothing to change."""
     report.functions = list(before.functions)
     report.findings = [*before.findings, *_plan_findings(plan),
-                       Finding("install-nothing-to-change", "info",
+                       Finding("install-nothing-to-change", Severity.INFO,
                                "nothing to change: every package the plan needs is already installed as planned, "
                                "so nothing was installed and the statuses are the doctor's before the plan")]
     if origin == "--arch":
@@ -403,10 +403,11 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     for st in steps:
         if st.get("action") in ("failed", "skipped"):
             code = EXIT_FALLBACK
-            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", Severity.FALLBACK,
+                                           f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing":
             code = EXIT_FALLBACK
-            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st['spec']}: {st['reason']}"))
     report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
                                    has_lock=True)
     return report, code
@@ -419,7 +420,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
     planned = {canonicalize_name(s.package) for s in plan.steps}
     left: dict[str, list[FunctionStatus]] = {}
     for f in before.functions:
-        if f.used and f.status != "fast" and f.package != "torch" and canonicalize_name(f.package) not in planned:
+        if f.used and f.status != Status.FAST and f.package != "torch" and canonicalize_name(f.package) not in planned:
             left.setdefault(f.package, []).append(f)
     out = []
     for package, fns in left.items():
@@ -441,7 +442,7 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
     predicted = decide.worst(plan.predicted, decide.verdict([], left))
     report.prediction = Prediction(predicted.value, executed)
     if plan.blocked:
-        report.findings.append(Finding("install-stopped", "fallback",
+        report.findings.append(Finding("install-stopped", Severity.FALLBACK,
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
     return report, EXIT_CODE[predicted]

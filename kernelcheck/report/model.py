@@ -19,6 +19,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     EXIT_USAGE,
     Finding,
     FunctionStatus,
+    Severity,
     worst,
 )
 
@@ -291,10 +292,10 @@ def render_findings(findings: list[Finding], width: int = 6, references: bool = 
         return []
     out = ["findings"]
     pad = " " * (width + 3)
-    infos = [fd for fd in findings if fd.severity == "info"]
+    infos = [fd for fd in findings if fd.severity == Severity.INFO]
     grouped = not verbose and len(infos) > 1
     for fd in findings:
-        if grouped and fd.severity == "info":
+        if grouped and fd.severity == Severity.INFO:
             continue
         out.append(f"  {_SEV.get(fd.severity, fd.severity):<{width}} [{fd.id}] {fd.message}")
         if fd.fix:
