@@ -136,7 +136,7 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
     lines = [f"device {dev} ({origin}) · mode {mode} · variants listed from {listing}"]
     if target is not None:
         cuda = f"CUDA {target.cuda}" if target.cuda else ("CPU" if target.cuda == "" else "CUDA as installed")
-        gpu = f", GPU {gpu_mod.Capability.parse(env.capabilities[0]).sm}" if env.capabilities else ""
+        gpu = f", GPU {env.capabilities[0].sm}" if env.capabilities else ""
         lines.append(f"resolving for torch {target.torch or 'as installed'}, {cuda}{gpu} "
                      "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
     return lines
