@@ -130,3 +130,18 @@ def test_render_text_and_junit(tmp_path: Path):
     write_junit(fc, str(out))
     xml = out.read_text()
     assert 'failures="3"' in xml and 'name="chunk_gated_delta_rule"' in xml
+
+
+def test_junit_ranks_a_status_as_the_verdict_does_unsupported_is_a_fallback(tmp_path: Path):
+    """fast -> unsupported makes the verdict worse (exit 0 -> 3), so its case fails; unsupported -> fallback not."""
+    import xml.etree.ElementTree as ET
+
+    before = _report("ready", 0, [{"name": "a", "status": "fast"}, {"name": "b", "status": "unsupported"},
+                                  {"name": "c", "status": "broken"}])
+    after = _report("broken", 4, [{"name": "a", "status": "unsupported"}, {"name": "b", "status": "fallback"},
+                                  {"name": "c", "status": "fast"}, {"name": "d", "status": "broken"}])
+    out = tmp_path / "f.xml"
+    write_junit(_forecast(before, after), str(out))
+    failed = {c.get("name") for c in ET.parse(out).getroot().iter("testcase")
+              if c.get("classname") == "forecast.functions" and c.find("failure") is not None}
+    assert failed == {"a", "d"}

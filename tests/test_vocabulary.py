@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 
 PKG = Path(__file__).resolve().parents[1] / "kernelcheck"
 _STATUS_WORDS = {s.value for s in Status} | {s.value for s in Severity}
@@ -59,19 +59,33 @@ def test_every_command_with_mode_uses_the_one_shared_option() -> None:
         assert param.callback(None, param, "infer") is Mode.INFER  # type: ignore[arg-type]
 
 
+def _words_in(node: ast.expr) -> list[ast.Constant]:
+    """The status/severity word literals `node` is or chooses between (`"info" if x else "warning"`)."""
+    if isinstance(node, ast.IfExp):
+        return _words_in(node.body) + _words_in(node.orelse)
+    return [node] if isinstance(node, ast.Constant) and node.value in _STATUS_WORDS else []
+
+
 def _literal_words(tree: ast.AST) -> list[str]:
-    """Status/severity words written as literals where decision code compares or builds a record."""
+    """Status/severity words written as literals where decision code compares or builds a record (positionally,
+    as a severity=/status= keyword or a "verdict"/"status"/"severity" key), and modes compared as words."""
     out = []
     for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and any(k.arg in ("severity", "status") and _words_in(k.value) for k in n.keywords):
+            out.append(ast.unparse(n)[:80])
+        if isinstance(n, ast.Dict) and any(isinstance(k, ast.Constant) and k.value in ("verdict", "status", "severity")
+                                           and (_words_in(v) or (isinstance(v, ast.Constant) and v.value == "ready"))
+                                           for k, v in zip(n.keys, n.values, strict=True)):
+            out.append(ast.unparse(n)[:80])
         if isinstance(n, ast.Compare) and isinstance(n.left, ast.Attribute) and n.left.attr in ("status", "severity"):
             for c in n.comparators:
                 elts = c.elts if isinstance(c, (ast.Tuple, ast.List, ast.Set)) else [c]
                 out += [ast.unparse(n) for e in elts if isinstance(e, ast.Constant) and e.value in _STATUS_WORDS]
         if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("Finding", "FunctionStatus", "Why"):
             pos = {"Finding": 1, "FunctionStatus": 2, "Why": 2}[ast.unparse(n.func).split(".")[-1]]
-            if len(n.args) > pos and isinstance(n.args[pos], ast.Constant) and n.args[pos].value in _STATUS_WORDS:
+            if len(n.args) > pos and _words_in(n.args[pos]):
                 out.append(ast.unparse(n)[:80])
-        if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id == "mode" and any(
+        if isinstance(n, ast.Compare) and ast.unparse(n.left).split(".")[-1] == "mode" and any(
                 isinstance(c, ast.Constant) and c.value in ("train", "infer") for c in n.comparators):
             out.append(ast.unparse(n))
     return out
@@ -80,15 +94,67 @@ def _literal_words(tree: ast.AST) -> list[str]:
 def test_the_catalogue_finds_a_status_word_written_as_a_literal() -> None:
     got = _literal_words(ast.parse('a = fs.status != "fast"\nb = fd.severity in ("broken", "x")\n'
                                    'c = Finding("id", "info", "m")\nd = FunctionStatus(f, p, "broken", "-")\n'
-                                   'e = mode == "train"\nf = fs.status == Status.FAST\ng = path == "fast"\n'))
-    assert len(got) == 5, got
+                                   'e = mode == "train"\nf = fs.status == Status.FAST\ng = path == "fast"\n'
+                                   'h = Finding("id", "warning" if x else "info", "m")\n'
+                                   'i = Step(a, severity="broken")\nj = {"verdict": "ready", "x": 1}\n'
+                                   'k = self.mode != "infer"\nl = {"path": "fast"}\n'))
+    assert len(got) == 9, got
+
+
+# core/manifest.py is the layering work's (issue 24); its words type-check against the Literals.
+_LEFT = {"core/manifest.py"}
 
 
 def test_decision_code_writes_the_members_not_the_words() -> None:
-    found = [f"{p.relative_to(PKG)}: {hit}" for d in ("core", "doctor", "verify")
-             for p in sorted((PKG / d).glob("*.py"))
-             if p.name != "manifest.py"  # core/manifest.py is the layering work's (issue 24); its words type-check
+    found = [f"{p.relative_to(PKG)}: {hit}" for p in sorted(PKG.rglob("*.py"))
+             if str(p.relative_to(PKG)) not in _LEFT
              for hit in _literal_words(ast.parse(p.read_text()))]
     assert found == [], "; ".join(found)
     chosen = [str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if 'click.Choice(["train", "infer"])' in p.read_text()]
     assert chosen == [], chosen
+
+
+_VERDICT_WORDS = _STATUS_WORDS | {v.value for v in Verdict}
+
+
+def _verdict_tables(tree: ast.AST) -> list[str]:
+    """Copies of core/status.py's tables: a dict from exit codes (keys 3 and 4 among ints) or a ranking (status or
+    verdict words to ints), and an exit code compared with a literal 3 or 4."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Dict) and n.keys and all(isinstance(k, ast.Constant) for k in n.keys):
+            keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
+            ranked = keys <= _VERDICT_WORDS | {None} and all(isinstance(v, ast.Constant) and type(v.value) is int
+                                                             for v in n.values)
+            if ranked or (all(type(k) is int for k in keys) and {3, 4} <= keys):
+                out.append(ast.unparse(n)[:80])
+        if isinstance(n, ast.Compare) and "code" in ast.unparse(n.left) and any(
+                isinstance(c, ast.Constant) and c.value in (3, 4) for c in n.comparators):
+            out.append(ast.unparse(n))
+    return out
+
+
+def test_the_catalogue_finds_a_copy_of_the_exit_code_table_or_a_ranking() -> None:
+    got = _verdict_tables(ast.parse('a = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}\nb = {"fallback": 1, "broken": 2}\n'
+                                    'c = {"ready": 0, "fallback": 1}\nd = exc.exit_code == 4\ne = {0: "x", 1: "y"}\n'
+                                    'f = {"fast": "a"}\ng = n == 4\n'))
+    assert len(got) == 4, got
+
+
+def test_the_exit_codes_and_the_ranking_live_in_core_status_only() -> None:
+    found = [f"{p.relative_to(PKG)}: {hit}" for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG) !=
+             Path("core/status.py") for hit in _verdict_tables(ast.parse(p.read_text()))]
+    assert found == [], "; ".join(found)
+
+
+@pytest.mark.parametrize("kernels_importable", [True, False])
+def test_the_hub_mapping_reads_the_jobs_mode_beside_kernels_own_mode_class(monkeypatch, kernels_importable) -> None:
+    """kernels has a Mode of its own (TRAINING, INFERENCE): the job's Mode.TRAIN is not one of its members."""
+    import sys
+
+    from kernelcheck.integrations import transformers_hub
+
+    if not kernels_importable:
+        monkeypatch.setitem(sys.modules, "kernels", None)
+    assert transformers_hub._mode_priority(Mode.TRAIN)[0] == ("TRAINING",)
+    assert transformers_hub._mode_priority("infer")[0] == ("INFERENCE",)

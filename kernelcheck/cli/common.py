@@ -17,7 +17,7 @@ from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
-from kernelcheck.core.status import Mode
+from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
 from kernelcheck.report.terminal import Terminal, present
 
@@ -40,7 +40,8 @@ def _junit_error(command: str, kwargs: dict[str, Any], exc: KernelcheckError) ->
 
 
 def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str | None = None) -> None:
-    verdict = "broken" if exc.exit_code == 4 else None  # an environment no job can run in (BrokenEnvironment)
+    # an environment no job can run in (BrokenEnvironment)
+    verdict = Verdict.BROKEN if exc.exit_code == EXIT_BROKEN else None
     error = {"schema": schemas.ERROR, "command": command, "verdict": verdict, "exit_code": exc.exit_code,
              "error": exc.message}
     outfile.write_error(error, exc.message, exc.exit_code, model)

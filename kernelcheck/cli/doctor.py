@@ -9,6 +9,7 @@ from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding, Report
 
 
@@ -98,8 +99,8 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device, isolate=not live)
     if env is not None:
         report.findings.insert(0, Finding(
-            "gpu-target", "info", "GPUs from --arch "
-            + ", ".join(f"sm_{g.capability.replace('.', '')}" for g in env.gpus)
+            "gpu-target", Severity.INFO, "GPUs from --arch "
+            + ", ".join(g.capability.sm for g in env.gpus)
             + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
               "supports this torch's CUDA."))
     if live and model:

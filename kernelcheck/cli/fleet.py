@@ -22,6 +22,7 @@ import click
 
 from kernelcheck import schemas
 from kernelcheck.core.errors import BadInput, FleetError, FleetFailure, KernelcheckError
+from kernelcheck.core.status import EXIT_CODE, EXIT_INTERNAL, EXIT_USAGE, WORDS
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], k
         return known.code
 
 
-_WORDS = {0: "READY", 3: "FALLBACK", 4: "BROKEN", 2: "BAD INPUT", 1: "INTERNAL ERROR"}
+_WORDS = {**{EXIT_CODE[v]: w for v, w in WORDS.items()}, EXIT_USAGE: "BAD INPUT", EXIT_INTERNAL: "INTERNAL ERROR"}
 
 
 class _Known:

@@ -11,6 +11,7 @@ from kernelcheck.cli.common import MODEL_HELP, finish, guarded, mode_option, out
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Severity
 
 _REPO = re.compile(r"^([\w.-]+/[\w.-]+)(?:@(.+))?$")
 
@@ -110,7 +111,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
     if model and not section.used and not parsed and not prefetch:
         report.findings.append(Finding(
-            HUB_DECIDES_NOTHING, "fallback",
+            HUB_DECIDES_NOTHING, Severity.FALLBACK,
             f"this job would not load Hub kernels ({section.why or 'use_kernels is off'}), so kernelcheck hub "
             "cannot say that any of the model's functions run fast: it judges the Hub path only.",
             f"kernelcheck doctor --model {model} --mode {mode}  (the verdict for the functions; pass "
@@ -150,11 +151,11 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
     report.plan = steps
     for st in steps:
         if st["action"] in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
-            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback",
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", Severity.FALLBACK,
                                            f"{st['spec']}: {st['reason']} (the build is not in the cache)",
                                            st.get("command")))
         elif st["action"] == "missing":
-            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st['spec']}: {st['reason']}"))
 
 
 def _judge_repo(report: Any, section: Any, res: Any) -> None:
@@ -169,19 +170,19 @@ def _judge_repo(report: Any, section: Any, res: Any) -> None:
     if res.error:
         section.lines.append(f"    {res.error}")
         report.findings.append(Finding(
-            "hub-repo-unresolved", "fallback",
+            "hub-repo-unresolved", Severity.FALLBACK,
             f"{res.spec}: {res.error}. Nothing was checked for this repository, so it is not known to load.",
             f"run online, or kernelcheck hub --repo {res.spec} --prefetch where the Hub is reachable"))
     elif not res.chosen:
         report.findings.append(Finding(
-            "hub-no-variant", "fallback",
+            "hub-no-variant", Severity.FALLBACK,
             f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
             f"match {res.would_match}", f"run on {res.would_match}"))
     elif res.blocked:
         section.lines.append(f"    NOT LOADABLE offline: {res.blocked}")
-        report.findings.append(Finding("hub-snapshot-incomplete", "fallback",
+        report.findings.append(Finding("hub-snapshot-incomplete", Severity.FALLBACK,
                                        f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
                                        f"kernelcheck hub --repo {res.spec} --prefetch"))
     elif res.problem:
-        report.findings.append(Finding("hub-build-fails", "broken",
+        report.findings.append(Finding("hub-build-fails", Severity.BROKEN,
                                        f"{res.spec} build {res.chosen}: {res.problem}"))

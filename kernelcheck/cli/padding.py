@@ -9,6 +9,7 @@ import click
 
 from kernelcheck import schemas
 from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.core.status import Verdict
 
 
 @click.command("padding")
@@ -52,7 +53,7 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
                  "scale": "log" if axis.log else "linear", "how": how, "bin_text": axis.describe()}
     if as_json:
         shown = {k: v for k, v in drawn.items() if k in ("file", "format", "bins", "scale")} if drawn else None
-        emit(json.dumps({"schema": schemas.schema_id("padding"), "command": "padding", "verdict": "ready",
+        emit(json.dumps({"schema": schemas.schema_id("padding"), "command": "padding", "verdict": Verdict.READY,
                          "exit_code": 0, "data": data, "padding": waste.as_dict(result), "plot": shown}, indent=2),
              is_json=True)
     else:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kernelcheck.core.status import (
+    SEVERITY_RANK,
+    STATUS_RANK,
     Finding,
     FunctionStatus,
     Severity,
@@ -41,11 +43,6 @@ from kernelcheck.core.status import (
     verdict_of_status,
 )
 from kernelcheck.core.status import worst as _worst
-
-# How far a status (or a rule's severity) is from fast: a rule hit raises a status only to a higher rank.
-_STATUS_RANK = {Status.FAST.value: 0, Status.UNSUPPORTED.value: 1, Status.FALLBACK.value: 1, Status.BROKEN.value: 2}
-_SEVERITY_RANK = {Severity.INFO.value: 0, Severity.WARNING.value: 0, Severity.FALLBACK.value: 1,
-                  Severity.BROKEN.value: 2}
 
 
 @dataclass(frozen=True)
@@ -102,7 +99,7 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
         fs.reason = (fs.reason or "") + note
     for rule in rules:
         if fs.name in rule.functions and fs.used and \
-                _SEVERITY_RANK.get(rule.severity, 0) > _STATUS_RANK.get(fs.status, 0):
+                SEVERITY_RANK.get(rule.severity, 0) > STATUS_RANK.get(fs.status, 0):
             fs.status, fs.reason, fs.fix = Status(rule.severity), f"{rule.title}: {rule.message}", rule.fix
     if checked_fix is not None and fs.fix == checked_fix.original:
         fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")

@@ -1,7 +1,6 @@
 """Probe the machine: Python, torch, CUDA, GPUs, driver, nvcc and each kernel package.
 
-Detection only, no side effects: nothing is installed or changed. Anything absent is reported
-as absent (None / empty), never raised.
+Detection only (nothing installed or changed); anything absent is reported as absent (None / empty), never raised.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import signals
+from kernelcheck.core.capability import Capability
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Gpu:
     name: str
-    capability: str  # "9.0"
+    capability: Capability  # "9.0" in JSON; a word given here is parsed once
     index: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capability", Capability.parse(self.capability))
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class TorchInfo:
     cxx11abi: bool | None
     hip: str | None = None
     cuda_available: bool = False
+    import_error: str | None = None  # "SystemExit: ..." when torch is here but does not import; JSON: in version
 
 
 def torch_minor(version: str | None) -> str | None:
@@ -106,7 +110,7 @@ class Environment:
         return bool(self.gpus)
 
     @property
-    def capabilities(self) -> tuple[str, ...]:
+    def capabilities(self) -> tuple[Capability, ...]:
         return tuple(sorted({g.capability for g in self.gpus}))
 
     def version_of(self, name: str) -> str | None:
@@ -114,7 +118,8 @@ class Environment:
         if name == "torch":
             return self.torch.version if self.torch else None
         if name in ("triton", "transformers", "kernels", "nvcc"):
-            return getattr(self, name)
+            value: str | None = getattr(self, name)
+            return value
         st = self.packages.get(name)
         return st.version if st and st.installed else None
 
@@ -123,11 +128,11 @@ class Environment:
             "python": self.python,
             "python_tag": self.python_tag,
             "platform": self.platform,
-            "torch": asdict(self.torch) if self.torch else None,
+            "torch": {k: v for k, v in asdict(self.torch).items() if k != "import_error"} if self.torch else None,
             "triton": self.triton,
             "transformers": self.transformers,
             "kernels": self.kernels,
-            "gpus": [asdict(g) for g in self.gpus],
+            "gpus": [{"name": g.name, "capability": g.capability.dotted, "index": g.index} for g in self.gpus],
             "gpu_source": self.gpu_source,
             "driver": self.driver,
             "nvcc": self.nvcc,
@@ -159,8 +164,9 @@ def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - torch present but broken, a SystemExit in its import too:
-        # reported as absent with the reason in version (doctor: BROKEN, exit 4)
-        return TorchInfo(version=f"unimportable ({type(exc).__name__}: {exc})", cuda=None, cxx11abi=None)
+        # reported as absent with the reason in import_error (doctor: BROKEN, exit 4), in words in version
+        why = f"{type(exc).__name__}: {exc}"
+        return TorchInfo(version=f"unimportable ({why})", cuda=None, cxx11abi=None, import_error=why)
     if after_import is not None:
         after_import()  # before any CUDA call (doctor forks its import children here)
     cuda = getattr(torch.version, "cuda", None)
@@ -184,7 +190,7 @@ def _gpus_from_torch() -> tuple[Gpu, ...]:
     out = []
     for i in range(torch.cuda.device_count()):
         major, minor = torch.cuda.get_device_capability(i)
-        out.append(Gpu(name=torch.cuda.get_device_name(i), capability=f"{major}.{minor}", index=i))
+        out.append(Gpu(name=torch.cuda.get_device_name(i), capability=Capability(major, minor), index=i))
     return tuple(out)
 
 
@@ -207,7 +213,10 @@ def _nvidia_smi() -> tuple[tuple[Gpu, ...], str | None]:
     for line in out.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 4:
-            gpus.append(Gpu(name=parts[1], capability=parts[2], index=int(parts[0]) if parts[0].isdigit() else 0))
+            try:
+                gpus.append(Gpu(parts[1], Capability.parse(parts[2]), int(parts[0]) if parts[0].isdigit() else 0))
+            except ValueError:  # an old driver prints [N/A]: no capability to check kernels against
+                log.info("nvidia-smi gives GPU %s no compute capability (%r): not counted", parts[0], parts[2])
             driver = parts[3]
     return tuple(gpus), driver
 

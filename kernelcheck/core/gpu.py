@@ -2,7 +2,8 @@
 
 A capability is written five ways across the tools kernelcheck talks to: "9.0" (torch, nvidia-smi),
 "sm_90" (nvcc SASS, wheel .so files), "compute_90" (PTX), 90 (kernels' integer form) and "9.0a".
-`Capability` parses all of them and gives each form back, so no module converts by hand.
+`Capability` (core/capability.py, re-exported here) parses all of them and gives each form back, so no module
+converts by hand; a `Gpu` holds one.
 
 `--arch` targets GPUs that are not here (a docker build stage has none): doctor then checks the
 kernels, rules and breakages against those GPUs instead of the absent local ones. Only capabilities
@@ -15,66 +16,16 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from dataclasses import dataclass
 from typing import Protocol
 
+from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Environment, Gpu
 from kernelcheck.core.errors import BadInput
 
 log = logging.getLogger(__name__)
 
-_FORMS = re.compile(r"^(?:sm_?|compute_)?(\d{1,3})(?:\.(\d{1,2}))?[af]?$")
-
 _FORMS_HELP = ("Use the major.minor form, comma-separated: 8.0 (A100), 8.6 (RTX 30xx/A10), 8.9 (L4/L40), "
                "9.0 (H100/H200), 10.0 (B200/GB200), 12.0 (RTX 50xx); sm_90 and 90 are accepted too.")
-
-
-@functools.total_ordering
-@dataclass(frozen=True)
-class Capability:
-    """A CUDA compute capability: `Capability.parse("9.0" | "sm_90" | "90" | "9.0a").sm == "sm_90"`."""
-
-    major: int
-    minor: int
-
-    @classmethod
-    def parse(cls, text: str | int) -> Capability:
-        """Any of the usual spellings; raises ValueError for anything else (no range check: see `known`)."""
-        m = _FORMS.match(str(text).strip().lower())
-        if not m:
-            raise ValueError(f"{text!r} is not a compute capability")
-        whole, minor = m.group(1), m.group(2)
-        if minor is not None:
-            return cls(int(whole), int(minor))
-        if len(whole) < 2:
-            raise ValueError(f"{text!r} is not a compute capability")
-        return cls(int(whole[:-1]), int(whole[-1]))  # "90" -> 9.0, "103" -> 10.3
-
-    @property
-    def dotted(self) -> str:
-        """"9.0": the form torch and nvidia-smi print and the JSON report carries."""
-        return f"{self.major}.{self.minor}"
-
-    @property
-    def number(self) -> int:
-        """90: kernels' integer form, and the digits of sm_90."""
-        return self.major * 10 + self.minor
-
-    @property
-    def sm(self) -> str:
-        return f"sm_{self.number}"
-
-    @property
-    def compute(self) -> str:
-        return f"compute_{self.number}"
-
-    def __str__(self) -> str:
-        return self.dotted
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Capability):
-            return NotImplemented
-        return (self.major, self.minor) < (other.major, other.minor)
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,19 +56,21 @@ def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None) -> tupl
         if cap not in allowed:
             raise BadInput(f"--arch: '{item}' is read as {cap.dotted} ({cap.sm}), which no NVIDIA GPU has (known: "
                            f"{', '.join(c.dotted for c in allowed)}; matrix/gpus.toml). {_FORMS_HELP}")
-        if any(g.capability == cap.dotted for g in gpus):
+        if any(g.capability == cap for g in gpus):
             continue
-        gpus.append(Gpu(name="--arch target", capability=cap.dotted, index=i))
+        gpus.append(Gpu(name="--arch target", capability=cap, index=i))
     return tuple(gpus)
 
 
-def cap_to_sm(cap: str) -> int:
+def cap_to_sm(cap: str | Capability) -> int:
     """'9.0' -> 90, '10.3' -> 103."""
+    if isinstance(cap, Capability):
+        return cap.number
     major, _, minor = cap.partition(".")
     return int(major) * 10 + int(minor or 0)
 
 
-def arch_serves(arches: tuple[str, ...], cap: str) -> str | None:
+def arch_serves(arches: tuple[str, ...], cap: str | Capability) -> str | None:
     """How a GPU of capability `cap` can run code with these arches: 'sass', 'ptx-jit' or None.
 
     SASS runs on the same major with an equal or higher minor (sm_80 runs on 8.6); PTX is JIT-compiled
@@ -137,7 +90,11 @@ def capability_number(env: Environment) -> int | None:
     """The first GPU's capability as kernels' integer (90), or None without a GPU."""
     if not env.capabilities:
         return None
-    return Capability.parse(env.capabilities[0]).number
+    return env.capabilities[0].number
+
+
+__all__ = ["Capability", "arch_serves", "cap_to_sm", "capability_number", "default_device", "known", "parse_arch",
+           "sm_name"]
 
 
 class _TargetBuild(Protocol):

@@ -24,7 +24,7 @@ def path() -> Path:
     return settings.current().manifest_path
 
 
-def target_path(target: str | os.PathLike) -> Path:
+def target_path(target: str | os.PathLike[str]) -> Path:
     """The manifest of packages installed with `pip install --target DIR`."""
     return Path(target) / TARGET_NAME
 

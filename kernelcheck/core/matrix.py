@@ -122,7 +122,8 @@ class Matrix:
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
         with open(_root() / relpath, encoding="utf-8") as fh:
-            return json.load(fh)
+            data: dict[str, Any] = json.load(fh)
+        return data
 
     def package_of_distribution(self, dist: str) -> PackageInfo | None:
         norm = dist.lower().replace("_", "-")

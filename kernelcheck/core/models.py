@@ -174,12 +174,13 @@ class UnresolvedHost(OSError):
 
 
 def _unresolved(last: str, what: str) -> UnresolvedHost | None:
-    if not _DNS.search(last):
+    dns = _DNS.search(last)
+    if not dns:
         return None
     m = re.search(r"https?://([^/\s'\"]+)", last)
     host = m.group(1) if m else "the Hub's host"
     return UnresolvedHost(f"could not resolve the host {host} while asking for {what} (DNS lookup failed: "
-                          f"{_DNS.search(last).group(0)}): this machine cannot reach the Hub")  # type: ignore[union-attr]
+                          f"{dns.group(0)}): this machine cannot reach the Hub")
 
 
 def _wait(t: threading.Thread, seconds: float, what: str) -> None:

@@ -12,6 +12,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Environment, requirement_unmet
 
 _CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS  # the conditions a rule may name: core/matrix.py, which validates them
@@ -35,11 +36,6 @@ def version_in(v: str | None, spec: str) -> bool:
         return SpecifierSet(spec).contains(bv, prereleases=True)
     except InvalidSpecifier:
         return False
-
-
-def _cap(c: str) -> tuple[int, int]:
-    a, _, b = c.partition(".")
-    return int(a), int(b or 0)
 
 
 @dataclass(frozen=True)
@@ -85,13 +81,13 @@ def backend_matches(ops: list[Any], patterns: list[str]) -> bool | None:
     return False
 
 
-def _holds_capability(key: str, want: Any, capabilities: Iterable[str]) -> bool:
+def _holds_capability(key: str, want: Any, capabilities: Iterable[Capability]) -> bool:
     """Decide a gpu_capability, gpu_capability_min or gpu_capability_max condition on the GPUs' capabilities."""
     if key == "gpu_capability":
-        return any(c in want for c in capabilities)
+        return any(c in {Capability.parse(w) for w in want} for c in capabilities)
     if key == "gpu_capability_min":
-        return any(_cap(c) >= _cap(want) for c in capabilities)
-    return any(_cap(c) <= _cap(want) for c in capabilities)
+        return any(c >= Capability.parse(want) for c in capabilities)
+    return any(c <= Capability.parse(want) for c in capabilities)
 
 
 def _holds_built_nvcc(want: Any, facts: Facts) -> bool | None:
@@ -124,9 +120,9 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
 def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
     env = facts.env
     if key == "mode":
-        return facts.mode == want
+        return bool(facts.mode == want)
     if key == "cuda_gpu":
-        return env.cuda_gpu == want
+        return bool(env.cuda_gpu == want)
     if key == "absent":
         return all(not env.present.get(n, importlib.util.find_spec(n) is not None) for n in want)
     return all(p in facts.bound for p in want)  # bound
@@ -145,7 +141,7 @@ def evaluate(facts: Facts, m: matrix_mod.Matrix | None = None) -> list[RuleHit]:
     fill = {
         "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",
         "transformers": env.transformers or "absent", "fla": env.version_of("fla") or "absent",
-        "capability": ",".join(c.replace(".", "") for c in env.capabilities) or "none", "model": facts.model or "M",
+        "capability": ",".join(str(c.number) for c in env.capabilities) or "none", "model": facts.model or "M",
         "fla_backward": _backward_reason(facts) if env.gpus and env.version_of("fla") else "",
         "fla_tilelang": env.env_vars.get("FLA_TILELANG", "unset"),
     }

@@ -14,22 +14,26 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any, TypeAlias
 
 from kernelcheck.core.errors import Interrupted
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+# What signal.getsignal returns and signal.signal takes back (typeshed's signal._HANDLER).
+Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
-def route() -> dict[int, object]:
+def route() -> dict[int, Handler]:
     """Route SIGINT and SIGTERM to `Interrupted` (main thread only), an ignored SIGINT too (cli/interrupts.py says
     why); returns the handlers replaced."""
-    old: dict[int, object] = {}
+    old: dict[int, Handler] = {}
     for sig, taken in ((signal.SIGINT, (signal.default_int_handler, signal.SIG_IGN)),
                        (signal.SIGTERM, (signal.SIG_DFL,))):
         try:
@@ -52,7 +56,7 @@ def routed() -> Iterator[None]:
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, TypeError):
                 if signal.getsignal(sig) is _raise:  # a handler the command set meanwhile stays (cli/fleet.py)
-                    signal.signal(sig, handler)  # type: ignore[arg-type]
+                    signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -61,7 +65,7 @@ def held(*, reraise: bool = True, second_interrupts: bool = False) -> Iterator[l
     Interrupted when it ends. With `second_interrupts`, a second signal raises at once. Only the main thread
     can hold signals; elsewhere the block runs as is. Signals set to be ignored stay ignored."""
     came: list[int] = []
-    old: dict[int, object] = {}
+    old: dict[int, Handler] = {}
 
     def note(signum: int, frame: FrameType | None) -> None:
         came.append(signum)
@@ -80,6 +84,6 @@ def held(*, reraise: bool = True, second_interrupts: bool = False) -> Iterator[l
         yield came
     finally:
         for signum, handler in old.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+            signal.signal(signum, handler)
         if came and reraise:  # also when the block raised: the signal wins (an import that failed because
             raise Interrupted(came[0])  # a package is broken must not swallow the SIGTERM that came meanwhile)

@@ -97,13 +97,19 @@ class FunctionStatus:
 
 
 EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 4
+# The one table from verdict to exit code, and back.
 EXIT_CODE = {Verdict.READY: EXIT_READY, Verdict.FALLBACK: EXIT_FALLBACK, Verdict.BROKEN: EXIT_BROKEN}
-_RANK = {Verdict.READY: 0, Verdict.FALLBACK: 1, Verdict.BROKEN: 2}
-_BY_EXIT = {code: verdict for verdict, code in EXIT_CODE.items()}
+VERDICT_OF_EXIT = {code: verdict for verdict, code in EXIT_CODE.items()}
 WORDS = {Verdict.READY: "READY", Verdict.FALLBACK: "FALLBACK", Verdict.BROKEN: "BROKEN"}
 # Every exit code, worst first: broken, internal error, bad input, fallback, ready. A gate over many results (the
 # fleet's ranks, compare's reports) exits with the worst; a code outside the contract ranks as an internal error.
 _EXIT_RANK = {EXIT_BROKEN: 4, EXIT_INTERNAL: 3, EXIT_USAGE: 2, EXIT_FALLBACK: 1, EXIT_READY: 0}
+
+
+# The one ranking: how far a verdict is from ready. A status and a severity rank as the verdict they give (below), so
+# "worse" means the same thing for a function, a finding, a report and a diff of two reports. Keys are the members,
+# which hash as their words: `STATUS_RANK.get("fallback")` works on a word read from JSON too.
+VERDICT_RANK: dict[str, int] = {Verdict.READY: 0, Verdict.FALLBACK: 1, Verdict.BROKEN: 2}
 
 
 def verdict_of_status(status: str) -> Verdict:
@@ -117,12 +123,17 @@ def verdict_of_severity(severity: str) -> Verdict:
         str(severity), Verdict.READY)
 
 
+# fast 0, unsupported and fallback 1, broken 2; info and warning 0, fallback 1, broken 2
+STATUS_RANK: dict[str, int] = {s: VERDICT_RANK[verdict_of_status(s)] for s in Status}
+SEVERITY_RANK: dict[str, int] = {s: VERDICT_RANK[verdict_of_severity(s)] for s in Severity}
+
+
 def worst(verdicts: Iterable[Verdict | str]) -> Verdict:
     """The worst of `verdicts` (ready when there are none)."""
     out = Verdict.READY
     for v in verdicts:
         vv = Verdict(v)
-        if _RANK[vv] > _RANK[out]:
+        if VERDICT_RANK[vv] > VERDICT_RANK[out]:
             out = vv
     return out
 
@@ -134,6 +145,6 @@ def worst_exit(codes: Iterable[int]) -> int:
 
 def verdict_of_exit(code: int) -> Verdict:
     """0/3/4 back to their verdict (ValueError for the error codes 1 and 2)."""
-    if code not in _BY_EXIT:
+    if code not in VERDICT_OF_EXIT:
         raise ValueError(f"exit code {code} is not a verdict")
-    return _BY_EXIT[code]
+    return VERDICT_OF_EXIT[code]

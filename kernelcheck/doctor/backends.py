@@ -46,8 +46,8 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
             continue
         text = "; ".join(f"{op.phase} {fla_dispatch.BACKEND_NAMES.get(op.backend, op.backend)}: {op.reason}"
                          for op in mine)
-        sm = (env.capabilities or ("?",))[0].replace(".", "")
-        findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on sm_{sm}: {text}.",
+        sm = env.capabilities[0].sm if env.capabilities else "sm_?"
+        findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on {sm}: {text}.",
                                 None, lay.reference, (fn,)))
     data = {
         "fla": lay.version, "read_from": lay.origin, "reference": lay.reference,

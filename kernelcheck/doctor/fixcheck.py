@@ -29,6 +29,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from kernelcheck.core import decide
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.environment import Environment, PackageState
 from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Mode, Severity, Status, Verdict, worst
 from kernelcheck.integrations import fla_dispatch
@@ -255,7 +256,7 @@ def _condition_words(key: str, want: Any, mode: str) -> str:
     if key == "mode":
         return f"in {'infer' if mode == Mode.TRAIN else 'train'} mode"
     if key in _CAP:
-        shown = ", ".join(f"sm_{str(c).replace('.', '')}" for c in (want if isinstance(want, list) else [want]))
+        shown = ", ".join(sm_name(c) for c in (want if isinstance(want, list) else [want]))
         return {"gpu_capability": f"on GPUs other than {shown}", "gpu_capability_min": f"on GPUs below {shown}",
                 "gpu_capability_max": f"on GPUs above {shown}"}[key]
     return f"with {key} outside {want}"

@@ -265,12 +265,11 @@ def _require_torch(env: environment_mod.Environment) -> None:
         raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
                        "cannot load the model. Install the torch build you will train with (for example "
                        "`pip install torch` with the index URL for your CUDA version), then run kernelcheck again.")
-    if env.torch.version.startswith("unimportable"):
-        why = env.torch.version.removeprefix("unimportable (").removesuffix(")")
-        raise BrokenEnvironment(f"BROKEN: torch is installed but its import fails here ({why}), so every job in "
-                                "this environment would stop before any kernel runs. `python -c 'import torch'` "
-                                "shows the full error; reinstall the torch build you train with (pip install "
-                                "--force-reinstall torch, with the index URL for your CUDA version) and run "
+    if env.torch.import_error is not None:
+        raise BrokenEnvironment(f"BROKEN: torch is installed but its import fails here ({env.torch.import_error}), "
+                                "so every job in this environment would stop before any kernel runs. `python -c "
+                                "'import torch'` shows the full error; reinstall the torch build you train with (pip "
+                                "install --force-reinstall torch, with the index URL for your CUDA version) and run "
                                 "kernelcheck again.")
 
 

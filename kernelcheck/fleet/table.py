@@ -11,7 +11,17 @@ from collections import OrderedDict
 from typing import Any
 
 from kernelcheck import __version__
-from kernelcheck.core.status import EXIT_BROKEN, verdict_of_exit, worst_exit
+from kernelcheck.core.capability import sm_name
+from kernelcheck.core.status import (
+    EXIT_BROKEN,
+    EXIT_FALLBACK,
+    EXIT_INTERNAL,
+    EXIT_READY,
+    EXIT_USAGE,
+    Status,
+    verdict_of_exit,
+    worst_exit,
+)
 
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
@@ -30,7 +40,7 @@ def _gpu(env: dict[str, Any]) -> str:
         return "none"
     names: dict[str, int] = {}
     for g in gpus:
-        key = f"{g.get('name')} sm_{str(g.get('capability') or '?').replace('.', '')}"
+        key = f"{g.get('name')} {sm_name(g.get('capability') or '?')}"
         names[key] = names.get(key, 0) + 1
     return ", ".join(f"{n}x {k}" if n > 1 else k for k, n in names.items())
 
@@ -124,7 +134,7 @@ def _row(rec: dict[str, Any], functions: list[str]) -> list[str]:
     if "error" in fp:
         return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {fp['error'][:60]}"]
     statuses = {f["name"]: f.get("status", "?") for f in rec.get("functions") or []}
-    marks = [{"fast": "fast"}.get(statuses.get(n, "-"), statuses.get(n, "-").upper()) for n in functions]
+    marks = [s if s == Status.FAST else s.upper() for s in (statuses.get(n, "-") for n in functions)]
     return [label(rec), fp["GPU"], fp["driver"], fp["torch"], fp["triton"], fp["transformers"],
             fp["kernel packages"], *marks, str(rec.get("verdict")).upper()]
 
@@ -182,9 +192,11 @@ def render_text(command: str, records: list[dict[str, Any]], missing: dict[int, 
             out.append(f"  MISSING rank {r}: {why}")
     if message:
         out.append(f"fleet: {message}")
-    words = {0: "READY: every rank will run the fast kernels", 3: "FALLBACK: a rank would run a slow torch path",
-             4: "BROKEN: a rank would crash, refuse or compute wrong results, or a rank is missing",
-             2: "a rank could not be checked (bad input)", 1: "a rank's check failed (internal error)"}
+    words = {EXIT_READY: "READY: every rank will run the fast kernels",
+             EXIT_FALLBACK: "FALLBACK: a rank would run a slow torch path",
+             EXIT_BROKEN: "BROKEN: a rank would crash, refuse or compute wrong results, or a rank is missing",
+             EXIT_USAGE: "a rank could not be checked (bad input)",
+             EXIT_INTERNAL: "a rank's check failed (internal error)"}
     out.append(f"verdict: {words.get(code, 'unknown')} (exit {code})")
     return "\n".join(out)
 

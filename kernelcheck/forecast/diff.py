@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-_RANK = {"ready": 0, "fallback": 1, "broken": 2}
+from kernelcheck.core.status import VERDICT_RANK
 
 
 @dataclass(frozen=True)
@@ -30,11 +30,11 @@ class Diff:
 
     @property
     def worse(self) -> bool:
-        return _RANK.get(self.verdict_after, 2) > _RANK.get(self.verdict_before, 2)
+        return VERDICT_RANK.get(self.verdict_after, 2) > VERDICT_RANK.get(self.verdict_before, 2)
 
     @property
     def better(self) -> bool:
-        return _RANK.get(self.verdict_after, 2) < _RANK.get(self.verdict_before, 2)
+        return VERDICT_RANK.get(self.verdict_after, 2) < VERDICT_RANK.get(self.verdict_before, 2)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

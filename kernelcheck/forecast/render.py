@@ -6,14 +6,19 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from kernelcheck.core.status import STATUS_RANK
 from kernelcheck.forecast.command import Forecast
 
-_RANK = {"fast": 0, "unsupported": 0, "fallback": 1, "broken": 2, None: 0}
 _OUTCOME = {
     "silent-fallback": "its import fails (undefined symbol) and transformers silently runs the torch path",
     "import-error": "its import fails (undefined symbol) and the model's import raises ImportError",
     "unknown": "its import is expected to fail (undefined symbol)",
 }
+
+
+def _rank(status: str | None) -> int:
+    """A function's status as core/status.py ranks it; not needed (None) ranks as fast, an unknown word as broken."""
+    return 0 if status is None else STATUS_RANK.get(status, 2)
 
 
 def _v(verdict: str, code: int) -> str:
@@ -63,7 +68,7 @@ def write_junit(fc: Forecast, path: str) -> None:
         ET.SubElement(case, "failure", message=f"{d.verdict_before} -> {d.verdict_after}").text = render_text(fc)
     for f in d.functions:
         c = ET.SubElement(suite, "testcase", classname="forecast.functions", name=f.name)
-        if _RANK.get(f.after_status, 2) > _RANK.get(f.before_status, 2):
+        if _rank(f.after_status) > _rank(f.before_status):
             ET.SubElement(c, "failure", message=f"{f.before_status} -> {f.after_status}")
     for t in fc.drift:
         c = ET.SubElement(suite, "testcase", classname="forecast.torch_drift", name=t.distribution)

@@ -20,7 +20,7 @@ from typing import Any
 from kernelcheck.core import decide, settings
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
-from kernelcheck.core.status import Severity
+from kernelcheck.core.status import Severity, Status
 from kernelcheck.integrations import kernels_hub as hub_mod
 from kernelcheck.report.model import Finding, HubSection, Report
 
@@ -87,9 +87,9 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
     """Findings about whether transformers can use `kernels` at all, and what the static reader missed."""
     findings: list[Finding] = []
     if th.error:
-        findings.append(Finding("hub-mapping-unreadable", "warning", th.error))
+        findings.append(Finding("hub-mapping-unreadable", Severity.WARNING, th.error))
     for what in th.unread:
-        findings.append(Finding("transformers-unread", "warning",
+        findings.append(Finding("transformers-unread", Severity.WARNING,
                                 f"kernelcheck could not read {what} in transformers {th.transformers}: the Hub "
                                 "answer below may be wrong for this version.",
                                 "run doctor with --exact, and report the transformers version to kernelcheck"))
@@ -106,7 +106,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
     elif (not use_hub and th.use_kernels_default and th.transformers and not th.window_met
           and th.hub_enabled_by_env and th.refuses_when_unusable):
         findings.append(Finding(
-            "hub-kernels-unusable", "broken",
+            "hub-kernels-unusable", Severity.BROKEN,
             f"from_pretrained defaults to use_kernels=True in transformers {th.transformers}, but kernels "
             f"{th.kernels or '(absent)'} is outside the accepted window {th.window_text}: loading raises ValueError "
             "(\"Kernels are not available\")",
@@ -116,7 +116,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
         problem = hub_mod.kernels_client_problem()
         if problem:
             findings.append(Finding(
-                "hub-client-broken", "broken",
+                "hub-client-broken", Severity.BROKEN,
                 f"{problem}; with use_kernels=True and the Hub online, the model load fails with that error "
                 "(kernelize falls back only when no file is found).",
                 "unset HF_HUB_DISABLE_TELEMETRY for the job, or pre-fetch (kernelcheck hub --model M --prefetch) "
@@ -136,7 +136,7 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
     lines = [f"device {dev} ({origin}) · mode {mode} · variants listed from {listing}"]
     if target is not None:
         cuda = f"CUDA {target.cuda}" if target.cuda else ("CPU" if target.cuda == "" else "CUDA as installed")
-        gpu = f", GPU {gpu_mod.Capability.parse(env.capabilities[0]).sm}" if env.capabilities else ""
+        gpu = f", GPU {env.capabilities[0].sm}" if env.capabilities else ""
         lines.append(f"resolving for torch {target.torch or 'as installed'}, {cuda}{gpu} "
                      "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
     return lines
@@ -258,7 +258,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     for spec, res in resolutions.items():
         lines.extend(_resolution_lines(spec, res))
     if not used and not refused and any(("repo" in r) for r in rows):
-        findings.append(Finding("hub-not-used", "info", f"Hub kernels are not loaded in this job: {why}. The "
+        findings.append(Finding("hub-not-used", Severity.INFO, f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 
     section = HubSection(
@@ -302,7 +302,7 @@ def _paths(rows: list[dict[str, Any]], used: bool, fstatus: dict[str, Any], repl
             continue
         fs = fstatus.get(row["name"])
         if row["kind"] == "function" and fs is not None:
-            row["path"] = "package" if fs.status == "fast" else "torch"
+            row["path"] = "package" if fs.status == Status.FAST else "torch"
             row["implementation"] = fs.implementation
         else:
             row["path"] = "torch"
@@ -315,7 +315,7 @@ def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool 
         return ("kernels is not installed: from_pretrained's use_kernels=True default raises ValueError at load "
                 "(hub-kernels-unusable), so no variant is resolved")
     findings.append(Finding(
-        "hub-kernels-absent", "broken" if use_hub else "info",
+        "hub-kernels-absent", Severity.BROKEN if use_hub else Severity.INFO,
         "the `kernels` package is not installed (or does not import)" + (
             ": the job asks for Hub kernels (use_kernels=True), which from_pretrained refuses without it"
             if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
@@ -333,7 +333,7 @@ def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, s
     if isinstance(got, kernels_api.Unsupported):
         lines.append(f"{got.reason}: the builds kernels would load are not listed")
         findings.append(Finding(
-            "hub-kernels-layout-unknown", "fallback",
+            "hub-kernels-layout-unknown", Severity.FALLBACK,
             f"{got.reason}. The job loads Hub kernels (use_kernels=True), so which build each layer and function "
             "gets here, and whether a cached one exists, was not checked.",
             "pip install a kernels release inside transformers' window that kernelcheck knows (0.15-0.19), or set "
@@ -342,7 +342,7 @@ def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, s
         return {}
     if got.newer_than_known:
         findings.append(Finding(
-            "hub-kernels-newer", "info",
+            "hub-kernels-newer", Severity.INFO,
             f"kernels {got.newer_than_known} is newer than kernelcheck knows; its layout matches generation "
             f"{got.generation}, so the variants below are read with that adapter"))
     return names
@@ -359,7 +359,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
         # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
         cached = f"; the cache holds build {res.chosen}, which HF_HUB_OFFLINE=1 would use" if res.chosen else ""
         findings.append(Finding(
-            "hub-unreachable", "broken",
+            "hub-unreachable", Severity.BROKEN,
             f"{res.spec} (for {names}): {hub_failed.split(';')[0]}. With HF_HUB_OFFLINE unset kernels asks the Hub "
             f"and raises on the connection error, so the model load fails{cached}.",
             "export HF_HUB_OFFLINE=1 for the job (after kernelcheck hub --model M --prefetch where the Hub is "
@@ -368,7 +368,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     if res.chosen and res.blocked:
         if used:
             findings.append(Finding(
-                "hub-snapshot-incomplete", "fallback",
+                "hub-snapshot-incomplete", Severity.FALLBACK,
                 f"{res.spec} (for {names}): build {res.chosen} is in the cache, but {res.blocked}.",
                 f"kernelcheck hub --model {q} --prefetch  (repairs the cache entry, no download needed)",
                 "huggingface_hub _snapshot_download._raise_if_incomplete_snapshot; kernels resolver.py "
@@ -380,7 +380,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     if not used:
         return []  # the section's lines say what use_kernels=True would meet; hub-not-used says why
     if res.problem:
-        findings.append(Finding("hub-build-fails", "broken",
+        findings.append(Finding("hub-build-fails", Severity.BROKEN,
                                 f"{res.spec} (for {names}): build {res.chosen}: {res.problem}; the model load fails "
                                 "(kernelize falls back only when no file is found)",
                                 "load without use_kernels, or pass check_arch=False where you load the kernel yourself",
@@ -393,7 +393,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
         fs = fstatus.get(r["name"])
         if r["kind"] == "layer" or fs is None:
             return True
-        return fs.used and fs.status != "fast"  # a decode function in train mode, or a fast package path: no loss
+        return fs.used and fs.status != Status.FAST  # a decode function in train mode, or a fast package path: no loss
 
     slow = [r for r in group if is_slow(r)]
     rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
@@ -402,7 +402,7 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
         (" Nothing is lost: the package path transformers bound at import runs, or the function is not used in "
          "this mode.")
     findings.append(Finding(
-        "hub-no-variant", "fallback" if slow else "info",
+        "hub-no-variant", Severity.FALLBACK if slow else Severity.INFO,
         f"{res.spec} (for {names}) has no build for this torch/CUDA (listed from {res.source}). Rejected: {rejected}. "
         f"Nearest: {res.nearest}, which would match {res.would_match}.{tail}",
         f"run the job with {res.would_match}{_index_hint(res.nearest)}; or use the package path (kernelcheck "
@@ -417,7 +417,7 @@ def _not_listable(res: hub_mod.Resolution, names: str, q: str, by_default: bool,
     off = ("or set USE_HUB_KERNELS=0 for the job to keep the pip packages (from_pretrained then loads no Hub "
            "kernel)" if by_default else "or drop use_kernels=True from the job (or set USE_HUB_KERNELS=0)")
     return Finding(
-        "hub-not-listable", "broken",
+        "hub-not-listable", Severity.BROKEN,
         f"{res.spec} (for {names}) cannot be resolved here: {said}{res.error}. kernels raises instead of falling "
         "back (offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
         "load fails.",

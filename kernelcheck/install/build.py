@@ -269,7 +269,8 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
         env.update(extra_env or {})
         out_dir = Path(tmp) / "dist"
-        log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{'_'.join(a.replace('.', '') for a in arches)}.log"
+        sm = "_".join(str(gpu_mod.cap_to_sm(a)) for a in arches)
+        log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{sm}.log"
         cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
                "--disable-pip-version-check", "-w", str(out_dir), str(src)]
         if constraints is not None:

@@ -39,6 +39,8 @@ from kernelcheck.core.status import (
     EXIT_CODE,
     EXIT_FALLBACK,
     EXIT_READY,
+    VERDICT_OF_EXIT,
+    WORDS,
     Mode,
     Severity,
     Status,
@@ -97,7 +99,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
         raise BadInput("--torch/--cuda/--python plan for another machine's torch build, which is not installed here: "
                        "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
                        "the target machine, or in the image's build stage, without them.")
-    arches = tuple(g.capability for g in targets.parse_arch(req.arch)) if req.arch else ()
+    arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch)) if req.arch else ()
     return arches, _package_versions(req.packages)
 
 
@@ -170,7 +172,7 @@ def _target_on_path(target: str | None) -> Iterator[None]:
 def _probe(arches: tuple[str, ...]) -> tuple[environment_mod.Environment, str]:
     env = environment_mod.probe()
     if arches and not env.gpus:
-        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", a, i)
+        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", targets.Capability.parse(a), i)
                                                   for i, a in enumerate(arches)), gpu_source="override")
         return env, "--arch"
     if arches:
@@ -188,7 +190,7 @@ def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> t
         infos = [m.package_of_distribution(str(canonicalize_name(s.partition("==")[0]))) for s in only]
         wanted = {i.name for i in infos if i is not None}
         pkgs = [p for p in pkgs if p in wanted] + [p for p in wanted if p not in pkgs]
-    bound = frozenset(f.package for f in report.functions if f.status == "fast")
+    bound = frozenset(f.package for f in report.functions if f.status == Status.FAST)
     bound_infos = [m.package_of_distribution(b) for b in bound]
     return tuple(dict.fromkeys(pkgs)), frozenset(i.name for i in bound_infos if i is not None)
 
@@ -197,9 +199,9 @@ def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
     out = []
     for s in plan.steps:
         if s.action == "refuse" or s.action == "blocked":
-            out.append(Finding(f"install-{s.action}", "fallback", f"{s.package}: {s.reason}", s.command or None))
-        elif s.severity == "broken":
-            out.append(Finding("install-predicts-broken", "broken", f"{s.package}: {s.reason}", None))
+            out.append(Finding(f"install-{s.action}", Severity.FALLBACK, f"{s.package}: {s.reason}", s.command or None))
+        elif s.severity == Severity.BROKEN:
+            out.append(Finding("install-predicts-broken", Severity.BROKEN, f"{s.package}: {s.reason}", None))
     return out
 
 
@@ -280,7 +282,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
     opts = plan_mod.Options(
-        mode=req.mode, source=req.source, arches=arches or env.capabilities, arch_origin=origin,
+        mode=req.mode, source=req.source, arches=arches or tuple(c.dotted for c in env.capabilities),
+        arch_origin=origin,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
         model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
         without=tuple(req.without))
@@ -319,7 +322,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             done.append(outcome)
         except InstallFailed as exc:  # BuildFailed is one
             report.plan = plan.to_json()
-            report.findings.append(Finding("install-failed", "broken", exc.message,
+            report.findings.append(Finding("install-failed", Severity.BROKEN, exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
         if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
@@ -356,11 +359,11 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings = [Finding.from_json(f) for f in after.get("findings", [])] + _plan_findings(plan)
     else:
         report.findings.extend(_plan_findings(plan))
-        report.findings.append(Finding("install-unverified", "fallback", "doctor did not run after the install, "
+        report.findings.append(Finding("install-unverified", Severity.FALLBACK, "doctor did not run after the install, "
                                        "so nothing shows that the fast path runs now", "kernelcheck doctor --model "
                                        f"{req.model} --mode {req.mode}"))
     if origin == "--arch":
-        report.findings.append(Finding("install-for-arch", "info",
+        report.findings.append(Finding("install-for-arch", Severity.INFO,
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
         return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
@@ -372,7 +375,7 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
     no second copy of the report), and the report says there was nothing to change."""
     report.functions = list(before.functions)
     report.findings = [*before.findings, *_plan_findings(plan),
-                       Finding("install-nothing-to-change", "info",
+                       Finding("install-nothing-to-change", Severity.INFO,
                                "nothing to change: every package the plan needs is already installed as planned, "
                                "so nothing was installed and the statuses are the doctor's before the plan")]
     if origin == "--arch":
@@ -400,10 +403,11 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     for st in steps:
         if st.get("action") in ("failed", "skipped"):
             code = EXIT_FALLBACK
-            report.findings.append(Finding(f"hub-prefetch-{st['action']}", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding(f"hub-prefetch-{st['action']}", Severity.FALLBACK,
+                                           f"{st['spec']}: {st['reason']}"))
         elif st.get("action") == "missing":
             code = EXIT_FALLBACK
-            report.findings.append(Finding("hub-prefetch-missing", "fallback", f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st['spec']}: {st['reason']}"))
     report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
                                    has_lock=True)
     return report, code
@@ -416,7 +420,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
     planned = {canonicalize_name(s.package) for s in plan.steps}
     left: dict[str, list[FunctionStatus]] = {}
     for f in before.functions:
-        if f.used and f.status != "fast" and f.package != "torch" and canonicalize_name(f.package) not in planned:
+        if f.used and f.status != Status.FAST and f.package != "torch" and canonicalize_name(f.package) not in planned:
             left.setdefault(f.package, []).append(f)
     out = []
     for package, fns in left.items():
@@ -438,7 +442,7 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
     predicted = decide.worst(plan.predicted, decide.verdict([], left))
     report.prediction = Prediction(predicted.value, executed)
     if plan.blocked:
-        report.findings.append(Finding("install-stopped", "fallback",
+        report.findings.append(Finding("install-stopped", Severity.FALLBACK,
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
     return report, EXIT_CODE[predicted]
@@ -451,7 +455,7 @@ def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> st
         shown = dataclasses.replace(report, plan=None)
     lines = render_text(shown, verbose=verbose).splitlines()
     if lines and lines[-1].startswith("verdict:"):
-        words = {0: "READY", 3: "FALLBACK", 4: "BROKEN"}.get(code, "ERROR")
+        words = WORDS[VERDICT_OF_EXIT[code]] if code in VERDICT_OF_EXIT else "ERROR"
         unchanged = any(f.id == "install-nothing-to-change" for f in report.findings)
         pre = "predicted after this plan" if dry_run else "nothing to change" if unchanged else "after install"
         lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
@@ -461,7 +465,7 @@ def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> st
 def to_json(report: Report, code: int) -> str:
     data: dict[str, Any] = report.to_json()
     data["exit_code"] = code
-    data["verdict"] = {0: "ready", 3: "fallback", 4: "broken"}.get(code, data["verdict"])
+    data["verdict"] = VERDICT_OF_EXIT.get(code, data["verdict"])
     return json.dumps(data, indent=2, default=str)
 
 

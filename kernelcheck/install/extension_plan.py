@@ -9,6 +9,7 @@ from packaging.version import Version
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.status import Severity
 from kernelcheck.install import wheels
 from kernelcheck.install.plan_types import Candidates, Options, Rejected, Step, _pip_cmd, _sm, _ver
 
@@ -23,12 +24,12 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
                      f"torch {torch_v} is a CPU build (torch.version.cuda is None): {pkg.title}'s CUDA extension "
                      f"`{pkg.extension}` can neither be built against it nor loaded by it, and no wheel can fit. "
                      "kernelcheck never changes torch: install a CUDA build of torch yourself, then rerun",
-                     import_name=pkg.name, severity="fallback")]
+                     import_name=pkg.name, severity=Severity.FALLBACK)]
     if not opts.arches:
         return [Step(dist, "refuse", "-", dist,
                      f"no GPU is visible and no --arch was given, so no GPU architecture can be chosen for "
                      f"{pkg.title}: pass the target GPU's compute capability, e.g. --arch 9.0 for H100/H200",
-                     import_name=pkg.name, severity="fallback")]
+                     import_name=pkg.name, severity=Severity.FALLBACK)]
     if st and st.installed and st.imports and opts.source == "auto" and st.extension_path:
         try:
             with open(st.extension_path, "rb") as fh:
@@ -52,7 +53,8 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
             return [step]
     return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
                  f"{target.cuda_major} + {target.python_tag} + {_sm(opts.arches)} was found; every candidate "
-                 "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+                 "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name,
+                 severity=Severity.FALLBACK)]
 
 
 def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,

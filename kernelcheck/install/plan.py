@@ -22,7 +22,7 @@ from packaging.version import Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
-from kernelcheck.core.status import Mode
+from kernelcheck.core.status import Mode, Severity
 from kernelcheck.install import wheels
 from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the plan's vocabulary
     PINNED,
@@ -65,7 +65,7 @@ def _breakage_hits(env: Environment, import_name: str, opts: Options,
                    bound: frozenset[str]) -> list[rules_mod.RuleHit]:
     facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model,
                             fla_dispatch=fla_dispatch.backends)
-    return [h for h in rules_mod.evaluate(facts) if h.certain and h.rule.severity == "broken"
+    return [h for h in rules_mod.evaluate(facts) if h.certain and h.rule.severity == Severity.BROKEN
             and import_name in _rule_packages(h.rule)]
 
 
@@ -87,7 +87,7 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         return [Step(dist, "refuse", "-", dist, f"torch {env.torch.version if env.torch else '(absent)'} is a "
                      f"CPU build: {pkg.title}'s Triton kernels need a CUDA torch and a GPU, and with "
                      f"transformers 5.15-5.24 an installed fla makes the forward crash on CPU (fla-cpu-crash)",
-                     rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK)]
     if st and st.installed and st.imports and st.distribution == dist and opts.source in ("auto",):
         bad = [r for r in _reqs_of_installed(found, dist, st.version) if _pin_violation(r, env)]
         if not bad:
@@ -181,7 +181,7 @@ def _no_pure_candidate(dist: str, opts: Options, rejected: list[Rejected], impor
     where = "the wheelhouse" + ("" if opts.offline else " or PyPI")
     return Step(dist, "refuse", "-", dist, f"no usable {dist} wheel in {where}: add one with "
                 f"`pip download --no-deps {dist} -d {opts.wheelhouse or 'WHEELHOUSE'}`",
-                rejected=tuple(rejected), import_name=import_name, severity="fallback")
+                rejected=tuple(rejected), import_name=import_name, severity=Severity.FALLBACK)
 
 
 def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
@@ -189,7 +189,7 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
     if pick.needs_change:
         return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
                      f"{pick.needs_change[0]}. Pass --allow-change with that package to accept it.",
-                     rejected=tuple(rejected), import_name=pkg.name, severity="fallback")]
+                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK)]
     w = pick.wheel
     steps = [_dep_step(r, env, opts, found) for r in pick.deps
              if canonicalize_name(r.name) not in PINNED and canonicalize_name(r.name) != dist]
@@ -198,7 +198,7 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
         return steps + [Step(dist, "refuse", "-", f"{dist}=={w.name.version}",
                              f"its dependency {', '.join(missing)} cannot be installed (see above), and {dist} "
                              "does not import without it", rejected=tuple(rejected), import_name=pkg.name,
-                             severity="fallback")]
+                             severity=Severity.FALLBACK)]
     reqs = ", ".join(r.name + str(r.specifier) for r in pick.deps) or "none"
     reasons = [f"newest compatible {dist}: its tags fit {env.python_tag} on {env.platform} and its requirements "
                f"({reqs}) hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
@@ -228,14 +228,14 @@ def _after_fixes(hyp: Environment, import_name: str, opts: Options, bound: froze
     for h in hits:
         if h.rule.id in ids:
             reasons.append(f"WARNING {h.rule.id}: {h.message} Fixes offered below")
-            sev = "broken"
+            sev = Severity.BROKEN
         else:
             reasons.append(f"{h.rule.id} is fixed by the additive fix installed below "
                            f"({', '.join(sorted(added))}; --no-fixes to opt out)")
     new = [h for h in left if h.rule.id not in {x.rule.id for x in hits}]
     for h in new:
         reasons.append(f"WARNING {h.rule.id} (with {', '.join(sorted(added))} added): {h.message} Fixes offered below")
-        sev = "broken"
+        sev = Severity.BROKEN
     return reasons, sev, new
 
 
@@ -281,7 +281,7 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
                     _pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
     return Step(name, "refuse", "-", str(req), f"dependency {req} is not installed and no wheel for it was found"
                 + (f" ({c.pypi_error})" if c.pypi_error else "") + ": add it to the wheelhouse",
-                rejected=rejected, severity="fallback", role=Role.DEPENDENCY)
+                rejected=rejected, severity=Severity.FALLBACK, role=Role.DEPENDENCY)
 
 
 def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
@@ -297,7 +297,7 @@ def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
             c = found.get(rem["package"], Candidates())
             if rem["kind"] == "image":  # what the image must carry that pip cannot install (the CUDA toolkit)
                 out.append(Step(rem["package"], "offer", "-", rem["spec"], why, rem.get("command", ""),
-                                severity="broken", role=Role.FIX))
+                                severity=Severity.BROKEN, role=Role.FIX))
             elif rem["kind"] == "change" and rem["package"] in PINNED:
                 out.append(_change_step(rem, env, opts, c, why))
             else:
@@ -347,7 +347,7 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
         err = c.resolve_error or c.pypi_error or "not in the wheelhouse"
         return [Step(pkg, "refuse", "-", spec, f"{why}; {wanted}, but it cannot be had here: {err}. Add it and its "
                      f"dependencies to the wheelhouse (`pip download {spec} -d {opts.wheelhouse or 'WHEELHOUSE'}`) "
-                     "or drop --offline", severity="broken", role=role)]
+                     "or drop --offline", severity=Severity.BROKEN, role=role)]
     if not c.resolved:
         w = _usable_wheel(c, env)
         assert w is not None
@@ -399,7 +399,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
         else:
             steps.append(Step(pkg.install_distribution, "refuse", "-", pkg.install_distribution,
                               f"kernelcheck does not install {pkg.title} yet ({pkg.kind}); see {pkg.reference}",
-                              import_name=name, severity="fallback"))
+                              import_name=name, severity=Severity.FALLBACK))
     for extra in opts.with_packages:
         if not any(s.package == extra for s in steps):
             c = found.get(extra, Candidates())

@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core.environment import Environment, torch_minor
-from kernelcheck.core.status import Mode
+from kernelcheck.core.status import Mode, Severity, Verdict
 from kernelcheck.install import wheels
 from kernelcheck.install.wheels import TrialImport, WheelInfo
 
@@ -104,14 +104,14 @@ class Plan:
         return [s.to_json() for s in self.steps]
 
     @property
-    def predicted(self) -> str:
+    def predicted(self) -> Verdict:
         """ready | fallback | broken: what the job gets if the plan is carried out."""
-        sev = {s.severity for s in self.steps if s.action not in ("offer",) or s.severity == "broken"}
-        if "broken" in sev:
-            return "broken"
-        if "fallback" in sev or self.blocked:
-            return "fallback"
-        return "ready"
+        sev = {s.severity for s in self.steps if s.action not in ("offer",) or s.severity == Severity.BROKEN}
+        if Severity.BROKEN in sev:
+            return Verdict.BROKEN
+        if Severity.FALLBACK in sev or self.blocked:
+            return Verdict.FALLBACK
+        return Verdict.READY
 
 
 def target_of(env: Environment, opts: Options) -> wheels.Target:

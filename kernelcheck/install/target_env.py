@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, TorchInfo, torch_minor
-from kernelcheck.core.status import Finding
+from kernelcheck.core.status import Finding, Severity
 from kernelcheck.core.targets import TargetBuild
 
 
@@ -46,5 +46,5 @@ def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tu
     if unknown:
         message += (f" The triton torch {mm} pins is not in matrix/torch.toml, so rules that depend on the triton "
                     "version (fla#640 on Hopper) could not be checked.")
-    return new, Finding("build-target", "warning" if unknown else "info", message,
+    return new, Finding("build-target", Severity.WARNING if unknown else Severity.INFO, message,
                         reference="matrix/torch.toml (torch -> triton pins)")

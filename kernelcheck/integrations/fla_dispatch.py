@@ -27,6 +27,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Environment, dist_version
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ def _in(version: str | None, spec: str) -> bool:
 class Machine:
     """What fla's dispatch reads at run time, taken from an Environment."""
 
-    capability: str | None
+    capability: Capability | None
     gpu_name: str
     triton: str | None
     switches: dict[str, str] = field(default_factory=dict)
@@ -235,7 +236,7 @@ class Machine:
 
     @property
     def hopper(self) -> bool:  # fla's IS_NVIDIA_HOPPER: capability 9.x (or a device named "NVIDIA H...": the same)
-        return bool(self.capability and self.capability.split(".")[0] == "9")
+        return self.capability is not None and self.capability.major == 9
 
     def enabled(self, var: str, default: bool) -> bool:
         if var not in self.switches:
@@ -294,13 +295,13 @@ def _triton_bwd(lay: Layout, m: Machine, cause: str, why: str) -> OpBackend:
 
 
 def _flash_qla(lay: Layout, m: Machine, fn: str) -> list[OpBackend] | None:
-    cap = m.capability or ""
+    cap = m.capability.dotted if m.capability else ""
     if not (lay.dispatch and lay.flash_qla and m.flash_qla and any(fnmatch.fnmatch(cap, c) for c in lay.flash_qla)):
         return None
     if m.switches.get("FLA_DISABLE_BACKEND_DISPATCH") == "1" or not m.enabled("FLA_FLASH_QLA", True):
         return None
     outcome, words = _tilelang_outcome(m)
-    why = (f"flash_qla is installed and sm_{cap.replace('.', '')} is one FlashQLA serves (its verifier also needs "
+    why = (f"flash_qla is installed and {sm_name(cap)} is one FlashQLA serves (its verifier also needs "
            "K = V = 128 and fp16/bf16, else the Triton path runs); FlashQLA is TileLang code: " + words)
     phases = ("forward",) if cap in lay.flash_qla_fwd_only else ("forward", "backward")
     cause = outcome if outcome != "ok" else "flash-qla"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.core.capability import Capability
 from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
 from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
@@ -251,15 +252,14 @@ def _minver_problem(minver: Any, variant: str) -> str | None:
     return None
 
 
-def _arch_problem(archs: Iterable[str], variant: str, capabilities: Iterable[str]) -> str | None:
+def _arch_problem(archs: Iterable[str], variant: str, capabilities: Iterable[Capability]) -> str | None:
     """The RuntimeError kernels' arch check raises when a CUDA variant is not built for one of this machine's GPUs."""
     supports = api().capability_check()
     if supports is None:
         return None
     for cap in capabilities:
-        major, minor = (int(x) for x in cap.split("."))
-        if not supports(list(archs), (major, minor)):
-            return (f"variant {variant} is built for {', '.join(archs)}, not for this GPU's sm_{major}{minor}: "
+        if not supports(list(archs), (cap.major, cap.minor)):
+            return (f"variant {variant} is built for {', '.join(archs)}, not for this GPU's {cap.sm}: "
                     "kernels' arch check raises RuntimeError (load fails, no fallback)")
     return None
 

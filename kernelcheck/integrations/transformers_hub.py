@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
-
-_TRUE = {"1", "ON", "YES", "TRUE", "Y"}
-
+from kernelcheck.core import settings
+from kernelcheck.core.status import Mode
 
 # ---------------------------------------------------------------------------------------------------------------
 # Plain data
@@ -252,7 +251,7 @@ def _use_hub_kernels(hk_src: str | None, iu_src: str | None) -> tuple[str, bool]
         truthy = _literal_values(r"def is_env_variable_true\(.*?in\s*(\([^)]*\))", iu_src, re.S)
     else:
         truthy = _literal_values(r"^ENV_VARS_TRUE_VALUES\s*=\s*(\{[^}]*\})", iu_src, re.M)
-    return raw, raw in (truthy or set(_TRUE))
+    return raw, raw in (truthy or settings.YES)  # else the one yes-set (core/settings.py), transformers' own too
 
 
 def _literal_values(pattern: str, source: str | None, flags: int) -> set[str] | None:
@@ -356,17 +355,17 @@ def model_hub_names(modeling_module: str) -> dict[str, str]:
 def _mode_priority(mode: str) -> list[tuple[str, ...]]:
     """kernels' `_MODE_FALLBACK_PRIORITY` for train/infer, as tuples of mode names."""
     try:
-        from kernels import Mode  # public
+        from kernels import Mode as KernelsMode  # public
 
         from kernelcheck.integrations.kernels_api import Unsupported, adapter
 
         got = adapter()
         if isinstance(got, Unsupported):
             raise LookupError(got.reason)
-        key = Mode.TRAINING if mode == "train" else Mode.INFERENCE
+        key = KernelsMode.TRAINING if mode == Mode.TRAIN else KernelsMode.INFERENCE
         return [_mode_names(m) for m in got.mode_priority()[key]]
     except Exception:  # noqa: BLE001 - same order as kernels 0.15-0.19
-        if mode == "train":
+        if mode == Mode.TRAIN:
             return [("TRAINING",), ("TRAINING", "TORCH_COMPILE"), ("FALLBACK",)]
         return [("INFERENCE",), ("INFERENCE", "TORCH_COMPILE"), ("TRAINING",), ("TRAINING", "TORCH_COMPILE"),
                 ("FALLBACK",)]

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ def section(functions: dict[str, str], declared: str | None, facts: dict[str, An
             tdir: Path | None = None) -> dict[str, Any] | None:
     """functions: name -> doctor status. None when the model has no packing-sensitive function."""
     facts = facts or load_facts()
-    bound = {fn: status == "fast" for fn, status in functions.items() if fn in facts["functions"]}
+    bound = {fn: status == Status.FAST for fn, status in functions.items() if fn in facts["functions"]}
     if not bound:
         return None
     tdir = tdir if tdir is not None else transformers_dir()

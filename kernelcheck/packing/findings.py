@@ -14,9 +14,9 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
     fns = tuple(sec["functions"])
     declared = sec["declared"]
     if declared is None:
-        return [Finding("packing", "info", undeclared_message(modes),
+        return [Finding("packing", Severity.INFO, undeclared_message(modes),
                         modes["flash"]["fix"] or modes["position_ids"]["fix"], ref, fns)]
-    out = [Finding(f"packing-{m}", "info", f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
+    out = [Finding(f"packing-{m}", Severity.INFO, f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
            for m, o in modes.items() if m != declared]
     o = modes[declared]
     sev = {"correct": Severity.INFO, "raises": Severity.BROKEN, "mixed": Severity.BROKEN}[o["outcome"]]
@@ -25,7 +25,7 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
     out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o['reason']}",
                           o["fix"], ref, fns))
     if declared != "none" and sec.get("cache_skips_packing"):
-        out.append(Finding("packing-needs-no-cache", "warning",
+        out.append(Finding("packing-needs-no-cache", Severity.WARNING,
                            "packed rows stay apart in the attention layers (sdpa, eager, flex) only when the forward "
                            "runs without a cache: with one, transformers does not look for the sequences in "
                            "position_ids, and a causal LM makes one whenever use_cache is on and gradient "

@@ -12,6 +12,7 @@ import platform
 import sys
 from typing import Any
 
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import WORDS, Verdict
 from kernelcheck.report.model import Report
 
@@ -71,7 +72,7 @@ def _torch(env: dict[str, Any]) -> str:
 
 def _gpus(env: dict[str, Any]) -> str:
     gpus = env.get("gpus") or []
-    return ", ".join(f"{g['name']} (sm_{str(g['capability']).replace('.', '')})" for g in gpus) or "none"
+    return ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
 
 
 def _cell(text: object) -> str:

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck import __version__
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
 from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
 
-_FAILING = ("fallback", "broken")
-_RANK = {"fallback": 1, "broken": 2}
+_FAILING = (Severity.FALLBACK, Severity.BROKEN)
 # Characters XML 1.0 cannot carry at all (a traceback or a binary path could hold them).
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -84,7 +85,7 @@ def properties(report: Report) -> list[tuple[str, str]]:
         ("triton", env.get("triton") or "absent"),
         ("transformers", env.get("transformers") or "absent"),
         ("kernels", env.get("kernels") or "absent"),
-        ("gpus", ", ".join(f"{g.get('name')} (sm_{str(g.get('capability', '')).replace('.', '')})" for g in gpus)
+        ("gpus", ", ".join(f"{g.get('name')} ({sm_name(g.get('capability', ''))})" for g in gpus)
          or "none"),
         ("gpu_source", env.get("gpu_source", "")),
         ("driver", env.get("driver") or "none"),
@@ -169,10 +170,11 @@ def _failure(fs: FunctionStatus, tied: list[Finding]) -> tuple[str, str] | None:
     The worst of the function's own status and the findings that name it: the same rule
     Report.verdict applies, so the failures in the file match the exit code.
     """
-    own = None if fs.status == "fast" else ("broken" if fs.status == "broken" else "fallback")
+    own: str | None = None if fs.status == Status.FAST else (
+        Severity.BROKEN if fs.status == Status.BROKEN else Severity.FALLBACK)
     kind, worst = own, None
     for fd in tied:
-        if kind is None or _RANK[fd.severity] > _RANK[kind]:
+        if kind is None or SEVERITY_RANK[fd.severity] > SEVERITY_RANK[kind]:
             kind, worst = fd.severity, fd
     if kind is None:
         return None
@@ -273,7 +275,7 @@ def build_error(command: str, message: str, exit_code: int, model: str | None = 
     for name, value in (("kernelcheck", __version__), ("command", command), ("exit_code", str(exit_code))):
         ET.SubElement(props, "property", {"name": name, "value": value})
     case = ET.SubElement(suite, "testcase", {"classname": cls, "name": command, "time": "0"})
-    kind = "bad-input" if exit_code == 2 else "internal-error"
+    kind = "bad-input" if exit_code == EXIT_USAGE else "internal-error"
     ET.SubElement(case, "error", {"type": kind, "message": _clean(message)}).text = _clean(message)
     return root
 

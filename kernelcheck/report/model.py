@@ -9,6 +9,7 @@ from typing import Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
+from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
@@ -18,6 +19,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     EXIT_USAGE,
     Finding,
     FunctionStatus,
+    Severity,
     worst,
 )
 
@@ -259,7 +261,7 @@ def environment_lines(env: dict[str, Any]) -> list[str]:
     else:
         torch_s = "torch not installed"
     gpus = env.get("gpus") or []
-    gpu_s = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})" for g in gpus) or "none"
+    gpu_s = ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
     lines = [
         f"  python {env['python']} · {env['platform']} · {torch_s}",
         f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
@@ -290,10 +292,10 @@ def render_findings(findings: list[Finding], width: int = 6, references: bool = 
         return []
     out = ["findings"]
     pad = " " * (width + 3)
-    infos = [fd for fd in findings if fd.severity == "info"]
+    infos = [fd for fd in findings if fd.severity == Severity.INFO]
     grouped = not verbose and len(infos) > 1
     for fd in findings:
-        if grouped and fd.severity == "info":
+        if grouped and fd.severity == Severity.INFO:
             continue
         out.append(f"  {_SEV.get(fd.severity, fd.severity):<{width}} [{fd.id}] {fd.message}")
         if fd.fix:

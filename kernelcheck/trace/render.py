@@ -6,6 +6,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from kernelcheck.core.capability import sm_name
 from kernelcheck.report.model import Report, TraceSection, render_findings
 from kernelcheck.report.progress import Progress
 from kernelcheck.trace.results import TraceAnalysis
@@ -33,7 +34,7 @@ def render_text(report: Report) -> str:
     t, s, steps = sec.trace, sec.summary, sec.steps
     out: list[str] = []
     size = t.get("bytes")
-    gpus = ", ".join(f"{g['name']} (sm_{g['capability'].replace('.', '')})"
+    gpus = ", ".join(f"{g['name']} ({sm_name(g['capability'])})"
                      for g in t.get("gpus") or []) or "no GPU listed"
     out.append(f"kernelcheck trace · {t.get('file')} · {(size or 0) / 1e6:,.1f} MB{' gzip' if t.get('gzip') else ''} · "
                f"{t.get('events', 0):,} events · {gpus}")

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
 
@@ -133,7 +134,7 @@ def _fast_findings(summary: StepStats, fast_any: dict[str, list[str]], pk: Packa
         title = pk[pkg_key].title if pkg_key in pk else pkg_key
         n = sum(summary.kernel_counts[nm] for nm in names)
         out.append(Finding(
-            f"{pkg_key.replace('_', '-')}-kernels-ran", "info",
+            f"{pkg_key.replace('_', '-')}-kernels-ran", Severity.INFO,
             f"{title} kernels ran: {n:,} launches of {len(names)} kernels ({', '.join(_short(x) for x in names[:4])}"
             f"{', ...' if len(names) > 4 else ''}).", None, sig.fast_references.get(pkg_key) or None))
     return out
@@ -174,12 +175,12 @@ def _fallback_findings(matches: list[SignatureMatch], sig: matrix_mod.TraceSigna
         named = m.title if m.title == m.distribution else f"{m.title} ({m.distribution})"
         if cpu_only:
             out.append(Finding(
-                m.id, "info",
+                m.id, Severity.INFO,
                 f"{s.title} {where}: {m.evidence}. On CPU this is the only path ({m.title} kernels run only on "
                 "GPUs); on the GPU the same trace would mean a slow fallback.", None, s.reference, m.functions))
             continue
         out.append(Finding(
-            m.id, "fallback",
+            m.id, Severity.FALLBACK,
             f"{s.title} {where} ({s.what}). Evidence: {m.evidence}; no {m.title} kernel ran. Likely missing: "
             f"{named}, so transformers used its torch reference for {' / '.join(m.functions)}.",
             f"pip install {m.distribution} into the job's environment (kernelcheck install --model M picks a build "
@@ -199,7 +200,7 @@ def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod
                  if after_fallback and not cpu_only else
                  " Fewer, larger kernels (fused kernels, torch.compile, CUDA graphs, a larger batch) keep it busy.")
         return [Finding(
-            "launch-bound", "fallback",
+            "launch-bound", Severity.FALLBACK,
             f"launch-bound {where}: {launch_bound_sentence(worst)}. nvidia-smi's utilization only says that some "
             f"kernel was running, not that the GPU was doing useful work, so it does not show this.{cause}",
             None, sig.launch_bound.reference)]
@@ -207,7 +208,7 @@ def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod
         bf = [st.busy_fraction for st, _ in units if st.busy_fraction is not None]
         if bf:
             return [Finding(
-                "gpu-busy", "info",
+                "gpu-busy", Severity.INFO,
                 f"GPU busy {min(bf):.0%}" + (f"-{max(bf):.0%}" if max(bf) - min(bf) >= 0.005 else "")
                 + f" of the {'step' if have_steps else 'trace'} wall time; not launch-bound.")]
     return []
@@ -240,14 +241,14 @@ def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], p
     findings.extend(_busy_findings(lb_steps, units, sig, bool(steps), bool(matches), cpu_only))
 
     if malformed:
-        findings.append(Finding("trace-malformed-events", "warning",
+        findings.append(Finding("trace-malformed-events", Severity.WARNING,
                                 f"{malformed:,} event(s) had a field of the wrong type (a non-numeric ts or dur, a "
                                 "name that is not text, args that are not an object) and were skipped: the numbers "
                                 "above come from the other events.",
                                 "record the trace again with torch.profiler (export_chrome_trace) if it was edited "
                                 "or written by another tool"))
     if not steps:
-        findings.append(Finding("trace-no-steps", "info",
+        findings.append(Finding("trace-no-steps", Severity.INFO,
                                 "no ProfilerStep#N in the trace: the whole trace is analysed as one step. Call "
                                 "prof.step() once per training/inference step to get per-step numbers."))
     return TraceAnalysis(
@@ -265,7 +266,7 @@ def _cpu_only_finding(meta_small: Mapping[str, Any]) -> Finding:
     elif not meta_small.get("gpus"):
         why += " and the trace lists no GPU"
     return Finding(
-        "trace-cpu-only", "info",
+        "trace-cpu-only", Severity.INFO,
         f"CPU-only trace: {why}. Counts and spans of CPU ops are shown; GPU busy time, launch delays and "
         "kernel signatures need a trace recorded on the GPU with ProfilerActivity.CUDA.",
         "record on the GPU machine: torch.profiler.profile(activities=[ProfilerActivity.CPU, "

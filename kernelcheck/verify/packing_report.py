@@ -11,20 +11,21 @@ from __future__ import annotations
 import json
 import logging
 
-from kernelcheck.core.status import Status
+from kernelcheck.core.status import EXIT_CODE, EXIT_READY, Status, Verdict
 from kernelcheck.packing.decide import RECOMMENDED
 from kernelcheck.verify.packing import MODES, PackingResult, render_text
 
 log = logging.getLogger(__name__)
 
 
-def verdict(results: list[PackingResult], declared: str | None) -> tuple[str, int]:
-    """(ready | broken, exit code) for the declared mode, or the recommended one."""
+def verdict(results: list[PackingResult], declared: str | None) -> tuple[Verdict, int]:
+    """(ready | broken, its exit code) for the declared mode, or the recommended one."""
     want = declared or RECOMMENDED
     if want == "none":
-        return "ready", 0
+        return Verdict.READY, EXIT_CODE[Verdict.READY]
     got = next(r for r in results if r.mode == want)
-    return ("ready", 0) if got.outcome == "correct" else ("broken", 4)
+    word = Verdict.READY if got.outcome == "correct" else Verdict.BROKEN
+    return word, EXIT_CODE[word]
 
 
 def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
@@ -43,10 +44,10 @@ def _tail(results: list[PackingResult], declared: str | None, code: int) -> list
     want = declared or RECOMMENDED
     out = [f"mode {r.mode}: measured {r.outcome}, doctor decides {r.doctor}: the measurement decides"
            for r in results if r.doctor is not None and r.doctor != r.outcome]
-    if code == 0:
+    if code == EXIT_READY:
         out.append(f"verdict: READY: packing mode {want} keeps the sequences apart here")
     else:
-        out.append(f"verdict: BROKEN: packing mode {want} does not keep the sequences apart here (exit 4)")
+        out.append(f"verdict: BROKEN: packing mode {want} does not keep the sequences apart here (exit {code})")
         out.append("  fix: pad instead, or install fla-core and causal-conv1d and use DataCollatorWithFlattening("
                    "\n  return_flash_attn_kwargs=True, return_seq_idx=True), forward without a cache")
     return out
