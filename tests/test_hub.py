@@ -394,7 +394,8 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
     assert code == 3
     (f,) = _finding(data, "hub-snapshot-incomplete")
-    assert "Cannot find a local snapshot" in f["message"] and "--prefetch" in f["fix"]
+    (repo,) = data["hub"]["repos"]
+    assert repo["chosen"] == "torch213-cxx11-cpu-x86_64-linux" and repo["blocked"] and "--prefetch" in f["fix"]
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch"], env=offline)
     assert code == 0 and data["plan"][0]["action"] == "cached" and "removed" in data["plan"][0]["reason"]
     after = _run_program(*load, env=offline).stdout
@@ -410,7 +411,9 @@ def test_resolving_for_another_torch_and_gpu_checks_the_arch(tmp_path: Path, t52
     code, data = run_json([*args, "--arch", "12.0"], t522, env=env)
     assert code == 4
     (f, *_) = _finding(data, "hub-build-fails")
-    assert "torch210-cxx11-cu128-x86_64-linux" in f["message"] and "sm_120" in f["message"]
+    fla = next(r for r in data["hub"]["repos"] if r["repo_id"] == "kernels-community/fla")
+    assert fla["chosen"] == "torch210-cxx11-cu128-x86_64-linux" and fla["problem"]  # kernels' arch check fails
+    assert f["severity"] == "broken" and data["environment"]["gpus"][0]["capability"] == "12.0"
     code, data = run_json([*args, "--arch", "9.0"], t522, env=env)
     assert code == 0, data["findings"]
     assert {r["chosen"] for r in data["hub"]["repos"]} == {"torch210-cxx11-cu128-x86_64-linux"}
@@ -444,7 +447,9 @@ def test_online_but_hub_unreachable_is_broken_even_with_a_cached_build(tmp_path:
     code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
     assert code == 4
     f = _finding(data, "hub-unreachable")
-    assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and "torch213-cxx11-cpu-x86_64-linux" in f[0]["message"]
+    assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and f[0]["severity"] == "broken"
+    fla = next(r for r in data["hub"]["repos"] if r["repo_id"] == "kernels-community/fla")
+    assert fla["chosen"] == "torch213-cxx11-cpu-x86_64-linux"  # the cached build, which kernels never reaches
     assert {r["source"] for r in data["hub"]["repos"]} == {"hf-cache"}
 
 
