@@ -233,8 +233,8 @@ def test_prefetch_reports_a_missing_build(tmp_path: Path) -> None:
                            str(tmp_path / "kernels.lock")], env=_cache(tmp_path, OTHER_TORCH))
     assert code == 3
     (step,) = data["plan"]
-    assert step["action"] == "missing" and "torch210-cxx11-cu128-x86_64-linux" in step["reason"]
-    assert len(step["rejected"]) == 2
+    assert step["action"] == "missing" and data["hub"]["repos"][0]["nearest"] == "torch210-cxx11-cu128-x86_64-linux"
+    assert len(step["rejected"]) == 2 and any(f["id"] == "hub-prefetch-missing" for f in data["findings"])
     assert not (tmp_path / "kernels.lock").exists()
 
 

@@ -164,7 +164,8 @@ def test_silently_wrong_gradients_are_found_and_named(standins: dict[str, Path])
     mc = rep["live"]["reference_comparison"]
     assert mc["train"]["logits"]["ok"] is True and mc["train"]["grads"]["ok"] is False
     f = function(rep, "causal_conv1d_fn")
-    assert f["status"] == "broken" and "with only causal_conv1d_fn on its bound path" in f["reason"]
+    alone = f["evidence"]["alone_on_fast_path_vs_reference"]  # with only causal_conv1d_fn on its bound path
+    assert f["status"] == "broken" and alone["ok"] is False and alone["train"]["grads"]["ok"] is False
     assert function(rep, "causal_conv1d_update")["status"] == "fast"
 
 
