@@ -258,8 +258,14 @@ def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tm
     assert res.returncode == 4, res.stdout[-3000:] + res.stderr[-2000:]
     assert "triton 3.6.0" in res.stdout and "fla-640-refuses" in res.stdout and "RuntimeError in the backward" in res.stdout  # noqa: E501
     # train mode installs the additive fix by default; with no tilelang in the wheelhouse that is a refusal
-    assert "refuse   tilelang" in res.stdout and "installed by default in train mode" in res.stdout
-    assert "--allow-change triton" in res.stdout and "dry run: nothing was changed" in res.stdout
+    data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json"], env=env))
+    steps = {s["package"]: s for s in data["plan"]}
+    assert (steps["tilelang"]["action"], steps["tilelang"]["severity"]) == ("refuse", "broken")
+    assert steps["fla-core"]["severity"] == "broken" and data["environment"]["triton"] == "3.6.0"
+    assert steps["triton"]["action"] == "offer" and "--allow-change triton" in steps["triton"]["command"]
+    assert data["predicted"] == "broken" and not data["executed"]  # a dry run changes nothing
+    assert _severities(data) == {"install-predicts-broken": "broken", "install-refuse": "fallback",
+                                 "install-leaves-package": "fallback"}
     data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json", "--no-fixes"], env=env))
     offers = {s["package"]: s for s in data["plan"] if s["action"] == "offer"}
     assert offers["triton"]["spec"] == "triton>=3.7.1" and "tilelang" in offers
