@@ -42,7 +42,7 @@ class Scan:
 
 
 def _shape(node: ast.JoinedStr) -> str:
-    return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:

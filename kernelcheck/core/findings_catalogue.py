@@ -134,6 +134,9 @@ ENTRIES: tuple[Entry, ...] = (
 INTERNAL = frozenset({"-"})  # doctor/fixcheck: a finding of one severity, to rank it with decide.verdict
 
 
+_DASHED = ("advice-{package}", "{package}-kernels-ran")  # the code writes the package key's `_` as `-`
+
+
 def members(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple[str, ...]:
     """A family's values (the data's, for a `source`); () for a single id."""
     if entry.source == "packages":
@@ -149,8 +152,8 @@ def expand(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) 
     """Every id an entry stands for (the code writes a package key with '-' in `advice-` and `-kernels-ran`)."""
     if entry.pattern == entry.id:
         return (entry.id,)
-    dash = entry.id in ("advice-{package}", "{package}-kernels-ran")
-    return tuple(entry.pattern.format(v.replace("_", "-") if dash else v) for v in members(entry, m, sig))
+    return tuple(entry.pattern.format(v.replace("_", "-") if entry.id in _DASHED else v)
+                 for v in members(entry, m, sig))
 
 
 def data_entries(m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple[Entry, ...]:
@@ -178,7 +181,8 @@ def markdown(entries: Iterable[Entry] = ENTRIES) -> str:
     rows = [f"| `{e.id}` | {', '.join(e.severities)} | {e.by} | {e.meaning}"
             + (f" ({', '.join(f'`{v}`' for v in e.members)})" if e.members else "")
             + (f" (one per {e.source.replace('-', ' ')[:-1]} in matrix/"
-               f"{'packages' if e.source == 'packages' else 'signatures'}.toml)" if e.source else "") + " |"
+               f"{'packages' if e.source == 'packages' else 'signatures'}.toml"
+               f"{', its `_` as `-`' if e.id in _DASHED else ''})" if e.source else "") + " |"
             for e in entries]
     return "\n".join([
         "# Finding ids",
