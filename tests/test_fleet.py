@@ -153,15 +153,23 @@ def reports(tmp_path_factory) -> Path:
 
 
 def test_compare_names_the_odd_node_and_exits_with_the_worst_code(reports):
-    res = envs.run(["compare", str(reports)])
+    res = envs.run(["compare", str(reports), "--json"])
     assert res.returncode == 4, res.stderr
-    assert "ODD node2:" in res.stdout and "2 agree: node1, node3" in res.stdout
-    assert "fla-core 0.6.0" in res.stdout
+    data = json.loads(res.stdout)
+    assert data["exit_code"] == 4 and data["groups"] == [["node1", "node3"], ["node2"]]
+    (odd,) = data["differences"]
+    assert odd["ranks"] == ["node2"]
+    assert "fla-core 0.6.0" in {d["field"]: d["value"] for d in odd["fields"]}["kernel packages"]
+    # the text (rendered once, here): the odd group and the agreeing ones by name
+    text = table.render_text("compare", data["ranks"], {}, 4)
+    assert "ODD node2:" in text and "2 agree: node1, node3" in text
 
 
 def test_compare_of_identical_nodes_is_their_verdict(reports):
-    res = envs.run(["compare", str(reports / "node1.json"), str(reports / "node3.json")])
-    assert res.returncode == 3 and "none: all 2 agree" in res.stdout
+    res = envs.run(["compare", str(reports / "node1.json"), str(reports / "node3.json"), "--json"])
+    data = json.loads(res.stdout)
+    assert res.returncode == 3 and data["verdict"] == "fallback" and data["differences"] == []
+    assert data["groups"] == [["node1", "node3"]]
 
 
 def test_compare_counts_a_report_that_never_arrived(reports):

@@ -90,7 +90,6 @@ def test_installed_transformers_window_not_met_is_reported(tmp_path: Path) -> No
     assert t["use_kernels_default"] is False and "modeling_utils.py line" in t["use_kernels_source"]
     assert t["use_hub_kernels"] == "YES" and t["hub_enabled_by_env"] is True
     text = "\n".join(hub["lines"])
-    assert "OUTSIDE the window" in text
     # CPU torch: the transformers mapping has nothing for cpu, said per name
     assert "RMSNormGated (layer): no Hub kernel for cpu (mapped only for cuda, xpu)" in text
 
@@ -99,7 +98,7 @@ def test_use_hub_kernels_off_is_reported(tmp_path: Path, t522: Path) -> None:
     env = {**_cache(tmp_path, MATCHING), "USE_HUB_KERNELS": "0"}
     code, data = run_json(["hub", "--model", "qwen3.8-27b", "--use-kernels", "--device", "cuda"], t522, env=env)
     assert data["hub"]["used"] is False
-    assert "USE_HUB_KERNELS=0 turns the Hub layer decorators off" in data["hub"]["why"]
+    assert data["hub"]["why"] and data["hub"]["transformers"]["hub_enabled_by_env"] is False
     assert _finding(data, "hub-not-used")
 
 
@@ -116,19 +115,20 @@ def test_doctor_reports_the_miss_with_every_reason_and_the_nearest_build(tmp_pat
     assert code == 3 and data["verdict"] == "fallback"
     misses = _finding(data, "hub-no-variant")
     assert {m["severity"] for m in misses} == {"fallback"}
-    fla = next(m for m in misses if "kernels-community/fla@v1" in m["message"])  # 5.22.2 maps fla v1
-    assert "RMSNormGated (layer)" in fla["message"] and "chunk_gated_delta_rule (function)" in fla["message"]
-    for reason in ("torch29-cxx11-cu126-x86_64-linux: Torch version (2.9) does not match environment Torch "
-                   "version (2.13)",
-                   "torch210-cxx11-cu128-x86_64-linux: Torch version (2.10) does not match environment Torch "
-                   "version (2.13)"):
-        assert reason in fla["message"]
-    assert "Nearest: torch210-cxx11-cu128-x86_64-linux" in fla["message"]
-    assert "torch 2.10 (cxx11 ABI) built for CUDA 12.8 or a later 12.x" in fla["message"]
+    fla = next(m for m in misses if "chunk_gated_delta_rule" in m["functions"])
     assert "download.pytorch.org/whl/cu128" in fla["fix"]
     repo = next(r for r in data["hub"]["repos"] if r["repo_id"] == "kernels-community/fla")
+    assert repo["version"] == 1  # 5.22.2 maps fla v1
     assert repo["source"] == "hf-cache" and repo["chosen"] is None
     assert len(repo["decisions"]) == 2 and not any(d["accepted"] for d in repo["decisions"])
+    assert {d["variant"]: d["reason"] for d in repo["decisions"]} == {  # kernels' own reasons
+        f"torch{v.replace('.', '')}-cxx11-cu12{c}-x86_64-linux":
+            f"Torch version ({v}) does not match environment Torch version (2.13)"
+        for v, c in (("2.9", 6), ("2.10", 8))}
+    assert repo["nearest"] == "torch210-cxx11-cu128-x86_64-linux"
+    assert repo["would_match"] == "torch 2.10 (cxx11 ABI) built for CUDA 12.8 or a later 12.x, on x86_64-linux"
+    rows = {r["name"]: r for r in data["hub"]["names"]}
+    assert rows["RMSNormGated"]["nearest"] == rows["chunk_gated_delta_rule"]["nearest"] == repo["nearest"]
     # the text report says the same
     res = run(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
     assert res.returncode == 3
@@ -180,7 +180,8 @@ def test_hub_asked_but_kernels_outside_the_window_is_broken(tmp_path: Path) -> N
                           env=_cache(tmp_path, MATCHING))
     assert code == 4
     (f,) = _finding(data, "hub-kernels-unusable")
-    assert f["severity"] == "broken" and "raises ValueError" in f["message"]
+    t = data["hub"]["transformers"]
+    assert f["severity"] == "broken" and t["window_met"] is False and t["refuses_when_unusable"] is True
     assert "kernels>=0.18.2,<0.19.0" in f["fix"]
 
 
@@ -232,8 +233,8 @@ def test_prefetch_reports_a_missing_build(tmp_path: Path) -> None:
                            str(tmp_path / "kernels.lock")], env=_cache(tmp_path, OTHER_TORCH))
     assert code == 3
     (step,) = data["plan"]
-    assert step["action"] == "missing" and "torch210-cxx11-cu128-x86_64-linux" in step["reason"]
-    assert len(step["rejected"]) == 2
+    assert step["action"] == "missing" and data["hub"]["repos"][0]["nearest"] == "torch210-cxx11-cu128-x86_64-linux"
+    assert len(step["rejected"]) == 2 and any(f["id"] == "hub-prefetch-missing" for f in data["findings"])
     assert not (tmp_path / "kernels.lock").exists()
 
 
@@ -393,7 +394,8 @@ def test_a_partial_cache_that_kernels_refuses_offline_is_found_and_repaired(tmp_
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2"], env=offline)
     assert code == 3
     (f,) = _finding(data, "hub-snapshot-incomplete")
-    assert "Cannot find a local snapshot" in f["message"] and "--prefetch" in f["fix"]
+    (repo,) = data["hub"]["repos"]
+    assert repo["chosen"] == "torch213-cxx11-cpu-x86_64-linux" and repo["blocked"] and "--prefetch" in f["fix"]
     code, data = run_json(["hub", "--repo", "kernels-community/fla@v2", "--prefetch"], env=offline)
     assert code == 0 and data["plan"][0]["action"] == "cached" and "removed" in data["plan"][0]["reason"]
     after = _run_program(*load, env=offline).stdout
@@ -409,7 +411,9 @@ def test_resolving_for_another_torch_and_gpu_checks_the_arch(tmp_path: Path, t52
     code, data = run_json([*args, "--arch", "12.0"], t522, env=env)
     assert code == 4
     (f, *_) = _finding(data, "hub-build-fails")
-    assert "torch210-cxx11-cu128-x86_64-linux" in f["message"] and "sm_120" in f["message"]
+    fla = next(r for r in data["hub"]["repos"] if r["repo_id"] == "kernels-community/fla")
+    assert fla["chosen"] == "torch210-cxx11-cu128-x86_64-linux" and fla["problem"]  # kernels' arch check fails
+    assert f["severity"] == "broken" and data["environment"]["gpus"][0]["capability"] == "12.0"
     code, data = run_json([*args, "--arch", "9.0"], t522, env=env)
     assert code == 0, data["findings"]
     assert {r["chosen"] for r in data["hub"]["repos"]} == {"torch210-cxx11-cu128-x86_64-linux"}
@@ -443,7 +447,9 @@ def test_online_but_hub_unreachable_is_broken_even_with_a_cached_build(tmp_path:
     code, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], t522, env=env)
     assert code == 4
     f = _finding(data, "hub-unreachable")
-    assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and "torch213-cxx11-cpu-x86_64-linux" in f[0]["message"]
+    assert f and "HF_HUB_OFFLINE=1" in f[0]["fix"] and f[0]["severity"] == "broken"
+    fla = next(r for r in data["hub"]["repos"] if r["repo_id"] == "kernels-community/fla")
+    assert fla["chosen"] == "torch213-cxx11-cpu-x86_64-linux"  # the cached build, which kernels never reaches
     assert {r["source"] for r in data["hub"]["repos"]} == {"hf-cache"}
 
 

@@ -23,7 +23,7 @@ def _consistent_broken(code: int, data: dict) -> None:
     assert "USE_HUB_KERNELS=0" in ids["hub-kernels-unusable"]["fix"]
     assert "hub-kernels-absent" not in ids and "hub-not-used" not in ids  # both said "off / not loaded": info
     hub = data["hub"]
-    assert hub["used"] is False and "raises ValueError" in hub["why"]
+    assert hub["used"] is False and hub["transformers"]["refuses_when_unusable"] is True  # set_use_kernels raises
     text = "\n".join(hub["lines"])
     assert "treats kernels as absent" not in text and "refuses to load" in text
 

@@ -73,13 +73,14 @@ def test_train_mode_installs_tilelang_by_default_resolved_by_pip_with_its_window
              "tilelang": plan.Candidates(resolved=tuple(resolved))}
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",)), found)
     (tl,) = steps_of(p, "tilelang")
-    assert tl.action == "install" and "installed by default in train mode" in tl.reason and "--no-fixes" in tl.reason
+    assert tl.action == "install" and tl.role == plan.Role.FIX  # the train fix, installed by default
     (fla,) = steps_of(p, "fla-core")
-    assert fla.severity == "" and "fixed by the additive fix" in fla.reason
+    assert fla.severity == "" and fla.rules == ()  # the fix leaves no breakage
     assert steps_of(p, "apache-tvm-ffi")[0].spec == "apache-tvm-ffi==0.1.12" and p.predicted == "ready"
     # opting out leaves the offer, and the plan says BROKEN (fla#640)
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), without=("tilelang",)), found)
     assert steps_of(p, "tilelang")[0].action == "offer" and p.predicted == "broken"
+    assert steps_of(p, "fla-core")[0].rules == ("fla-640-refuses",)
     # a window pip cannot meet from this wheelhouse is a reason, not a crash
     _, err, _ = sources.resolve_with_pip("tilelang", "apache-tvm-ffi>=0.1.13", wh, True, tmp_path, None)
     assert err and "cannot resolve tilelang" in err and "offline" in err

@@ -47,6 +47,11 @@ def _pip_show(py: Path, dist: str) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
 
 
+def _severities(report: dict) -> dict[str, str]:
+    """Finding id -> severity."""
+    return {f["id"]: f["severity"] for f in report["findings"]}
+
+
 def _json(res: subprocess.CompletedProcess) -> dict:
     try:
         return json.loads(res.stdout)
@@ -137,8 +142,8 @@ def test_wheelhouse_install_offline_picks_the_matching_wheel(cuda_venv: Path, tm
     # doctor explains a manifest that no longer fits (built for another torch minor)
     entry["torch_mm"] = "2.11"
     Path(data["manifest"]).write_text(json.dumps(man))
-    doc = kc(_py(scratch), ["doctor", "--model", MODEL])
-    assert "manifest-torch-changed" in doc.stdout and "built for torch 2.11" in doc.stdout
+    doc = _json(kc(_py(scratch), ["doctor", "--model", MODEL, "--json"]))
+    assert [f["severity"] for f in doc["findings"] if f["id"] == "manifest-torch-changed"] == ["warning"]
 
 
 def test_build_for_one_arch_then_reuse_without_rebuild(cuda_venv: Path, tmp_path: Path):
@@ -176,8 +181,8 @@ def test_failed_build_or_bad_wheel_leaves_the_environment_as_it_was(cuda_venv: P
     bad = tiny_sdist(tmp_path / "bad", version="1.8.0", broken=True)
     (tmp_path / "wh2").mkdir()
     res = kc(_py(scratch), ["install", "--model", MODEL, "--package", "causal-conv1d", "--arch", "9.0", "--offline",
-                            "--source", "build", "--sdist", str(bad), "--wheelhouse", str(tmp_path / "wh2")])
-    assert res.returncode == 4 and "nothing was installed" in res.stdout
+                            "--source", "build", "--sdist", str(bad), "--wheelhouse", str(tmp_path / "wh2"), "--json"])
+    assert res.returncode == 4 and _severities(_json(res))["install-failed"] == "broken"  # the build failed
     assert _pip_show(_py(scratch), "causal-conv1d")["Version"].lower() == "1.7.0+cu13torch2.14cxx11abitrue"
     # a newer wheel whose extension does not import: installed, checked, rolled back to 1.7.0
     wh3 = tmp_path / "wh3"
@@ -185,8 +190,8 @@ def test_failed_build_or_bad_wheel_leaves_the_environment_as_it_was(cuda_venv: P
     make_wheel(wh3, "causal-conv1d", "1.9.0+cu13torch2.14cxx11abiTRUE",
                files={"causal_conv1d/__init__.py": b"", "causal_conv1d_cuda.cpython-311-x86_64-linux-gnu.so": so})
     res = kc(_py(scratch), ["install", "--model", MODEL, "--package", "causal-conv1d", "--arch", "9.0", "--offline",
-                            "--source", "wheelhouse", "--wheelhouse", str(wh3)])
-    assert res.returncode == 4 and "previous state restored" in res.stdout, res.stdout[-2000:]
+                            "--source", "wheelhouse", "--wheelhouse", str(wh3), "--json"])
+    assert res.returncode == 4 and _severities(_json(res))["install-failed"] == "broken", res.stdout[-2000:]
     assert _pip_show(_py(scratch), "causal-conv1d")["Version"].lower() == "1.7.0+cu13torch2.14cxx11abitrue"
     probe = subprocess.run([str(_py(scratch)), "-c", "import causal_conv1d_cuda"], capture_output=True, text=True,
                            cwd=str(tmp_path))
@@ -253,16 +258,24 @@ def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tm
     assert res.returncode == 4, res.stdout[-3000:] + res.stderr[-2000:]
     assert "triton 3.6.0" in res.stdout and "fla-640-refuses" in res.stdout and "RuntimeError in the backward" in res.stdout  # noqa: E501
     # train mode installs the additive fix by default; with no tilelang in the wheelhouse that is a refusal
-    assert "refuse   tilelang" in res.stdout and "installed by default in train mode" in res.stdout
-    assert "--allow-change triton" in res.stdout and "dry run: nothing was changed" in res.stdout
+    data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json"], env=env))
+    steps = {s["package"]: s for s in data["plan"]}
+    assert (steps["tilelang"]["action"], steps["tilelang"]["severity"]) == ("refuse", "broken")
+    assert steps["fla-core"]["severity"] == "broken" and data["environment"]["triton"] == "3.6.0"
+    assert steps["triton"]["action"] == "offer" and "--allow-change triton" in steps["triton"]["command"]
+    assert data["predicted"] == "broken" and not data["executed"]  # a dry run changes nothing
+    assert _severities(data) == {"install-predicts-broken": "broken", "install-refuse": "fallback",
+                                 "install-leaves-package": "fallback"}
     data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json", "--no-fixes"], env=env))
     offers = {s["package"]: s for s in data["plan"] if s["action"] == "offer"}
     assert offers["triton"]["spec"] == "triton>=3.7.1" and "tilelang" in offers
-    infer = kc(_py(scratch), [*args, "--mode", "infer"], env=env)
+    infer = kc(_py(scratch), [*args, "--mode", "infer", "--json"], env=env)
     # fla-core is fine in infer mode, but --package fla-core leaves causal-conv1d absent: the doctor after the
     # real install says FALLBACK (exit 3), and so must the dry run (issue 26 item 9; it said READY, exit 0)
-    assert infer.returncode == 3 and "fla-640" not in infer.stdout
-    assert "[install-leaves-package] causal-conv1d is not part of this install" in infer.stdout
+    ids = {f["id"]: f for f in _json(infer)["findings"]}
+    assert infer.returncode == 3 and not any(i.startswith("fla-640") for i in ids)
+    assert ids["install-leaves-package"]["severity"] == "fallback"
+    assert {"causal_conv1d_fn"} <= set(ids["install-leaves-package"]["functions"])
     assert not (site_packages(scratch) / "fla").exists()  # dry run
 
 

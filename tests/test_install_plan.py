@@ -37,8 +37,8 @@ def test_hopper_old_triton_train_without_a_tilelang_source_refuses_the_default_f
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b"),
                        fla_candidates(tmp_path))
     (tl,) = steps_of(p, "tilelang")
-    assert tl.action == "refuse" and "installed by default in train mode" in tl.reason
-    assert "--no-fixes" in tl.reason and "pip download tilelang" in tl.reason and tl.severity == "broken"
+    assert tl.action == "refuse" and tl.role == plan.Role.FIX and tl.severity == "broken"  # the default train fix
+    assert "--no-fixes" in tl.reason and "pip download tilelang" in tl.reason  # what to do, for the person
     assert p.predicted == "broken"
     asked = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), with_packages=("tilelang",),
                                                           fixes=False), fla_candidates(tmp_path))
@@ -51,7 +51,7 @@ def test_hopper_old_triton_train_says_fla_640_and_offers_both_fixes(tmp_path: Pa
     p = plan.make_plan(env(), ("fla",), opts, fla_candidates(tmp_path))
     (fla,) = steps_of(p, "fla-core")
     assert fla.action == "install" and fla.spec == "fla-core==0.6.0" and fla.severity == "broken"
-    assert "fla-640-refuses" in fla.reason and "backward" in fla.reason
+    assert fla.rules == ("fla-640-refuses",)
     (tl,) = steps_of(p, "tilelang")
     assert tl.action == "offer" and "--with tilelang" in tl.command
     (tr,) = steps_of(p, "triton")
@@ -65,6 +65,7 @@ def test_same_machine_infer_mode_or_new_triton_is_ready(tmp_path: Path):
     c = fla_candidates(tmp_path)
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",)), c)
     assert steps_of(p, "fla-core")[0].severity == "" and not steps_of(p, "tilelang") and p.predicted == "ready"
+    assert steps_of(p, "fla-core")[0].rules == ()
     p = plan.make_plan(env(triton="3.7.1"), ("fla",), plan.Options(mode="train", arches=("9.0",)), c)
     assert p.predicted == "ready"
     p = plan.make_plan(env(tilelang=True), ("fla",), plan.Options(mode="train", arches=("9.0",)), c)
@@ -142,7 +143,7 @@ def test_two_fla_candidates_on_hopper_train_with_triton_36_plan_without_an_inter
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b"), c)
     (fla,) = steps_of(p, "fla-core")
     assert fla.action == "install" and fla.spec == "fla-core==0.6.0"
-    assert "fla-640-refuses" in fla.reason and p.predicted == "broken"
+    assert fla.rules == ("fla-640-refuses",) and p.predicted == "broken"
 
 
 def _with_tilelang(tmp: Path) -> dict[str, plan.Candidates]:
@@ -158,7 +159,7 @@ def test_train_fix_tilelang_without_a_toolkits_nvcc_leaves_fla_640_and_offers_th
     (tl,) = steps_of(p, "tilelang")
     assert tl.action == "install"  # the default train fix is still installed ...
     (fla,) = steps_of(p, "fla-core")
-    assert fla.severity == "broken" and "fla-640-no-nvcc" in fla.reason  # ... but does not fix it here
+    assert fla.severity == "broken" and fla.rules == ("fla-640-no-nvcc",)  # ... but does not fix it here
     (tk,) = steps_of(p, "cuda-toolkit")
     assert tk.action == "offer" and "-devel" in tk.command and tk.severity == "broken"
     (tr,) = steps_of(p, "triton")

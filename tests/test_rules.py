@@ -29,6 +29,7 @@ def test_fla_640_on_h200_with_triton_36_in_train_mode():
     h = hits(env("9.0"))
     assert set(h) == {"fla-640-refuses"}
     assert h["fla-640-refuses"].certain
+    # the one check that a rule's message is filled from the facts (its {triton}); other tests read ids
     assert "triton 3.6.0" in h["fla-640-refuses"].message and "tilelang" in h["fla-640-refuses"].fix
 
 
@@ -93,7 +94,7 @@ def test_tilelang_tvm_ffi_window_is_read_from_tilelangs_own_requirements(tmp_pat
     h = hits(env("9.0"))
     assert "tilelang-tvm-ffi-window" in h and h["tilelang-tvm-ffi-window"].rule.severity == "fallback"
     assert "mamba/issues/986" in h["tilelang-tvm-ffi-window"].rule.reference
-    assert "import mamba_ssm" in h["tilelang-tvm-ffi-window"].message
+    assert h["tilelang-tvm-ffi-window"].certain
 
 
 def test_tilelang_with_a_tvm_ffi_inside_its_window_or_no_tilelang_is_fine(tmp_path, monkeypatch):

@@ -129,9 +129,8 @@ def test_wrong_results_are_broken_exit_4(standins: dict[str, Path]) -> None:
     assert code == 4 and rep["verdict"] == "broken"
     f = function(rep, "causal_conv1d_fn")
     assert f["status"] == "broken"
-    assert "disagrees with the torch reference" in f["reason"]
     assert f["evidence"]["vs_reference"]["ok"] is False
-    assert any(fd["id"] == "verify-mismatch" for fd in rep["findings"])
+    assert any(fd["id"] == "verify-mismatch" and "causal_conv1d_fn" in fd["functions"] for fd in rep["findings"])
 
 
 def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]) -> None:
@@ -145,7 +144,6 @@ def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]
     assert err["phase"] == "backward" and err["step"] == "train"
     assert "RuntimeError: standin causal_conv1d: backward refused" in err["exception"]
     assert err["implementation"] == "causal_conv1d.causal_conv1d_fn"
-    assert "its forward ran the fast path correctly" in f["reason"]
     assert f["evidence"]["path"] == "fast"
     assert "train-forward" in f["evidence"]["calls_by_step"]
     assert f["fix"] and "uninstall causal-conv1d" in f["fix"]
@@ -156,7 +154,7 @@ def test_backward_refusal_is_broken_forward_still_fast(standins: dict[str, Path]
     passes = rep["live"]["benchmark"]["passes"]
     assert passes["forward"]["fast"]["forced_torch"] == [] and "note" not in passes["forward"]
     assert passes["forward+backward"]["fast"]["forced_torch"] == ["causal_conv1d_fn"]
-    assert "failed in this environment" in passes["forward+backward"]["note"]
+    assert passes["forward+backward"]["note"]
     assert passes["forward+backward"]["fast"]["ms"] > 0 and passes["forward+backward"]["speedup"] > 0
 
 
@@ -166,7 +164,8 @@ def test_silently_wrong_gradients_are_found_and_named(standins: dict[str, Path])
     mc = rep["live"]["reference_comparison"]
     assert mc["train"]["logits"]["ok"] is True and mc["train"]["grads"]["ok"] is False
     f = function(rep, "causal_conv1d_fn")
-    assert f["status"] == "broken" and "with only causal_conv1d_fn on its bound path" in f["reason"]
+    alone = f["evidence"]["alone_on_fast_path_vs_reference"]  # with only causal_conv1d_fn on its bound path
+    assert f["status"] == "broken" and alone["ok"] is False and alone["train"]["grads"]["ok"] is False
     assert function(rep, "causal_conv1d_update")["status"] == "fast"
 
 
@@ -174,7 +173,7 @@ def test_nan_is_blamed_on_the_function_that_made_it(standins: dict[str, Path]) -
     code, rep = run_json(["verify", "--model", MODEL, "--mode", "infer"], standins["nan"])
     assert code == 4
     assert function(rep, "causal_conv1d_fn")["status"] == "broken"
-    assert "NaN/Inf" in function(rep, "causal_conv1d_fn")["reason"]
+    assert function(rep, "causal_conv1d_fn")["evidence"]["vs_reference"]["nonfinite"] is True
     # the GDN rule downstream got NaN inputs: not its fault
     assert function(rep, "chunk_gated_delta_rule")["status"] in ("fallback", "unsupported")
 
@@ -239,7 +238,10 @@ def test_real_fla_on_cpu_is_broken_at_call_time_and_run_goes_on() -> None:
         err = f["evidence"]["error"]
         assert err["phase"] == "forward" and err["implementation"].startswith("fla.ops.gated_delta_rule.")
         assert "active drivers" in err["exception"]
-        assert "fla-cpu-crash" in f["reason"] and f["fix"].startswith("pip uninstall -y fla-core")
+        assert f["fix"].startswith("pip uninstall -y fla-core")
+        # the known breakage that names the function (its reason says "[known breakage fla-cpu-crash]")
+        assert any(x["id"] == "fla-cpu-crash" and x["severity"] == "broken" and name in x["functions"]
+                   for x in rep["findings"])
     # after forcing fla's functions to torch the conv functions were still run and reported
     assert function(rep, "causal_conv1d_fn")["evidence"]["calls"] >= 1
     assert sorted(rep["live"]["forced_torch_after_failure"]) == ["chunk_gated_delta_rule",

@@ -93,10 +93,11 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
         if not bad:
             hits = _breakage_hits(env, pkg.name, opts, bound)
             fixes = _remedies(hits, env, opts, found)
-            more, sev, after = _after_fixes(env, pkg.name, opts, bound, hits, fixes)
+            more, sev, after, left = _after_fixes(env, pkg.name, opts, bound, hits, fixes)
             why = "; ".join([f"{dist} {st.version} is installed and imports", *more])
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
-                         import_name=pkg.name, severity=sev)] + fixes + _new_remedies(after, fixes, env, opts, found)
+                         import_name=pkg.name, severity=sev, rules=left)] + fixes + \
+                _new_remedies(after, fixes, env, opts, found)
     pool = _pure_pool(dist, opts, cands, rejected)
     picked = _choose_pure(pkg, dist, env, opts, bound, pool, rejected)
     if picked is None:
@@ -204,23 +205,25 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
                f"({reqs}) hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
                f"transformers {env.transformers or 'absent'}"]
     fixes = _remedies(pick.hits, env, opts, found)
-    more, sev, after = _after_fixes(_hypothetical(env, pkg.name, dist, w.name.version), pkg.name, opts, bound,
+    more, sev, after, left = _after_fixes(_hypothetical(env, pkg.name, dist, w.name.version), pkg.name, opts, bound,
                                     pick.hits, fixes)
     reasons.extend(more)
     fixes.extend(_new_remedies(after, fixes, env, opts, found))
     steps.append(Step(dist, "install", pick.source, f"{dist}=={w.name.version}", "; ".join(reasons),
-                      _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev))
+                      _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev, rules=left))
     steps.extend(fixes)
     return steps
 
 
 def _after_fixes(hyp: Environment, import_name: str, opts: Options, bound: frozenset[str],
-                 hits: list[rules_mod.RuleHit], fixes: list[Step]) -> tuple[list[str], str, list[rules_mod.RuleHit]]:
+                 hits: list[rules_mod.RuleHit], fixes: list[Step],
+                 ) -> tuple[list[str], str, list[rules_mod.RuleHit], tuple[str, ...]]:
     """What the additive fixes installed below leave broken: (reason lines, severity, the hits they bring in
-    that were not there before, e.g. tilelang added where no nvcc of a CUDA toolkit is there for its JIT)."""
+    that were not there before, e.g. tilelang added where no nvcc of a CUDA toolkit is there for its JIT, and
+    the ids of the breakages left)."""
     added = frozenset(s.package for s in fixes if s.action == "install" and s.role == Role.FIX)
     if not hits:
-        return [], "", []
+        return [], "", [], ()
     left = _breakage_hits(dataclasses.replace(hyp, present={**hyp.present, **dict.fromkeys(added, True)}),
                           import_name, opts, bound) if added else hits
     reasons, sev = [], ""
@@ -236,7 +239,7 @@ def _after_fixes(hyp: Environment, import_name: str, opts: Options, bound: froze
     for h in new:
         reasons.append(f"WARNING {h.rule.id} (with {', '.join(sorted(added))} added): {h.message} Fixes offered below")
         sev = Severity.BROKEN
-    return reasons, sev, new
+    return reasons, sev, new, tuple(dict.fromkeys(h.rule.id for h in left))
 
 
 def _new_remedies(hits: list[rules_mod.RuleHit], have: list[Step], env: Environment, opts: Options,

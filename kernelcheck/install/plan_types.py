@@ -48,10 +48,11 @@ class Step:
     import_name: str = ""
     severity: str = ""  # a predicted problem this step leaves: broken | fallback
     role: Role = Role.PACKAGE  # not in JSON: the reason says it in words
+    rules: tuple[str, ...] = ()  # not in JSON: ids of the breakages behind `severity` (the reason names them)
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        del d["role"]
+        del d["role"], d["rules"]
         d["rejected"] = [dataclasses.asdict(r) for r in self.rejected]
         d["arches"] = list(self.arches)
         return d

@@ -1,0 +1,82 @@
+"""Count the test asserts that match wording: `assert "some words" in <text>` (issue 24: tests assert ids and
+fields; the wording is tested once, at the renderer).
+
+An assert counts when it holds a `"literal" in X` or `"literal" not in X` (a str or an f-string) whose X is text
+by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines, ... (TEXT below), read through
+.lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH) does not count.
+Usage: python scripts/wording_asserts.py [tests] [--files]
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+TEXT = frozenset({
+    "stdout", "stderr", "out", "output", "text", "message", "reason", "fix", "err", "error", "lines", "line", "ln",
+    "msg", "said", "why", "note", "log", "outs", "str", "repr", "render_text", "render", "getvalue", "exception",
+    "rendered", "txt", "out0", "err0", "_error", "truth_error",
+})
+_THROUGH = ("lower", "strip", "rstrip", "upper", "casefold", "splitlines", "replace", "split")
+
+
+def _name(node: ast.expr) -> str:
+    """The name a text expression ends in: res.stdout.lower() -> stdout, str(exc) -> str, f["message"] -> message."""
+    while True:
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in _THROUGH:
+                node = f.value
+                continue
+            if isinstance(f, ast.Attribute) and f.attr == "join" and node.args:
+                node = node.args[0]
+                continue
+            return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if isinstance(node, ast.Subscript):
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                return node.slice.value
+            node = node.value
+            continue
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        return node.id if isinstance(node, ast.Name) else ""
+
+
+# `"Traceback" not in stderr` guards against a crash; it reads no message's wording
+CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe"})
+
+
+def _matches_wording(test: ast.expr) -> bool:
+    for c in ast.walk(test):
+        if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.NotIn) and isinstance(c.left, ast.Constant) \
+                and c.left.value in CRASH:
+            continue
+        if isinstance(c, ast.Compare) and isinstance(c.ops[0], (ast.In, ast.NotIn)) \
+                and (isinstance(c.left, ast.JoinedStr) or (isinstance(c.left, ast.Constant)
+                                                           and isinstance(c.left.value, str))) \
+                and _name(c.comparators[0]) in TEXT:
+            return True
+    return False
+
+
+def count(tests: Path) -> tuple[int, Counter[str]]:
+    """(all asserts, wording asserts per file)."""
+    total, per_file = 0, Counter[str]()
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assert):
+                total += 1
+                if _matches_wording(node.test):
+                    per_file[path.name] += 1
+    return total, per_file
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--files"]
+    total, per_file = count(Path(args[0] if args else "tests"))
+    if "--files" in sys.argv:
+        for name, n in per_file.most_common():
+            print(f"{n:5} {name}")
+    print(f"{sum(per_file.values())} of {total} asserts match wording")
