@@ -13,6 +13,7 @@ from kernelcheck.core.errors import BadInput
 
 SOURCE = Path("/etc/kc/breakages.toml")
 FUNCTIONS = frozenset({"chunk_gated_delta_rule", "causal_conv1d_fn"})
+PACKAGES = frozenset({"fla", "causal_conv1d"})  # packages.toml's tables: each one's name is a version key
 GOOD = {
     "breakage": [{
         "id": "fla-640-wrong-grads", "title": "t", "severity": "broken", "functions": ["chunk_gated_delta_rule"],
@@ -27,7 +28,7 @@ GOOD = {
 
 def _error(table: dict) -> str:
     with pytest.raises(BadInput) as got:
-        matrix.breakages_from(table, SOURCE, FUNCTIONS)
+        matrix.breakages_from(table, SOURCE, FUNCTIONS, PACKAGES)
     assert got.value.exit_code == 2 and "\n" not in str(got.value)
     return str(got.value)
 
@@ -42,7 +43,7 @@ def _with(path: tuple, value: object) -> dict:
 
 
 def test_a_good_table_is_typed_rule_by_rule():
-    breakages, import_errors, runtime_errors = matrix.breakages_from(GOOD, SOURCE, FUNCTIONS)
+    breakages, import_errors, runtime_errors = matrix.breakages_from(GOOD, SOURCE, FUNCTIONS, PACKAGES)
     assert [b.id for b in breakages] == ["fla-640-wrong-grads"]
     assert breakages[0].functions == ("chunk_gated_delta_rule",)
     assert breakages[0].remedies[0]["kind"] == "add"
@@ -52,6 +53,8 @@ def test_a_good_table_is_typed_rule_by_rule():
 @pytest.mark.parametrize(("path", "value", "says"), [
     (("breakage", 0, "when", "torhc"), ">=2.6", '[[breakage]] 1 (id "fla-640-wrong-grads") when.torhc: '
                                                 "'torhc' is not a condition kernelcheck knows"),
+    (("breakage", 0, "when", "mamba_ssm"), ">=2", "when.mamba_ssm: 'mamba_ssm' is not a condition kernelcheck knows"),
+    (("breakage", 0, "when", "causal_conv1d"), "1.7", "when.causal_conv1d: 'causal_conv1d' = \"1.7\" is not a version"),
     (("breakage", 0, "when", "triton"), "3.4 or newer", "when.triton: 'triton' = \"3.4 or newer\" is not a version"),
     (("breakage", 0, "when", "bound"), "fla", "when.bound: 'bound' must be a list of strings"),
     (("breakage", 0, "when", "cuda_gpu"), "yes", "when.cuda_gpu: 'cuda_gpu' must be true or false"),
@@ -65,6 +68,12 @@ def test_a_good_table_is_typed_rule_by_rule():
 def test_a_bad_entry_names_the_file_the_entry_and_the_key(path: tuple, value: object, says: str):
     message = _error(_with(path, value))
     assert message.startswith(f"{SOURCE}: ") and says in message, message
+
+
+def test_a_package_of_packages_toml_is_a_version_key():
+    table = _with(("breakage", 0, "when", "causal_conv1d"), ">=1.6,<1.8")
+    breakages, _, _ = matrix.breakages_from(table, SOURCE, FUNCTIONS, PACKAGES)
+    assert breakages[0].when["causal_conv1d"] == ">=1.6,<1.8"
 
 
 def test_a_second_rule_with_the_same_id_is_refused():

@@ -400,8 +400,15 @@ def _safe_find(name: str) -> bool:
 
 
 _ENV_VARS = ("USE_HUB_KERNELS", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES",
-             "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CAUSAL_CONV1D_FORCE_BUILD", "KERNELCHECK_HOME", "CUDA_HOME",
-             "CUDA_PATH")  # and every FLA_* variable (fla's backend switches: integrations/fla_dispatch.py)
+             "TORCH_CUDA_ARCH_LIST", "MAX_JOBS")  # then each package's {env_prefix}_FORCE_BUILD (packages.toml)
+_ENV_VARS_AFTER = ("KERNELCHECK_HOME", "CUDA_HOME", "CUDA_PATH")  # and every FLA_* variable (fla's backend
+# switches: integrations/fla_dispatch.py)
+
+
+def _env_var_names(m: matrix_mod.Matrix) -> tuple[str, ...]:
+    """The variables the probe records: a build's switches, and each package's FORCE_BUILD (CAUSAL_CONV1D_...)."""
+    builds = tuple(f"{p.env_prefix}_FORCE_BUILD" for p in m.packages.values() if p.env_prefix)
+    return (*_ENV_VARS, *builds, *_ENV_VARS_AFTER)
 # Variables that change which kernel runs without any package change (fla's FLA_*, transformers' TRANSFORMERS_*,
 # the Kernel Hub switches): doctor's dispatch-env finding names them, a fleet compares them across ranks.
 DISPATCH_PREFIXES = ("FLA_", "TRANSFORMERS_")
@@ -490,7 +497,8 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         cuda_home=cuda_home,
         packages=pkgs,
         present=present,
-        env_vars={**{k: os.environ[k] for k in _ENV_VARS if k in os.environ}, **dispatch_variables(os.environ)},
+        env_vars={**{k: os.environ[k] for k in _env_var_names(m) if k in os.environ},
+                  **dispatch_variables(os.environ)},
         gpu_source=source,
         nvcc_source=nvcc_source,
         nvcc_path=nvcc_path,

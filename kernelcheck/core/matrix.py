@@ -120,6 +120,11 @@ class Matrix:
     verified: tuple[dict[str, Any], ...] = field(default=())
     runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
 
+    @property
+    def version_keys(self) -> tuple[str, ...]:
+        """The version conditions breakages.toml's `when` may name: the stack's, then one per package."""
+        return (*STACK_KEYS, *self.packages)
+
     def shipped_config(self, relpath: str) -> dict[str, Any]:
         with open(_root() / relpath, encoding="utf-8") as fh:
             data: dict[str, Any] = json.load(fh)
@@ -136,14 +141,8 @@ class Matrix:
 @functools.lru_cache(maxsize=1)
 def load() -> Matrix:
     """Load and type-check all matrix files once per process."""
-    funcs = {n: FunctionInfo(name=n, **d) for n, d in _load("functions.toml").items()}
-    pkgs = {}
-    for n, d in _load("packages.toml").items():
-        d = dict(d)
-        for key in ("distributions", "probe_modules", "devices", "needs"):
-            if key in d:
-                d[key] = tuple(d[key])
-        pkgs[n] = PackageInfo(name=n, **d)
+    pkgs = packages_from(_load("packages.toml"), _root() / "packages.toml")
+    funcs = functions_from(_load("functions.toml"), _root() / "functions.toml", frozenset(pkgs))
     models = _load("models.toml")
     families = models["families"]
     mtypes = {}
@@ -161,7 +160,7 @@ def load() -> Matrix:
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}
     breakages, import_errors, runtime_errors = breakages_from(_load("breakages.toml"), _root() / "breakages.toml",
-                                                              frozenset(funcs))
+                                                              frozenset(funcs), frozenset(pkgs))
     verified_path = _root() / "verified.toml"
     verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
     m = Matrix(
@@ -169,29 +168,106 @@ def load() -> Matrix:
         attention=attention, breakages=breakages, import_errors=import_errors,
         transformers=_load("transformers.toml"), verified=verified, runtime_errors=runtime_errors,
     )
-    _validate(m)
+    _validate(m, _root() / "models.toml")
     return m
 
 
-def _validate(m: Matrix) -> None:
+def _validate(m: Matrix, source: Path) -> None:
     for mt in m.model_types.values():
         for f in mt.functions:
             if f not in m.functions:
-                raise ValueError(f"matrix: model type {mt.name} needs unknown function {f}")
-    for fi in m.functions.values():
-        if fi.package not in m.packages:
-            raise ValueError(f"matrix: function {fi.name} names unknown package {fi.package}")
+                raise _bad(source, f"[families.{mt.family}] functions", f"{f}: not in functions.toml")
     for a in m.aliases.values():
         if not a.config and a.model_type not in m.model_types:
-            raise ValueError(f"matrix: alias {a.name} has neither config nor known model_type")
+            raise _bad(source, f'[aliases."{a.name}"]', "has neither config nor a model_type of [model_types]")
+    for impl, pkg in m.attention.items():
+        if pkg and pkg not in m.packages:
+            raise _bad(source, f"[attention.{impl}] package", f"'{pkg}' is not a table of packages.toml")
+
+
+# --- packages.toml and functions.toml, validated as they are read: the key names a package's version in
+# breakages.toml `when` (beside the stack's own STACK_KEYS), so it is an import name no condition uses ---
+
+STACK_KEYS = ("torch", "triton", "transformers", "nvcc", "kernels")  # Environment.version_of's fixed names
+_PACKAGE_TEXT = ("title", "install_distribution", "kind")
+_PACKAGE_LISTS = ("distributions", "probe_modules", "devices")
+_PACKAGE_OPTIONAL = {"needs": list, "extension": str, "release_wheel": str, "env_prefix": str, "reference": str,
+                     "skip_reason": str}
+_IMPORT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_FUNCTION_KEYS = {"package": str, "phase": str, "backward": bool, "module": str, "torch_fallback": str}
+_PHASES = ("prefill", "decode")
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, str) and x for x in v)
+
+
+def _package_problem(name: str, d: Any) -> tuple[str, str] | None:
+    """(the key, what is wrong with it) for one [package] table of packages.toml, or None."""
+    if not _IMPORT_NAME.match(name):
+        return "", "the table's name is the package's import name (letters, digits, _)"
+    if name in STACK_KEYS or name in _CONDITIONS:
+        return "", f"'{name}' is already a condition of breakages.toml `when`; a package needs its own import name"
+    if not isinstance(d, dict):
+        return "", "not a table"
+    for key in _PACKAGE_TEXT:
+        if not isinstance(d.get(key), str) or not d[key]:
+            return key, "missing, or not a non-empty string"
+    for key in _PACKAGE_LISTS:
+        if not _strings(d.get(key)):
+            return key, "missing, or not a non-empty list of strings"
+    if d["install_distribution"] not in d["distributions"]:
+        return "install_distribution", f"'{d['install_distribution']}' is not one of its distributions"
+    return _optional_problem(d)
+
+
+def _optional_problem(d: dict[str, Any]) -> tuple[str, str] | None:
+    for key, v in d.items():
+        if key in (*_PACKAGE_TEXT, *_PACKAGE_LISTS):
+            continue
+        if key not in _PACKAGE_OPTIONAL:
+            known = ", ".join((*_PACKAGE_TEXT, *_PACKAGE_LISTS, *_PACKAGE_OPTIONAL))
+            return key, f"not a key kernelcheck knows (known: {known})"
+        if not (_strings(v) if _PACKAGE_OPTIONAL[key] is list else isinstance(v, str)):
+            return key, f"must be {'a list of strings' if _PACKAGE_OPTIONAL[key] is list else 'a string'}"
+    return None
+
+
+def packages_from(table: dict[str, Any], source: Path) -> dict[str, PackageInfo]:
+    """packages.toml's tables, typed; raises BadInput naming `source` and the key of the first bad entry."""
+    out = {}
+    for name, d in table.items():
+        if (problem := _package_problem(name, d)) is not None:
+            raise _bad(source, f"[{name}] {problem[0]}".rstrip(), problem[1])
+        typed: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        out[name] = PackageInfo(name=name, **typed)
+    return out
+
+
+def functions_from(table: dict[str, Any], source: Path, packages: frozenset[str]) -> dict[str, FunctionInfo]:
+    """functions.toml's tables, typed; BadInput naming `source` and the key of the first bad entry (`packages`:
+    the tables of packages.toml)."""
+    out = {}
+    for name, d in table.items():
+        if not isinstance(d, dict) or set(d) != set(_FUNCTION_KEYS):
+            raise _bad(source, f"[{name}]", f"needs exactly the keys {', '.join(_FUNCTION_KEYS)}")
+        for key, kind in _FUNCTION_KEYS.items():
+            if not isinstance(d[key], kind):
+                raise _bad(source, f"[{name}] {key}", f"must be {'true or false' if kind is bool else 'a string'}")
+        if d["package"] not in packages:
+            raise _bad(source, f"[{name}] package", f"'{d['package']}' is not a table of packages.toml")
+        if d["phase"] not in _PHASES:
+            raise _bad(source, f"[{name}] phase", f"'{d['phase']}' is none of {', '.join(_PHASES)}")
+        out[name] = FunctionInfo(name=name, **d)
+    return out
 
 
 # --- breakages.toml, validated as it is read: a bad entry is bad input naming the file and the key ---
 
 CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
-VERSION_KEYS = ("torch", "triton", "transformers", "fla", "causal_conv1d", "mamba_ssm", "nvcc", "kernels")
 _LIST_KEYS = ("gpu_capability", "absent", "bound", "requirement_unmet", "fla_backend")
-WHEN_KEYS = frozenset((*CAPABILITY_KEYS, *VERSION_KEYS, *_LIST_KEYS, "mode", "cuda_gpu", "built_nvcc"))
+# the conditions other than versions; a version key is one of STACK_KEYS or a table name of packages.toml
+_CONDITIONS = frozenset((*CAPABILITY_KEYS, *_LIST_KEYS, "mode", "cuda_gpu", "built_nvcc"))
 _BREAKAGE_TEXT = ("id", "title", "severity", "message", "fix", "reference")
 _SEVERITIES = ("broken", "fallback", "warning")
 _REMEDY_KINDS = ("add", "change", "image")
@@ -202,18 +278,20 @@ def _bad(source: Path, where: str, what: str) -> BadInput:
     return BadInput(f"{source}: {where}: {what}. Fix that entry (the file's header says what each key holds).")
 
 
-def _condition_problem(key: str, want: Any) -> str | None:
-    """What is wrong with one `when` condition, or None."""
-    if key not in WHEN_KEYS:
-        return f"'{key}' is not a condition kernelcheck knows (known: {', '.join(sorted(WHEN_KEYS))})"
+def _condition_problem(key: str, want: Any, versions: frozenset[str]) -> str | None:
+    """What is wrong with one `when` condition, or None (`versions`: the version keys, STACK_KEYS and packages)."""
+    if key not in _CONDITIONS and key not in versions:
+        known = ", ".join(sorted(_CONDITIONS | versions))
+        return f"'{key}' is not a condition kernelcheck knows (known: {known}; a package's version key is its " \
+               "table name in packages.toml)"
     if key in _LIST_KEYS and not (isinstance(want, list) and all(isinstance(w, str) for w in want)):
         return f"'{key}' must be a list of strings, not {json.dumps(want)[:60]}"
     if key in ("cuda_gpu",) and not isinstance(want, bool):
         return f"'{key}' must be true or false, not {json.dumps(want)[:60]}"
-    if key in (*VERSION_KEYS, "built_nvcc", "gpu_capability_min", "gpu_capability_max", "mode") \
+    if (key in versions or key in ("built_nvcc", "gpu_capability_min", "gpu_capability_max", "mode")) \
             and not isinstance(want, str):
         return f"'{key}' must be a string, not {json.dumps(want)[:60]}"
-    if key in (*VERSION_KEYS, "built_nvcc"):
+    if key in versions or key == "built_nvcc":
         try:
             SpecifierSet(want)
         except InvalidSpecifier:
@@ -221,7 +299,8 @@ def _condition_problem(key: str, want: Any) -> str | None:
     return None
 
 
-def _breakage_problem(b: dict[str, Any], functions: frozenset[str]) -> tuple[str, str] | None:
+def _breakage_problem(b: dict[str, Any], functions: frozenset[str],
+                      versions: frozenset[str]) -> tuple[str, str] | None:
     """(the key, what is wrong with it) for one [[breakage]] table, or None."""
     for key in _BREAKAGE_TEXT:
         if not isinstance(b.get(key), str) or not b[key]:
@@ -236,7 +315,7 @@ def _breakage_problem(b: dict[str, Any], functions: frozenset[str]) -> tuple[str
     if not isinstance(b.get("when"), dict):
         return "when", "missing, or not a table of conditions"
     for key, want in b["when"].items():
-        if (problem := _condition_problem(key, want)) is not None:
+        if (problem := _condition_problem(key, want, versions)) is not None:
             return f"when.{key}", problem
     return _remedy_problem(b.get("remedies", []))
 
@@ -262,14 +341,16 @@ def _pattern_rule(r: Any, source: Path, where: str) -> ImportErrorRule:
     return ImportErrorRule(**r)
 
 
-def breakages_from(table: dict[str, Any], source: Path, functions: frozenset[str],
+def breakages_from(table: dict[str, Any], source: Path, functions: frozenset[str], packages: frozenset[str],
                    ) -> tuple[tuple[Breakage, ...], tuple[ImportErrorRule, ...], tuple[ImportErrorRule, ...]]:
     """breakages.toml's [[breakage]], [[import_error]] and [[runtime_error]] tables, typed; raises BadInput naming
-    `source` and the key of the first bad entry (`functions`: the names functions.toml defines)."""
+    `source` and the key of the first bad entry (`functions`: the names functions.toml defines; `packages`: the
+    tables of packages.toml, whose names are version keys beside STACK_KEYS)."""
+    versions = frozenset((*STACK_KEYS, *packages))
     out, seen = [], set()
     for i, b in enumerate(table.get("breakage", [])):
         where = f"[[breakage]] {i + 1}" + (f" (id {json.dumps(b.get('id'))})" if isinstance(b, dict) else "")
-        problem = _breakage_problem(b, functions) if isinstance(b, dict) else ("", "not a table")
+        problem = _breakage_problem(b, functions, versions) if isinstance(b, dict) else ("", "not a table")
         if problem is None and b["id"] in seen:
             problem = ("id", "used by an earlier [[breakage]]; ids are unique")
         if problem is not None:

@@ -15,8 +15,9 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Environment, requirement_unmet
 
-_CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS  # the conditions a rule may name: core/matrix.py, which validates them
-_VERSION_KEYS = matrix_mod.VERSION_KEYS
+# the conditions a rule may name: core/matrix.py, which validates them; every other key is a version key (one of
+# matrix_mod.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
+_CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS
 
 
 def base_version(v: str | None) -> Version | None:
@@ -57,10 +58,12 @@ class Facts:
         """The backend of each fla op and pass here; [] when no `fla_dispatch` was given."""
         if self.fla_dispatch is None:
             return []
-        return self.fla_dispatch(self.env, self.functions or _FLA_OPS)
+        return self.fla_dispatch(self.env, self.functions or _fla_ops())
 
 
-_FLA_OPS = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "chunk_kda", "fused_recurrent_kda")
+def _fla_ops() -> tuple[str, ...]:
+    """Every fla op kernelcheck knows: the functions of matrix/functions.toml whose package is fla."""
+    return tuple(f.name for f in matrix_mod.load().functions.values() if f.package == "fla")
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,6 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     env = facts.env
     if key in _CAPABILITY_KEYS:
         return _holds_capability(key, want, env.capabilities)
-    if key in _VERSION_KEYS:
-        return version_in(env.version_of(key), want)
     if key in ("mode", "cuda_gpu", "absent", "bound"):
         return _holds_simple(key, want, facts)
     if key == "built_nvcc":
@@ -114,7 +115,7 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
         if env.requirements_unmet is not None:  # probed (or given by a test): no metadata read here
             return any(w in env.requirements_unmet for w in want)
         return any(requirement_unmet(*w.split(":", 1)) for w in want)
-    raise ValueError(f"matrix/breakages.toml: unknown condition '{key}'")
+    return version_in(env.version_of(key), want)  # torch, triton, ... or a package's version key
 
 
 def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
@@ -139,8 +140,9 @@ def evaluate(facts: Facts, m: matrix_mod.Matrix | None = None) -> list[RuleHit]:
     m = m or matrix_mod.load()
     env = facts.env
     fill = {
+        **{name: env.version_of(name) or "absent" for name in m.packages},  # {fla}: a package's version key
         "triton": env.triton or "absent", "torch": env.torch.version if env.torch else "absent",
-        "transformers": env.transformers or "absent", "fla": env.version_of("fla") or "absent",
+        "transformers": env.transformers or "absent",
         "capability": ",".join(str(c.number) for c in env.capabilities) or "none", "model": facts.model or "M",
         "fla_backward": _backward_reason(facts) if env.gpus and env.version_of("fla") else "",
         "fla_tilelang": env.env_vars.get("FLA_TILELANG", "unset"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
@@ -20,7 +21,8 @@ _NVCC_WORDS = {"toolkit": "a CUDA toolkit's", "pip": "pip's nvidia-cuda-nvcc (no
 def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
     """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
     GPU that is not this machine's, as with --arch)."""
-    return tuple(fs.name for fs in functions if fs.package in ("fla-core", "flash-linear-attention")
+    fla = matrix_mod.load().packages["fla"].distributions  # fla-core, flash-linear-attention
+    return tuple(fs.name for fs in functions if fs.package in fla
                  and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 
 

@@ -56,9 +56,9 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 # variables an import or transformers' dispatch can read (dispatch: core/environment.py DISPATCH_*)
+# (and each package's env_prefix of matrix/packages.toml: MAMBA, CAUSAL_CONV1D, FLASH_ATTN)
 ENV_PREFIXES = ("CUDA", "NVIDIA", "TORCH", "PYTORCH", "TRITON", "FLA_", "TILELANG", "TVM", "TRANSFORMERS",
-                "HF_", "KERNELCHECK_", "PYTHON", "LD_", "MAMBA", "CAUSAL_CONV1D", "FLASH_ATTN", "UNSLOTH", "XDG_",
-                "OMP_", "MKL_")
+                "HF_", "KERNELCHECK_", "PYTHON", "LD_", "UNSLOTH", "XDG_", "OMP_", "MKL_")
 ENV_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS", "HOME", "PATH", "CC", "CXX")
 ENV_IGNORED = ("KERNELCHECK_IMPORT_CACHE", "KERNELCHECK_IMPORT_TIMEOUT")  # they choose, not change, the answer
 _SKIP_DEPS = ("torch", "transformers", "kernels")  # large trees / many requirements: version, RECORD, listing
@@ -248,8 +248,9 @@ def _machine() -> dict[str, Any]:
 
 
 def _environ() -> dict[str, str]:
+    prefixes = (*ENV_PREFIXES, *(p.env_prefix for p in matrix_mod.load().packages.values() if p.env_prefix))
     return {k: v for k, v in sorted(os.environ.items())
-            if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_IGNORED}
+            if (k.startswith(prefixes) or k in ENV_NAMES) and k not in ENV_IGNORED}
 
 
 def fingerprint(query: str | None, single: bool, children: int) -> dict[str, Any]:

@@ -352,7 +352,8 @@ _UNSLOTH_NOTE = (" (note: a job that imports unsloth first runs unsloth_zoo's bu
 def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
     """fla-core's functions that fall back because fla-core is not installed get the unsloth note: a job that
     imports unsloth first has unsloth_zoo's bundled fla instead (decided on the cause, not on the words)."""
-    return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == "fla-core" and fs.reason
+    fla = matrix_mod.load().packages["fla"].install_distribution  # what unsloth_zoo's bundle stands in for
+    return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == fla and fs.reason
             and fs.cause == Cause.NOT_INSTALLED else fs for fs in functions]
 
 
