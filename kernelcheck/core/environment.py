@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import signals
 from kernelcheck.core.capability import Capability
+from kernelcheck.core.requirements import requirements_unmet
 
 log = logging.getLogger(__name__)
 
@@ -302,40 +303,6 @@ def tilelang_jit_nvcc(nvcc_source: str) -> str | None:
     return None if source == nvcc_source else source
 
 
-def _requirements_unmet() -> tuple[str, ...]:
-    """The `requirement_unmet` pairs of the breakage rules that hold here (read from installed metadata)."""
-    pairs = {w for b in matrix_mod.load().breakages for w in b.when.get("requirement_unmet", ())}
-    return tuple(sorted(w for w in pairs if requirement_unmet(*w.split(":", 1))))
-
-
-def requirement_unmet(dist: str, requirement: str) -> bool:
-    """True when the installed `dist` declares a Requires-Dist on `requirement` (read from its metadata, not
-    from a table here) and the installed version of it is outside that specifier."""
-    from importlib import metadata
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        reqs = metadata.requires(dist) or []
-    except metadata.PackageNotFoundError:
-        return False
-    for line in reqs:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.name.replace("_", "-").lower() != requirement.replace("_", "-").lower():
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        try:
-            have = metadata.version(requirement)
-        except metadata.PackageNotFoundError:
-            return True
-        return not req.specifier.contains(have, prereleases=True)
-    return False
-
-
 def _cuda_home() -> str | None:
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
@@ -503,5 +470,5 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         nvcc_source=nvcc_source,
         nvcc_path=nvcc_path,
         jit_nvcc_source=tilelang_jit_nvcc(nvcc_source),
-        requirements_unmet=_requirements_unmet(),
+        requirements_unmet=requirements_unmet(m),
     )

@@ -13,7 +13,8 @@ from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.capability import Capability
-from kernelcheck.core.environment import Environment, requirement_unmet
+from kernelcheck.core.environment import Environment
+from kernelcheck.core.requirements import requirement_unmet
 
 # the conditions a rule may name: core/matrix.py, which validates them; every other key is a version key (one of
 # matrix_mod.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
