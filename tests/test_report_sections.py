@@ -15,8 +15,8 @@ from kernelcheck.report.model import (
     Report,
     TraceSection,
     render_json,
-    render_text,
 )
+from kernelcheck.report.text import render_text
 
 HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mode", "functions", "findings"]
 

@@ -30,7 +30,8 @@ from typing import Any
 
 from kernelcheck import __version__
 from kernelcheck.core.errors import BadInput
-from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
+from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.text import render_text
 
 _FAILING = ("fallback", "broken")
 _RANK = {"fallback": 1, "broken": 2}
