@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from kernelcheck.report.hub import UseLine
 from kernelcheck.report.model import (
     Before,
     Bindings,
@@ -22,8 +23,8 @@ HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mo
 
 
 def hub(used: bool = False) -> HubSection:
-    return HubSection(["Hub kernels: off"], used, "use_kernels is off", "cpu", "train", True, {"version": "5.24"},
-                      [], [], [])
+    return HubSection([UseLine(used, "use_kernels is off")], used, "use_kernels is off", "cpu", "train", True,
+                      {"version": "5.24"}, [], [], [])
 
 
 def test_doctor_sections_follow_the_findings_in_order():

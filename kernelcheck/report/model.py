@@ -21,6 +21,8 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     FunctionStatus,
     worst,
 )
+from kernelcheck.report import hub_text
+from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,10 @@ class Bindings:
 
 @dataclass
 class HubSection:
-    """The Kernel Hub section (hub/check.py); `kernelcheck hub --repo` adds to `repos` and `lines`."""
+    """The Kernel Hub section (hub/check.py); `kernelcheck hub --repo` adds to `repos` and `items`. `items` are
+    what its lines say (report/hub.py), written as sentences by report/hub_text.py: the JSON `lines`."""
 
-    lines: list[str]
+    items: list[HubLine]
     used: bool
     why: str | None
     device: str
@@ -66,15 +69,24 @@ class HubSection:
     offline: bool
     transformers: dict[str, Any]
     mapping: list[dict[str, Any]]
-    names: list[dict[str, Any]]
+    names: list[HubRow]
     repos: list[dict[str, Any]]
 
+    @property
+    def lines(self) -> list[str]:
+        return hub_text.lines(self.items)
+
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {"lines": self.lines, "used": self.used, "why": self.why, "device": self.device, "mode": self.mode,
+                "offline": self.offline, "transformers": self.transformers, "mapping": self.mapping,
+                "names": [r.to_json() for r in self.names], "repos": self.repos}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HubSection:
-        return cls(**data)
+        """A section read back: its lines as they were printed, its rows typed."""
+        return cls([PrintedLine(t) for t in data["lines"]], data["used"], data["why"], data["device"], data["mode"],
+                   data["offline"], data["transformers"], data["mapping"],
+                   [HubRow.from_json(r) for r in data["names"]], data["repos"])
 
 
 @dataclass
