@@ -166,11 +166,12 @@ def test_an_unlabelled_compiled_wheel_without_a_trial_says_it_needs_one_as_a_fie
 def test_the_hub_failure_is_a_field_of_the_resolution_not_a_note_read_back(monkeypatch) -> None:
     from kernelcheck.hub.check import _judge
     from kernelcheck.integrations.kernels_hub import Resolution
+    from kernelcheck.report.hub import HubRow
 
     for v in ("HF_HUB_OFFLINE", "KERNELCHECK_OFFLINE"):
         monkeypatch.delenv(v, raising=False)
     said = "the Hub could not be asked (ConnectionError: x); the Hugging Face cache answered instead"
-    group = [{"name": "chunk_gated_delta_rule", "kind": "function", "layer": "GatedDeltaNet"}]
+    group = [HubRow("chunk_gated_delta_rule", "function", True, layer="GatedDeltaNet")]
     failed = Resolution("kernels-community/fla", 1, None, "hf-cache", "/c", notes=(said,), hub_unreachable=said)
     findings: list = []
     assert _judge(findings, group, failed, True, {}, "qwen3.8-27b") == []

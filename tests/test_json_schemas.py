@@ -76,7 +76,8 @@ def test_each_report_kind_carries_its_own_id_and_a_wrong_shape_fails() -> None:
 
 
 def test_a_cache_hit_is_a_note_not_a_finding() -> None:
-    from kernelcheck.report.model import ImportProof, render_text
+    from kernelcheck.report.model import ImportProof
+    from kernelcheck.report.text import render_text
 
     r = _report("doctor")
     r.import_proof = ImportProof("cache", "hit", "/c/proof.json", "2026-12-03T18:00:00Z")

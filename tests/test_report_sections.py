@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from kernelcheck.report.hub import UseLine
 from kernelcheck.report.model import (
     Before,
     Bindings,
@@ -15,15 +16,15 @@ from kernelcheck.report.model import (
     Report,
     TraceSection,
     render_json,
-    render_text,
 )
+from kernelcheck.report.text import render_text
 
 HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mode", "functions", "findings"]
 
 
 def hub(used: bool = False) -> HubSection:
-    return HubSection(["Hub kernels: off"], used, "use_kernels is off", "cpu", "train", True, {"version": "5.24"},
-                      [], [], [])
+    return HubSection([UseLine(used, "use_kernels is off")], used, "use_kernels is off", "cpu", "train", True,
+                      {"version": "5.24"}, [], [], [])
 
 
 def test_doctor_sections_follow_the_findings_in_order():

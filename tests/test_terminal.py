@@ -6,8 +6,9 @@ import io
 
 import pytest
 
-from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
+from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.report.terminal import Terminal, present, wrap_line
+from kernelcheck.report.text import render_text
 
 WHY = ("flash-linear-attention is not installed (pip distribution fla-core); and torch 2.13.0+cpu is a CPU build and "
        "no CUDA GPU is usable here")

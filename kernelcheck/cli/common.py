@@ -18,8 +18,9 @@ from kernelcheck.cli import interrupts, outfile
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
-from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json, render_text
+from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json
 from kernelcheck.report.terminal import Terminal, present
+from kernelcheck.report.text import render_text
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")

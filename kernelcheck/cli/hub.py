@@ -159,16 +159,12 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
 
 
 def _judge_repo(report: Any, section: Any, res: Any) -> None:
+    from kernelcheck.report.hub import RepoCheckLines
     from kernelcheck.report.model import Finding
 
     section.repos.append(res.to_json())
-    section.lines.append(f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
-                         + (f": build {res.chosen} will be used" if res.chosen else ""))
-    for d in res.decisions:
-        section.lines.append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
-                             f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+    section.items.append(RepoCheckLines(res))
     if res.error:
-        section.lines.append(f"    {res.error}")
         report.findings.append(Finding(
             "hub-repo-unresolved", Severity.FALLBACK,
             f"{res.spec}: {res.error}. Nothing was checked for this repository, so it is not known to load.",
@@ -179,7 +175,6 @@ def _judge_repo(report: Any, section: Any, res: Any) -> None:
             f"{res.spec} has no build for this torch/CUDA (from {res.source}); nearest {res.nearest}, which would "
             f"match {res.would_match}", f"run on {res.would_match}"))
     elif res.blocked:
-        section.lines.append(f"    NOT LOADABLE offline: {res.blocked}")
         report.findings.append(Finding("hub-snapshot-incomplete", Severity.FALLBACK,
                                        f"{res.spec}: build {res.chosen} is cached but {res.blocked}",
                                        f"kernelcheck hub --repo {res.spec} --prefetch"))

@@ -22,6 +22,19 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core.status import Severity, Status
 from kernelcheck.integrations import kernels_hub as hub_mod
+from kernelcheck.report.hub import (
+    HubLine,
+    HubRow,
+    KernelsAbsentLine,
+    LayoutUnknownLine,
+    ListingLine,
+    ResolutionLines,
+    RowLine,
+    SwitchLine,
+    TargetLine,
+    UseLine,
+    WindowLine,
+)
 from kernelcheck.report.model import Finding, HubSection, Report
 
 
@@ -66,21 +79,14 @@ def _kernels_importable() -> bool:
     return True
 
 
-def _header(th: hub_mod.TransformersHub, used: bool, why: str, refused: bool = False) -> list[str]:
-    lines: list[str] = []
+def _header(th: hub_mod.TransformersHub, used: bool, why: str, refused: bool = False) -> list[HubLine]:
+    items: list[HubLine] = []
     if th.window:
-        state = "inside" if th.window_met else "OUTSIDE"
-        outside = (" -> from_pretrained refuses to load (ValueError)" if refused
-                   else " -> transformers treats kernels as absent")
-        lines.append(f"transformers {th.transformers} accepts kernels {th.window_text} ({th.window_source}); "
-                     f"installed kernels {th.kernels or 'absent'}: {state} the window"
-                     + ("" if th.window_met else outside))
-    env_note = "set" if th.use_hub_kernels_set else "transformers' default"
-    lines.append(f"USE_HUB_KERNELS={th.use_hub_kernels} ({env_note}: Hub decorators "
-                 f"{'on' if th.hub_enabled_by_env else 'off'}) · from_pretrained use_kernels default: "
-                 f"{th.use_kernels_default} ({th.use_kernels_source})")
-    lines.append(f"Hub kernels in this job: {'YES' if used else 'no'} - {why}")
-    return lines
+        items.append(WindowLine(th.transformers, th.window_text, th.window_source, th.kernels, th.window_met, refused))
+    items.append(SwitchLine(th.use_hub_kernels, th.use_hub_kernels_set, th.hub_enabled_by_env,
+                            th.use_kernels_default, th.use_kernels_source))
+    items.append(UseLine(used, why))
+    return items
 
 
 def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
@@ -126,39 +132,33 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
 
 
 def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source: str, used: bool,
-                   device: str | None, target: hub_mod.Target | None) -> list[str]:
-    listing = "offline: LOCAL_KERNELS and the Hugging Face cache" if settings.hub_offline() else \
-        "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
-    if source == "cache" and not settings.hub_offline():
-        listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
-            ("Hub kernels are not in use" if not used else "--source cache") + ")"
-    origin = "--hub-device" if device else ("--cuda" if target is not None and target.cuda else "from the torch build")
-    lines = [f"device {dev} ({origin}) · mode {mode} · variants listed from {listing}"]
+                   device: str | None, target: hub_mod.Target | None) -> list[HubLine]:
+    listing = "offline" if settings.hub_offline() else "cache" if source == "cache" else "online"
+    origin = "device-flag" if device else ("cuda-flag" if target is not None and target.cuda else "torch-build")
+    items: list[HubLine] = [ListingLine(dev, origin, mode, listing, used)]
     if target is not None:
-        cuda = f"CUDA {target.cuda}" if target.cuda else ("CPU" if target.cuda == "" else "CUDA as installed")
-        gpu = f", GPU {env.capabilities[0].sm}" if env.capabilities else ""
-        lines.append(f"resolving for torch {target.torch or 'as installed'}, {cuda}{gpu} "
-                     "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
-    return lines
+        sm = env.capabilities[0].sm if env.capabilities else None
+        items.append(TargetLine(target.torch, target.cuda, sm))
+    return items
 
 
 def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_mod.Environment, dev: str, mode: str,
-          source: str, target: hub_mod.Target | None) -> tuple[list[dict[str, Any]], dict[str, hub_mod.Resolution]]:
+          source: str, target: hub_mod.Target | None) -> tuple[list[HubRow], dict[str, hub_mod.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
     cap = gpu_mod.capability_number(env)
-    rows: list[dict[str, Any]] = []
+    rows: list[HubRow] = []
     resolutions: dict[str, hub_mod.Resolution] = {}
     for name, kind in names.items():
         entries = [e for e in th.mapping if e.name == name]
-        row: dict[str, Any] = {"name": name, "kind": kind, "mapped": bool(entries)}
+        row = HubRow(name, kind, bool(entries))
         rows.append(row)
         if not entries:
-            row["note"] = "transformers maps no Hub kernel to it"
+            row.note = "transformers maps no Hub kernel to it"
             continue
         entry, note = hub_mod.select_entry(entries, dev, mode, cap)
         if entry is None:
             # a function's wrapper keeps what transformers bound at import (package or torch)
-            row["note"] = note.replace("the torch forward stays", "the path bound at import stays") \
+            row.note = note.replace("the torch forward stays", "the path bound at import stays") \
                 if kind == "function" else note
             continue
         spec = entry.repo.spec
@@ -167,59 +167,10 @@ def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_m
                                                      revision=entry.repo.revision, source=source, env=env,
                                                      target=target)
         res = resolutions[spec]
-        row.update({"repo": spec, "layer": entry.repo.layer_name, "source": res.source, "variant": res.chosen,
-                    "nearest": res.nearest, "would_match": res.would_match, "error": res.error,
-                    "problem": res.problem, "blocked": res.blocked})
+        row.repo, row.layer, row.source, row.variant = spec, entry.repo.layer_name, res.source, res.chosen
+        row.nearest, row.would_match, row.error = res.nearest, res.would_match, res.error
+        row.problem, row.blocked = res.problem, res.blocked
     return rows, resolutions
-
-
-def _runs(row: dict[str, Any]) -> str:
-    """Which path the job runs for the row: the Hub build, the pip package bound at import, or torch."""
-    path = row.get("path")
-    if path == "hub":
-        return " -> the Hub path runs"
-    if path == "load-fails":
-        return " -> the model load fails"
-    if path == "package":
-        return f" -> the pip path runs ({row.get('implementation')})"
-    if row["kind"] == "function" and row.get("implementation"):
-        return f" -> the torch path runs ({row.get('implementation')})"
-    return ""
-
-
-def _row_line(row: dict[str, Any], used: bool) -> str:
-    return _row_text(row, used) + (_runs(row) if used else "")
-
-
-def _row_text(row: dict[str, Any], used: bool) -> str:
-    head = f"{row['name']} ({row['kind']})"
-    if "repo" not in row:
-        return f"{head}: {row['note']}"
-    label = f"{head} -> {row['repo']} layer {row['layer']}"
-    if row["variant"] and row["blocked"]:
-        return f"{label}: build {row['variant']} is cached but NOT LOADABLE offline: {row['blocked']}"
-    if row["variant"] and not row["problem"]:
-        return f"{label}: build {row['variant']} {'will be used' if used else 'would be used'} (from {row['source']})"
-    if row["variant"]:
-        return f"{label}: build {row['variant']} chosen but {row['problem']}"
-    if row["error"]:
-        return f"{label}: could not list builds: {row['error']}"
-    return f"{label}: NO BUILD for this torch/CUDA (nearest: {row['nearest']})"
-
-
-def _resolution_lines(spec: str, res: hub_mod.Resolution) -> list[str]:
-    loc = f" ({res.location})" if res.location else ""
-    commit = f" commit {res.commit[:12]}" if res.commit else ""
-    lines = [f"{spec} from {res.source}{loc}{commit}:"]
-    for d in res.decisions:
-        lines.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}" if d.accepted
-                     else f"    rejected {d.variant}: {d.reason}")
-    if res.error:
-        lines.append(f"    {res.error}")
-    if res.nearest:
-        lines.append(f"    nearest {res.nearest} would match {res.would_match}")
-    lines.extend(f"    note: {n}" for n in res.notes)
-    return lines
 
 
 def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
@@ -231,7 +182,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     used, why = decide_use(th, use_hub)
     dev = gpu_mod.default_device(env, device, target)
     refused = refuses(th, use_hub)
-    lines = _header(th, used, why, refused)
+    lines = _header(th, used, why, refused)  # what the section's lines say (report/hub_text.py writes them)
     findings = _window_findings(th, use_hub, used)
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
@@ -244,25 +195,24 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
         names = _resolvable(findings, lines, names, th, use_hub, used, refused)
     rows, resolutions = _rows(th, names, env, dev, mode, source, target)
     fstatus = {f.name: f for f in report.functions}
-    by_repo: dict[str, list[dict[str, Any]]] = {}
+    by_repo: dict[str, list[HubRow]] = {}
     for row in rows:
-        if "repo" in row:
-            by_repo.setdefault(row["repo"], []).append(row)
+        if row.repo is not None:
+            by_repo.setdefault(row.repo, []).append(row)
     replaced: list[decide.HubEvidence] = []
     for spec, group in by_repo.items():
         replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M",
                                by_default=use_hub is None))
     report.functions = decide.decide_all(report.functions, hub=replaced)
-    _paths(rows, used, fstatus, {h.function for h in replaced})
-    lines.extend(_row_line(row, used) for row in rows)
-    for spec, res in resolutions.items():
-        lines.extend(_resolution_lines(spec, res))
-    if not used and not refused and any(("repo" in r) for r in rows):
+    rows = _paths(rows, used, fstatus, {h.function for h in replaced})
+    lines.extend(RowLine(row, used) for row in rows)
+    lines.extend(ResolutionLines(spec, res) for spec, res in resolutions.items())
+    if not used and not refused and any(r.repo is not None for r in rows):
         findings.append(Finding("hub-not-used", Severity.INFO, f"Hub kernels are not loaded in this job: {why}. The "
                                 "builds listed under hub are what use_kernels=True would load."))
 
     section = HubSection(
-        lines=lines,
+        items=lines,
         used=used,
         why=why,
         device=dev,
@@ -280,7 +230,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     return section
 
 
-def _resolvable(findings: list[Finding], lines: list[str], names: dict[str, str], th: hub_mod.TransformersHub,
+def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: hub_mod.TransformersHub,
                 use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
     """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""
     if not _kernels_importable():
@@ -289,31 +239,33 @@ def _resolvable(findings: list[Finding], lines: list[str], names: dict[str, str]
     return _adapter_guard(findings, lines, names) if used else names
 
 
-def _paths(rows: list[dict[str, Any]], used: bool, fstatus: dict[str, Any], replaced: set[str]) -> None:
-    """Each row's `path`: which code runs for that layer or function in the job - the Hub build (kernelize swaps it
-    in), the pip package transformers bound at import, or the torch forward/function."""
+def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, Any], replaced: set[str]) -> list[HubRow]:
+    """The rows with their `path`: which code runs for that layer or function in the job - the Hub build (kernelize
+    swaps it in), the pip package transformers bound at import, or the torch forward/function."""
     for row in rows:
-        if used and "repo" in row and (row.get("problem") or (row.get("error") and not row.get("variant"))):
-            row["path"] = "load-fails"  # kernels raises: hub-build-fails / hub-not-listable
-            continue
-        if used and row.get("variant") and not (row.get("problem") or row.get("blocked") or row.get("error")) \
-                and (row["kind"] == "layer" or row["name"] in replaced or row["name"] not in fstatus):
-            row["path"] = "hub"
-            continue
-        fs = fstatus.get(row["name"])
-        if row["kind"] == "function" and fs is not None:
-            row["path"] = "package" if fs.status == Status.FAST else "torch"
-            row["implementation"] = fs.implementation
-        else:
-            row["path"] = "torch"
+        row.path, row.implementation = _path(row, used, fstatus, replaced)  # a copy of the decided implementation
+    return rows
 
 
-def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool | None, refused: bool) -> str:
+def _path(row: HubRow, used: bool, fstatus: dict[str, Any], replaced: set[str]) -> tuple[str, str | None]:
+    """(path, the function's implementation where its bound path runs)."""
+    if used and row.repo is not None and (row.problem or (row.error and not row.variant)):
+        return "load-fails", None  # kernels raises: hub-build-fails / hub-not-listable
+    if used and row.variant and not (row.problem or row.blocked or row.error) \
+            and (row.kind == "layer" or row.name in replaced or row.name not in fstatus):
+        return "hub", None
+    fs = fstatus.get(row.name)
+    if row.kind == "function" and fs is not None:
+        return ("package" if fs.status == Status.FAST else "torch"), fs.implementation
+    return "torch", None
+
+
+def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool | None,
+            refused: bool) -> KernelsAbsentLine:
     """Without the `kernels` package there is no resolver to ask: the line for the section (and a finding unless
     hub-kernels-unusable already says that from_pretrained refuses)."""
     if refused and not use_hub:
-        return ("kernels is not installed: from_pretrained's use_kernels=True default raises ValueError at load "
-                "(hub-kernels-unusable), so no variant is resolved")
+        return KernelsAbsentLine(default_refuses=True)
     findings.append(Finding(
         "hub-kernels-absent", Severity.BROKEN if use_hub else Severity.INFO,
         "the `kernels` package is not installed (or does not import)" + (
@@ -321,17 +273,17 @@ def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool 
             if use_hub else ": Hub kernels are off; every function keeps the path bound at import"),
         f"pip install '{'kernels' + th.window_text if th.window_text else 'kernels'}'"
         "  (only if you want Hub kernels)"))
-    return "kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved"
+    return KernelsAbsentLine(default_refuses=False)
 
 
-def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, str]) -> dict[str, str]:
+def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[str, str]) -> dict[str, str]:
     """A kernels release no adapter fits (kernels_api): one finding, no variant listed, never an internal error.
     A newer release whose layout matched the newest adapter is read, and says so."""
     from kernelcheck.integrations import kernels_api
 
     got = kernels_api.adapter()
     if isinstance(got, kernels_api.Unsupported):
-        lines.append(f"{got.reason}: the builds kernels would load are not listed")
+        lines.append(LayoutUnknownLine(got.reason))
         findings.append(Finding(
             "hub-kernels-layout-unknown", Severity.FALLBACK,
             f"{got.reason}. The job loads Hub kernels (use_kernels=True), so which build each layer and function "
@@ -348,12 +300,12 @@ def _adapter_guard(findings: list[Finding], lines: list[str], names: dict[str, s
     return names
 
 
-def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Resolution, used: bool,
+def _judge(findings: list[Finding], group: list[HubRow], res: hub_mod.Resolution, used: bool,
            fstatus: dict[str, Any], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
-    names = ", ".join(f"{r['name']} ({r['kind']})" for r in group)
-    fns = tuple(r["name"] for r in group if r["kind"] == "function")
+    names = ", ".join(f"{r.name} ({r.kind})" for r in group)
+    fns = tuple(r.name for r in group if r.kind == "function")
     hub_failed = res.hub_unreachable
     if used and hub_failed and not settings.hub_offline():
         # online, kernels asks the Hub first (HubResolver) and does not fall back to the cache
@@ -375,8 +327,8 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
                 "resolve_hub_cache_kernel", fns))
         return []
     if res.chosen and not res.problem:
-        return [decide.HubEvidence(r["name"], f"Hub kernel {res.spec} {r['layer']} ({res.chosen})") for r in group
-                if used and r["kind"] == "function" and r["name"] in fstatus]
+        return [decide.HubEvidence(r.name, f"Hub kernel {res.spec} {r.layer} ({res.chosen})") for r in group
+                if used and r.kind == "function" and r.name in fstatus]
     if not used:
         return []  # the section's lines say what use_kernels=True would meet; hub-not-used says why
     if res.problem:
@@ -389,16 +341,16 @@ def _judge(findings: list[Finding], group: list[dict[str, Any]], res: hub_mod.Re
     if res.error:
         findings.append(_not_listable(res, names, q, by_default, fns))
         return []
-    def is_slow(r: dict[str, Any]) -> bool:
-        fs = fstatus.get(r["name"])
-        if r["kind"] == "layer" or fs is None:
+    def is_slow(r: HubRow) -> bool:
+        fs = fstatus.get(r.name)
+        if r.kind == "layer" or fs is None:
             return True
         return fs.used and fs.status != Status.FAST  # a decode function in train mode, or a fast package path: no loss
 
     slow = [r for r in group if is_slow(r)]
     rejected = "; ".join(f"{d.variant}: {d.reason}" for d in res.decisions if not d.accepted) or "none listed"
     tail = (" kernelize keeps the torch forward and logs it at INFO only: the job runs the slow path"
-            + (f" for {', '.join(r['name'] for r in slow)}." if slow else ".")) if slow else \
+            + (f" for {', '.join(r.name for r in slow)}." if slow else ".")) if slow else \
         (" Nothing is lost: the package path transformers bound at import runs, or the function is not used in "
          "this mode.")
     findings.append(Finding(

@@ -40,7 +40,6 @@ from kernelcheck.core.status import (
     EXIT_FALLBACK,
     EXIT_READY,
     VERDICT_OF_EXIT,
-    WORDS,
     Mode,
     Severity,
     Status,
@@ -53,14 +52,16 @@ from kernelcheck.install import sources
 from kernelcheck.install import txn as txn_mod
 from kernelcheck.report.model import (
     Before,
+    ErrorReport,
     Finding,
     FunctionStatus,
     Installed,
     Prediction,
     Report,
-    render_text,
+    read_report,
 )
 from kernelcheck.report.progress import working
+from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,7 +206,17 @@ def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
     return out
 
 
-def _doctor_after(req: Request) -> tuple[dict | None, str]:
+@dataclasses.dataclass(frozen=True)
+class DoctorRun:
+    """The doctor run after an install in a fresh process: its report read back typed (or the error it stopped
+    on; None when it printed no JSON), its exit code and stderr."""
+
+    report: Report | ErrorReport | None
+    exit_code: int
+    stderr: str
+
+
+def _doctor_after(req: Request) -> DoctorRun:
     """doctor in a fresh process (a package installed now is only bound by a new process)."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
@@ -218,13 +229,8 @@ def _doctor_after(req: Request) -> tuple[dict | None, str]:
     try:
         data = json.loads(res.stdout)
     except json.JSONDecodeError:
-        return None, f"doctor did not run (exit {res.returncode}): {res.stderr.strip()[-1000:]}"
-    if not data.get("functions") and data.get("error"):
-        return data, f"doctor: {data['error']}"
-    rep = Report("doctor", data.get("environment") or {}, data.get("model"), data.get("mode"),
-                 [FunctionStatus.from_json(f) for f in data.get("functions", [])],
-                 [Finding.from_json(f) for f in data.get("findings", [])])
-    return data, render_text(rep)
+        return DoctorRun(None, res.returncode, res.stderr)
+    return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
 def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
@@ -310,10 +316,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         env, _ = _probe(arches)
         plan = plan_now(env)
         report.plan = plan.to_json()
-        if not as_json:
-            head = Report("install", {}, before.model, req.mode)
-            head.plan = plan.to_json()
-            echo("\n".join(render_text(head).splitlines()[:-1]))  # the plan, before anything runs
+        if not as_json:  # the plan, before anything runs
+            echo(render_install_plan(report))
         if plan.blocked:
             return _finish_plan(report, plan, executed=False, before=before)
         try:
@@ -344,19 +348,22 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     if outcome.manifest:
         progress(f"manifest: {outcome.manifest}")
     progress("doctor after install (fresh process):")
-    after, after_text = _doctor_after(req)
+    run_after = _doctor_after(req)
     if not as_json:
-        echo("\n".join("  " + ln for ln in after_text.splitlines()))
-    report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1), after,
+        text = render_doctor_after(run_after.report, run_after.exit_code, run_after.stderr)
+        echo("\n".join("  " + ln for ln in text.splitlines()))
+    report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1), run_after.report,
                                  has_doctor_after=True)
-    if after and after.get("environment"):
-        report.environment = after["environment"]  # what is installed now, not before
+    after = run_after.report
+    if isinstance(after, Report) and after.environment:
+        report.environment = after.environment  # what is installed now, not before
     # The doctor block printed above is part of this command's output: its functions and findings are the
-    # report's, and the exit code is the worst verdict printed (the doctor after install, and with --arch
-    # also the plan's prediction for GPUs that are not here), never READY under a FALLBACK block.
-    if after:
-        report.functions = [FunctionStatus.from_json(f) for f in after.get("functions", [])]
-        report.findings = [Finding.from_json(f) for f in after.get("findings", [])] + _plan_findings(plan)
+    # report's (none when it stopped on an error), and the exit code is the worst verdict printed (the doctor
+    # after install, and with --arch also the plan's prediction for GPUs that are not here), never READY under a
+    # FALLBACK block.
+    if after is not None:
+        report.functions = list(after.functions) if isinstance(after, Report) else []
+        report.findings = [*(after.findings if isinstance(after, Report) else []), *_plan_findings(plan)]
     else:
         report.findings.extend(_plan_findings(plan))
         report.findings.append(Finding("install-unverified", Severity.FALLBACK, "doctor did not run after the install, "
@@ -449,17 +456,8 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
 
 
 def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:
-    """Text for people: the plan, findings and the verdict line with the real exit code."""
-    shown = report
-    if not dry_run:  # the plan was printed before anything ran
-        shown = dataclasses.replace(report, plan=None)
-    lines = render_text(shown, verbose=verbose).splitlines()
-    if lines and lines[-1].startswith("verdict:"):
-        words = WORDS[VERDICT_OF_EXIT[code]] if code in VERDICT_OF_EXIT else "ERROR"
-        unchanged = any(f.id == "install-nothing-to-change" for f in report.findings)
-        pre = "predicted after this plan" if dry_run else "nothing to change" if unchanged else "after install"
-        lines[-1] = f"verdict ({pre}): {words} (exit {code})" + ("  [dry run: nothing was changed]" if dry_run else "")
-    return "\n".join(lines)
+    """Text for people: the plan (a dry run's), findings and the verdict line with the real exit code."""
+    return render_install(report, code, dry_run, verbose)
 
 
 def to_json(report: Report, code: int) -> str:

@@ -32,7 +32,8 @@ from kernelcheck import __version__
 from kernelcheck.core.capability import sm_name
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
-from kernelcheck.report.model import Finding, FunctionStatus, Report, render_text
+from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.text import render_text
 
 _FAILING = (Severity.FALLBACK, Severity.BROKEN)
 # Characters XML 1.0 cannot carry at all (a traceback or a binary path could hold them).

@@ -1,4 +1,5 @@
-"""Findings, function statuses, the verdict, and the two renderers (text for people, JSON for tools)."""
+"""The typed report every command fills: findings, function statuses, the verdict, its sections, and its JSON
+(report/text.py writes the text for people from the same values)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
-from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
@@ -22,6 +22,8 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     Severity,
     worst,
 )
+from kernelcheck.report import hub_text
+from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class Needs:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Needs:
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class Bindings:
@@ -46,12 +52,17 @@ class Bindings:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Bindings:
+        return cls(**data)
+
 
 @dataclass
 class HubSection:
-    """The Kernel Hub section (hub/check.py); `kernelcheck hub --repo` adds to `repos` and `lines`."""
+    """The Kernel Hub section (hub/check.py); `kernelcheck hub --repo` adds to `repos` and `items`. `items` are
+    what its lines say (report/hub.py), written as sentences by report/hub_text.py: the JSON `lines`."""
 
-    lines: list[str]
+    items: list[HubLine]
     used: bool
     why: str | None
     device: str
@@ -59,11 +70,24 @@ class HubSection:
     offline: bool
     transformers: dict[str, Any]
     mapping: list[dict[str, Any]]
-    names: list[dict[str, Any]]
+    names: list[HubRow]
     repos: list[dict[str, Any]]
 
+    @property
+    def lines(self) -> list[str]:
+        return hub_text.lines(self.items)
+
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {"lines": self.lines, "used": self.used, "why": self.why, "device": self.device, "mode": self.mode,
+                "offline": self.offline, "transformers": self.transformers, "mapping": self.mapping,
+                "names": [r.to_json() for r in self.names], "repos": self.repos}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HubSection:
+        """A section read back: its lines as they were printed, its rows typed."""
+        return cls([PrintedLine(t) for t in data["lines"]], data["used"], data["why"], data["device"], data["mode"],
+                   data["offline"], data["transformers"], data["mapping"],
+                   [HubRow.from_json(r) for r in data["names"]], data["repos"])
 
 
 @dataclass
@@ -86,6 +110,13 @@ class LiveSection:
             out["captured_output"] = self.captured_output
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LiveSection:
+        details = {k: v for k, v in data.items() if k not in ("ran", "step", "lines", "captured_output")}
+        full = "captured_output" in data  # a full run: its details, then the captured output
+        return cls(data["ran"], list(data["lines"]), bool(data.get("step")), details if full else None,
+                   data.get("captured_output"))
+
 
 @dataclass(frozen=True)
 class Before:
@@ -96,6 +127,10 @@ class Before:
 
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "functions": dict(self.functions)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Before:
+        return cls(data["verdict"], dict(data["functions"]))
 
 
 @dataclass(frozen=True)
@@ -110,6 +145,10 @@ class ImportProof:
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "cache": self.cache, "file": self.file, "proven_at": self.proven_at}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ImportProof:
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -128,22 +167,53 @@ class Prediction:
             out["lock"] = self.lock
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Prediction:
+        """From the report's own keys (the section is merged into the report's JSON)."""
+        return cls(data["predicted"], data["executed"], data.get("lock"), has_lock="lock" in data)
+
+
+@dataclass(frozen=True)
+class ErrorReport:
+    """What a command prints with --json when it stops on an error (cli/common.py): no statuses, the message."""
+
+    command: str
+    verdict: str | None
+    exit_code: int
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": schemas.ERROR, "command": self.command, "verdict": self.verdict,
+                "exit_code": self.exit_code, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ErrorReport:
+        return cls(data["command"], data.get("verdict"), data["exit_code"], data["error"])
+
 
 @dataclass(frozen=True)
 class Installed:
-    """install: what was installed, the manifest, how long it took, and the doctor run after it (its JSON)."""
+    """install: what was installed, the manifest, how long it took, and the doctor run after it (its report, or
+    the error it stopped on; None when it printed no JSON)."""
 
     installed: list[dict[str, Any]]
     manifest: Any
     install_seconds: float
-    doctor_after: dict[str, Any] | None = None
+    doctor_after: Report | ErrorReport | None = None
     has_doctor_after: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out = {"installed": self.installed, "manifest": self.manifest, "install_seconds": self.install_seconds}
         if self.has_doctor_after:
-            out["doctor_after"] = self.doctor_after
+            out["doctor_after"] = self.doctor_after.to_json() if self.doctor_after is not None else None
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Installed:
+        """From the report's own keys (the section is merged into the report's JSON)."""
+        after = data.get("doctor_after")
+        return cls(data["installed"], data["manifest"], data["install_seconds"],
+                   read_report(after) if after is not None else None, has_doctor_after="doctor_after" in data)
 
 
 @dataclass
@@ -162,6 +232,13 @@ class TraceSection:
         if self.breakdown:
             out["breakdown"] = self.breakdown
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TraceSection:
+        """From the report's own keys (the section is merged into the report's JSON)."""
+        trace = dict(data["trace"])
+        annotated = trace.pop("annotated", None)
+        return cls(trace, data["summary"], data["steps"], data.get("breakdown"), annotated)
 
 
 # Report.sections_json's order: each typed section's JSON key after `findings`; "json": key -> section.to_json(),
@@ -234,6 +311,36 @@ class Report:
         out.update(self.sections_json())
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Report:
+        """The report a command printed with --json, typed again (install reads the doctor it ran after the
+        install): to_json(from_json(x)) == x for a doctor's report; verdict and exit code are decided again."""
+        rep = cls(data["command"], data["environment"], data["model"], data["mode"],
+                  [FunctionStatus.from_json(f) for f in data.get("functions", [])],
+                  [Finding.from_json(f) for f in data.get("findings", [])])
+        for name, how in _SECTIONS:
+            if how == "merge":
+                if _MERGED_KEY[name] in data:
+                    setattr(rep, name, _SECTION_TYPE[name].from_json(data))
+            elif name in data:
+                setattr(rep, name, _SECTION_TYPE[name].from_json(data[name]) if how == "json" else data[name])
+        return rep
+
+
+# The typed sections' classes; a merged section is read back when its first key is in the report's JSON.
+_SECTION_TYPE: dict[str, Any] = {
+    "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
+    "hub": HubSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
+}
+_MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}
+
+
+def read_report(data: dict[str, Any]) -> Report | ErrorReport:
+    """A report's JSON, typed: the error a command stopped on (no functions, an `error`), or the report."""
+    if not data.get("functions") and "error" in data:
+        return ErrorReport.from_json(data)
+    return Report.from_json(data)
+
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
     keep = {"reason", "fix", "implementation", "status", "name", "package"}
@@ -248,178 +355,3 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 
 def render_json(report: Report) -> str:
     return json.dumps(report.to_json(), indent=2, default=str)
-
-
-_MARK = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "UNSUPPORTED"}
-_SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
-
-
-def environment_lines(env: dict[str, Any]) -> list[str]:
-    t = env.get("torch")
-    if t:
-        torch_s = f"torch {t['version']} (CUDA {t['cuda'] or 'none: CPU build'}, cxx11abi {t['cxx11abi']})"
-    else:
-        torch_s = "torch not installed"
-    gpus = env.get("gpus") or []
-    gpu_s = ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
-    lines = [
-        f"  python {env['python']} · {env['platform']} · {torch_s}",
-        f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
-        f"kernels {env.get('kernels') or 'absent'}",
-        f"  GPUs: {gpu_s} · driver {env.get('driver') or 'none'} · nvcc {env.get('nvcc') or 'absent'}"
-        + (" (pip's nvidia-cuda-nvcc, not a CUDA toolkit)" if env.get("nvcc_source") == "pip" else "")
-        + (f" ({env['cuda_home']})" if env.get("cuda_home") else ""),
-    ]
-    pk = env.get("packages") or {}
-    if pk:
-        parts = []
-        for name, st in pk.items():
-            if not st["installed"]:
-                continue
-            parts.append(f"{st['distribution'] or name} {st['version'] or '?'}"
-                         + ("" if st["imports"] else " (import fails)"))
-        lines.append("  kernel packages: " + (", ".join(parts) if parts else "none installed"))
-    return lines
-
-
-def render_findings(findings: list[Finding], width: int = 6, references: bool = True,
-                    verbose: bool = True) -> list[str]:
-    """The `findings` block of a text report: severity, id, message, then its fix and reference.
-
-    Not verbose: two or more info findings are one line naming their ids after the others (warnings and
-    worse are always in full), so the verdict below is not buried; --verbose and --json show them all."""
-    if not findings:
-        return []
-    out = ["findings"]
-    pad = " " * (width + 3)
-    infos = [fd for fd in findings if fd.severity == Severity.INFO]
-    grouped = not verbose and len(infos) > 1
-    for fd in findings:
-        if grouped and fd.severity == Severity.INFO:
-            continue
-        out.append(f"  {_SEV.get(fd.severity, fd.severity):<{width}} [{fd.id}] {fd.message}")
-        if fd.fix:
-            out.append(f"{pad}fix: {fd.fix}")
-        if references and fd.reference:
-            out.append(f"{pad}ref: {fd.reference}")
-    if grouped:
-        out.append(f"  {'info':<{width}} {len(infos)} notes: {', '.join(fd.id for fd in infos)} "
-                   "(--verbose shows them, --json lists all)")
-    return out
-
-
-def _render_head(report: Report) -> str:
-    """The first line of a text report: command, model (id, model_type, source) and mode."""
-    head = f"kernelcheck {report.command}"
-    if report.model:
-        mm = report.model
-        head += f" · {mm.get('id') or mm.get('query')} ({mm.get('model_type')}, from {mm.get('source')})"
-    if report.mode:
-        head += f" · mode {report.mode}"
-    return head
-
-
-def _render_functions(functions: list[FunctionStatus]) -> list[str]:
-    """The `functions` block: one line per function, then its why/fix (said once when repeated) and evidence."""
-    out = ["functions"]
-    width = max(len(f.name) for f in functions)
-    said: dict[tuple[str | None, str | None], str] = {}  # (why, fix) -> the first function that said it
-    for f in functions:
-        note = "" if f.used else "  (not used in this mode)"
-        out.append(f"  {_MARK.get(f.status, f.status.upper()):<11} {f.name:<{width}}  {f.package:<22} "
-                   f"{f.implementation}{note}")
-        first = said.setdefault((f.reason, f.fix), f.name) if (f.reason or f.fix) else f.name
-        if first != f.name:  # the same why and fix as a function above: say it once
-            out.append(f"              why, fix: as for {first}")
-        else:
-            if f.reason:
-                out.append(f"              why: {f.reason}")
-            if f.fix:
-                out.append(f"              fix: {f.fix}")
-        if f.evidence:
-            out.extend(_render_evidence(f.evidence))
-    return out
-
-
-def _render_evidence(evidence: dict[str, Any]) -> list[str]:
-    """A function's evidence lines: one line of scalars, then the kernel names (first six)."""
-    # one line of scalars; nested evidence (per layer, comparisons) is in --json
-    ev = ", ".join(f"{k}={v}" for k, v in evidence.items()
-                   if k not in ("kernels", "kernel_names") and not isinstance(v, (dict, list)))
-    out = [f"              evidence: {ev}"]
-    names = evidence.get("kernel_names") or evidence.get("kernels")
-    if names:
-        out.append(f"              kernels: {', '.join(names[:6])}")
-    return out
-
-
-def render_text(report: Report, verbose: bool = True) -> str:
-    """The whole text report: head, environment, functions, the optional sections, findings and the verdict.
-    `verbose` False groups the info findings into one line (render_findings)."""
-    out: list[str] = [_render_head(report)]
-    if report.environment:
-        out.append("environment")
-        out.extend(environment_lines(report.environment))
-    if report.functions:
-        out.extend(_render_functions(report.functions))
-    if report.plan:
-        out.extend(_render_plan(report.plan))
-    if report.hub is not None:
-        out.extend(_render_hub_unused(report.hub) if report.command != "hub" and report.hub.used is False
-                   else _render_hub(report.hub))
-    if report.trace is not None and report.trace.summary:
-        out.extend(_render_summary(report.trace.summary))
-    if report.live is not None:
-        out.extend(_render_live(report.live))
-    out.extend(render_findings(report.findings, verbose=verbose))
-    out.extend(_render_cache(report.import_proof))
-    v = report.verdict
-    words = {"ready": "READY: every fast kernel this job uses will run",
-             "fallback": "FALLBACK: a slow torch path would run",
-             "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
-    out.append(f"verdict: {words[v]} (exit {report.exit_code})")
-    return "\n".join(out)
-
-
-def _render_plan(plan: list[dict[str, Any]]) -> list[str]:
-    out = ["plan"]
-    for i, step in enumerate(plan, 1):
-        out.append(f"  {i}. {step['action']:<8} {step['package']:<16} {step.get('spec') or ''}  [{step['source']}]")
-        out.append(f"     why: {step['reason']}")
-        if step.get("command"):
-            out.append(f"     run: {step['command']}")
-        for rej in step.get("rejected", []):
-            out.append(f"     rejected {rej['candidate']}: {rej['reason']}")
-    return out
-
-
-def _render_hub(hub: HubSection) -> list[str]:
-    return ["hub", *(f"  {line}" for line in hub.lines)]
-
-
-def _render_hub_unused(hub: HubSection) -> list[str]:
-    """Hub kernels are not loaded by this job: one line (the full section is in --json and `kernelcheck hub`)."""
-    why = hub.why or "use_kernels is off"
-    return [f"hub: Hub kernels are not used: {why}. `kernelcheck hub --model M` shows what use_kernels=True "
-            "would load."]
-
-
-def _render_summary(summary: dict[str, Any]) -> list[str]:
-    out = ["summary"]
-    for k, v in summary.items():
-        if not isinstance(v, (dict, list)):
-            out.append(f"  {k}: {v}")
-    return out
-
-
-def _render_cache(proof: ImportProof | None) -> list[str]:
-    """Run-to-run state is a note, not a finding: where doctor's import answers came from (JSON `import_proof`)."""
-    if proof is None or proof.cache != "hit":
-        return []
-    return [f"cache: which kernel packages import and what transformers binds come from the proof of "
-            f"{proof.proven_at} ({proof.file}): nothing it depends on changed since; `kernelcheck doctor "
-            "--no-cache` proves it again"]
-
-
-def _render_live(live: LiveSection) -> list[str]:
-    return ["live (verify)"] + [f"  {line}" for line in live.lines]

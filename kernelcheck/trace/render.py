@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelcheck.core.capability import sm_name
-from kernelcheck.report.model import Report, TraceSection, render_findings
+from kernelcheck.report.model import Report, TraceSection
 from kernelcheck.report.progress import Progress
+from kernelcheck.report.text import render_findings
 from kernelcheck.trace.results import TraceAnalysis
 from kernelcheck.trace.verdicts import _ms, _short
 

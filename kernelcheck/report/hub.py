@@ -1,0 +1,151 @@
+"""The Hub section's typed values (hub/check.py and `kernelcheck hub --repo` fill them): one row per Hub name of
+the model, and the items the section's lines are made of. Their sentences are written in report/hub_text.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernelcheck.integrations.kernels_hub import Resolution
+
+
+@dataclass
+class HubRow:
+    """One Hub name of the model (a layer or a function): the mapping entry (repo, layer) and the build kernels
+    picks (`variant`, or why none: nearest, error, problem, blocked), or the `note` why nothing is mapped; `path` is
+    the code the job runs (hub, package, torch, load-fails) and `implementation` the function's bound one."""
+
+    name: str
+    kind: str  # layer | function
+    mapped: bool
+    note: str | None = None
+    repo: str | None = None  # the repository spec, when an entry was selected
+    layer: str | None = None
+    source: str | None = None
+    variant: str | None = None
+    nearest: str | None = None
+    would_match: str | None = None
+    error: str | None = None
+    problem: str | None = None
+    blocked: str | None = None
+    path: str | None = None
+    implementation: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "mapped": self.mapped}
+        if self.note is not None:
+            out["note"] = self.note
+        if self.repo is not None:
+            out.update({k: getattr(self, k) for k in _RESOLVED})
+        if self.path is not None:
+            out["path"] = self.path
+        if self.implementation is not None:
+            out["implementation"] = self.implementation
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HubRow:
+        return cls(**data)
+
+
+_RESOLVED = ("repo", "layer", "source", "variant", "nearest", "would_match", "error", "problem", "blocked")
+
+
+@dataclass(frozen=True)
+class WindowLine:
+    """transformers' window for `kernels` and whether the installed one is inside it."""
+
+    transformers: str | None
+    window: str
+    window_source: str
+    kernels: str | None
+    met: bool
+    refused: bool  # from_pretrained refuses to load (ValueError) rather than treating kernels as absent
+
+
+@dataclass(frozen=True)
+class SwitchLine:
+    """USE_HUB_KERNELS (set, or transformers' default) and from_pretrained's use_kernels default."""
+
+    use_hub_kernels: str
+    is_set: bool
+    enabled: bool
+    use_kernels_default: bool | None
+    use_kernels_source: str
+
+
+@dataclass(frozen=True)
+class UseLine:
+    """Whether this job loads Hub kernels, and why."""
+
+    used: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class ListingLine:
+    """Where build variants are listed from. `origin`: device-flag | cuda-flag | torch-build; `listing`: offline
+    | online | cache (HF cache only, `used` says whether for --source cache or because Hub kernels are off)."""
+
+    device: str
+    origin: str
+    mode: str
+    listing: str
+    used: bool
+
+
+@dataclass(frozen=True)
+class TargetLine:
+    """--torch/--cuda/--arch: kernels' resolver runs with these values; cuda "" is a CPU build, None as installed."""
+
+    torch: str | None
+    cuda: str | None
+    sm: str | None
+
+
+@dataclass(frozen=True)
+class KernelsAbsentLine:
+    """No `kernels` package: nothing resolved; `default_refuses`: use_kernels=True by default raises at load."""
+
+    default_refuses: bool
+
+
+@dataclass(frozen=True)
+class LayoutUnknownLine:
+    """No kernels adapter fits the installed release (integrations/kernels_api's reason)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class RowLine:
+    """One row of the section, as the job meets it (`used`: the path it runs is said too)."""
+
+    row: HubRow
+    used: bool
+
+
+@dataclass(frozen=True)
+class ResolutionLines:
+    """A repository the model maps to: every variant kernels listed, the chosen one, and notes."""
+
+    spec: str
+    resolution: Resolution
+
+
+@dataclass(frozen=True)
+class RepoCheckLines:
+    """`kernelcheck hub --repo`: the repository resolved directly."""
+
+    resolution: Resolution
+
+
+@dataclass(frozen=True)
+class PrintedLine:
+    """A line as a report's JSON printed it (a report read back: Report.from_json)."""
+
+    text: str
+
+
+HubLine = (WindowLine | SwitchLine | UseLine | ListingLine | TargetLine | KernelsAbsentLine | LayoutUnknownLine
+           | RowLine | ResolutionLines | RepoCheckLines | PrintedLine)

@@ -1,0 +1,144 @@
+"""The Hub section's sentences (its JSON `lines` and the `hub` block of the text), from report/hub.py's values."""
+
+from __future__ import annotations
+
+from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.report.hub import (
+    HubLine,
+    HubRow,
+    KernelsAbsentLine,
+    LayoutUnknownLine,
+    ListingLine,
+    PrintedLine,
+    ResolutionLines,
+    RowLine,
+    SwitchLine,
+    TargetLine,
+    UseLine,
+    WindowLine,
+)
+
+
+def lines(items: list[HubLine]) -> list[str]:
+    """The section's lines, in the order its items were added."""
+    out: list[str] = []
+    for item in items:
+        out.extend(_item_lines(item))
+    return out
+
+
+def _item_lines(item: HubLine) -> list[str]:
+    if isinstance(item, PrintedLine):
+        return [item.text]
+    if isinstance(item, WindowLine):
+        return [_window(item)]
+    if isinstance(item, SwitchLine):
+        said = "set" if item.is_set else "transformers' default"
+        return [f"USE_HUB_KERNELS={item.use_hub_kernels} ({said}: Hub decorators {'on' if item.enabled else 'off'})"
+                f" · from_pretrained use_kernels default: {item.use_kernels_default} ({item.use_kernels_source})"]
+    if isinstance(item, UseLine):
+        return [f"Hub kernels in this job: {'YES' if item.used else 'no'} - {item.why}"]
+    if isinstance(item, ListingLine):
+        return [_listing(item)]
+    if isinstance(item, (TargetLine, KernelsAbsentLine, LayoutUnknownLine)):
+        return [_note(item)]
+    if isinstance(item, RowLine):
+        return [_row_text(item.row, item.used) + (_runs(item.row) if item.used else "")]
+    if isinstance(item, ResolutionLines):
+        return _resolution(item.spec, item.resolution)
+    return _repo_check(item.resolution)  # RepoCheckLines
+
+
+def _note(item: TargetLine | KernelsAbsentLine | LayoutUnknownLine) -> str:
+    """The one-line notes: the --torch/--cuda/--arch target, no `kernels`, no adapter for its layout."""
+    if isinstance(item, TargetLine):
+        cuda = f"CUDA {item.cuda}" if item.cuda else ("CPU" if item.cuda == "" else "CUDA as installed")
+        gpu = f", GPU {item.sm}" if item.sm else ""
+        return (f"resolving for torch {item.torch or 'as installed'}, {cuda}{gpu} "
+                "(--torch/--cuda/--arch): kernels' resolver with these values instead of this machine's")
+    if isinstance(item, KernelsAbsentLine):
+        if item.default_refuses:
+            return ("kernels is not installed: from_pretrained's use_kernels=True default raises ValueError at load "
+                    "(hub-kernels-unusable), so no variant is resolved")
+        return "kernels is not installed: transformers loads no Hub kernel here, so no variant is resolved"
+    return f"{item.reason}: the builds kernels would load are not listed"
+
+
+def _window(w: WindowLine) -> str:
+    state = "inside" if w.met else "OUTSIDE"
+    outside = (" -> from_pretrained refuses to load (ValueError)" if w.refused
+               else " -> transformers treats kernels as absent")
+    return (f"transformers {w.transformers} accepts kernels {w.window} ({w.window_source}); "
+            f"installed kernels {w.kernels or 'absent'}: {state} the window" + ("" if w.met else outside))
+
+
+_ORIGIN = {"device-flag": "--hub-device", "cuda-flag": "--cuda", "torch-build": "from the torch build"}
+
+
+def _listing(item: ListingLine) -> str:
+    if item.listing == "offline":
+        listing = "offline: LOCAL_KERNELS and the Hugging Face cache"
+    elif item.listing == "online":
+        listing = "LOCAL_KERNELS, then the Hub (the cache if the Hub cannot be reached)"
+    else:
+        listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
+            ("Hub kernels are not in use" if not item.used else "--source cache") + ")"
+    return f"device {item.device} ({_ORIGIN[item.origin]}) · mode {item.mode} · variants listed from {listing}"
+
+
+def _runs(row: HubRow) -> str:
+    """Which path the job runs for the row: the Hub build, the pip package bound at import, or torch."""
+    if row.path == "hub":
+        return " -> the Hub path runs"
+    if row.path == "load-fails":
+        return " -> the model load fails"
+    if row.path == "package":
+        return f" -> the pip path runs ({row.implementation})"
+    if row.kind == "function" and row.implementation:
+        return f" -> the torch path runs ({row.implementation})"
+    return ""
+
+
+def _row_text(row: HubRow, used: bool) -> str:
+    head = f"{row.name} ({row.kind})"
+    if row.repo is None:
+        return f"{head}: {row.note}"
+    label = f"{head} -> {row.repo} layer {row.layer}"
+    if row.variant and row.blocked:
+        return f"{label}: build {row.variant} is cached but NOT LOADABLE offline: {row.blocked}"
+    if row.variant and not row.problem:
+        return f"{label}: build {row.variant} {'will be used' if used else 'would be used'} (from {row.source})"
+    if row.variant:
+        return f"{label}: build {row.variant} chosen but {row.problem}"
+    if row.error:
+        return f"{label}: could not list builds: {row.error}"
+    return f"{label}: NO BUILD for this torch/CUDA (nearest: {row.nearest})"
+
+
+def _resolution(spec: str, res: Resolution) -> list[str]:
+    loc = f" ({res.location})" if res.location else ""
+    commit = f" commit {res.commit[:12]}" if res.commit else ""
+    out = [f"{spec} from {res.source}{loc}{commit}:"]
+    for d in res.decisions:
+        out.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}" if d.accepted
+                   else f"    rejected {d.variant}: {d.reason}")
+    if res.error:
+        out.append(f"    {res.error}")
+    if res.nearest:
+        out.append(f"    nearest {res.nearest} would match {res.would_match}")
+    out.extend(f"    note: {n}" for n in res.notes)
+    return out
+
+
+def _repo_check(res: Resolution) -> list[str]:
+    """`kernelcheck hub --repo`: where the repository was listed from, each variant, and what stops it."""
+    out = [f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+           + (f": build {res.chosen} will be used" if res.chosen else "")]
+    for d in res.decisions:
+        out.append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "
+                   f"{d.variant}" + (f": {d.reason}" if d.reason else ""))
+    if res.error:
+        out.append(f"    {res.error}")
+    elif res.chosen and res.blocked:
+        out.append(f"    NOT LOADABLE offline: {res.blocked}")
+    return out
