@@ -11,7 +11,7 @@ Each marker names an entry of SAMPLES below: either a command run here (`python 
 piped, so wrapped at 100 columns as a user's pipe or CI log shows it), or a report recorded on real hardware
 (a `--json` file under docs/gpu/) rendered by today's text renderer. Runs use HF_HUB_OFFLINE=1, NO_COLOR=1 and
 KERNELCHECK_IMPORT_CACHE=0 (no cache note with a date in the sample). The CPU samples are of this repository's
-CI machine (2 cores, torch CPU build); tests/test_doc_samples.py runs `--check` there.
+CI machine (2 cores, torch CPU build); tests/unit/test_doc_samples.py runs `--check` there.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 
 The shapes are written here once and the shared parts (environment, model, functions, findings) are copied
 into each file, so a consumer validates with any JSON Schema tool without resolving references across
-files. tests/test_json_schemas.py checks that the shipped files are this script's output and validates
+files. tests/unit/test_json_schemas.py checks that the shipped files are this script's output and validates
 every command's real `--json` against them. New optional fields keep a schema's version; removing a field
 or changing its meaning bumps it (kernelcheck/schemas/__init__.py).
 """

@@ -1,11 +1,12 @@
 """Test lanes and paths.
 
 Two lanes, both run by CI (.ci/run):
-- fast (`pytest -m "not integration"`): decisions in-process with explicit inputs (seconds);
-- integration (`pytest -m integration`): real processes, real venvs and pip, real builds.
+- fast (tests/unit, `pytest -m "not integration"`): decisions in-process with explicit inputs (seconds);
+- integration (tests/integration, `pytest -m integration`): real processes, real venvs and pip, real builds.
 
-A test is in the integration lane when it carries `@pytest.mark.integration` or lives in a module listed in
-INTEGRATION_MODULES below (the modules whose tests drive `python -m kernelcheck` or build package sets).
+The folder is the lane: tests/unit holds the fast lane, tests/integration the integration lane (marked
+`integration` here, so `-m` picks them); the helpers both use (environments, fixtures, programs, data) stay in
+tests/.
 """
 
 import os
@@ -20,8 +21,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 # Piped text is wrapped to 100 columns for people (report/terminal.py). The tests that read a command's stdout
-# match phrases of one logical line, so their processes get a wide $COLUMNS; tests/test_terminal.py and
-# tests/test_doc_samples.py unset it to check the 100-column text itself. pytest keeps its own width.
+# match phrases of one logical line, so their processes get a wide $COLUMNS; tests/unit/test_terminal.py and
+# tests/unit/test_doc_samples.py unset it to check the 100-column text itself. pytest keeps its own width.
 WIDE = "10000"
 
 
@@ -34,18 +35,33 @@ def pytest_configure(config: pytest.Config) -> None:
         reporter._tw.fullwidth = shutil.get_terminal_size().columns
     os.environ["COLUMNS"] = WIDE
 
-INTEGRATION_MODULES = frozenset({
-    "test_doctor", "test_hub", "test_install_cli", "test_install_wheels", "test_junit", "test_pipelines",
-    "test_trace", "test_trace_gpu", "test_trace_step_gpu", "test_verify", "test_verify_step",
-    "test_fleet", "test_proofcache", "test_packing", "test_install_artifacts",
-})
+LANES = {"unit": "fast", "integration": "integration"}
+
+
+def lane_of(parts: tuple[str, ...], marked_integration: bool) -> str | None:
+    """The lane of a test from its path under tests/ (its folder) and its markers; None: it is in the wrong place
+    (outside both folders, or marked integration/slow in tests/unit)."""
+    lane = LANES.get(parts[0]) if len(parts) > 1 else None
+    if lane == "fast" and marked_integration:
+        return None
+    return lane
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wrong = []
     for item in items:
-        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
-        if module in INTEGRATION_MODULES or item.get_closest_marker("slow"):
+        parts = Path(str(item.path)).resolve().relative_to(HERE).parts
+        marked = any(item.get_closest_marker(m) for m in ("integration", "slow"))
+        lane = lane_of(parts, marked)
+        if lane == "integration":
             item.add_marker(pytest.mark.integration)
+        elif lane is None:
+            wrong.append(item.nodeid)
+    if wrong:
+        raise pytest.UsageError(
+            "tests outside their lane's folder: tests/unit holds the in-process fast lane, tests/integration the "
+            "tests that launch processes, pip or builds (a test marked slow or integration goes there): "
+            + ", ".join(wrong[:10]))
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ tests/conftest.py applies `forbid_processes` to every test that is not in the in
 starts another program goes through one of the calls patched here: subprocess (run, check_output, Popen: its
 `_execute_child`), multiprocessing's spawn/forkserver (`util.spawnv_passfds`), and the os calls (fork, forkpty,
 posix_spawn[p], system, exec*, spawn*). A test that must launch a process belongs in the integration lane:
-`@pytest.mark.integration`, or its module in conftest's INTEGRATION_MODULES.
+a module in tests/integration (the folder is the lane: tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ def _refuse(what: str) -> Callable[..., Any]:
         raise ProcessInFastLane(
             f"{what} ({str(argv)[:200]}) was called by a fast-lane test: the fast lane (-m 'not integration') "
             "runs in-process only. "
-            "Mark the test @pytest.mark.integration (or list its module in tests/conftest.py "
-            "INTEGRATION_MODULES), or test the decision with explicit inputs.")
+            "Move the test to a module in tests/integration, or test the decision with explicit inputs.")
 
     return refuse
 

@@ -83,8 +83,8 @@ def run() -> None:
     once with its exit code. Python's own teardown is skipped: it resets Python's signal handlers to the system
     default first (signalmodule `_PySignal_Fini`), and torch's teardown then takes long enough that a Ctrl-C in
     it ended the process as "killed by SIGINT" (exit -2, no message) instead of exit 130 (measured:
-    tests/test_signals.py verify-step). Nothing of kernelcheck's runs at exit: files and temporary folders are
-    closed and removed by the commands' own `with` blocks."""
+    tests/integration/test_signals.py verify-step). Nothing of kernelcheck's runs at exit: files and temporary
+    folders are closed and removed by the commands' own `with` blocks."""
     import os
     import signal
     import sys

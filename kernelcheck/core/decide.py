@@ -1,7 +1,7 @@
 """The one status decider: evidence in, each function's FunctionStatus and the report's verdict out.
 
 Callers gather evidence and pass it in; nothing here loads the matrix, probes the environment or runs a process,
-so each decision is a pure function of its arguments (tests/test_decide.py).
+so each decision is a pure function of its arguments (tests/unit/test_decide.py).
 
 Evidence, lowest precedence first (a later kind overrides an earlier one only as described):
 

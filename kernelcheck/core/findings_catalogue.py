@@ -1,7 +1,7 @@
 """The catalogue of finding ids: every id a kernelcheck report can carry, with its severities and meaning.
 
 Decisions and tests use these ids (and the finding's fields), never its wording; the wording is made and tested
-once, where a report is rendered. tests/test_findings_catalogue.py scans the package for every `Finding(...)`
+once, where a report is rendered. tests/unit/test_findings_catalogue.py scans the package for every `Finding(...)`
 and fails when an emitted id is missing here, or an id here is never emitted; docs/findings.md is this table
 (`python -m kernelcheck.core.findings_catalogue > docs/findings.md` writes it).
 
@@ -189,7 +189,7 @@ def markdown(entries: Iterable[Entry] = ENTRIES) -> str:
         "",
         "Every finding a report carries has an `id` (JSON `findings[].id`) and a `severity`. Scripts and tests",
         "read those, never the message's wording. This table is kernelcheck/core/findings_catalogue.py",
-        "(`python -m kernelcheck.core.findings_catalogue > docs/findings.md`; tests/test_findings_catalogue.py",
+        "(`python -m kernelcheck.core.findings_catalogue > docs/findings.md`; tests/unit/test_findings_catalogue.py",
         "checks that it lists every id the code emits, and nothing else).",
         "",
         "Ids from data are not copied here: each rule of matrix/breakages.toml (`[[breakage]]`: its severity, or",

@@ -23,7 +23,7 @@ and install.
 | KERNELCHECK_MEASUREMENTS | JSON lines of measured steps (verify --step --record): GPU-hours of a fallback |
 | KERNELCHECK_FLEET_ID | --all-ranks outside torchrun/Slurm: the fleet's run id |
 
-The user's table of all of them, with defaults and flags, is docs/settings.md (tests/test_settings_doc.py).
+The user's table of all of them, with defaults and flags, is docs/settings.md (tests/unit/test_settings_doc.py).
 """
 
 from __future__ import annotations

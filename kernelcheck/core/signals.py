@@ -3,7 +3,7 @@
 - An install's rollback and commit (install/apply.py): a second Ctrl-C must not leave half a rollback.
 - `import torch` and the kernel packages' imports (core/environment.py): torch's C code imports numpy and
   *clears* any error that import raises, KeyboardInterrupt included ("Failed to initialize NumPy"), so a
-  Ctrl-C that lands there is lost and the install goes on (seen by tests/test_install_signals.py). Held
+  Ctrl-C that lands there is lost and the install goes on (seen by tests/integration/test_install_signals.py). Held
   back, it is raised as soon as the import is done; a second signal interrupts the import at once.
 
 And routing them: `route` / `routed` make SIGINT and SIGTERM raise `Interrupted` for a whole command

@@ -36,7 +36,7 @@ def findings(sec: dict[str, Any]) -> list[Finding]:
 
 
 CACHE_REF = ("transformers masking_utils._preprocess_mask_arguments (find_packed_sequence_indices only without a "
-             "cache); measured: tests/test_packing_batches.py")
+             "cache); measured: tests/integration/test_packing_batches.py")
 # what each packing mode is, in the collator's words (docs/packing.md "Packing modes"), and each outcome
 _MODE_WORDS = {"none": "no packing (one sequence per row)", "position_ids": "position_ids only (TRL padding_free)",
                "cu_seq_lens": "cu_seq_lens", "flash": "cu_seq_lens + seq_idx"}

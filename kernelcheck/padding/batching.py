@@ -12,7 +12,7 @@ took 25 minutes). Here each chunk is handled in numpy:
   within a batch or two; periodic data whose batches never line up with the lanes is exact but walks every
   batch (slower).
 The last batch of a chunk stays open and is carried into the next one, so chunk borders change nothing.
-`tests/test_padding_fast.py` holds the two implementations equal on random and adversarial data.
+`tests/unit/test_reader_fuzz.py` holds the two implementations equal on random and adversarial data.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Every `--json` object starts with `schema`, a kind and a version: `kernelcheck.d
 `kernelcheck.forecast/1` (doctor --upgrade: the doctor reports before and after, and their diff) and
 `kernelcheck.error/1` (any command that stopped before its report: `verdict` null, `error` the message).
 The version grows when a field is removed or changes meaning; new fields keep it. The files beside this module
-(`<kind>.schema.json`, JSON Schema draft 2020-12, self-contained) are what tests/test_json_schemas.py validates
-every command's output against; scripts/gen_schemas.py writes them (edit it, not the files).
+(`<kind>.schema.json`, JSON Schema draft 2020-12, self-contained) are what
+tests/integration/test_json_schemas.py validates every command's output against; scripts/gen_schemas.py writes
+them (edit it, not the files).
 
 `kernelcheck.report/1` was the one id of 0.1 for doctor, verify, install, hub and trace alike; `compare` still
 reads doctor and verify reports that carry it.

@@ -1,0 +1,1 @@
+"""The integration lane (tests/conftest.py)."""

@@ -1,0 +1,177 @@
+"""verify --step: a whole training step on both paths, each in its own process, projected to the full model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.trace import analysis as tr
+from kernelcheck.verify import projection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _result(step_ms: float, prof_ms: float, opt_ms: float) -> dict:
+    """A worker result as step_worker writes it: 3 GDN + 1 attention built, 48 + 16 in the real model."""
+    return {
+        "step_ms": step_ms, "tokens": 8192, "parameters": 1000,
+        "layers": ["linear_attention"] * 3 + ["full_attention"],
+        "full_layer_types": {"linear_attention": 48, "full_attention": 16},
+        "parameters_per_layer": {"linear_attention": 200.0, "full_attention": 100.0},
+        "trace": {"profiled_steps": 2, "profiled_step_ms": prof_ms},
+        "breakdown": {"profiled_steps": 2, "phases": {"optimizer": {"ms": 2 * opt_ms}},
+                      "layer_types": {
+                          "linear_attention": {"layers": 3, "forward": {"cost_ms": 2 * 3 * 10.0},
+                                               "backward": {"cost_ms": 2 * 3 * 20.0}},
+                          "full_attention": {"layers": 1, "forward": {"cost_ms": 2 * 5.0},
+                                             "backward": {"cost_ms": 2 * 10.0}}}},
+    }
+
+
+def test_the_projection_adds_the_missing_layers_at_their_measured_cost_and_keeps_the_head_once():
+    # profiled step == timed step: no scaling. GDN layer: 10 + 20 ms + 200/1000 of a 10 ms optimizer step.
+    p = projection.project(_result(step_ms=200.0, prof_ms=200.0, opt_ms=10.0))
+    assert p["per_layer"]["linear_attention"] == {"layer_ms": 30.0, "optimizer_ms": 2.0, "total_ms": 32.0,
+                                                  "spread_ms": [32.0, 32.0]}
+    assert p["per_layer"]["full_attention"] == {"layer_ms": 15.0, "optimizer_ms": 1.0, "total_ms": 16.0,
+                                                "spread_ms": [16.0, 16.0]}
+    assert p["rest_ms"] == pytest.approx(200.0 - 3 * 32.0 - 16.0)
+    assert p["projected_step_ms"] == pytest.approx(88.0 + 48 * 32.0 + 16 * 16.0)
+    assert p["projected_tokens_per_s"] == pytest.approx(8192 / p["projected_step_ms"] * 1000, rel=1e-3)
+
+
+def test_profiler_overhead_is_scaled_out_and_both_paths_give_a_projected_speedup():
+    fast = _result(step_ms=100.0, prof_ms=200.0, opt_ms=10.0)  # profiled 2x slower: costs halve
+    ref = _result(step_ms=400.0, prof_ms=200.0, opt_ms=10.0)  # profiled 2x faster (impossible but simple)
+    both = projection.compare(fast, ref)
+    assert both["fast"]["per_layer"]["linear_attention"]["total_ms"] == pytest.approx(16.0)
+    assert both["reference"]["per_layer"]["linear_attention"]["total_ms"] == pytest.approx(64.0)
+    assert both["projected_speedup"] == pytest.approx(
+        both["reference"]["projected_step_ms"] / both["fast"]["projected_step_ms"], rel=1e-2)
+    assert "measured step" in both["method"]
+
+
+def test_on_a_gpu_the_optimizer_share_is_its_kernel_time_not_the_cpu_waiting_for_the_queue():
+    r = _result(step_ms=200.0, prof_ms=200.0, opt_ms=40.0)  # CPU 40 ms per step in the optimizer range
+    r["breakdown"]["phases"]["optimizer"]["gpu_ms"] = 2 * 10.0  # its kernels: 10 ms per step
+    assert projection.project(r)["per_layer"]["linear_attention"]["optimizer_ms"] == pytest.approx(2.0)
+
+
+def test_a_layer_type_that_was_not_built_cannot_be_projected():
+    r = _result(200.0, 200.0, 10.0)
+    del r["breakdown"]["layer_types"]["full_attention"]
+    assert "full_attention" in projection.project(r)["error"]
+
+
+@pytest.fixture(scope="module")
+def step_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("step")
+    proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
+                           "--tokens", "32", "--json", "--trace-dir", str(out), "--junit", str(out / "step.xml")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return proc, json.loads(proc.stdout), out
+
+
+def test_the_junit_file_carries_the_step_numbers_and_fails_as_the_exit_code_says(step_run):
+    import xml.etree.ElementTree as ET
+
+    _, rep, out = step_run
+    root = ET.parse(out / "step.xml").getroot()
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    step = rep["step"]
+    assert float(props["step.fast.step_ms"]) == step["paths"]["fast"]["step_ms"]
+    assert float(props["step.reference.tokens_per_s"]) == step["paths"]["reference"]["tokens_per_s"]
+    assert float(props["step.speedup"]) == step["speedup"]
+    assert float(props["step.projected_speedup"]) == step["projection"]["projected_speedup"]
+    assert props["step.triton_cache"] == "warm" and props["step.tokens"] == "32"
+    assert len(list(root.iter("failure"))) > 0  # exit 3 on this CPU: the dashboard is red too
+    assert "whole training step" in "".join(e.text or "" for e in root.iter("system-out"))
+
+
+def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numbers(step_run):
+    proc, rep, _ = step_run
+    assert proc.returncode == rep["exit_code"] == 3  # the static part: no fla/causal-conv1d on this CPU
+    assert "Traceback" not in proc.stderr
+    step = rep["step"]
+    assert step["shape"] == "tiny" and step["tokens"] == 32 and step["checkpointing"] is True
+    for name in ("fast", "reference"):
+        p = step["paths"][name]
+        assert p["layers"] == ["linear_attention"] * 3 + ["full_attention"]  # one full period of the pattern
+        assert p["step_ms"] > 0 and p["tokens_per_s"] == pytest.approx(32 / p["step_ms"] * 1000, rel=1e-2)
+        assert p["kernels_per_step"] == 0 and p["cpu_ops_per_step"] > 1000  # CPU: no kernels, real ops
+        assert p["peak_memory_bytes"] > 0
+        assert set(p["phases"]) == {"forward", "backward", "optimizer"}
+        assert set(p["layer_types"]) >= {"linear_attention", "full_attention"}
+        # every layer has its forward and its backward range in each of the 2 profiled steps, with checkpointing
+        # on (a recompute opens none: the backward range holds it, and it is dearer than the forward)
+        for typ, n in (("linear_attention", 3), ("full_attention", 1)):
+            lt = p["layer_types"][typ]
+            assert lt["forward"]["ranges"] == lt["backward"]["ranges"] == 2 * n, (typ, lt)
+            assert 0 < lt["forward"]["cost_ms"] < lt["backward"]["cost_ms"], (typ, lt)
+        assert p["layer_types"].get("_recompute_ranges", 0) == 0
+        assert any("torch_chunk_gated_delta_rule" in i for i in p["implementations"])
+    # both paths run the same torch code on a CPU: the same ops per step
+    assert step["paths"]["fast"]["cpu_ops_per_step"] == pytest.approx(
+        step["paths"]["reference"]["cpu_ops_per_step"], rel=0.02)
+    # the speedup is rounded to 2 decimals
+    assert step["speedup"] == pytest.approx(step["paths"]["reference"]["step_ms"] / step["paths"]["fast"]["step_ms"],
+                                            abs=0.006)
+    assert step["cost"]["total_s"] > 0 and step["cost"]["fast_first_step_s"] > 0
+    tc = step["cost"]["triton_cache"]  # no Triton kernel on a CPU: nothing compiled
+    assert tc["state"] == "warm" and tc["entries_added"] == 0 and tc["first_step_s"] > 0
+    # the two workers overlap only where no device work runs: the reference imports while the bound path
+    # runs, and starts its steps only after the bound path has finished
+    fc, rc = (step["paths"][p]["cost"] for p in ("fast", "reference"))
+    assert rc["started_at"] < fc["finished_at"] <= rc["gate_passed_at"]
+    ids = {f["id"] for f in rep["findings"]}
+    assert "verify-cpu" in ids and "advice-fla" in ids  # transformers says flash-linear-attention: reconciled
+
+
+def test_the_projection_in_the_report_is_the_measured_step_plus_the_missing_layers(step_run):
+    _, rep, _ = step_run
+    for name in ("fast", "reference"):
+        p = rep["step"]["projection"][name]
+        assert p["full_layers"] == {"linear_attention": 48, "full_attention": 16}
+        extra = sum((p["full_layers"][t] - p["built_layers"][t]) * p["per_layer"][t]["total_ms"]
+                    for t in p["full_layers"])
+        assert p["projected_step_ms"] == pytest.approx(p["measured_step_ms"] + extra, rel=1e-3)
+        assert p["projected_step_ms"] > p["measured_step_ms"]
+
+
+def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
+                           "--tokens", "16"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 3, proc.stderr
+    assert "whole training step" in proc.stdout and "tok/s" in proc.stdout
+    assert "projection (bound path)" in proc.stdout
+    assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr
+    assert "install `flash-linear-attention`" not in proc.stderr
+    assert "--verbose shows it" in proc.stdout
+    assert "warm: nothing compiled" in proc.stdout  # a CPU compiles no Triton kernel
+
+
+def test_the_whole_step_trace_it_keeps_reads_back_with_phases_and_layer_types(step_run):
+    _, rep, out = step_run
+    path = Path(rep["step"]["paths"]["fast"]["trace_file"])
+    assert path.parent == out and path.exists()
+    an = tr.analyze_file(path)
+    assert len(an.steps) == 2
+    assert set(an.breakdown["phases"]) == {"forward", "backward", "optimizer"}
+    # the whole trace's CPU span is never shorter than a step's
+    assert an.summary.cpu_span_us >= max(s.cpu_span_us for s in an.steps)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--layers", "0"], "--layers must be at least 1"),
+    (["--layers", "65"], "has only 64 layers"),
+    (["--mode", "infer"], "use --mode train"),
+])
+def test_bad_step_arguments_are_exit_2_with_a_message(args, words):
+    proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

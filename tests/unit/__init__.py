@@ -1,0 +1,1 @@
+"""The fast lane (tests/conftest.py)."""

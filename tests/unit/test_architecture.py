@@ -1,0 +1,198 @@
+"""The layout's rules, checked: no import cycle (module-level or deferred), small modules, one home per concept."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the kernelcheck modules it imports. An import of the root package itself (`from kernelcheck import
+    __version__`, `import kernelcheck`) is no edge: Python runs the root's __init__ before any submodule, and its
+    body imports nothing (test_front_door.py), so it cannot close a cycle; its deferred imports are edges."""
+    mods: dict[str, set[str]] = {}
+    for p in PKG.rglob("*.py"):
+        name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
+        deps: set[str] = set()
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
+                deps.add(n.module)
+                deps.update(f"{n.module}.{a.name}" for a in n.names)
+            elif isinstance(n, ast.Import):
+                deps.update(a.name for a in n.names if a.name.startswith("kernelcheck"))
+        mods[name] = deps
+    return {k: {d for d in v if d in mods and d not in (k, "kernelcheck")} for k, v in mods.items()}
+
+
+def test_no_import_cycle_even_through_deferred_imports() -> None:
+    graph, state, stack, cycles = _imports(), {}, [], []
+
+    def visit(u: str) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(graph[u]):
+            if state.get(v) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(v):], v]))
+            elif not state.get(v):
+                visit(v)
+        state[u] = 2
+        stack.pop()
+
+    for m in sorted(graph):
+        if not state.get(m):
+            visit(m)
+    assert not cycles, cycles
+
+
+# The layers, bottom first: a module imports from its own package or from a lower layer, never from its own layer's
+# other packages or a higher one, deferred (function-level) imports included. The order is the package map's
+# (CONTRIBUTING.md): shared facts at the bottom; the code that knows other projects over them; the typed report
+# every command fills; the parts that stand alone; doctor (which adds hub's section); install and verify (which
+# run doctor again); the CLI; the front door (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core", "schemas"),
+    ("integrations",),
+    ("report",),
+    ("packing", "padding", "trace", "hub", "fleet", "forecast"),
+    ("doctor",),
+    ("install", "verify"),
+    ("cli",),
+    ("__init__", "__main__"),
+)
+# `from kernelcheck import __version__` and `import kernelcheck` (for its __file__) read the root's metadata, which
+# imports nothing at import time (test_the_front_door_imports_nothing_until_called): the bottom, not the front door.
+_ROOT_METADATA = ("__version__", "SCHEMA", "__file__")
+
+
+def _package_of(module: str) -> str:
+    """kernelcheck.doctor.run -> doctor; kernelcheck (the root, its __init__) -> __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imported(node: ast.AST, pkg_names: set[str]) -> list[str]:
+    """The kernelcheck packages an import statement reaches ("" for the root's metadata)."""
+    if isinstance(node, ast.ImportFrom) and node.module == "kernelcheck":
+        return [a.name if a.name in pkg_names else "" for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernelcheck."):
+        return [_package_of(node.module)]
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names if a.name.split(".")[0] == "kernelcheck"]
+        return [_package_of(n) if "." in n else "" for n in names]
+    return []
+
+
+def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """Every import in `pkg` that points to a higher layer, or across to another package of the same layer, as
+    "file:line: importer -> imported"; a package missing from `layers` is reported too."""
+    rank = {name: i for i, names in enumerate(layers) for name in names}
+    pkg_names = {p.name for p in pkg.iterdir() if (p / "__init__.py").exists()}
+    out = [f"{name}/: in no layer (add it to LAYERS)" for name in sorted(pkg_names - rank.keys())]
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg)
+        src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for node in ast.walk(ast.parse(path.read_text())):
+            for dst in _imported(node, pkg_names):
+                if dst == src or dst == "" or rank.get(src, -1) > rank.get(dst, len(layers)):
+                    continue
+                out.append(f"{rel}:{getattr(node, 'lineno', 0)}: {src} -> {dst}")
+    return out
+
+
+def test_every_import_points_down_the_layers_even_deferred_ones() -> None:
+    assert upward_imports(PKG) == [], "imports against the layers (tests/unit/test_architecture.py LAYERS)"
+
+
+def test_an_upward_or_sideways_import_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "kernelcheck"
+    for name, text in {"core/__init__.py": "", "core/m.py": "def f():\n    from kernelcheck.doctor import run\n",
+                       "hub/__init__.py": "", "hub/check.py": "from kernelcheck.trace import reader\n",
+                       "trace/__init__.py": "from kernelcheck.core import m\nfrom kernelcheck import __version__\n",
+                       "doctor/__init__.py": "", "doctor/run.py": "import kernelcheck.hub.check\n",
+                       "extra/__init__.py": ""}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert upward_imports(root) == ["extra/: in no layer (add it to LAYERS)", "core/m.py:2: core -> doctor",
+                                    "hub/check.py:1: hub -> trace"]
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    assert not long, long
+
+
+def test_environment_variables_are_read_in_core_settings_only() -> None:
+    pattern = re.compile(r"os\.environ(?:\.get)?\s*[\[(]\s*[\"'](KERNELCHECK_\w+|HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE)")
+    found = [f"{p.relative_to(PKG)}: {m.group(1)}" for p in PKG.rglob("*.py") if p.name != "settings.py"
+             for m in pattern.finditer(p.read_text())]
+    assert found == [], found
+
+
+# Writes to a FunctionStatus's decided fields outside core/decide.py; the two listed are other records' fields.
+_DECIDED = {"status", "reason", "fix", "implementation"}
+_NOT_A_FUNCTION_STATUS = {("doctor/imports.py", "c.status"),  # a child process's wait status
+                          ("verify/instrument.py", "stack[-1].implementation"),  # a call record
+                          ("hub/check.py", "row.implementation")}  # a Hub row's copy of the decided one
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, (ast.Assign,)):
+        todo = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        todo = [node.target]
+    else:
+        return []
+    out: list[ast.expr] = []
+    while todo:
+        t = todo.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            todo.extend(t.elts)
+        else:
+            out.append(t)
+    return out
+
+
+def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
+    writes, verdicts = [], []
+    for p in PKG.rglob("*.py"):
+        rel = str(p.relative_to(PKG))
+        if rel == "core/decide.py":
+            continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            for t in _targets(n):
+                if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
+                        and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
+                    writes.append(f"{rel}:{n.lineno}: {ast.unparse(t)} =")
+            if isinstance(n, ast.Call):
+                name = ast.unparse(n.func)
+                if name.endswith("replace") and any(k.arg in _DECIDED for k in n.keywords):
+                    writes.append(f"{rel}:{n.lineno}: {name}(..., {', '.join(k.arg or '**' for k in n.keywords)})")
+                if name.split(".")[-1] in ("verdict_of_status", "verdict_of_severity") and rel != "core/status.py":
+                    verdicts.append(f"{rel}:{n.lineno}: {name}")
+    assert writes == [], "statuses are decided in core/decide.py only: " + "; ".join(writes)
+    assert verdicts == [], "the verdict is computed in core/decide.py only: " + "; ".join(verdicts)
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    import tomllib
+
+    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    here = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
+    assert here - listed == set(), "pyproject.toml [tool.setuptools] packages misses these (pip install drops them)"
+
+
+def test_mypy_is_strict_for_the_core_the_report_and_the_public_api() -> None:
+    """Issue 24 item 5: core/, report/ and kernelcheck/__init__.py are type-checked strictly (the flags below), and
+    a `# type: ignore` there names its error code."""
+    import tomllib
+
+    flags = {"disallow_untyped_defs", "disallow_incomplete_defs", "disallow_any_generics", "warn_return_any"}
+    overrides = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
+    strict = {m for o in overrides if all(o.get(f) is True for f in flags) for m in o["module"]}
+    assert {"kernelcheck", "kernelcheck.core.*", "kernelcheck.report.*"} <= strict, strict
+    files = [PKG / "__init__.py", *(PKG / "core").glob("*.py"), *(PKG / "report").glob("*.py")]
+    bare = [f"{p.relative_to(PKG)}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
+            if re.search(r"#\s*type:\s*ignore(?!\[)", line)]
+    assert bare == [], bare

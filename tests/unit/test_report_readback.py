@@ -1,0 +1,74 @@
+"""A report's JSON reads back typed (Report.from_json): to_json(from_json(x)) == x for real reports, and the text
+renderers (report/text.py) give from those values what the command printed. The samples in tests/data/reports/ are
+real `--json` and text outputs of doctor, hub and install --dry-run on a CPU machine (HF_HUB_OFFLINE=1,
+NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100 columns)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.install import command as install_cmd
+from kernelcheck.report.model import ErrorReport, Installed, Report, read_report, render_json
+from kernelcheck.report.terminal import PIPED_WIDTH, Terminal, present
+from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan, render_text
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def sample(name: str) -> tuple[str, str]:
+    return (DATA / f"{name}.json").read_text(), (DATA / f"{name}.txt").read_text()
+
+
+def shown(text: str) -> str:
+    return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
+
+
+@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub"])
+def test_a_report_reads_back_byte_for_byte_and_renders_as_printed(name: str) -> None:
+    raw, text = sample(name)
+    rep = Report.from_json(json.loads(raw))
+    assert render_json(rep) + "\n" == raw
+    assert shown(render_text(rep, verbose=False)) == text
+
+
+def test_the_install_dry_run_reads_back_and_its_verdict_line_comes_from_the_values() -> None:
+    raw, text = sample("install_dry_run")
+    data = json.loads(raw)
+    rep = Report.from_json(data)
+    assert install_cmd.to_json(rep, data["exit_code"]) + "\n" == raw
+    out = render_install(rep, data["exit_code"], dry_run=True, verbose=False)
+    assert shown(out) == text
+    assert out.splitlines()[-1] == ("verdict (predicted after this plan): FALLBACK (exit 3)  "
+                                    "[dry run: nothing was changed]")
+    # a real install printed its plan before it ran: the report's text leaves it out, the plan text is the head
+    assert "plan" not in render_install(rep, 0, dry_run=False).splitlines()
+    assert render_install(rep, 0, dry_run=False).splitlines()[-1] == "verdict (after install): READY (exit 0)"
+    plan = render_install_plan(rep).splitlines()
+    assert plan[0] == text.splitlines()[0] and plan[1] == "plan" and plan[2].startswith("  1. refuse   fla-core")
+
+
+def test_install_holds_the_doctor_after_it_typed_and_prints_its_json_unchanged() -> None:
+    raw, _ = sample("doctor_train")
+    after = read_report(json.loads(raw))
+    assert isinstance(after, Report)
+    inst = Report("install", after.environment, after.model, "train")
+    inst.installed = Installed([], None, 1.0, after, has_doctor_after=True)
+    data = json.loads(render_json(inst))
+    assert data["doctor_after"] == json.loads(raw)
+    back = Report.from_json(data)
+    assert back.installed is not None and isinstance(back.installed.doctor_after, Report)
+    assert render_json(back) == render_json(inst)
+
+
+def test_an_error_report_reads_back_and_the_doctor_after_renders_each_outcome() -> None:
+    err = {"schema": "kernelcheck.error/1", "command": "doctor", "verdict": None, "exit_code": 2, "error": "bad"}
+    typed = read_report(err)
+    assert typed == ErrorReport("doctor", None, 2, "bad") and typed.to_json() == err
+    assert render_doctor_after(typed, 2, "") == "doctor: bad"
+    assert render_doctor_after(None, 1, "Traceback\n  boom\n") == "doctor did not run (exit 1): Traceback\n  boom"
+    raw, _ = sample("doctor_train")
+    rep = Report.from_json(json.loads(raw))
+    assert render_doctor_after(rep, 3, "") == render_text(rep)
