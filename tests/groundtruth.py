@@ -202,7 +202,7 @@ def _slot_names(module_name: str) -> dict[str, str]:
     return out
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
 
@@ -220,12 +220,12 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     try:
         model = transformers_models.resolve(model_type)
     except Exception as exc:  # noqa: BLE001
-        return {**out, "error": f"kernelcheck cannot resolve it: {_first_line(exc)}"}
+        return {**out, "error": f"kernelcheck cannot resolve it: {first_line(exc)}"}
     dotted = f"transformers.models.{model.spec.module}.modeling_{model.spec.module}"
     try:
         mod = importlib.import_module(dotted)
     except Exception as exc:  # noqa: BLE001
-        err = f"import {dotted}: {_first_line(exc)}"
+        err = f"import {dotted}: {first_line(exc)}"
         return {**out, "build_error": err, "modes": _all_raised(modes, err)}
     rec = Recorder(mod, _slot_names(model.spec.module))
     rec.patch_module()
@@ -233,10 +233,10 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
         built = layers_mod.build(model, "tiny", "cpu", "float32", None)
     except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
-            return {**out, "untested": _first_line(exc), "modes": {}}
+            return {**out, "untested": first_line(exc), "modes": {}}
         if "Unrecognized configuration class" in str(exc):  # a vision/audio sub-config: no causal LM
             return {**out, **_tower(model, rec, modes)}
-        return {**out, "build_error": _first_line(exc), "modes": _all_raised(modes, _first_line(exc))}
+        return {**out, "build_error": first_line(exc), "modes": _all_raised(modes, first_line(exc))}
     load = _load_error(built.model)
     if isinstance(load, _LoadUnchecked):
         out["load_unchecked"] = str(load)
@@ -267,7 +267,7 @@ def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
     try:
         tower = AutoModel.from_config(cfg)
     except Exception as exc:  # noqa: BLE001 - transformers cannot build it either: the job's build raises
-        err = f"AutoModel.from_config: {_first_line(exc)}"
+        err = f"AutoModel.from_config: {first_line(exc)}"
         return {"build_error": err, "modes": _all_raised(modes, err)}
     rec.patch_module()
     rec.patch_model(tower)
@@ -319,7 +319,7 @@ def _observe_text_tower(tower: Any, cfg: Any, rec: Recorder, mode: str) -> dict[
                 rec.step = "decode"
                 tower(input_ids=ids[:, -1:], past_key_values=out.past_key_values, use_cache=True)
     except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
-        error = f"{rec.step}: {_first_line(exc)}"
+        error = f"{rec.step}: {first_line(exc)}"
     calls = list(rec.calls)
     code = 4 if error else 3 if any(not c["fast"] for c in calls) else 0
     return {"exit": code, "error": error, "calls": calls}
@@ -327,10 +327,10 @@ def _observe_text_tower(tower: Any, cfg: Any, rec: Recorder, mode: str) -> dict[
 
 def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:
     """Run one mode's steps on the built model: its exit code, the error that stopped it, and the calls seen."""
-    from kernelcheck.verify.steps import _Steps
+    from kernelcheck.verify.steps import Steps
 
     inst = _StepState()
-    steps = _Steps(built, inst, "train", TOKENS)  # type: ignore[arg-type]
+    steps = Steps(built, inst, "train", TOKENS)  # type: ignore[arg-type]
     rec.calls = []
     error = None
     for step in MODES[mode]:
@@ -344,7 +344,7 @@ def _observe_mode(built: Any, rec: Recorder, mode: str) -> dict[str, Any]:
             error = f"untested: {exc}"
             break
         except Exception as exc:  # noqa: BLE001 - the forward raising is the truth (exit 4)
-            error = f"{step}: {_first_line(getattr(exc, 'original', exc))}"
+            error = f"{step}: {first_line(getattr(exc, 'original', exc))}"
             break
     calls = list(rec.calls)
     if error and error.startswith("untested: "):
@@ -383,11 +383,11 @@ def _load_error(lm: Any) -> str | None:
         try:
             lm.save_pretrained(folder)
         except Exception as exc:  # noqa: BLE001 - saving is the harness's step, not the job's: no load truth
-            return _LoadUnchecked(f"save_pretrained of the tiny model failed ({_first_line(exc)})")
+            return _LoadUnchecked(f"save_pretrained of the tiny model failed ({first_line(exc)})")
         try:
             type(lm).from_pretrained(folder)
         except Exception as exc:  # noqa: BLE001 - the job's load raising is the truth (exit 4)
-            return f"from_pretrained: {_first_line(exc)}"
+            return f"from_pretrained: {first_line(exc)}"
     return None
 
 

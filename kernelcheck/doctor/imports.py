@@ -67,7 +67,7 @@ def _attr_check(module: str, function: str) -> dict[str, Any]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return {"has": hasattr(importlib.import_module(module), function)}
-    except Exception as exc:  # noqa: BLE001 - the failure is the answer (as in doctor's _why_torch)
+    except Exception as exc:  # noqa: BLE001 - the failure is the answer (as in doctor's why_torch)
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
@@ -80,7 +80,7 @@ def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
         return dataclasses.asdict(bindings_mod.bind_exact(step["module"], tuple(step["functions"])))
     if kind == "probe":
         return dataclasses.asdict(environment_mod.probe_package(matrix_mod.load().packages[step["name"]]))
-    if kind == "attrs":  # `_why_torch`'s check, for the functions of packages that imported in this child
+    if kind == "attrs":  # `why_torch`'s check, for the functions of packages that imported in this child
         m = matrix_mod.load()
         fns = list(step["functions"])
         for i in step.get("discovered_from", []):
@@ -239,7 +239,7 @@ class ImportProbe:
 
     def plan_static(self, read: bindings_mod.StaticRead, functions: tuple[str, ...]) -> None:
         """The decorator regime read from source: each decorator resolved in the child of its package, then each
-        package probed, then `_why_torch`'s checks, package by package (the order of doctor's old sequence)."""
+        package probed, then `why_torch`'s checks, package by package (the order of doctor's old sequence)."""
         k = max(1, len(self._children))
         self._owner = {n: i % k for i, n in enumerate(self.installed)}
         for d in read.decorated:
@@ -258,7 +258,7 @@ class ImportProbe:
     def plan_sequence(self, read: bindings_mod.StaticRead | None, module: str, functions: tuple[str, ...],
                       exacts: int) -> None:
         """One child runs doctor's old sequence: the static resolutions (if any), `exacts` imports of the
-        modeling module (bind_exact), every probe, then `_why_torch`'s checks."""
+        modeling module (bind_exact), every probe, then `why_torch`'s checks."""
         self._owner = {n: 0 for n in self.installed}
         if read is not None:
             self._resolve_at = [self._add(0, self._resolve_step(read, d)) for d in read.decorated]

@@ -18,7 +18,7 @@ from kernelcheck.doctor import drift, fixcheck
 from kernelcheck.doctor import imports as imports_mod
 from kernelcheck.doctor import source_notes as notes_mod
 from kernelcheck.doctor import submodel as submodel_mod
-from kernelcheck.doctor.why import AttrCheck, _attr_in_process, _device_ok, _import_error_fill, _why_torch
+from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import fla_dispatch, transformers_models
@@ -43,7 +43,7 @@ def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environmen
 
 def function_statuses(
     needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
-    mode: str, query: str | None, attr: AttrCheck = _attr_in_process,
+    mode: str, query: str | None, attr: AttrCheck = attr_in_process,
 ) -> list[FunctionStatus]:
     m = matrix_mod.load()
     out = []
@@ -58,7 +58,7 @@ def function_statuses(
             out.append(_unbound_status(fn, dist, b, env, result.module, phase))
             continue
         if b.bound == "package":
-            if pkg is not None and not _device_ok(pkg, env):
+            if pkg is not None and not device_ok(pkg, env):
                 impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}"
                 if _checks_device_per_call(env, m) and b.extra.get("attribute"):
                     # 5.25+: the wrapper tests the input's device on every call and runs the torch function
@@ -70,7 +70,7 @@ def function_statuses(
             else:
                 out.append(FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used))
             continue
-        why = _why_torch(fn, b, env, query, m, attr)
+        why = why_torch(fn, b, env, query, m, attr)
         out.append(FunctionStatus(fn, dist, why.status, b.implementation, why.reason, why.fix, phase, used,
                                   cause=why.cause))
     return out
@@ -105,7 +105,7 @@ def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment,
         return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.BROKEN, "-",
                               f"{st.distribution} {st.version} does not import: {st.error}",
                               _install_fix(query, pkg.install_distribution), "attention")
-    if not _device_ok(pkg, env):
+    if not device_ok(pkg, env):
         return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.UNSUPPORTED, st.location or "-",
                               _no_device_reason(env, pkg), "use attn_implementation='sdpa' here", "attention")
     return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.FAST, pkg.name, None, None, "attention")
@@ -123,7 +123,7 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
     for name, st in env.packages.items():
         if st.installed and not st.imports:
             rule = rules_mod.match_import_error(st.error or "")
-            fill = _import_error_fill(env, st.distribution or name, name, None)
+            fill = import_error_fill(env, st.distribution or name, name, None)
             out.append(Finding(rule.id if rule else f"{name}-import-fails", Severity.WARNING,
                                (rule.message.format(**fill) + " " if rule else "")
                                + f"`import` of {st.distribution} {st.version} fails: {st.error}",
@@ -324,7 +324,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query,
-                      probe.attr if probe is not None else _attr_in_process)
+                      probe.attr if probe is not None else attr_in_process)
     report.functions.append(_attention_status(needs, env, query))
     report.findings.extend(environment_findings(env))
     report.findings.extend(drift.explain(env))
@@ -359,7 +359,7 @@ def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
 
 def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
                       needs: models_mod.Needs, env: environment_mod.Environment, mode: str, query: str,
-                      attr: AttrCheck = _attr_in_process) -> None:
+                      attr: AttrCheck = attr_in_process) -> None:
     """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
     if result.module_error:
         report.findings.append(Finding(
@@ -479,7 +479,7 @@ def _hub_check(report: Report, env: environment_mod.Environment, module: str | N
 def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
     rule = rules_mod.match_import_error(error)
     if rule:
-        return rule.fix.format(**_import_error_fill(env, "the failing package", "", query))
+        return rule.fix.format(**import_error_fill(env, "the failing package", "", query))
     return "reinstall the package named in the error, or remove it to get the (slow) torch path"
 
 

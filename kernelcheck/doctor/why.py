@@ -16,11 +16,11 @@ from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 
 
-def _device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
+def device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
     return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
 
 
-def _import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
+def import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
     """The values an import_error rule's message and fix are formatted with."""
     torch_v = env.torch.version if env.torch else None
     return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
@@ -30,7 +30,7 @@ def _import_error_fill(env: environment_mod.Environment, dist: str, package: str
 AttrCheck = Callable[[str, str, str], dict[str, Any]]
 
 
-def _attr_in_process(module: str, fn: str, package: str) -> dict[str, Any]:
+def attr_in_process(module: str, fn: str, package: str) -> dict[str, Any]:
     """`import module; hasattr(fn)` here: {"has": bool} or {"error": text}."""
     try:
         return {"has": hasattr(importlib.import_module(module), fn)}
@@ -60,7 +60,7 @@ def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environ
     """The reason and install fix for a package that is not installed (on a GPU-less machine: say so too)."""
     dist = pkg.install_distribution
     reason = f"{pkg.title} is not installed (pip distribution {dist})"
-    if not _device_ok(pkg, env):
+    if not device_ok(pkg, env):
         reason += f"; and {_no_device_reason(env, pkg)}"
         return Why(reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", Status.FALLBACK,
                    Cause.NOT_INSTALLED)
@@ -73,7 +73,7 @@ def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState
     rule = rules_mod.match_import_error(st.error or "")
     reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
     if rule:
-        fill = _import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
+        fill = import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
         reason += f" ({rule.title})"
         return Why(reason, rule.fix.format(**fill), Status.FALLBACK)
     return Why(reason, _install_fix(query, pkg.install_distribution), Status.FALLBACK)
@@ -104,8 +104,8 @@ def _why_root_import(fn: str, pkg: matrix_mod.PackageInfo, st: environment_mod.P
     return None
 
 
-def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
-               m: matrix_mod.Matrix, attr: AttrCheck = _attr_in_process) -> Why:
+def why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
+               m: matrix_mod.Matrix, attr: AttrCheck = attr_in_process) -> Why:
     """(reason, fix, status) for a function transformers bound to its torch reference path."""
     info = m.functions.get(fn)
     pkg = m.packages.get(b.package or (info.package if info else ""))
@@ -125,7 +125,7 @@ def _why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environmen
     root = _why_root_import(fn, pkg, st, env, m)
     if root is not None:
         return root
-    if not _device_ok(pkg, env):
+    if not device_ok(pkg, env):
         return Why(f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
                 f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
                 Status.UNSUPPORTED)

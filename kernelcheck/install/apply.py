@@ -33,11 +33,11 @@ from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Plan, Step
 from kernelcheck.install.txn import (  # the transaction pip runs inside
     TXN,
-    _begin,
-    _deferred_signals,
-    _end_txn,
-    _rollback,
-    _sigterm_as_interrupt,
+    begin,
+    deferred_signals,
+    end_txn,
+    rollback_site,
+    sigterm_as_interrupt,
     site_dir,
 )
 
@@ -282,7 +282,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
     outcome = Outcome()
     site = site_dir(target)
     m = matrix_mod.load()
-    with _sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
+    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
@@ -300,20 +300,20 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         txn: Path | None = None
         try:
             site.mkdir(parents=True, exist_ok=True)
-            txn = _begin(site, dists, files, where or manifest.path())
+            txn = begin(site, dists, files, where or manifest.path())
             _pip_install(files, constraints, target, log)
             err = _check_imports(ready, env, target, m)
             if err:
                 raise InstallFailed(f"after install, {err}. The new packages were removed and the previous "
                                     "state restored.")
             _record(ready, plan, env, site, where, outcome)  # inside the transaction: undone with the rest
-            with _deferred_signals() as came:
-                _end_txn(txn)  # the commit
+            with deferred_signals() as came:
+                end_txn(txn)  # the commit
                 txn = None
         except BaseException as exc:
             if txn is not None:
-                with _deferred_signals():
-                    _rollback(site, txn)
+                with deferred_signals():
+                    rollback_site(site, txn)
                 log("interrupted or failed: the install was rolled back (site-packages as before)")
             elif (site / TXN).exists() and not (site / TXN / "journal.json").exists():
                 shutil.rmtree(site / TXN, ignore_errors=True)  # a backup begun, pip never ran

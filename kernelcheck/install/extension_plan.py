@@ -11,7 +11,7 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Severity
 from kernelcheck.install import wheels
-from kernelcheck.install.plan_types import Candidates, Options, Rejected, Step, _pip_cmd, _sm, _ver
+from kernelcheck.install.plan_types import Candidates, Options, Rejected, Step, pip_cmd, sm_tag, version_text
 
 
 def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
@@ -40,7 +40,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
         if not missing:
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
                          f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
-                         f"for {_sm(opts.arches)}", import_name=pkg.name, arches=got)]
+                         f"for {sm_tag(opts.arches)}", import_name=pkg.name, arches=got)]
     rejected: list[Rejected] = []
     allowed = {"auto": ("wheelhouse", "release", "build"), "wheelhouse": ("wheelhouse",),
                "release": ("release",), "build": ("build",), "pypi": ("build",), "hub": ()}[opts.source]
@@ -52,7 +52,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
         if step is not None:
             return [step]
     return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
-                 f"{target.cuda_major} + {target.python_tag} + {_sm(opts.arches)} was found; every candidate "
+                 f"{target.cuda_major} + {target.python_tag} + {sm_tag(opts.arches)} was found; every candidate "
                  "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name,
                  severity=Severity.FALLBACK)]
 
@@ -62,7 +62,7 @@ def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Option
     dist = pkg.install_distribution
     best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
     for w in sorted((w for w in cands.wheels if w.name.name == dist),
-                    key=lambda w: _ver(w.name.public_version) or Version("0"), reverse=True):
+                    key=lambda w: version_text(w.name.public_version) or Version("0"), reverse=True):
         d = wheels.match(w, target, expected_sha256=(w.sidecar or {}).get("sha256"), extension=pkg.extension,
                          trial=cands.trials.get(w.path))
         if "wheelhouse" not in allowed:
@@ -77,7 +77,7 @@ def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Option
         w, d = best
         built = " (built by kernelcheck, reused: no rebuild)" if (w.sidecar or {}).get("built_by") else ""
         return Step(dist, "install", "wheelhouse", f"{dist}=={w.name.version}",
-                    f"matching wheel in the wheelhouse{built}: {d.reason}", _pip_cmd(w.path, opts),
+                    f"matching wheel in the wheelhouse{built}: {d.reason}", pip_cmd(w.path, opts),
                     tuple(rejected), w.path, w.sha256, tuple(sorted({a for v in w.so_arches.values() for a in v})),
                     pkg.name)
     if not any(w.name.name == dist for w in cands.wheels) and "wheelhouse" in allowed:
@@ -93,7 +93,7 @@ def _release_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, 
             return Step(pkg.install_distribution, "install", "release", name,
                         "upstream release wheel for this torch/CUDA/cxx11abi/Python exists; it is downloaded "
                         "into the wheelhouse and its GPU code checked before install",
-                        _pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)
+                        pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)
         rejected.append(Rejected(f"release {name}", cands.release_status or "unknown"))
     elif "release" in allowed and pkg.release_wheel:
         rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check"))
@@ -116,16 +116,16 @@ def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, ca
         if overlay else ""
     ninja = "" if cands.build_tools.get("ninja") or "ninja" in cands.overlay else \
         " (ninja is missing: the compile runs serially)"
-    std = " -std=c++20 (torch >= 2.14 headers need it)" if _ver(target.torch_mm + ".0") and \
-        (_ver(target.torch_mm + ".0") or Version("0")) >= Version("2.14") else ""
+    std = " -std=c++20 (torch >= 2.14 headers need it)" if version_text(target.torch_mm + ".0") and \
+        (version_text(target.torch_mm + ".0") or Version("0")) >= Version("2.14") else ""
     return Step(dist, "build", "build", name.removesuffix(".tar.gz"),
-                f"no matching wheel: build {name} ({cands.sdist_origin}) for {_sm(opts.arches)} only "
+                f"no matching wheel: build {name} ({cands.sdist_origin}) for {sm_tag(opts.arches)} only "
                 f"(from {opts.arch_origin}) against the installed torch {env.torch.version if env.torch else '?'} "
                 f"with nvcc {env.nvcc}, --no-build-isolation; the wheel is kept in the wheelhouse for reuse"
                 f"{tools}{ninja}",
                 f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
                 f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
-                f"{_sm(opts.arches)}{std})", tuple(rejected), sdist, "",
+                f"{sm_tag(opts.arches)}{std})", tuple(rejected), sdist, "",
                 tuple(f"sm_{gpu_mod.cap_to_sm(a)}" for a in opts.arches), pkg.name)
 
 
@@ -144,7 +144,7 @@ def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options
     if cands.nvcc_arches:
         bad = [a for a in opts.arches if f"compute_{gpu_mod.cap_to_sm(a)}" not in cands.nvcc_arches]
         if bad:
-            return f"nvcc {env.nvcc} cannot target {_sm(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
+            return f"nvcc {env.nvcc} cannot target {sm_tag(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
     missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True) and t not in cands.overlay]
     if missing:
         return (f"{' and '.join(missing)} not importable here and not in the wheelhouse"

@@ -33,10 +33,10 @@ from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the pl
     Rejected,
     Role,
     Step,
-    _pip_cmd,
-    _sm,
-    _ver,
+    pip_cmd,
+    sm_tag,
     target_of,
+    version_text,
 )
 from kernelcheck.integrations import fla_dispatch
 
@@ -123,7 +123,7 @@ def _pure_pool(dist: str, opts: Options, cands: Candidates,
     if opts.source == "hub":
         rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
                                  "not installed with pip"))
-    pool.sort(key=lambda p: (_ver(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
+    pool.sort(key=lambda p: (version_text(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
     return pool
 
 
@@ -210,7 +210,7 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
     reasons.extend(more)
     fixes.extend(_new_remedies(after, fixes, env, opts, found))
     steps.append(Step(dist, "install", pick.source, f"{dist}=={w.name.version}", "; ".join(reasons),
-                      _pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev, rules=left))
+                      pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev, rules=left))
     steps.extend(fixes)
     return steps
 
@@ -275,13 +275,13 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     rejected = tuple(Rejected(w.name.filename, wheel_unfit(w, env) or f"version {w.name.version} not in {req}")
                      for w in c.wheels if w not in ok)
     if ok and opts.source != "hub":
-        w = max(ok, key=lambda x: _ver(x.name.version) or Version("0"))
+        w = max(ok, key=lambda x: version_text(x.name.version) or Version("0"))
         return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
-                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
+                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
     if c.pypi_wheel is not None and not wheel_unfit(c.pypi_wheel, env):
         w = c.pypi_wheel
         return Step(name, "install", "pypi", f"{name}=={w.name.version}", f"dependency {req}",
-                    _pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
+                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
     return Step(name, "refuse", "-", str(req), f"dependency {req} is not installed and no wheel for it was found"
                 + (f" ({c.pypi_error})" if c.pypi_error else "") + ": add it to the wheelhouse",
                 rejected=rejected, severity=Severity.FALLBACK, role=Role.DEPENDENCY)
@@ -320,7 +320,7 @@ def _change_step(rem: dict[str, str], env: Environment, opts: Options, c: Candid
     note = f" (installed torch {env.torch.version if env.torch else '?'} declares {torch_pin})" if torch_pin else ""
     if pkg in opts.allow_change and wheel is not None:
         return Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
-                    why + f"; you allowed a {pkg} change{note}", _pip_cmd(wheel.path, opts),
+                    why + f"; you allowed a {pkg} change{note}", pip_cmd(wheel.path, opts),
                     artifact=wheel.path, sha256=wheel.sha256, role=Role.FIX)
     if pkg in opts.allow_change:
         return Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no {spec} wheel was "
@@ -355,7 +355,7 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
         w = _usable_wheel(c, env)
         assert w is not None
         return [Step(pkg, "install", "wheelhouse" if w in c.wheels else "pypi", f"{pkg}=={w.name.version}",
-                     f"{why}; {wanted}", _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256, role=role)]
+                     f"{why}; {wanted}", pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256, role=role)]
     window = f" within {rem['window']}" if rem.get("window") else ""
     out = []
     for w in c.resolved:  # pip's resolution of the fix and its dependency window, pinned packages held
@@ -365,7 +365,7 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
         if name == pkg and c.resolve_note:
             reason += f"; note: {c.resolve_note}"
         out.append(Step(name, "install", "pip-resolve", f"{name}=={w.name.version}", reason,
-                        _pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256,
+                        pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256,
                         role=role if name == pkg else Role.DEPENDENCY))
     return sorted(out, key=lambda s: s.package == pkg)
 
@@ -412,7 +412,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
                     opts, with_packages=(*opts.with_packages, extra)), c, "asked for with --with", Role.PACKAGE))
             elif w is not None:
                 steps.append(Step(extra, "install", "wheelhouse" if w in c.wheels else "pypi",
-                                  f"{extra}=={w.name.version}", "asked for with --with", _pip_cmd(w.path, opts),
+                                  f"{extra}=={w.name.version}", "asked for with --with", pip_cmd(w.path, opts),
                                   artifact=w.path, sha256=w.sha256))
             else:
                 steps.append(Step(extra, "refuse", "-", extra, f"asked for with --with, but no wheel was found "

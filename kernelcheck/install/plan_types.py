@@ -122,18 +122,18 @@ def target_of(env: Environment, opts: Options) -> wheels.Target:
     return wheels.Target(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
 
 
-def _ver(v: str | None) -> Version | None:
+def version_text(v: str | None) -> Version | None:
     try:
         return Version(v) if v else None
     except InvalidVersion:
         return None
 
 
-def _sm(arches: tuple[str, ...]) -> str:
+def sm_tag(arches: tuple[str, ...]) -> str:
     return ", ".join(f"sm_{gpu_mod.cap_to_sm(a)}" for a in arches) or "no GPU arch"
 
 
-def _pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:
+def pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:
     tgt = f" --target {opts.target} --upgrade" if opts.target else ""
     return f"pip install --no-deps -c <constraints: {', '.join(PINNED)} pinned>{tgt}{extra} {spec_or_path}"
 

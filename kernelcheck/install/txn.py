@@ -119,7 +119,7 @@ def _tree(top: Path) -> list[str]:
     return sorted(str(p.relative_to(top)) for p in top.rglob("*"))
 
 
-def _begin(site: Path, dists: list[str], files: list[str], manifest_path: Path | None = None) -> Path:
+def begin(site: Path, dists: list[str], files: list[str], manifest_path: Path | None = None) -> Path:
     """Before pip runs: back up every distribution that will be replaced (and the manifest), then write the
     journal (what site-packages held, what these wheels add). The journal is written last, atomically: a
     journal on disk always has its complete backup beside it; a backup without a journal is just removed."""
@@ -166,7 +166,7 @@ def _is_pip_stash(name: str, originals: set[str]) -> bool:
                for o in originals)
 
 
-def _rollback(site: Path, txn: Path) -> list[str]:
+def rollback_site(site: Path, txn: Path) -> list[str]:
     """Put site-packages back as the journal recorded it: what the wheels added removed, the replaced
     distributions and the manifest restored. Idempotent: a rollback cut short (SIGKILL) is redone by the
     next run, as the journal goes last."""
@@ -185,7 +185,7 @@ def _rollback(site: Path, txn: Path) -> list[str]:
     _restore_backup(site, txn / "backup", list(data.get("dists", [])))
     if data.get("manifest"):
         _restore_manifest(Path(data["manifest"]), bool(data.get("manifest_existed")), txn / "manifest.json")
-    _end_txn(txn)
+    end_txn(txn)
     return list(data.get("dists", []))
 
 
@@ -223,7 +223,7 @@ def _restore_backup(site: Path, root: Path, dists: list[str]) -> None:
             shutil.copy2(copy, orig, follow_symlinks=False)
 
 
-def _end_txn(txn: Path) -> None:
+def end_txn(txn: Path) -> None:
     """The journal first (the commit point: without it nothing is undone), then the rest."""
     (txn / "journal.json").unlink(missing_ok=True)
     shutil.rmtree(txn, ignore_errors=True)
@@ -239,13 +239,13 @@ def repair(target: str | None, log: Callable[[str], None] = print) -> None:
         shutil.rmtree(txn, ignore_errors=True)  # a backup begun before a kill, pip never ran
         return
     with signals.held():  # the repair completes; a signal that came meanwhile then stops the command
-        dists = _rollback(site, txn)
+        dists = rollback_site(site, txn)
     log(f"repaired an interrupted kernelcheck install in {site}: {', '.join(dists) or 'nothing'} put back as "
         "it was before")
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises Interrupted, as SIGINT raises KeyboardInterrupt (the CLI does this for every command;
     here for callers of execute() as a library)."""
     import signal
@@ -267,7 +267,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _deferred_signals() -> AbstractContextManager[list[int]]:
+def deferred_signals() -> AbstractContextManager[list[int]]:
     """SIGINT/SIGTERM wait until the block ends (a rollback or a commit is never cut in half by a second
     Ctrl-C); the signals that came are listed for the caller."""
     return signals.held(reraise=False)

@@ -336,7 +336,7 @@ def _resolve(repo_id: str, version: int | None, revision: str | None, source: st
             from kernelcheck.core.models import bounded
 
             return bounded(lambda: _resolve_hub(repo_id, version, revision, env, target),
-                           f"the Kernel Hub listing of {repo_id} ({_hub_api().endpoint})", limit)
+                           f"the Kernel Hub listing of {repo_id} ({hub_api().endpoint})", limit)
         except Exception as exc:  # noqa: BLE001 - the cache may still answer
             msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if source == "hub":
@@ -384,7 +384,7 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
                       hub_unreachable=hub_note)
 
 
-def _hub_api() -> Any:
+def hub_api() -> Any:
     """kernelcheck's own Hub client (huggingface_hub). Not kernels' `_get_hf_api`: with
     HF_HUB_DISABLE_TELEMETRY=1 that one sends an invalid User-Agent (see `kernels_client_problem`)."""
     from huggingface_hub import HfApi, get_session
@@ -432,7 +432,7 @@ def _hub_versions(api: Any, repo_id: str) -> dict[int, Any]:
 
 def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
                  env: environment_mod.Environment | None, target: Target | None) -> Resolution:
-    hub = _hub_api()
+    hub = hub_api()
     ref, commit = revision, None
     if version is not None:
         versions = _hub_versions(hub, repo_id)

@@ -13,8 +13,8 @@ from kernelcheck.core import environment as environment_mod
 from kernelcheck.integrations.kernels_hub import (
     Resolution,
     Target,
-    _hub_api,
     api,
+    hub_api,
     incomplete_snapshot,
     resolve_repo,
 )
@@ -46,7 +46,7 @@ def _download(r: Resolution) -> str:
     """Download exactly the chosen variant. By ref (vN) so the cache also records refs/vN -> commit: an
     offline `LayerRepository(version=N)` needs that ref to find the snapshot."""
     kernels = api()
-    hub = _hub_api()
+    hub = hub_api()
     return str(hub.snapshot_download(r.repo_id, repo_type="kernel", revision=r.ref or r.commit,
                                      allow_patterns=[f"build/{r.chosen}/*"],
                                      ignore_patterns=kernels.bytecode_ignore_patterns() or None,

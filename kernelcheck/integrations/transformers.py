@@ -55,7 +55,7 @@ def _dotted(fn: Any) -> str:
 def detect_regime() -> str:
     """Read the installed source without importing transformers (its import alone costs seconds, and a
     broken dependency must not change the answer)."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     try:
         src = (tdir / "integrations" / "hub_kernels.py").read_text(encoding="utf-8") if tdir else ""
     except OSError:
@@ -63,7 +63,7 @@ def detect_regime() -> str:
     return "decorator" if "def use_kernel_func_from_hub_with_fallback" in src else "module-globals"
 
 
-def _transformers_dir() -> Path | None:
+def transformers_dir() -> Path | None:
     """transformers' package folder, found without executing its __init__."""
     spec = importlib.util.find_spec("transformers")
     if spec is None or not spec.origin:
@@ -186,7 +186,7 @@ def _lazy_layer(node: ast.ClassDef) -> LazyLayer | None:
 def lazy_layers(module_name: str) -> list[LazyLayer] | None:
     """The lazily-resolving layers of transformers.models.<module>.modeling_<module>, read from the installed
     source (no import: importing binds nothing, building the model does); None when the module has none."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     if tdir is None:
         return None
     try:
@@ -203,7 +203,7 @@ def lazy_layers(module_name: str) -> list[LazyLayer] | None:
 def lazy_kernel_sources() -> tuple[dict[str, Any], set[str], str]:
     """(_HUB_KERNEL_MAPPING, the `is_<name>_available` functions import_utils defines, hub_kernels.py path) of the
     installed transformers: what `lazy_load_kernel` consults."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     if tdir is None:
         return {}, set(), ""
     hub = tdir / "integrations" / "hub_kernels.py"
@@ -262,7 +262,7 @@ class StaticRead:
 def read_static(module_name: str) -> StaticRead | None:
     """The decorators of transformers.models.<module>.modeling_<module>, read from source (no import). None
     when the source cannot be read this way (module-globals regime, unreadable or unparsable source)."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     if tdir is None or detect_regime() != "decorator":
         return None
     dotted = f"transformers.models.{module_name}.modeling_{module_name}"

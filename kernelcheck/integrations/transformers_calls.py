@@ -49,7 +49,7 @@ class Hooks:
 
 
 def _module_path(dotted: str) -> Path | None:
-    tdir = bindings_mod._transformers_dir()
+    tdir = bindings_mod.transformers_dir()
     parts = dotted.split(".")
     if tdir is None or len(parts) != 4 or parts[:2] != ["transformers", "models"]:
         return None

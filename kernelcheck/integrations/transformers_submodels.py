@@ -14,8 +14,8 @@ import ast
 import logging
 from pathlib import Path
 
-from kernelcheck.integrations.transformers import _transformers_dir
-from kernelcheck.integrations.transformers_types import _literal_pairs
+from kernelcheck.integrations.transformers import transformers_dir
+from kernelcheck.integrations.transformers_types import literal_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _model_class(tdir: Path, model_type: str) -> str | None:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in found:
-            found[node.targets[0].id].update(_literal_pairs(node.value))
+            found[node.targets[0].id].update(literal_pairs(node.value))
     for name in _MODEL_MAPPINGS:
         if model_type in found[name]:
             return found[name][model_type]
@@ -80,7 +80,7 @@ def builds_any(model_type: str, module: str, layers: set[str], functions: set[st
     `layers`: the parent's kernel layer class; `functions`: its fast functions and their torch references (a
     class name in `_init_weights`' isinstance checks is no use, so layers count only when built). (None, class)
     when the source cannot be followed (no mapping entry, the class defined elsewhere, an unreadable module)."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     if tdir is None:
         return None, None
     cls_name = _model_class(tdir, model_type)

@@ -6,19 +6,19 @@ from __future__ import annotations
 import ast
 import logging
 
-from kernelcheck.integrations.transformers import _transformers_dir
+from kernelcheck.integrations.transformers import transformers_dir
 
 logger = logging.getLogger(__name__)
 
 _MAPPINGS = ("CONFIG_MAPPING_NAMES", "SPECIAL_MODEL_TYPE_TO_MODULE_NAME")
 
 
-def _literal_pairs(node: ast.AST) -> dict[str, str]:
+def literal_pairs(node: ast.AST) -> dict[str, str]:
     """{k: v} from `{...}`, `OrderedDict([...])`, `OrderedDict({...})` or `OrderedDict(**{...}, ...)`."""
     if isinstance(node, ast.Call):
         out: dict[str, str] = {}
         for a in (*node.args, *(k.value for k in node.keywords)):
-            out.update(_literal_pairs(a))
+            out.update(literal_pairs(a))
         return out
     try:
         val = ast.literal_eval(node)
@@ -35,19 +35,19 @@ def _collect(tree: ast.Module, into: dict[str, dict[str, str]]) -> None:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id in _MAPPINGS:
-            into[node.targets[0].id].update(_literal_pairs(node.value))
+            into[node.targets[0].id].update(literal_pairs(node.value))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "update" \
                 and isinstance(node.value.func.value, ast.Name) and node.value.func.value.id in _MAPPINGS:
             for a in node.value.args:
-                into[node.value.func.value.id].update(_literal_pairs(a))
+                into[node.value.func.value.id].update(literal_pairs(a))
 
 
 def known_model_types() -> dict[str, str] | None:
     """{model_type: modeling module name} for every config type the installed transformers registers
     (sub-configs such as qwen3_5_text or glm5_next_vision map to their parent's module), or None when
     transformers is absent or its auto mappings cannot be read."""
-    tdir = _transformers_dir()
+    tdir = transformers_dir()
     if tdir is None:
         return None
     found: dict[str, dict[str, str]] = {k: {} for k in _MAPPINGS}

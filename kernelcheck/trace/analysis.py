@@ -37,7 +37,7 @@ from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.reader import TraceReader
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
-from kernelcheck.trace.verdicts import _judge, fast_kernels_in, is_launch_bound, launch_bound_sentence
+from kernelcheck.trace.verdicts import fast_kernels_in, is_launch_bound, judge, launch_bound_sentence
 
 __all__ = ["SignatureMatch", "StepStats", "TraceAnalysis", "analyze_events", "analyze_file", "fast_kernels_in",
            "is_launch_bound", "launch_bound_sentence", "progress_to_stderr", "render_text", "report_of",
@@ -275,7 +275,7 @@ class _Accumulator:
                                           launches_per_step[k], cpu_span=s1 - s0))
         py_all = {name for _, name in self.py_hits}
         py_by_step = self._python_per_step(step_of, n_steps)
-        return _judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
+        return judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
                       malformed=self.n_malformed)
 
     def _launches_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[int]:

@@ -11,7 +11,7 @@ from kernelcheck.report.model import Report, TraceSection
 from kernelcheck.report.progress import Progress
 from kernelcheck.report.text import render_findings
 from kernelcheck.trace.results import TraceAnalysis
-from kernelcheck.trace.verdicts import _ms, _short
+from kernelcheck.trace.verdicts import fmt_ms, short_name
 
 
 def report_of(a: TraceAnalysis) -> Report:
@@ -67,7 +67,7 @@ def _top_lines(t: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
             if items:
                 out.append(f"{label} (whole trace)")
                 for k in items[:5]:
-                    out.append(f"  {k['count']:>7,} x  {_ms(k['total_us']):>10}  {_short(k['name'], 72)}")
+                    out.append(f"  {k['count']:>7,} x  {fmt_ms(k['total_us']):>10}  {short_name(k['name'], 72)}")
     else:
         ops = s.get("top_ops_by_count") or []
         if ops:
@@ -147,13 +147,13 @@ def _steps_to_show(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def _row(st: Mapping[str, Any]) -> str:
     name = "whole trace" if st["name"] == "trace" else st["name"]
     bf = st.get("gpu_busy_fraction")
-    busy = "-" if bf is None else f"{_ms(st['gpu_busy_us'])} ({bf:.0%})"
+    busy = "-" if bf is None else f"{fmt_ms(st['gpu_busy_us'])} ({bf:.0%})"
     g = st["idle_gaps"]
-    gaps = "-" if not st["kernels"] else f"{g['count']:,} · {_ms(g['total_us'])}"
+    gaps = "-" if not st["kernels"] else f"{g['count']:,} · {fmt_ms(g['total_us'])}"
     d = st["launch_delay_us"]
     delay = "-" if not d.get("count") else f"{d['p50'] / 1000:,.3f} / {d['p90'] / 1000:,.3f} ms"
     cs = f"{st['memcpy']}/{st['memset']}"
-    return (f"{name:<15} {st['cpu_ops']:>8,} {st['kernels']:>7,} {cs:>7} {_ms(st['cpu_span_us']):>9} {busy:>13} "
+    return (f"{name:<15} {st['cpu_ops']:>8,} {st['kernels']:>7,} {cs:>7} {fmt_ms(st['cpu_span_us']):>9} {busy:>13} "
             f"{gaps:>15} {delay:>16}")
 
 

@@ -15,7 +15,7 @@ from kernelcheck.report.model import Finding
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
 
 
-def _ms(us: float) -> str:
+def fmt_ms(us: float) -> str:
     if us >= 1000:
         return f"{us / 1000:,.1f} ms"
     return f"{us:,.0f} us"
@@ -27,7 +27,7 @@ _ANON = "(anonymous namespace)::"
 _INNER_RX = re.compile(r"at::native::(?:\w+::)*?(\w+?(?:_kernel\w*|_functor\w*|_cuda\w*|Functor\w*))")
 
 
-def _short(name: str, width: int = 60) -> str:
+def short_name(name: str, width: int = 60) -> str:
     """A kernel name a person can read: no 'void', no parameter list; template arguments folded to <...>
     except the functor that names what a generic at::native kernel computes. Never a bare namespace."""
     full = _SHORT_RX.sub("", name).replace(_ANON, "")
@@ -89,7 +89,7 @@ def _match_signature(s: matrix_mod.Signature, step: StepStats, py_names: set[str
         n, names = _count_matching(step.kernel_counts, _compile(g.patterns))
         if n < g.min:
             return None
-        parts.append(f"{g.what}: {n:,} ({_short(names[0])}{', ...' if len(names) > 1 else ''})")
+        parts.append(f"{g.what}: {n:,} ({short_name(names[0])}{', ...' if len(names) > 1 else ''})")
     return "; ".join(parts), False
 
 
@@ -102,7 +102,7 @@ def launch_bound_sentence(step: StepStats) -> str:
     idle = 1.0 - bf
     d = step.launch_delay_us
     s = (f"the GPU sat idle {idle:.0%} of {where} waiting for launches: {step.kernels:,} kernels of median "
-         f"{step.median_kernel_us:.1f} us each, busy {_ms(step.gpu_busy_us)} of {_ms(step.wall_us)}")
+         f"{step.median_kernel_us:.1f} us each, busy {fmt_ms(step.gpu_busy_us)} of {fmt_ms(step.wall_us)}")
     if d.get("count"):
         s += (f"; each kernel started {d['p50'] / 1000:.3f} ms (median) after its launch returned, so the queue "
               "was empty")
@@ -135,8 +135,9 @@ def _fast_findings(summary: StepStats, fast_any: dict[str, list[str]], pk: Packa
         n = sum(summary.kernel_counts[nm] for nm in names)
         out.append(Finding(
             f"{pkg_key.replace('_', '-')}-kernels-ran", Severity.INFO,
-            f"{title} kernels ran: {n:,} launches of {len(names)} kernels ({', '.join(_short(x) for x in names[:4])}"
-            f"{', ...' if len(names) > 4 else ''}).", None, sig.fast_references.get(pkg_key) or None))
+            f"{title} kernels ran: {n:,} launches of {len(names)} kernels "
+            f"({', '.join(short_name(x) for x in names[:4])}{', ...' if len(names) > 4 else ''}).",
+            None, sig.fast_references.get(pkg_key) or None))
     return out
 
 
@@ -214,7 +215,7 @@ def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod
     return []
 
 
-def _judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
+def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
            metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool,
            malformed: int = 0) -> TraceAnalysis:
     """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings."""

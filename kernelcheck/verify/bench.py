@@ -11,14 +11,14 @@ from kernelcheck.core.status import Mode
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
-    _first_line,
-    _profile,
-    _Steps,
+    Steps,
+    first_line,
+    run_profiled,
 )
 
 
 # -- benchmark ------------------------------------------------------------------------------------
-def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, device: str,
+def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, device: str,
                bwd_broken: set[str]) -> dict[str, Any]:
     """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
     reference, on the same captured inputs, in this process."""
@@ -80,7 +80,7 @@ def _benchmark(steps: _Steps, inst: Instrument, layer_class: str, mode: str, dev
     return out
 
 
-def _capture_inputs(steps: _Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
+def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
     """The layer's first call's inputs in one forward of the model: tensors cloned, caches dropped."""
     import torch
 
@@ -104,14 +104,14 @@ def _capture_inputs(steps: _Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
     return args, kwargs
 
 
-def _time_path(steps: _Steps, inst: Instrument, once: Callable[[], None], forced: set[str], data: dict[str, Any],
+def _time_path(steps: Steps, inst: Instrument, once: Callable[[], None], forced: set[str], data: dict[str, Any],
                device: str, name: str) -> dict[str, Any]:
     """Time one pass with `forced` on the torch reference: its timing, or the error, and what was forced."""
     inst.forced = set(forced)
     try:
         got = _time(steps, once, data, device, name)
     except Exception as exc:  # noqa: BLE001
-        got = {"error": f"{type(exc).__name__}: {_first_line(exc)}"}
+        got = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
     got["forced_torch"] = sorted(forced)
     inst.reset()
     return got
@@ -128,7 +128,7 @@ def _ratios(f: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _time(steps: _Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str) -> dict[str, Any]:
+def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str) -> dict[str, Any]:
     """Median wall time of `once` (synchronised), then one profiled call for its kernel and op counts."""
     for _ in range(int(data["warmup"])):
         once()
@@ -142,7 +142,7 @@ def _time(steps: _Steps, once: Callable[[], None], data: dict[str, Any], device:
         times.append(time.perf_counter() - t0)
         if len(times) >= int(data["min_iters"]) and time.perf_counter() - t_all > float(data["min_seconds"]):
             break
-    _, tr = _profile(steps, name, once, device)
+    _, tr = run_profiled(steps, name, once, device)
     times.sort()
     bf = tr.stats.busy_fraction
     return {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times), "kernels": tr.kernels,

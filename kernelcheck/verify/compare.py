@@ -9,9 +9,9 @@ from typing import Any
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
     LiveRun,
-    _first_line,
-    _run_all,
-    _Steps,
+    Steps,
+    first_line,
+    run_all,
 )
 
 
@@ -41,7 +41,7 @@ def _compare_outputs(fast: Any, ref: Any) -> tuple[float, float, bool]:
     return worst_rel, worst_abs, nonfinite
 
 
-def _direct_compare(inst: Instrument, tol: float) -> dict[str, dict[str, Any]]:
+def direct_compare(inst: Instrument, tol: float) -> dict[str, dict[str, Any]]:
     """Each captured function called twice on the same inputs: the bound path and the torch reference."""
     out: dict[str, dict[str, Any]] = {}
     for fn, hook in inst.hooks.items():
@@ -61,7 +61,7 @@ def _direct_compare(inst: Instrument, tol: float) -> dict[str, dict[str, Any]]:
         try:
             fast = inst.call_direct(fn, reference=False)
         except Exception as exc:  # noqa: BLE001
-            out[fn] = {"compared": False, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+            out[fn] = {"compared": False, "error": f"{type(exc).__name__}: {first_line(exc)}"}
             continue
         rel, ab, nonfinite = _compare_outputs(fast, ref)
         out[fn] = {"compared": True, "rel_err": _round(rel), "max_abs_err": _round(ab), "tolerance": tol,
@@ -75,7 +75,7 @@ def _round(x: float) -> float | None:
     return float(f"{x:.3g}")
 
 
-def _compare_results(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, Any]], tol: float) -> dict[str, Any]:
+def compare_results(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, Any]], tol: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for step, res in fast.items():
         if step not in ref:
@@ -108,7 +108,7 @@ def _compare_results(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, A
     return out
 
 
-def _isolate(steps: _Steps, inst: Instrument, run: LiveRun, ref: dict[str, dict[str, Any]],
+def isolate(steps: Steps, inst: Instrument, run: LiveRun, ref: dict[str, dict[str, Any]],
              tol: float) -> dict[str, dict[str, Any]]:
     """The results disagree: run again with one function at a time on its bound path, the rest on the
     reference, to name the function whose output or gradients are wrong (fla#640 before 0.5 was silent)."""
@@ -119,7 +119,7 @@ def _isolate(steps: _Steps, inst: Instrument, run: LiveRun, ref: dict[str, dict[
         inst.forced = set(inst.hooks) - {fn}
         inst.reset()
         try:
-            out[fn] = _compare_results(_run_all(steps), ref, tol)
+            out[fn] = compare_results(run_all(steps), ref, tol)
         except Exception as exc:  # noqa: BLE001
-            out[fn] = {"error": f"{type(exc).__name__}: {_first_line(exc)}", "ok": None}
+            out[fn] = {"error": f"{type(exc).__name__}: {first_line(exc)}", "ok": None}
     return out

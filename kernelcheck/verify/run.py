@@ -27,21 +27,21 @@ from kernelcheck.report.progress import working
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import steps as steps_mod
-from kernelcheck.verify.bench import _benchmark
-from kernelcheck.verify.compare import _compare_results, _direct_compare, _isolate
+from kernelcheck.verify.bench import run_benchmark
+from kernelcheck.verify.compare import compare_results, direct_compare, isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
-from kernelcheck.verify.statuses import _lines, _model_findings, _step_json, function_evidence, observation
+from kernelcheck.verify.statuses import function_evidence, live_lines, model_findings, observation, step_json
 from kernelcheck.verify.steps import (
     SHAPES,
+    BackwardFailed,
     Failure,
     LiveRun,
-    _BackwardFailed,
-    _first_line,
-    _profile,
-    _run_all,
-    _say,
-    _Steps,
+    Steps,
     cache_entries,
+    first_line,
+    run_all,
+    run_profiled,
+    say,
     triton_cache_dir,
 )
 
@@ -50,7 +50,7 @@ __all__ = ["SHAPES", "LiveRun", "cache_entries", "function_evidence", "merge_int
 
 
 def _blame(inst: Instrument, exc: BaseException) -> tuple[CallRecord | None, BaseException]:
-    if isinstance(exc, _BackwardFailed):
+    if isinstance(exc, BackwardFailed):
         return inst.blame_backward(exc.original), exc.original
     for rec in reversed(inst.records):
         if rec.error:
@@ -58,7 +58,7 @@ def _blame(inst: Instrument, exc: BaseException) -> tuple[CallRecord | None, Bas
     return None, exc
 
 
-def _first_pass(steps: _Steps, inst: Instrument, run: LiveRun) -> dict[str, dict[str, Any]] | None:
+def _first_pass(steps: Steps, inst: Instrument, run: LiveRun) -> dict[str, dict[str, Any]] | None:
     """Run every step once, unprofiled (compiles and autotunes Triton kernels). A function that raises is
     recorded as broken and forced onto its torch reference, and the steps run again, so the other
     functions still get tested."""
@@ -68,19 +68,19 @@ def _first_pass(steps: _Steps, inst: Instrument, run: LiveRun) -> dict[str, dict
         inst.capture_steps = {"prefill", "decode"}
         inst.check_values = True
         try:
-            results = _run_all(steps)
+            results = run_all(steps)
             run.nonfinite = {r.function for r in inst.records if r.nonfinite and not r.forced}
             return results
         except Exception as exc:  # noqa: BLE001 - a failing kernel is what verify is looking for
             rec, original = _blame(inst, exc)
-            msg = f"{type(original).__name__}: {_first_line(original)}"
+            msg = f"{type(original).__name__}: {first_line(original)}"
             if rec is None or rec.function in inst.forced:
                 run.step_error = f"step '{steps.inst.step}' failed: {msg}"
                 run.step_error_fast = any(r.fast for r in inst.records)
                 return None
             run.failures[rec.function] = Failure(rec.function, rec.error_phase or "forward", rec.step, msg,
                                                  rec.implementation)
-            _say(f"{rec.function} raised in {rec.error_phase or 'forward'} ({msg[:160]}); marking it broken and "
+            say(f"{rec.function} raised in {rec.error_phase or 'forward'} ({msg[:160]}); marking it broken and "
                  "re-running with its torch reference so the other functions are still checked")
             inst.forced.add(rec.function)
         finally:
@@ -129,43 +129,43 @@ def _attn_impl(model: models_mod.ResolvedModel, needs: models_mod.Needs) -> str 
     return asked if importlib.util.find_spec(needs.attention_package) else None
 
 
-def _profile_steps(steps: _Steps, inst: Instrument, run: LiveRun, mode: str, device: str) -> None:
+def _profile_steps(steps: Steps, inst: Instrument, run: LiveRun, mode: str, device: str) -> None:
     """Profile each step (and, in train mode, the forward of functions that failed only in backward) into `run`."""
     bwd_only = {f for f, fl in run.failures.items() if fl.phase == "backward"}
     try:
         for name in steps.names:
             inst.reset()
-            _, tr = _profile(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
+            _, tr = run_profiled(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
             run.traces[name] = tr
             run.records[name] = list(inst.records)
         if bwd_only and mode == Mode.TRAIN:
             # The forward of a function that failed only in backward ran the fast path: show it.
             inst.forced -= bwd_only
             inst.reset()
-            _, tr = _profile(steps, "train-forward", steps.train_forward, device)
+            _, tr = run_profiled(steps, "train-forward", steps.train_forward, device)
             run.traces["train-forward"] = tr
             run.records["train-forward"] = list(inst.records)
     except Exception as exc:  # noqa: BLE001 - it passed unprofiled: report, keep what was recorded
-        run.step_error = f"the profiled step '{inst.step}' failed: {type(exc).__name__}: {_first_line(exc)}"
+        run.step_error = f"the profiled step '{inst.step}' failed: {type(exc).__name__}: {first_line(exc)}"
         run.step_error_fast = any(r.fast for r in inst.records)
     finally:
         inst.forced |= bwd_only
 
 
-def _compare_with_reference(steps: _Steps, inst: Instrument, run: LiveRun, first: dict[str, dict[str, Any]],
+def _compare_with_reference(steps: Steps, inst: Instrument, run: LiveRun, first: dict[str, dict[str, Any]],
                             tol: float) -> None:
     """Run every step again on the forced torch reference and compare (then isolate a mismatch) into `run`."""
     saved = set(inst.forced)
     inst.forced = set(inst.hooks)
     inst.reset()
     try:
-        ref = _run_all(steps)
-        run.model_compare = _compare_results(first, ref, tol)
+        ref = run_all(steps)
+        run.model_compare = compare_results(first, ref, tol)
         if run.model_compare.get("ok") is False:
-            run.isolated = _isolate(steps, inst, run, ref, tol)
+            run.isolated = isolate(steps, inst, run, ref, tol)
     except Exception as exc:  # noqa: BLE001
         run.model_compare = {"error": f"the torch reference run failed: {type(exc).__name__}: "
-                                      f"{_first_line(exc)}", "ok": None}
+                                      f"{first_line(exc)}", "ok": None}
     inst.forced = saved
     inst.reset()
 
@@ -179,7 +179,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     _full_needs_cuda(shape, device)
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
-    _say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
+    say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
     built = layers_mod.build(model, shape, device, dtype, _attn_impl(model, needs))
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
@@ -189,7 +189,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
     for e in m.transformers.get("misnamed", []):
         aliases[e["function"]] = (*aliases.get(e["function"], ()), e["registered"])
     inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks, aliases)
-    steps = _Steps(built, inst, mode, ntok)
+    steps = Steps(built, inst, mode, ntok)
     cache = triton_cache_dir()
     before = cache_entries(cache)
     triton_pkgs = sorted({m.packages[h.package].title for h in inst.hooks.values()
@@ -201,7 +201,7 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
         what = "first run of the layers"
     tol = float(data["tolerance"][dtype])
     with inst:
-        _say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
+        say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
              f"{dtype})")
         t1 = time.perf_counter()
         verbose = settings.variable("KERNELCHECK_VERBOSE") == "1"
@@ -215,24 +215,24 @@ def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult
                       "compiled": max(0, after - before), "cold": before == 0 and after > 0}
         if first is not None:
             t2 = time.perf_counter()
-            _say("profiling the steps")
+            say("profiling the steps")
             _profile_steps(steps, inst, run, mode, device)
             inst.reset()
             run.timing["profile_s"] = round(time.perf_counter() - t2, 3)
             t3 = time.perf_counter()
-            run.direct = _direct_compare(inst, tol)
+            run.direct = direct_compare(inst, tol)
             run.inline = {f: h.inline for f, h in inst.hooks.items() if h.inline}
             fast_ran = any(r.fast and not r.forced for recs in run.records.values() for r in recs)
             if fast_ran:
-                _say("comparing with the torch reference path on the same weights and inputs")
+                say("comparing with the torch reference path on the same weights and inputs")
                 _compare_with_reference(steps, inst, run, first, tol)
             else:
                 run.model_compare = {"skipped": "every function ran its torch reference: the run is the reference"}
             run.timing["compare_s"] = round(time.perf_counter() - t3, 3)
             if benchmark:
                 t4 = time.perf_counter()
-                _say("benchmarking the layer: bound path vs forced torch reference")
-                run.benchmark = _benchmark(steps, inst, model.spec.layer, mode, device,
+                say("benchmarking the layer: bound path vs forced torch reference")
+                run.benchmark = run_benchmark(steps, inst, model.spec.layer, mode, device,
                                            {f for f, fl in run.failures.items() if fl.phase == "backward"})
                 run.timing["benchmark_s"] = round(time.perf_counter() - t4, 3)
     return run
@@ -285,7 +285,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
                                f"({', '.join(dict.fromkeys(run.built.layer_types))}) calls it"}
             continue
         report.functions[i] = decide.decide(fs, observed=observation(report, fs, ev, run))
-    report.findings.extend(_model_findings(run, report))
+    report.findings.extend(model_findings(run, report))
     noise = "\n".join(steps_mod.CAPTURED)
     report.findings.extend(f for f in noise_mod.advice_findings(noise)
                            if f.id not in {g.id for g in report.findings})
@@ -303,12 +303,12 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         "model": run.built.to_json(),
         "fast_functions": fast,
         "forced_torch_after_failure": sorted(run.forced),
-        "steps": {n: _step_json(tr, run.built.device) for n, tr in run.traces.items()},
+        "steps": {n: step_json(tr, run.built.device) for n, tr in run.traces.items()},
         "reference_comparison": run.model_compare,
         "benchmark": run.benchmark,
         "triton_cache": run.triton,
         "timing": run.timing,
-    }, lines=_lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
+    }, lines=live_lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
                                      "shows it"] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)
 

@@ -139,7 +139,7 @@ def observation(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: Liv
                               broken, rid, fix)
 
 
-def _model_findings(run: LiveRun, report: Report) -> list[Finding]:
+def model_findings(run: LiveRun, report: Report) -> list[Finding]:
     out: list[Finding] = []
     if run.step_error:
         if run.step_error_fast:
@@ -221,7 +221,7 @@ def _benchmark_lines(bm: dict[str, Any] | None, device: str) -> list[str]:
     return lines
 
 
-def _lines(run: LiveRun, report: Report) -> list[str]:
+def live_lines(run: LiveRun, report: Report) -> list[str]:
     """The live section's text: what was built, launches, Triton cache, comparison, benchmark and time."""
     b = run.built
     lines = [f"built {b.model_class} ({b.shape}: {len(b.layer_types)} layers {', '.join(b.layer_types)}; "
@@ -241,7 +241,7 @@ def _lines(run: LiveRun, report: Report) -> list[str]:
 
 
 
-def _step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
+def step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
     d = tr.stats.to_json()
     d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": evidence_mod.launch_sentence(tr, device),
               "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})

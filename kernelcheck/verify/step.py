@@ -34,7 +34,7 @@ from kernelcheck.verify import steps as steps_mod
 PATHS = ("fast", "reference")
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
     print(f"kernelcheck verify --step: {msg}", file=sys.stderr, flush=True)
 
 
@@ -190,7 +190,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                         # its steps after fast has finished
                         ("timed_gate" if path == "fast" else "start_gate"): str(gates[path])}
                 workers[path] = _Worker(args, tmp)
-            _say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
+            say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
             report = run_doctor(query, mode, exact=False)
@@ -198,7 +198,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             for path in PATHS:
                 if path == "reference":
                     cache_after = steps_mod.cache_entries(cache)
-                    _say("reference path: the same step with every function forced to its torch reference")
+                    say("reference path: the same step with every function forced to its torch reference")
                     gates["reference"].touch()
                 results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
                 if keep is not None and "error" not in results[path]:
@@ -217,7 +217,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
     step["captured_output"] = {p: noise_mod.summary(t) for p, t in logs.items()}
     report.step = step
-    report.live = LiveSection(ran=True, lines=_lines(step, verbose), step=True)
+    report.live = LiveSection(ran=True, lines=live_lines(step, verbose), step=True)
     return report
 
 
@@ -316,7 +316,7 @@ def _spread(c: dict[str, Any]) -> str:
     return f" (steps {lo:.1f}-{hi:.1f})" if hi - lo > 0.01 * c["total_ms"] else ""
 
 
-def _lines(step: dict[str, Any], verbose: bool) -> list[str]:
+def live_lines(step: dict[str, Any], verbose: bool) -> list[str]:
     paths = step["paths"]
     first: dict[str, Any] = next((p for p in paths.values() if "layers" in p), {})
     lines = [f"whole training step ({step['shape']}: {len(first.get('layers', []))} layers "

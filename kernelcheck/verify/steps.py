@@ -23,7 +23,7 @@ from kernelcheck.verify.instrument import CallRecord, Instrument
 SHAPES = ("tiny", "full")
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
     """Progress for people, on stderr (stdout stays one JSON object with --json)."""
     print(f"kernelcheck verify: {msg}", file=sys.stderr, flush=True)
 
@@ -88,13 +88,13 @@ class LiveRun:
     triton: dict[str, Any] = field(default_factory=dict)
 
 
-class _BackwardFailed(Exception):
+class BackwardFailed(Exception):
     def __init__(self, original: BaseException):
         super().__init__(str(original))
         self.original = original
 
 
-class _Steps:
+class Steps:
     """The real steps: train (forward + backward), prefill with cache, one cached decode step."""
 
     def __init__(self, built: layers_mod.BuiltModel, inst: Instrument, mode: str, tokens: int):
@@ -128,7 +128,7 @@ class _Steps:
                 try:
                     out.loss.backward()
                 except Exception as exc:
-                    raise _BackwardFailed(exc) from exc
+                    raise BackwardFailed(exc) from exc
         finally:
             self.inst.mark_backward = False
         self.sync()
@@ -164,13 +164,13 @@ class _Steps:
         self.sync()
 
 
-def _run_all(steps: _Steps) -> dict[str, dict[str, Any]]:
+def run_all(steps: Steps) -> dict[str, dict[str, Any]]:
     return {name: steps.run(name) for name in steps.names}
 
 
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:400] if text else ""
 
@@ -178,7 +178,7 @@ def _first_line(exc: BaseException) -> str:
 CAPTURED: list[str] = []  # third-party output kept out of the user's terminal (KERNELCHECK_VERBOSE=1 shows it)
 
 
-def _profile(steps: _Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence_mod.StepTrace]:
+def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence_mod.StepTrace]:
     """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace."""
     from torch.profiler import ProfilerActivity, profile
 

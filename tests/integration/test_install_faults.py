@@ -81,7 +81,7 @@ def test_an_install_killed_after_pip_is_repaired_by_the_next_run(tmp_path: Path)
     before = _state(site)
     files = [str(p) for p in sorted(wh.glob("fla_core-*.whl"))] + [str(p) for p in old]
     # what execute() does before pip: the journal and the backup; then pip runs and the process dies
-    txn = txn_mod._begin(site, ["fla-core", "einops"], files)
+    txn = txn_mod.begin(site, ["fla-core", "einops"], files)
     backup = txn_mod.Backup(txn / "backup")
     for d in ("fla-core", "einops"):
         backup.save(site, d)

@@ -196,3 +196,14 @@ def test_mypy_is_strict_for_the_core_the_report_and_the_public_api() -> None:
     bare = [f"{p.relative_to(PKG)}:{i}" for p in files for i, line in enumerate(p.read_text().splitlines(), 1)
             if re.search(r"#\s*type:\s*ignore(?!\[)", line)]
     assert bare == [], bare
+
+
+def test_no_module_imports_an_underscored_name_from_another() -> None:
+    """A name another module needs is public (issue 24: the split modules' side doors got public names)."""
+    found = []
+    for p in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelcheck"):
+                found += [f"{p.relative_to(PKG)}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.trace import analysis as tr
-from kernelcheck.trace.verdicts import _short
+from kernelcheck.trace.verdicts import short_name
 
 ROOT = Path(__file__).resolve().parents[2]
 STEP = ROOT / "tests" / "data" / "step" / "cpu_tiny_step.json.gz"  # recorded by `verify --step` on CPU
@@ -48,7 +48,7 @@ def test_a_whole_step_trace_shows_forward_backward_and_optimizer_and_each_layer_
     ("chunk_fwd_kernel_o", "chunk_fwd_kernel_o"),
 ])
 def test_kernel_names_are_never_shortened_to_a_bare_namespace(name, want):
-    got = _short(name, 90)
+    got = short_name(name, 90)
     assert got == want
     assert got.rstrip(":") != "at::native"
 
