@@ -64,12 +64,12 @@ def _matches_wording(test: ast.expr) -> bool:
 def count(tests: Path) -> tuple[int, Counter[str]]:
     """(all asserts, wording asserts per file)."""
     total, per_file = 0, Counter[str]()
-    for path in sorted(tests.glob("test_*.py")):
+    for path in sorted(tests.rglob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Assert):
                 total += 1
                 if _matches_wording(node.test):
-                    per_file[path.name] += 1
+                    per_file[str(path.relative_to(tests))] += 1
     return total, per_file
 
 

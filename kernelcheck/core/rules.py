@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib.util
 from collections.abc import Callable, Iterable
@@ -54,17 +55,18 @@ class Facts:
     # how the installed fla picks each op's backend: integrations/fla_dispatch.py `backends`, passed in by the caller
     # (core imports no integration); None: not asked, so a fla_backend condition is undecided
     fla_dispatch: Callable[[Environment, tuple[str, ...]], list[Any]] | None = None
+    fla_ops: tuple[str, ...] = ()  # every fla op of the matrix (evaluate fills it from the matrix it is given)
 
     def fla_backends(self) -> list[Any]:
         """The backend of each fla op and pass here; [] when no `fla_dispatch` was given."""
         if self.fla_dispatch is None:
             return []
-        return self.fla_dispatch(self.env, self.functions or _fla_ops())
+        return self.fla_dispatch(self.env, self.functions or self.fla_ops)
 
 
-def _fla_ops() -> tuple[str, ...]:
+def _fla_ops(m: matrix_mod.Matrix) -> tuple[str, ...]:
     """Every fla op kernelcheck knows: the functions of matrix/functions.toml whose package is fla."""
-    return tuple(f.name for f in matrix_mod.load().functions.values() if f.package == "fla")
+    return tuple(f.name for f in m.functions.values() if f.package == "fla")
 
 
 @dataclass(frozen=True)
@@ -136,9 +138,10 @@ def holds(key: str, want: Any, facts: Facts) -> bool | None:
 
 
 
-def evaluate(facts: Facts, m: matrix_mod.Matrix | None = None) -> list[RuleHit]:
-    """The rules of `m` (default: matrix/) that may apply to `facts`, each with its message and fix filled in."""
-    m = m or matrix_mod.load()
+def evaluate(facts: Facts, m: matrix_mod.Matrix) -> list[RuleHit]:
+    """The rules of `m` (the loaded matrix/, passed in by the command) that may apply to `facts`, each with its
+    message and fix filled in."""
+    facts = dataclasses.replace(facts, fla_ops=facts.fla_ops or _fla_ops(m))
     env = facts.env
     fill = {
         **{name: env.version_of(name) or "absent" for name in m.packages},  # {fla}: a package's version key
@@ -164,20 +167,20 @@ def _backward_reason(facts: Facts) -> str:
     return ops[0].reason if ops else "fla's backend for it could not be decided"
 
 
-def match_runtime_error(error: str) -> matrix_mod.ImportErrorRule | None:
+def match_runtime_error(error: str, m: matrix_mod.Matrix) -> matrix_mod.ImportErrorRule | None:
     """The [[runtime_error]] entry of matrix/breakages.toml whose pattern the exception text matches."""
     import re
 
-    for r in matrix_mod.load().runtime_errors:
+    for r in m.runtime_errors:
         if re.search(r.pattern, error):
             return r
     return None
 
 
-def match_import_error(error: str) -> matrix_mod.ImportErrorRule | None:
+def match_import_error(error: str, m: matrix_mod.Matrix) -> matrix_mod.ImportErrorRule | None:
     import re
 
-    for r in matrix_mod.load().import_errors:
+    for r in m.import_errors:
         if re.search(r.pattern, error):
             return r
     return None

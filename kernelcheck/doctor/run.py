@@ -122,7 +122,7 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
                            "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
     for name, st in env.packages.items():
         if st.installed and not st.imports:
-            rule = rules_mod.match_import_error(st.error or "")
+            rule = rules_mod.match_import_error(st.error or "", matrix_mod.load())
             fill = import_error_fill(env, st.distribution or name, name, None)
             out.append(Finding(rule.id if rule else f"{name}-import-fails", Severity.WARNING,
                                (rule.message.format(**fill) + " " if rule else "")
@@ -396,7 +396,7 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
                             functions=tuple(f.name for f in report.functions if f.used),
                             fla_dispatch=fla_dispatch.backends)
     certain = []
-    for hit in rules_mod.evaluate(facts):
+    for hit in rules_mod.evaluate(facts, matrix_mod.load()):
         sev = hit.rule.severity if hit.certain else Severity.WARNING
         msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
         report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
@@ -477,7 +477,7 @@ def _hub_check(report: Report, env: environment_mod.Environment, module: str | N
 
 
 def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
-    rule = rules_mod.match_import_error(error)
+    rule = rules_mod.match_import_error(error, matrix_mod.load())
     if rule:
         return rule.fix.format(**import_error_fill(env, "the failing package", "", query))
     return "reinstall the package named in the error, or remove it to get the (slow) torch path"

@@ -70,7 +70,7 @@ def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environ
 def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
                    env: environment_mod.Environment, query: str | None) -> Why:
     """The reason for an installed package that does not import; a matching import_error rule gives the fix."""
-    rule = rules_mod.match_import_error(st.error or "")
+    rule = rules_mod.match_import_error(st.error or "", matrix_mod.load())
     reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
     if rule:
         fill = import_error_fill(env, st.distribution or pkg.name, pkg.name, query)

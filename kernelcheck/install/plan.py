@@ -65,12 +65,11 @@ def _breakage_hits(env: Environment, import_name: str, opts: Options,
                    bound: frozenset[str]) -> list[rules_mod.RuleHit]:
     facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model,
                             fla_dispatch=fla_dispatch.backends)
-    return [h for h in rules_mod.evaluate(facts) if h.certain and h.rule.severity == Severity.BROKEN
-            and import_name in _rule_packages(h.rule)]
+    return [h for h in rules_mod.evaluate(facts, opts.matrix) if h.certain and h.rule.severity == Severity.BROKEN
+            and import_name in _rule_packages(h.rule, opts.matrix)]
 
 
-def _rule_packages(rule: matrix_mod.Breakage) -> set[str]:
-    m = matrix_mod.load()
+def _rule_packages(rule: matrix_mod.Breakage, m: matrix_mod.Matrix) -> set[str]:
     return {m.functions[f].package for f in rule.functions if f in m.functions}
 
 
@@ -386,8 +385,9 @@ def _torch_pin(pkg: str) -> str:
 
 def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
               found: dict[str, Candidates], bound: frozenset[str] = frozenset()) -> Plan:
-    """Ordered steps for the kernel packages `packages` (import names) of a model. Pure."""
-    m = matrix_mod.load()
+    """Ordered steps for the kernel packages `packages` (import names) of a model. Pure: the matrix is the one
+    `opts` carries."""
+    m = opts.matrix
     target = target_of(env, opts)
     steps: list[Step] = []
     for name in packages:

@@ -10,6 +10,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, torch_minor
 from kernelcheck.core.status import Mode, Severity, Verdict
 from kernelcheck.install import wheels
@@ -72,6 +73,8 @@ class Options:
     target: str | None = None
     fixes: bool = True  # train mode: install additive fixes (tilelang for fla#640) unless --no-fixes
     without: tuple[str, ...] = ()  # fixes not to install (--without tilelang)
+    # the data the plan decides on (matrix/), loaded where the Options are made (the command), read by the plan
+    matrix: matrix_mod.Matrix = field(default_factory=matrix_mod.load, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import decide
+from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import evidence as evidence_mod
@@ -120,7 +121,7 @@ def _runtime_error_fix(ev: dict[str, Any], dist: str, model: str) -> tuple[str |
     from kernelcheck.core import rules as rules_mod
 
     err = ev.get("error") or {}
-    hit = rules_mod.match_runtime_error(str(err.get("exception") or ""))
+    hit = rules_mod.match_runtime_error(str(err.get("exception") or ""), matrix_mod.load())
     if hit is None:
         return None, None
     return hit.id, f"{hit.message} Fix: " + hit.fix.format(dist=dist, model=model)

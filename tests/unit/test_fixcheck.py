@@ -53,7 +53,7 @@ def _state(env: Environment, mode: str = "train", pinned: str | None = None,
                             extra_fix or "kernelcheck install --model qwen3.8-27b")
     findings = environment_findings(env)
     facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b", fla_dispatch=fla_dispatch.backends)
-    hits = rules.evaluate(facts)
+    hits = rules.evaluate(facts, matrix.load())
     findings += [Finding(h.rule.id, h.rule.severity if h.certain else "warning", h.message, h.fix) for h in hits]
     evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)
                 for h in hits if h.certain]

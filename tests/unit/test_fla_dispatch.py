@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcheck.core import rules
+from kernelcheck.core import matrix, rules
 from kernelcheck.core.environment import Environment
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.integrations import fla_dispatch
@@ -34,7 +34,7 @@ def ops(env: Environment, fns=GDN) -> dict[str, fla_dispatch.OpBackend]:
 def hits(env: Environment, mode: str = "train", fns=GDN) -> dict[str, rules.RuleHit]:
     facts = rules.Facts(env=env, mode=mode, bound=frozenset({"fla", "causal_conv1d"}), model="qwen3.8-27b",
                         functions=fns, fla_dispatch=fla_dispatch.backends)
-    return {h.rule.id: h for h in rules.evaluate(facts)}
+    return {h.rule.id: h for h in rules.evaluate(facts, matrix.load())}
 
 
 def verdict(h: dict[str, rules.RuleHit]) -> str:

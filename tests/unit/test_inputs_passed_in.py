@@ -3,10 +3,13 @@ installed transformers' model types into `models.resolve`, fla's dispatch into `
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kernelcheck.core import matrix, models, rules
 from kernelcheck.core.errors import BadInput
+from kernelcheck.install import plan
 from kernelcheck.integrations import fla_dispatch
 from tests.environments import make_env
 
@@ -23,8 +26,44 @@ def test_resolve_asks_the_lookup_it_is_given_for_a_type_the_matrix_lacks() -> No
 def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_it() -> None:
     env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
     base = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b")
-    without = {h.rule.id: h.certain for h in rules.evaluate(base)}
-    with_it = {h.rule.id: h.certain for h in rules.evaluate(rules.Facts(
-        env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b", fla_dispatch=fla_dispatch.backends))}
+    without = {h.rule.id: h.certain for h in rules.evaluate(base, matrix.load())}
+    asked = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
+                        fla_dispatch=fla_dispatch.backends)
+    with_it = {h.rule.id: h.certain for h in rules.evaluate(asked, matrix.load())}
     assert with_it == {"fla-640-refuses": True}
     assert without.get("fla-640-refuses") is False  # may apply: nobody asked fla's dispatch
+
+
+def test_evaluate_decides_on_the_matrix_it_is_given_not_on_matrix_folder() -> None:
+    env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
+    facts = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
+                        fla_dispatch=fla_dispatch.backends)
+    m = matrix.load()
+    assert "fla-640-refuses" in {h.rule.id for h in rules.evaluate(facts, m)}
+    without = dataclasses.replace(m, breakages=tuple(b for b in m.breakages if b.id != "fla-640-refuses"))
+    assert "fla-640-refuses" not in {h.rule.id for h in rules.evaluate(facts, without)}
+
+
+def test_make_plan_plans_from_the_matrix_its_options_carry() -> None:
+    env = make_env("9.0", triton="3.6.0", gpu_source="none")
+    m = matrix.load()
+    got = plan.make_plan(env, ("fla",), plan.Options(matrix=m, offline=True), {})
+    assert [s.package for s in got.steps if s.import_name == "fla"]
+    renamed = dataclasses.replace(m.packages["fla"], install_distribution="fla-core-renamed")
+    other = dataclasses.replace(m, packages={**m.packages, "fla": renamed})
+    steps = plan.make_plan(env, ("fla",), plan.Options(matrix=other, offline=True), {}).steps
+    assert "fla-core-renamed" in {s.package for s in steps}
+
+
+def test_the_rules_and_the_plan_load_nothing_themselves() -> None:
+    """The pure decision modules read the matrix they are given: no load(), no environment, no process."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(rules.__file__).resolve().parents[1]
+    for rel in ("core/rules.py", "install/plan.py"):
+        tree = ast.parse((pkg / rel).read_text())
+        calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        assert not {c for c in calls if c.endswith(".load") or c.startswith(("subprocess.", "os.environ"))}, rel
+        names = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert "os.environ" not in names, rel

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelcheck.core import rules
+from kernelcheck.core import matrix, rules
 from kernelcheck.core.environment import Environment
 from kernelcheck.integrations import fla_dispatch
 from tests.environments import make_env
@@ -22,7 +22,7 @@ def env(cap: str | None, triton: str | None = "3.6.0", fla: str | None = "0.6.0"
 def hits(e: Environment, mode: str = "train", bound=("fla",), nvcc=None) -> dict[str, rules.RuleHit]:
     f = rules.Facts(env=e, mode=mode, bound=frozenset(bound), built_nvcc=nvcc or {}, model="qwen3.8-27b",
                     fla_dispatch=fla_dispatch.backends)
-    return {h.rule.id: h for h in rules.evaluate(f)}
+    return {h.rule.id: h for h in rules.evaluate(f, matrix.load())}
 
 
 def test_fla_640_on_h200_with_triton_36_in_train_mode():

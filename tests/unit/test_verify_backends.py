@@ -8,7 +8,7 @@ import gzip
 import json
 from pathlib import Path
 
-from kernelcheck.core import rules
+from kernelcheck.core import matrix, rules
 from kernelcheck.verify import evidence
 from kernelcheck.verify.statuses import _runtime_error_fix
 
@@ -45,5 +45,5 @@ def test_the_640_runtime_error_maps_to_its_rule_and_fixes_not_to_reinstall():
 
 
 def test_tilelangs_failed_jit_maps_to_the_pip_nvcc_rule():
-    assert rules.match_runtime_error(TILELANG_JIT).id == "tilelang-jit-pip-nvcc"
+    assert rules.match_runtime_error(TILELANG_JIT, matrix.load()).id == "tilelang-jit-pip-nvcc"
     assert _runtime_error_fix({"error": {"exception": "ValueError: other"}}, "fla-core", "m") == (None, None)
