@@ -17,9 +17,24 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
 
-@functools.lru_cache(maxsize=1)
 def _root() -> Path:
-    """matrix/ beside the package in a checkout; `kernelcheck._matrix` when installed from a wheel."""
+    """KERNELCHECK_MATRIX_DIR when set (core/settings.py); else matrix/ beside the package in a checkout, or
+    `kernelcheck._matrix` when installed from a wheel."""
+    from kernelcheck.core import settings
+
+    chosen = settings.current().matrix_dir
+    if chosen is not None:
+        if not (chosen / "models.toml").is_file():
+            from kernelcheck.core.errors import BadInput
+
+            raise BadInput(f"KERNELCHECK_MATRIX_DIR={chosen} has no models.toml: point it at a copy of kernelcheck's "
+                           "matrix/ folder (every *.toml file of it), or unset it to use the shipped data.")
+        return chosen
+    return _shipped_root()
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_root() -> Path:
     here = Path(__file__).resolve().parents[2] / "matrix"
     if (here / "models.toml").exists():
         return here
@@ -31,8 +46,8 @@ def data_file(name: str) -> Path:
     return _root() / name
 
 
-def _load(name: str) -> dict[str, Any]:
-    with open(_root() / name, "rb") as fh:
+def _load(name: str, root: Path | None = None) -> dict[str, Any]:
+    with open((root or _root()) / name, "rb") as fh:
         return tomllib.load(fh)
 
 
@@ -138,15 +153,22 @@ class Matrix:
         return None
 
 
-@functools.lru_cache(maxsize=1)
 def load() -> Matrix:
-    """Load and type-check all matrix files once per process."""
-    pkgs = packages_from(_load("packages.toml"), _root() / "packages.toml")
-    funcs = functions_from(_load("functions.toml"), _root() / "functions.toml", frozenset(pkgs))
-    models = _load("models.toml")
+    """Load and type-check all matrix files, once per process and folder (_root)."""
+    return _load_matrix(_root())
+
+
+@functools.lru_cache(maxsize=2)
+def _load_matrix(root: Path) -> Matrix:
+    pkgs = packages_from(_load("packages.toml", root), root / "packages.toml")
+    funcs = functions_from(_load("functions.toml", root), root / "functions.toml", frozenset(pkgs))
+    models = _load("models.toml", root)
     families = models["families"]
     mtypes = {}
     for n, d in models["model_types"].items():
+        if d.get("family") not in families:
+            raise _bad(root / "models.toml", f"[model_types.{n}]", f"family: {d.get('family')!r} is not a "
+                       "[families.*] table of models.toml")
         fam = families[d["family"]]
         mtypes[n] = ModelType(
             name=n,
@@ -159,16 +181,16 @@ def load() -> Matrix:
         )
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}
-    breakages, import_errors, runtime_errors = breakages_from(_load("breakages.toml"), _root() / "breakages.toml",
+    breakages, import_errors, runtime_errors = breakages_from(_load("breakages.toml", root), root / "breakages.toml",
                                                               frozenset(funcs), frozenset(pkgs))
-    verified_path = _root() / "verified.toml"
-    verified = tuple(_load("verified.toml").get("verified", [])) if verified_path.exists() else ()
+    verified_path = root / "verified.toml"
+    verified = tuple(_load("verified.toml", root).get("verified", [])) if verified_path.exists() else ()
     m = Matrix(
         functions=funcs, packages=pkgs, families=families, model_types=mtypes, aliases=aliases,
         attention=attention, breakages=breakages, import_errors=import_errors,
-        transformers=_load("transformers.toml"), verified=verified, runtime_errors=runtime_errors,
+        transformers=_load("transformers.toml", root), verified=verified, runtime_errors=runtime_errors,
     )
-    _validate(m, _root() / "models.toml")
+    _validate(m, root / "models.toml")
     return m
 
 
@@ -409,10 +431,14 @@ class TraceSignatures:
     backends: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fla backend -> its kernel name patterns
 
 
-@functools.lru_cache(maxsize=1)
 def load_signatures() -> TraceSignatures:
     """Load matrix/signatures.toml (kernel name patterns and thresholds used by `kernelcheck trace`)."""
-    d = _load("signatures.toml")
+    return _load_signatures(_root())
+
+
+@functools.lru_cache(maxsize=2)
+def _load_signatures(root: Path) -> TraceSignatures:
+    d = _load("signatures.toml", root)
     pk = d.get("package", {})
     sigs = tuple(
         Signature(

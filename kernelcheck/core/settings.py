@@ -10,6 +10,7 @@ and install.
 | KERNELCHECK_OFFLINE | no network for anything kernelcheck does (models, Hub, install: PyPI and release wheels) |
 | HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE | the Hugging Face Hub may not be used (PyPI still may) |
 | KERNELCHECK_HOME | base folder for kernelcheck's own files (default ~/.cache/kernelcheck) |
+| KERNELCHECK_MATRIX_DIR | another matrix/ folder to decide on (a contributor's copy; default the shipped one) |
 | KERNELCHECK_MANIFEST | the install manifest path (default sys.prefix/share/kernelcheck/manifest.json) |
 | KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
 | KERNELCHECK_NETWORK_TIMEOUT | seconds any single network wait may take (default 5) |
@@ -76,6 +77,7 @@ class Settings:
     network_timeout_text: str | None = None  # KERNELCHECK_NETWORK_TIMEOUT as set: read by `network_timeout`
     debug: bool = False
     hf_hub_cache: str | None = None
+    matrix_dir: Path | None = None  # KERNELCHECK_MATRIX_DIR: the matrix/ folder read instead of the shipped one
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -92,6 +94,7 @@ class Settings:
             network_timeout_text=env.get("KERNELCHECK_NETWORK_TIMEOUT"),
             debug=bool(env.get("KERNELCHECK_DEBUG")),
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
+            matrix_dir=Path(env["KERNELCHECK_MATRIX_DIR"]) if env.get("KERNELCHECK_MATRIX_DIR") else None,
         )
 
     @property
