@@ -448,7 +448,8 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
         smi = smi_job.result() if smi_job is not None else ((), None)
     gpus, source, driver = _pick_gpus(gpu_override, torch_info, smi, _driver_version())
     pkgs = {n: probe_package(p) for n, p in m.packages.items()} if packages else {}
-    present = {n: _safe_find(n) for n in ("tilelang", "flash_qla", "flash_kda")}
+    absent_names = {n for b in m.breakages for n in b.when.get("absent", ())}  # what rules' `absent` may ask
+    present = {n: _safe_find(n) for n in sorted({"tilelang", "flash_qla", "flash_kda", *absent_names})}
     py = sys.version_info
     return Environment(
         python=platform.python_version(),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,14 +120,16 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     return version_in(env.version_of(key), want)  # torch, triton, ... or a package's version key
 
 
-def _holds_simple(key: str, want: Any, facts: Facts) -> bool:
+def _holds_simple(key: str, want: Any, facts: Facts) -> bool | None:
     env = facts.env
     if key == "mode":
         return bool(facts.mode == want)
     if key == "cuda_gpu":
         return bool(env.cuda_gpu == want)
-    if key == "absent":
-        return all(not env.present.get(n, importlib.util.find_spec(n) is not None) for n in want)
+    if key == "absent":  # the probe looks up every name a rule lists (environment.probe); any other is undecided
+        if any(n not in env.present for n in want):
+            return None
+        return all(not env.present[n] for n in want)
     return all(p in facts.bound for p in want)  # bound
 
 

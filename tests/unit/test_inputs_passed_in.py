@@ -67,3 +67,13 @@ def test_the_rules_and_the_plan_load_nothing_themselves() -> None:
         assert not {c for c in calls if c.endswith(".load") or c.startswith(("subprocess.", "os.environ"))}, rel
         names = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert "os.environ" not in names, rel
+        assert "importlib.util.find_spec" not in calls, rel
+
+
+def test_an_absent_condition_reads_the_probe_and_is_undecided_for_a_name_it_did_not_look_up() -> None:
+    env = make_env("9.0", triton="3.6.0", gpu_source="none")
+    facts = rules.Facts(env=dataclasses.replace(env, present={"tilelang": False}), mode="train", bound=frozenset())
+    assert rules.holds("absent", ["tilelang"], facts) is True
+    assert rules.holds("absent", ["tilelang", "never_probed"], facts) is None  # not looked up: the rule may apply
+    assert rules.holds("absent", ["tilelang"], dataclasses.replace(
+        facts, env=dataclasses.replace(env, present={"tilelang": True}))) is False
