@@ -11,7 +11,7 @@ def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str 
              triton: str | None = "3.6.0", transformers: str = "5.17.0", fla: str | None = None,
              tilelang: bool = False, nvcc: str | None = "13.0", python: str = "3.12.3",
              python_tag: str = "cp312", gpu_source: str | None = None, nvcc_source: str | None = None,
-             env_vars: dict[str, str] | None = None, unmet: tuple[str, ...] | None = None,
+             env_vars: dict[str, str] | None = None, unmet: tuple[str, ...] | None = (),
              present: dict[str, bool] | None = None, gpu_name: str = "NVIDIA H200",
              jit_nvcc: str | None = None) -> Environment:
     """An Environment: `cap` the GPU's capability (None: no GPU), `fla` an installed fla-core version, `nvcc_source`

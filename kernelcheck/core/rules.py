@@ -14,7 +14,6 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Environment
-from kernelcheck.core.requirements import requirement_unmet
 
 # the conditions a rule may name: core/matrix.py, which validates them; every other key is a version key (one of
 # matrix_mod.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
@@ -113,10 +112,8 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
         return _holds_built_nvcc(want, facts)
     if key == "fla_backend":
         return backend_matches(facts.fla_backends(), list(want)) if facts.fla_dispatch is not None else None
-    if key == "requirement_unmet":
-        if env.requirements_unmet is not None:  # probed (or given by a test): no metadata read here
-            return any(w in env.requirements_unmet for w in want)
-        return any(requirement_unmet(*w.split(":", 1)) for w in want)
+    if key == "requirement_unmet":  # the probe read the metadata (environment.probe); unprobed is undecided
+        return any(w in env.requirements_unmet for w in want) if env.requirements_unmet is not None else None
     return version_in(env.version_of(key), want)  # torch, triton, ... or a package's version key
 
 

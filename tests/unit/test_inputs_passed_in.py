@@ -68,6 +68,8 @@ def test_the_rules_and_the_plan_load_nothing_themselves() -> None:
         names = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert "os.environ" not in names, rel
         assert "importlib.util.find_spec" not in calls, rel
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "kernelcheck.core.requirements" not in imported, rel  # installed metadata: read by the probe
 
 
 def test_an_absent_condition_reads_the_probe_and_is_undecided_for_a_name_it_did_not_look_up() -> None:
@@ -77,3 +79,13 @@ def test_an_absent_condition_reads_the_probe_and_is_undecided_for_a_name_it_did_
     assert rules.holds("absent", ["tilelang", "never_probed"], facts) is None  # not looked up: the rule may apply
     assert rules.holds("absent", ["tilelang"], dataclasses.replace(
         facts, env=dataclasses.replace(env, present={"tilelang": True}))) is False
+
+
+def test_a_requirement_unmet_condition_reads_the_probe_and_is_undecided_unprobed() -> None:
+    env = make_env("9.0", triton="3.6.0", gpu_source="none", unmet=("tilelang:apache-tvm-ffi",))
+    facts = rules.Facts(env=env, mode="train", bound=frozenset())
+    assert rules.holds("requirement_unmet", ["tilelang:apache-tvm-ffi"], facts) is True
+    met = dataclasses.replace(facts, env=dataclasses.replace(env, requirements_unmet=()))
+    assert rules.holds("requirement_unmet", ["tilelang:apache-tvm-ffi"], met) is False
+    unprobed = dataclasses.replace(facts, env=dataclasses.replace(env, requirements_unmet=None))
+    assert rules.holds("requirement_unmet", ["tilelang:apache-tvm-ffi"], unprobed) is None  # no metadata read here

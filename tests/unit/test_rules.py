@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelcheck.core import matrix, rules
+from kernelcheck.core import matrix, requirements, rules
 from kernelcheck.core.environment import Environment
 from kernelcheck.integrations import fla_dispatch
 from tests.environments import make_env
@@ -90,8 +90,8 @@ def test_tilelang_tvm_ffi_window_is_read_from_tilelangs_own_requirements(tmp_pat
     _dist(tmp_path, "tilelang", "0.1.15", ("apache-tvm-ffi<0.1.13,>=0.1.11", "z3-solver>=4.13"))
     _dist(tmp_path, "apache-tvm-ffi", "0.1.14")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert rules.requirement_unmet("tilelang", "apache-tvm-ffi") is True
-    h = hits(env("9.0"))
+    assert requirements.requirement_unmet("tilelang", "apache-tvm-ffi") is True
+    h = hits(replace(env("9.0"), requirements_unmet=requirements.requirements_unmet(matrix.load())))  # the probe's
     assert "tilelang-tvm-ffi-window" in h and h["tilelang-tvm-ffi-window"].rule.severity == "fallback"
     assert "mamba/issues/986" in h["tilelang-tvm-ffi-window"].rule.reference
     assert h["tilelang-tvm-ffi-window"].certain
@@ -101,6 +101,7 @@ def test_tilelang_with_a_tvm_ffi_inside_its_window_or_no_tilelang_is_fine(tmp_pa
     _dist(tmp_path, "tilelang", "0.1.15", ("apache-tvm-ffi<0.1.13,>=0.1.11",))
     _dist(tmp_path, "apache-tvm-ffi", "0.1.12")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert rules.requirement_unmet("tilelang", "apache-tvm-ffi") is False
-    assert rules.requirement_unmet("not-installed-dist", "apache-tvm-ffi") is False
-    assert "tilelang-tvm-ffi-window" not in hits(env("9.0"))
+    assert requirements.requirement_unmet("tilelang", "apache-tvm-ffi") is False
+    assert requirements.requirement_unmet("not-installed-dist", "apache-tvm-ffi") is False
+    assert "tilelang-tvm-ffi-window" not in hits(replace(env("9.0"),
+                                                         requirements_unmet=requirements.requirements_unmet(matrix.load())))
