@@ -22,15 +22,17 @@ def _root() -> Path:
     `kernelcheck._matrix` when installed from a wheel."""
     from kernelcheck.core import settings
 
-    chosen = settings.current().matrix_dir
-    if chosen is not None:
-        if not (chosen / "models.toml").is_file():
-            from kernelcheck.core.errors import BadInput
+    chosen = settings.matrix_dir()
+    return _checked_root(chosen) if chosen is not None else _shipped_root()
 
-            raise BadInput(f"KERNELCHECK_MATRIX_DIR={chosen} has no models.toml: point it at a copy of kernelcheck's "
-                           "matrix/ folder (every *.toml file of it), or unset it to use the shipped data.")
-        return chosen
-    return _shipped_root()
+
+@functools.lru_cache(maxsize=4)
+def _checked_root(chosen: Path) -> Path:
+    """A KERNELCHECK_MATRIX_DIR folder, checked once per folder (not at each load())."""
+    if not (chosen / "models.toml").is_file():
+        raise BadInput(f"KERNELCHECK_MATRIX_DIR={chosen} has no models.toml: point it at a copy of kernelcheck's "
+                       "matrix/ folder (every *.toml file of it), or unset it to use the shipped data.")
+    return chosen
 
 
 @functools.lru_cache(maxsize=1)

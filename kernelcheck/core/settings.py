@@ -94,7 +94,7 @@ class Settings:
             network_timeout_text=env.get("KERNELCHECK_NETWORK_TIMEOUT"),
             debug=bool(env.get("KERNELCHECK_DEBUG")),
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
-            matrix_dir=Path(env["KERNELCHECK_MATRIX_DIR"]) if env.get("KERNELCHECK_MATRIX_DIR") else None,
+            matrix_dir=_matrix_dir(env),
         )
 
     @property
@@ -110,6 +110,17 @@ class Settings:
     @property
     def manifest_path(self) -> Path:
         return self.manifest or Path(sys.prefix) / "share" / "kernelcheck" / "manifest.json"
+
+
+def _matrix_dir(env: Mapping[str, str]) -> Path | None:
+    value = env.get("KERNELCHECK_MATRIX_DIR")
+    return Path(value) if value else None
+
+
+def matrix_dir() -> Path | None:
+    """KERNELCHECK_MATRIX_DIR alone: matrix.load() asks at each of its many call sites, so it reads this one
+    variable, not every setting."""
+    return _matrix_dir(os.environ)
 
 
 def current() -> Settings:

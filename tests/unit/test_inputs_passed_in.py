@@ -89,3 +89,18 @@ def test_a_requirement_unmet_condition_reads_the_probe_and_is_undecided_unprobed
     assert rules.holds("requirement_unmet", ["tilelang:apache-tvm-ffi"], met) is False
     unprobed = dataclasses.replace(facts, env=dataclasses.replace(env, requirements_unmet=None))
     assert rules.holds("requirement_unmet", ["tilelang:apache-tvm-ffi"], unprobed) is None  # no metadata read here
+
+
+def test_matrix_load_reads_its_folder_variable_alone_and_refuses_a_folder_without_models_toml(monkeypatch,
+                                                                                              tmp_path) -> None:
+    from kernelcheck.core import settings
+
+    def every_setting(*_a, **_k):
+        raise AssertionError("matrix.load() parsed every setting")
+
+    monkeypatch.setattr(settings.Settings, "from_environ", classmethod(every_setting))
+    assert "qwen3_5" in matrix.load().model_types  # shipped folder, no Settings built
+    monkeypatch.setenv("KERNELCHECK_MATRIX_DIR", str(tmp_path))
+    with pytest.raises(BadInput) as exc:
+        matrix.load()
+    assert str(tmp_path) in str(exc.value)  # names the folder it refused
