@@ -45,6 +45,31 @@ class FleetFailure(FleetError):
     """Raised inside the gather (kernelcheck.fleet.gather); the message names the ranks at fault."""
 
 
+# Internal signals: raised and caught inside kernelcheck, never shown as they are (the catcher turns each into a
+# finding or a typed result). They live here with the user-facing errors, one home for what kernelcheck raises.
+
+
+class LayoutError(RuntimeError):
+    """A name this kernels generation expects is not where kernels keeps it (a newer or a patched kernels):
+    integrations/kernels_api turns it into a finding."""
+
+
+class KernelsUnusable(RuntimeError):
+    """No adapter fits the installed kernels (kernels_api.Unsupported): the resolution says so, never exit 1."""
+
+
+class UnresolvedHost(OSError):
+    """The Hub's host name did not resolve (no DNS here, or a wrong HF_ENDPOINT): no wait would help."""
+
+
+class BackwardFailed(Exception):
+    """verify: a layer's forward ran and its backward raised; `original` is what it raised."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(str(original))
+        self.original = original
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM: the command stopped before its verdict. Exit 128 + the signal number (130 for
     SIGINT, 143 for SIGTERM: what a shell reports for a process ended by that signal). A KeyboardInterrupt,

@@ -20,7 +20,7 @@ from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import paths, settings
-from kernelcheck.core.errors import BadInput
+from kernelcheck.core.errors import BadInput, UnresolvedHost
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -167,10 +167,6 @@ _SAY_AFTER = 1.0  # seconds a network wait runs before it is announced
 # a failed name lookup as glibc, musl, macOS and Windows word it (socket.gaierror), seen in huggingface_hub's retries
 _DNS = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
                   r"getaddrinfo failed|No address associated with hostname|Name does not resolve")
-
-
-class UnresolvedHost(OSError):
-    """The Hub's host name did not resolve (no DNS here, or a wrong HF_ENDPOINT): no wait would help."""
 
 
 def _unresolved(last: str, what: str) -> UnresolvedHost | None:

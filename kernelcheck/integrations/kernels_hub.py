@@ -29,6 +29,7 @@ from typing import Any
 
 from kernelcheck.core import environment as environment_mod
 from kernelcheck.core.capability import Capability
+from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
 from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
@@ -164,10 +165,6 @@ def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
     return tree, missing
 
 
-class KernelsUnusable(RuntimeError):
-    """No adapter fits the installed kernels (kernels_api.Unsupported): the resolution says so, never exit 1."""
-
-
 def api() -> kernels_api.KernelsApi:
     """The adapter for the installed kernels release (kernels_api); raises KernelsUnusable with the reason."""
     got = kernels_api.adapter()
@@ -270,7 +267,7 @@ def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environme
         return None
     try:
         meta = api().read_metadata(meta_path)
-    except kernels_api.LayoutError:
+    except LayoutError:
         return None
     except Exception as exc:  # noqa: BLE001
         return f"metadata.json of {variant} does not parse: {exc}"
@@ -312,7 +309,7 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
     """
     try:
         return _resolve(repo_id, version, revision, source, env, target)
-    except (KernelsUnusable, kernels_api.LayoutError) as exc:
+    except (KernelsUnusable, LayoutError) as exc:
         reason = str(exc) if isinstance(exc, KernelsUnusable) else (
             f"kernels {environment_mod.dist_version('kernels')} does not have {exc}, which its release generation "
             "has: Hub variants not listed")
@@ -352,7 +349,7 @@ def _kernels_says(repo_id: str, version: int | None) -> str:
         return ""
     try:
         err = api().offline_version_error(repo_id, version)
-    except (KernelsUnusable, kernels_api.LayoutError):
+    except (KernelsUnusable, LayoutError):
         return ""
     return f"kernels' own lookup raises ValueError: {err.splitlines()[0]}" if err else ""
 

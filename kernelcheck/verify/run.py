@@ -18,7 +18,7 @@ from typing import Any
 from kernelcheck.core import decide, settings
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import models as models_mod
-from kernelcheck.core.errors import BadInput
+from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_models
@@ -33,7 +33,6 @@ from kernelcheck.verify.instrument import CallRecord, Instrument
 from kernelcheck.verify.statuses import function_evidence, live_lines, model_findings, observation, step_json
 from kernelcheck.verify.steps import (
     SHAPES,
-    BackwardFailed,
     Failure,
     LiveRun,
     Steps,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
-from kernelcheck.core.errors import KernelcheckError
+from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence as evidence_mod
@@ -86,12 +86,6 @@ class LiveRun:
     package_of: dict[str, str] = field(default_factory=dict)  # function -> package import name
     inline: dict[str, str] = field(default_factory=dict)  # old regime: function -> the layer code that inlines it
     triton: dict[str, Any] = field(default_factory=dict)
-
-
-class BackwardFailed(Exception):
-    def __init__(self, original: BaseException):
-        super().__init__(str(original))
-        self.original = original
 
 
 class Steps:

@@ -207,3 +207,16 @@ def test_no_module_imports_an_underscored_name_from_another() -> None:
                 found += [f"{p.relative_to(PKG)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert not found, found
+
+
+def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
+    """One home for what kernelcheck raises (issue 24): no exception class is defined elsewhere."""
+    bases = ("Exception", "Error", "Failed", "Failure", "Interrupt", "Unusable", "Host")
+    elsewhere = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path.relative_to(PKG).as_posix() == "core/errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(bases) for b in node.bases):
+                elsewhere.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.name}")
+    assert elsewhere == []

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kernelcheck.core import models
+from kernelcheck.core import errors, models
 
 STOP = threading.Event()  # ends a worker the test gave up on, so its log lines reach no other test
 
@@ -30,7 +30,7 @@ def test_a_dns_failure_says_the_host_could_not_be_resolved_without_waiting_out_t
     line = ("'[Errno -2] Name or service not known' thrown while requesting HEAD "
             "https://huggingface.co/someorg/some-model/resolve/main/config.json")
     started = time.monotonic()
-    with pytest.raises(models.UnresolvedHost) as exc:
+    with pytest.raises(errors.UnresolvedHost) as exc:
         models.bounded(_retrying_like_huggingface_hub(line, 3.0), "config.json of someorg/some-model", 5.0)
     STOP.set()
     time.sleep(0.2)
@@ -42,7 +42,7 @@ def test_a_slow_hub_is_still_a_wait_that_ran_out() -> None:
     line = "'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\"))'"
     with pytest.raises(TimeoutError) as exc:
         models.bounded(_retrying_like_huggingface_hub(line, 2.0), "config.json of a/b", 0.5)
-    assert not isinstance(exc.value, models.UnresolvedHost) and "no answer within 0.5 s" in str(exc.value)
+    assert not isinstance(exc.value, errors.UnresolvedHost) and "no answer within 0.5 s" in str(exc.value)
 
 
 def _kc(args: list[str], tmp_path) -> tuple[int, str, str]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from kernelcheck.integrations.kernels_api.base import (
     Decision,
     KernelsApi,
-    LayoutError,
     MetaInfo,
     System,
     VariantInfo,
@@ -29,7 +28,7 @@ from kernelcheck.integrations.kernels_api.gen017 import Gen017
 from kernelcheck.integrations.kernels_api.gen018 import Gen018
 from kernelcheck.integrations.kernels_api.gen019 import Gen019
 
-__all__ = ["Decision", "KernelsApi", "LayoutError", "MetaInfo", "System", "Unsupported", "VariantInfo", "adapter",
+__all__ = ["Decision", "KernelsApi", "MetaInfo", "System", "Unsupported", "VariantInfo", "adapter",
            "choose", "GENERATIONS"]
 
 log = logging.getLogger(__name__)

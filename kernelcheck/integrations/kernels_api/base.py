@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core.errors import LayoutError
+
 log = logging.getLogger(__name__)
-
-
-class LayoutError(RuntimeError):
-    """A name this generation expects is not where kernels keeps it (a newer or a patched kernels)."""
 
 
 @dataclass(frozen=True)
