@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODEL_HELP, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.common import MODEL_HELP, device_option, emit, finish, guarded, mode_option, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
@@ -26,8 +26,7 @@ from kernelcheck.report.model import Finding, Report
 @click.option("--hub/--no-hub", "hub", default=None,
               help="--hub: the job loads with use_kernels=True (Kernel Hub); --no-hub: skip the Hub section. "
                    "Default: what the installed transformers does. See `kernelcheck hub --help`.")
-@click.option("--hub-device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
-              help="Device type the job runs on, for the Hub mapping (default: from the torch build).")
+@device_option("hub_device")
 @click.option("--arch", default=None, metavar="9.0[,10.0...]",
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kernelcheck.cli.common import MODEL_HELP, finish, guarded, mode_option, output_options
+from kernelcheck.cli.common import MODEL_HELP, device_option, finish, guarded, mode_option, output_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
@@ -35,8 +35,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 @mode_option
 @click.option("--use-kernels/--default-use-kernels", "use_kernels", default=None,
               help="--use-kernels: the job passes use_kernels=True (default: what from_pretrained defaults to).")
-@click.option("--device", "device", type=click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"]), default=None,
-              help="Device type the job runs on (default: from the torch build: cuda for CUDA builds, else cpu).")
+@device_option("device")
 @click.option("--source", type=click.Choice(["auto", "cache", "hub"]), default="auto", show_default=True,
               help="Where build variants are listed from: auto = as kernels does (LOCAL_KERNELS, then the Hub, or "
                    "the HF cache when HF_HUB_OFFLINE=1); cache = never use the network.")

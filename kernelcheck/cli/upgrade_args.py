@@ -48,7 +48,7 @@ def upgrade_specs() -> list[str] | None:
 def forward_args(values: dict[str, Any]) -> list[str]:
     """doctor's own options, as the child doctor processes of a forecast get them."""
     out: list[str] = []
-    for opt, key in (("--model", "model"), ("--mode", "mode"), ("--hub-device", "hub_device"),
+    for opt, key in (("--model", "model"), ("--mode", "mode"), ("--device", "hub_device"),
                      ("--arch", "arch"), ("--packing", "packing")):
         if values.get(key):
             out += [opt, str(values[key])]

@@ -72,7 +72,7 @@ def _window(w: WindowLine) -> str:
             f"installed kernels {w.kernels or 'absent'}: {state} the window" + ("" if w.met else outside))
 
 
-_ORIGIN = {"device-flag": "--hub-device", "cuda-flag": "--cuda", "torch-build": "from the torch build"}
+_ORIGIN = {"device-flag": "--device", "cuda-flag": "--cuda", "torch-build": "from the torch build"}
 
 
 def _listing(item: ListingLine) -> str:
