@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli import interrupts, outfile
+from kernelcheck.cli import interrupts, outfile, stdout_fd
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
@@ -105,6 +105,7 @@ def emit(text: str, *, is_json: bool = False) -> None:
 
     Text is adapted to a terminal (report/terminal.py: width, colour, --quiet); JSON is printed as it is.
     """
+    stdout_fd.release()  # --json: fd 1 pointed at stderr while the command ran (cli/stdout_fd.py)
     term = None if is_json else Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"])
     if term is not None:
         text = present(text, term)
@@ -139,7 +140,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             as_json = bool(kwargs.get("as_json"))
             _setup_output(kwargs)
             try:
-                with signals.routed():
+                with signals.routed(), stdout_fd.reserved(as_json):
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
                     code = fn(*args, **kwargs)

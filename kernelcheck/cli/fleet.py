@@ -132,8 +132,11 @@ def _gate_and_print(command: str, record: dict[str, Any], info: Any, timeout: fl
         if kwargs.get("as_json"):
             import json
 
-            click.echo(json.dumps(table.to_json(command, outcome.records, outcome.missing, outcome.exit_code,
-                                                outcome.message, {"timings": outcome.timings}), indent=2, default=str))
+            from kernelcheck.cli.common import emit
+
+            emit(json.dumps(table.to_json(command, outcome.records, outcome.missing, outcome.exit_code,
+                                          outcome.message, {"timings": outcome.timings}), indent=2, default=str),
+                 is_json=True)  # the real stdout back (cli/stdout_fd.py)
         else:
             click.echo(table.render_text(command, outcome.records, outcome.missing, outcome.exit_code,
                                          outcome.message))

@@ -7,7 +7,7 @@ import json
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli.common import guarded, output_options
+from kernelcheck.cli.common import emit, guarded, output_options
 
 
 @click.command()
@@ -20,13 +20,13 @@ def models(as_json: bool) -> int:
 
     m = matrix.load()
     if as_json:
-        click.echo(json.dumps({
+        emit(json.dumps({
             "schema": schemas.schema_id("models"), "command": "models",
             "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
                          m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
             "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
                             for t in m.model_types.values()],
-        }, indent=2))
+        }, indent=2), is_json=True)
         return 0
     click.echo("aliases")
     for a in m.aliases.values():

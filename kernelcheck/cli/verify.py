@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODEL_HELP, finish, guarded, mode_option, output_options
+from kernelcheck.cli.common import MODEL_HELP, emit, finish, guarded, mode_option, output_options
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core import settings
@@ -80,7 +80,10 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
         from kernelcheck.verify import packing_report
 
         text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
-        click.echo(text)
+        if as_json:
+            emit(text, is_json=True)  # the real stdout back (cli/stdout_fd.py)
+        else:
+            click.echo(text)
         return code
     if step:
         from kernelcheck.verify.step import verify_step
