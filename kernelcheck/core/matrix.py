@@ -465,8 +465,8 @@ def _load_signatures(root: Path) -> TraceSignatures:
     for s in sigs:
         for name in (s.package, *s.context_packages):
             if name not in known or name not in out.fast_kernels:
-                raise ValueError(f"matrix: signature {s.id} names package {name} missing from packages.toml "
-                                 "or from signatures.toml [package.*]")
+                raise _bad(root / "signatures.toml", f"[[signature]] {s.id}", f"names package {name}, which is "
+                           "missing from packages.toml or from signatures.toml [package.*]")
     return out
 
 
