@@ -289,7 +289,7 @@ def functions_from(table: dict[str, Any], source: Path, packages: frozenset[str]
 # --- breakages.toml, validated as it is read: a bad entry is bad input naming the file and the key ---
 
 CAPABILITY_KEYS = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
-_LIST_KEYS = ("gpu_capability", "absent", "bound", "requirement_unmet", "fla_backend")
+_LIST_KEYS = ("gpu_capability", "absent", "bound", "used", "requirement_unmet", "fla_backend")
 # the conditions other than versions; a version key is one of STACK_KEYS or a table name of packages.toml
 _CONDITIONS = frozenset((*CAPABILITY_KEYS, *_LIST_KEYS, "mode", "cuda_gpu", "built_nvcc"))
 _BREAKAGE_TEXT = ("id", "title", "severity", "message", "fix", "reference")
@@ -341,6 +341,8 @@ def _breakage_problem(b: dict[str, Any], functions: frozenset[str],
     for key, want in b["when"].items():
         if (problem := _condition_problem(key, want, versions)) is not None:
             return f"when.{key}", problem
+    if unknown := [f for f in b["when"].get("used", ()) if f not in functions]:
+        return "when.used", f"{', '.join(unknown)}: not in functions.toml"
     return _remedy_problem(b.get("remedies", []))
 
 
@@ -465,8 +467,8 @@ def _load_signatures(root: Path) -> TraceSignatures:
     for s in sigs:
         for name in (s.package, *s.context_packages):
             if name not in known or name not in out.fast_kernels:
-                raise ValueError(f"matrix: signature {s.id} names package {name} missing from packages.toml "
-                                 "or from signatures.toml [package.*]")
+                raise _bad(root / "signatures.toml", f"[[signature]] {s.id}", f"names package {name}, which is "
+                           "missing from packages.toml or from signatures.toml [package.*]")
     return out
 
 

@@ -48,7 +48,8 @@ class Facts:
     bound: frozenset[str]  # packages transformers binds for a used function
     built_nvcc: dict[str, str] = field(default_factory=dict)  # package -> nvcc that built it (manifest)
     model: str = ""
-    functions: tuple[str, ...] = ()  # the fast functions the job uses (empty: every fla op kernelcheck knows)
+    # the fast functions the job uses (empty: every fla op kernelcheck knows for fla_backend, undecided for `used`)
+    functions: tuple[str, ...] = ()
 
     # how the installed fla picks each op's backend: integrations/fla_dispatch.py `backends`, passed in by the caller
     # (core imports no integration); None: not asked, so a fla_backend condition is undecided
@@ -106,7 +107,7 @@ def _holds(key: str, want: Any, facts: Facts) -> bool | None:
     env = facts.env
     if key in _CAPABILITY_KEYS:
         return _holds_capability(key, want, env.capabilities)
-    if key in ("mode", "cuda_gpu", "absent", "bound"):
+    if key in ("mode", "cuda_gpu", "absent", "bound", "used"):
         return _holds_simple(key, want, facts)
     if key == "built_nvcc":
         return _holds_built_nvcc(want, facts)
@@ -127,6 +128,8 @@ def _holds_simple(key: str, want: Any, facts: Facts) -> bool | None:
         if any(n not in env.present for n in want):
             return None
         return all(not env.present[n] for n in want)
+    if key == "used":  # the job calls one of these functions; undecided where no caller said which it calls
+        return any(f in facts.functions for f in want) if facts.functions else None
     return all(p in facts.bound for p in want)  # bound
 
 

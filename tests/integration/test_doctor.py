@@ -482,3 +482,35 @@ def test_5_25_with_fla_bound_on_cpu_names_the_torch_function_that_really_runs():
     assert f["implementation"].endswith("torch_chunk_gated_delta_rule"), f  # not fla.ops...: the device check
     assert f["reason"]
     assert not any(x["id"] == "fla-cpu-crash" for x in rep["findings"])
+
+
+def _mamba_ssm_main(root: Path, built: bool) -> Path:
+    """A mamba-ssm built from main after mamba#977 without MAMBA_KEEP_CUDA_BUILD: the Python package (the names
+    transformers resolves; their bodies raise as selective_scan_interface's _check_selective_scan_cuda does) and, when
+    `built`, the top-level extension module selective_scan_cuda. No code of it runs: doctor finds and binds."""
+    ops = root / "mamba_ssm" / "ops"
+    (ops / "triton").mkdir(parents=True)
+    (root / "mamba_ssm" / "__init__.py").write_text('__version__ = "2.3.2.post1"\n')
+    (ops / "__init__.py").write_text("")
+    (ops / "triton" / "__init__.py").write_text("")
+    raises = "(*args, **kwargs):\n    raise RuntimeError('selective_scan_cuda is not installed')\n"
+    (ops / "selective_scan_interface.py").write_text(f"def selective_scan_fn{raises}\n\ndef mamba_inner_fn{raises}")
+    (ops / "triton" / "selective_state_update.py").write_text(f"def selective_state_update{raises}")
+    if built:
+        (root / "selective_scan_cuda.py").write_text("")
+    return root
+
+
+def test_mamba_977_mamba1_is_broken_without_selective_scan_cuda_and_mamba2_is_not(tmp_path):
+    """mamba-ssm imports and transformers 5.24 binds it, but the probe finds no selective_scan_cuda: Mamba-1 (mamba,
+    zamba) raises at its first forward (BROKEN, exit 4); Mamba-2 uses mamba-ssm's Triton functions only."""
+    bare = _mamba_ssm_main(tmp_path / "bare", built=False)
+    for model in ("mamba", "zamba"):
+        code, rep = run_json(["doctor", "--model", model, "--mode", "infer"], bare)
+        (hit,) = [f for f in rep["findings"] if f["id"] == "mamba-selective-scan-cuda-missing"]
+        assert code == 4 and hit["severity"] == "broken", rep["findings"]
+        assert function(rep, "selective_scan_fn")["status"] == "broken"
+    code, rep = run_json(["doctor", "--model", "mamba2", "--mode", "infer"], bare)
+    assert code == 3 and "mamba-selective-scan-cuda-missing" not in {f["id"] for f in rep["findings"]}
+    code, rep = run_json(["doctor", "--model", "mamba", "--mode", "infer"], _mamba_ssm_main(tmp_path / "ok", True))
+    assert code == 3 and "mamba-selective-scan-cuda-missing" not in {f["id"] for f in rep["findings"]}

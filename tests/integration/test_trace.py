@@ -153,6 +153,39 @@ def test_python_stack_names_the_torch_path_on_cpu(tmp_path):
     assert rep["trace"]["missing_packages"] == []
 
 
+_MAMBA = """
+import sys, torch
+from transformers import AutoModelForCausalLM, MambaConfig
+from torch.profiler import ProfilerActivity, profile
+cfg = MambaConfig(vocab_size=128, hidden_size=32, state_size=4, num_hidden_layers=1, expand=2, conv_kernel=4,
+                  time_step_rank=4)
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_config(cfg)
+x = torch.randint(0, 128, (1, 16))
+with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+    model(x, labels=x).loss.backward()
+prof.export_chrome_trace(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("version, frame", [(None, "mamba_selective_scan"), ("5.13.1", "slow_forward")])
+def test_python_stack_names_the_torch_mamba1_scan_on_cpu(tmp_path, version, frame):
+    """A tiny Mamba recorded with with_stack=True on this CPU: transformers' torch selective scan is named (the
+    decorated mamba_selective_scan of the installed 5.24; 5.13's MambaMixer.slow_forward), as information."""
+    sites = [envs.site(f"transformers=={version}", deps=True)] if version else []
+    p = tmp_path / "mamba.json"
+    pypath = os.pathsep.join([*map(str, sites), os.environ.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", _MAMBA, str(p)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": pypath})
+    assert res.returncode == 0, res.stderr[-3000:]
+    code, rep = envs.run_json(["trace", str(p)])
+    assert code == 0
+    (sig,) = [x for x in rep["trace"]["fallback_signatures"] if x["id"] == "mamba-ssm-torch-fallback"]
+    assert sig["package"] == "mamba-ssm" and f"`{frame}` (transformers/models/mamba/modeling_mamba.py(" \
+        in sig["evidence"], sig["evidence"]
+    assert {f["id"]: f["severity"] for f in rep["findings"]}["mamba-ssm-torch-fallback"] == "info"
+
+
 def test_empty_recording_is_bad_input(tmp_path):
     """A real pitfall: a cycling schedule clears the events, and the exported trace holds no op."""
     p = tmp_path / "empty.json"

@@ -58,6 +58,8 @@ def test_a_good_table_is_typed_rule_by_rule():
     (("breakage", 0, "when", "triton"), "3.4 or newer", "when.triton: 'triton' = \"3.4 or newer\" is not a version"),
     (("breakage", 0, "when", "bound"), "fla", "when.bound: 'bound' must be a list of strings"),
     (("breakage", 0, "when", "cuda_gpu"), "yes", "when.cuda_gpu: 'cuda_gpu' must be true or false"),
+    (("breakage", 0, "when", "used"), "causal_conv1d_fn", "when.used: 'used' must be a list of strings"),
+    (("breakage", 0, "when", "used"), ["selective_scan_fm"], "when.used: selective_scan_fm: not in functions.toml"),
     (("breakage", 0, "severity"), "fatal", "severity: 'fatal' is none of broken, fallback, warning"),
     (("breakage", 0, "functions"), ["chunk_gated_delta_rul"],
      "functions: chunk_gated_delta_rul: not in functions.toml"),

@@ -105,3 +105,35 @@ def test_tilelang_with_a_tvm_ffi_inside_its_window_or_no_tilelang_is_fine(tmp_pa
     assert requirements.requirement_unmet("not-installed-dist", "apache-tvm-ffi") is False
     assert "tilelang-tvm-ffi-window" not in hits(replace(env("9.0"),
                                                          requirements_unmet=requirements.requirements_unmet(matrix.load())))
+
+
+def _mamba_facts(built: bool | None, used: tuple[str, ...], bound=("mamba_ssm",)) -> rules.Facts:
+    """mamba-ssm 2.3.2 installed and importing; `built`: whether the probe found selective_scan_cuda (None: the
+    probe did not look it up)."""
+    from kernelcheck.core.environment import PackageState
+
+    e = make_env("9.0", transformers="5.24.0", present={} if built is None else {"selective_scan_cuda": built})
+    e = replace(e, packages={"mamba_ssm": PackageState("mamba_ssm", True, "2.3.2", "mamba-ssm", True, None)})
+    return rules.Facts(env=e, mode="infer", bound=frozenset(bound), model="mamba", functions=used)
+
+
+MAMBA1 = ("selective_scan_fn", "mamba_inner_fn", "selective_state_update", "causal_conv1d_fn")
+MAMBA2 = ("mamba_chunk_scan_combined", "mamba_split_conv1d_scan_combined", "selective_state_update")
+
+
+def test_mamba_977_a_mamba_ssm_without_selective_scan_cuda_breaks_mamba1_only():
+    def ids(f: rules.Facts) -> dict[str, rules.RuleHit]:
+        return {h.rule.id: h for h in rules.evaluate(f, matrix.load())}
+
+    hit = ids(_mamba_facts(False, MAMBA1))["mamba-selective-scan-cuda-missing"]
+    assert hit.certain and hit.rule.severity == "broken"
+    assert set(hit.rule.functions) == {"selective_scan_fn", "mamba_inner_fn"}
+    assert "mamba-ssm 2.3.2" in hit.message and "MAMBA_KEEP_CUDA_BUILD=TRUE" in hit.fix
+    assert "https://github.com/state-spaces/mamba/issues/977" in hit.rule.reference
+    assert "mamba-selective-scan-cuda-missing" not in ids(_mamba_facts(True, MAMBA1))  # the extension is there
+    assert "mamba-selective-scan-cuda-missing" not in ids(_mamba_facts(False, MAMBA2))  # Mamba-2: Triton only
+    assert "mamba-selective-scan-cuda-missing" not in ids(_mamba_facts(False, MAMBA1, bound=()))  # torch path
+    # undecided: the probe did not look the extension up, or the caller named no functions (install's planner)
+    assert not ids(_mamba_facts(None, MAMBA1))["mamba-selective-scan-cuda-missing"].certain
+    assert not ids(_mamba_facts(False, ()))["mamba-selective-scan-cuda-missing"].certain
+
