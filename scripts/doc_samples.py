@@ -57,15 +57,11 @@ def _env() -> dict[str, str]:
 
 
 def _render_recorded(path: Path) -> str:
-    from kernelcheck.core.status import Finding, FunctionStatus
     from kernelcheck.report.model import Report
     from kernelcheck.report.terminal import PIPED_WIDTH, Terminal, present
     from kernelcheck.report.text import render_text
 
-    data = json.loads(path.read_text())
-    rep = Report(data["command"], data.get("environment") or {}, data.get("model"), data.get("mode"),
-                 [FunctionStatus.from_json(f) for f in data.get("functions", [])],
-                 [Finding.from_json(f) for f in data.get("findings", [])])
+    rep = Report.from_json(json.loads(path.read_text()))
     return present(render_text(rep, verbose=False), Terminal(width=PIPED_WIDTH)) + "\n"
 
 

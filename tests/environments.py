@@ -4,7 +4,10 @@ build), described as the probe would describe them. One builder for every test t
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
+from kernelcheck.report.sections import EnvironmentView, ModelRef
 
 
 def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str | None = "13.0",
@@ -27,3 +30,15 @@ def make_env(cap: str | None = "9.0", *, torch: str = "2.11.0+cu130", cuda: str 
         gpu_source=gpu_source if gpu_source is not None else ("override" if cap else "none"),
         nvcc_source=nvcc_source or ("toolkit" if nvcc else "none"), env_vars=dict(env_vars or {}),
         requirements_unmet=unmet, jit_nvcc_source=jit_nvcc)
+
+
+def make_view(cap: str | None = "9.0", **kw: Any) -> EnvironmentView:
+    """The environment a report carries for make_env(cap, **kw)."""
+    return EnvironmentView.of(make_env(cap, **kw))
+
+
+def model_ref(query: str = "qwen3.8-27b", id: str | None = "Qwen/Qwen3.8-27B", model_type: str = "qwen3_5",
+              source: str = "shipped-config", family: str = "gated_deltanet",
+              layer: str | None = "Qwen3_5GatedDeltaNet") -> ModelRef:
+    """The model a report is about (default: Qwen3.8-27B from its shipped config, as doctor resolves it)."""
+    return ModelRef(query, id, model_type, source, family, layer)

@@ -79,6 +79,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     from kernelcheck.integrations import kernels_hub as hub_mod
     from kernelcheck.integrations import kernels_prefetch, transformers_models
     from kernelcheck.report.model import Finding, Report
+    from kernelcheck.report.sections import EnvironmentView, ModelRef
 
     if (lock or dry_run) and not prefetch:
         raise BadInput("--lock and --dry-run go with --prefetch (kernelcheck hub --model M --prefetch --lock FILE).")
@@ -89,12 +90,12 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     target = hub_mod.Target(torch=build.torch, cuda=build.cuda) if build.given else None
     gpus = gpu_mod.parse_arch(arch) if arch else None  # the same parser as doctor and install
     env = environment_mod.probe(gpu_override=gpus)
-    report = Report("hub", env.to_json(), None, mode)
+    report = Report("hub", EnvironmentView.of(env), None, mode)
     functions: tuple[str, ...] = ()
     modeling = None
     if model:
         resolved = transformers_models.resolve(model)
-        report.model = resolved.to_json()
+        report.model = ModelRef.of(resolved)
         modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it

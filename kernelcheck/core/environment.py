@@ -18,7 +18,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -123,27 +123,6 @@ class Environment:
             return value
         st = self.packages.get(name)
         return st.version if st and st.installed else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "python": self.python,
-            "python_tag": self.python_tag,
-            "platform": self.platform,
-            "torch": {k: v for k, v in asdict(self.torch).items() if k != "import_error"} if self.torch else None,
-            "triton": self.triton,
-            "transformers": self.transformers,
-            "kernels": self.kernels,
-            "gpus": [{"name": g.name, "capability": g.capability.dotted, "index": g.index} for g in self.gpus],
-            "gpu_source": self.gpu_source,
-            "driver": self.driver,
-            "nvcc": self.nvcc,
-            "nvcc_source": self.nvcc_source,
-            "nvcc_path": self.nvcc_path,
-            "cuda_home": self.cuda_home,
-            **({"jit_nvcc_source": self.jit_nvcc_source} if self.jit_nvcc_source else {}),
-            "packages": {k: asdict(v) for k, v in self.packages.items()},
-            "env": self.env_vars,
-        }
 
 
 def dist_version(name: str) -> str | None:

@@ -51,12 +51,6 @@ class ResolvedModel:
         text = self.config.get("text_config")
         return text if isinstance(text, dict) and text else self.config
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "query": self.query, "id": self.id, "model_type": self.model_type, "source": self.source,
-            "family": self.spec.family, "layer": self.spec.layer or None,
-        }
-
 
 # transformers' configs are kilobytes (the largest shipped ones, with label maps, well under 1 MB); reading and
 # parsing a 300 MB JSON takes 1.5 GB of memory before it could be refused for its content.

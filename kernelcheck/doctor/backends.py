@@ -7,15 +7,12 @@ the choice, and says so when fla's dispatch code does not read as a layout kerne
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.model import Finding, FunctionStatus
-
-_NVCC_WORDS = {"toolkit": "a CUDA toolkit's", "pip": "pip's nvidia-cuda-nvcc (not a toolkit)", "none": "none"}
+from kernelcheck.report.sections import BackendsSection
 
 
 def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
@@ -26,7 +23,7 @@ def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]
                  and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 
 
-def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[dict[str, Any] | None,
+def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[BackendsSection | None,
                                                                                        list[Finding]]:
     """The `backends` report section and its findings (None, [] where no fla op runs on a GPU here)."""
     fns = fla_functions(functions, mode)
@@ -51,11 +48,6 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tup
         sm = env.capabilities[0].sm if env.capabilities else "sm_?"
         findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on {sm}: {text}.",
                                 None, lay.reference, (fn,)))
-    data = {
-        "fla": lay.version, "read_from": lay.origin, "reference": lay.reference,
-        "nvcc": {"version": env.nvcc, "path": env.nvcc_path, "source": env.nvcc_source,
-                 "is": _NVCC_WORDS.get(env.nvcc_source, env.nvcc_source)},
-        "switches": {k: v for k, v in env.env_vars.items() if k in fla_dispatch.SWITCHES},
-        "ops": [op.to_json() for op in ops],
-    }
+    data = BackendsSection(lay.version, lay.origin, lay.reference, env.nvcc, env.nvcc_path, env.nvcc_source,
+                           {k: v for k, v in env.env_vars.items() if k in fla_dispatch.SWITCHES}, tuple(ops))
     return data, findings

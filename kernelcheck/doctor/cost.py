@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.status import Severity, Verdict
-from kernelcheck.report.model import Finding
+from kernelcheck.report.model import Finding, Report
 
 BILLION = 1e9
 _COMPARED = ("gpu", "torch", "triton", "transformers")
@@ -71,15 +71,13 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
                    f"({m.get('recorded_in') or m.get('evidence')}){near}.")
 
 
-def attach(report: Any, model: str | None) -> None:
+def attach(report: Report, model: str | None) -> None:
     """Add the cost finding to a FALLBACK report of a known model (nothing for other verdicts)."""
     if not model or report.verdict != Verdict.FALLBACK:
         return
-    env = report.environment or {}
-    gpus = env.get("gpus") or []
-    here = {"gpu": gpus[0].get("name") if gpus else None,
-            "torch": (env.get("torch") or {}).get("version"), "triton": env.get("triton"),
-            "transformers": env.get("transformers")}
-    mm = report.model if isinstance(report.model, dict) else {}
-    m, distance = choose(measurements(), mm.get("model_type"), here)
+    env = report.environment
+    here = {"gpu": env.gpus[0].name if env and env.gpus else None,
+            "torch": env.torch.version if env and env.torch else None, "triton": env.triton if env else None,
+            "transformers": env.transformers if env else None}
+    m, distance = choose(measurements(), report.model.model_type if report.model else None, here)
     report.findings.append(finding(m, distance, model))

@@ -26,6 +26,7 @@ from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_types as types_mod
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 from kernelcheck.report.progress import Ticker
+from kernelcheck.report.sections import EnvironmentView, ModelRef
 
 
 def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environment_mod.Environment, module: str,
@@ -280,7 +281,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
         probe.plan_packages()
         probe.send()
     env = _with_packages(env, probe)
-    report.environment = env.to_json()
+    report.environment = EnvironmentView.of(env)
     report.findings.extend(environment_findings(env))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
@@ -303,14 +304,14 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     # what transformers finds, exactly as a package imported earlier in a user's process does.
     env = env or environment_mod.probe(packages=False)
     _require_torch(env)
-    report = Report("doctor", env.to_json(), None, mode if query else None)
+    report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe)
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")
     model = transformers_models.resolve(query)
-    report.model = model.to_json()
+    report.model = ModelRef.of(model)
     too_old = _too_old(model, env)
     if too_old is not None:
         if probe is not None:
@@ -319,7 +320,7 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
         return _too_old_report(report, model, env, too_old, mode, probe)
     result = submodel_mod.restrict(model, _bind(model, report, env, exact, probe), report.findings)
     env = _with_packages(env, probe)
-    report.environment = env.to_json()
+    report.environment = EnvironmentView.of(env)
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
@@ -456,7 +457,7 @@ def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: enviro
                     finding: Finding, mode: str, probe: imports_mod.ImportProbe | None = None) -> Report:
     m = matrix_mod.load()
     env = _with_packages(env, probe)
-    report.environment = env.to_json()
+    report.environment = EnvironmentView.of(env)
     report.findings.append(finding)
     for fn in model.spec.functions:
         info = m.functions.get(fn)

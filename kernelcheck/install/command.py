@@ -61,6 +61,7 @@ from kernelcheck.report.model import (
     read_report,
 )
 from kernelcheck.report.progress import working
+from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan
 
 
@@ -293,7 +294,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
         model=req.model, wheelhouse=str(wheelhouse), target=req.target, fixes=req.fixes,
         without=tuple(req.without))
-    report = Report("install", env.to_json(), before.model, req.mode)
+    report = Report("install", EnvironmentView.of(env), before.model, req.mode)
     if planned_for is not None:
         report.findings.append(planned_for)
     report.before = Before(before.verdict, {f.name: f.status for f in before.functions})
@@ -355,7 +356,7 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1), run_after.report,
                                  has_doctor_after=True)
     after = run_after.report
-    if isinstance(after, Report) and after.environment:
+    if isinstance(after, Report) and after.environment is not None:
         report.environment = after.environment  # what is installed now, not before
     # The doctor block printed above is part of this command's output: its functions and findings are the
     # report's (none when it stopped on an error), and the exit code is the worst verdict printed (the doctor
@@ -435,7 +436,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
         out.append(Finding("install-leaves-package", worst,
                            f"{package} is not part of this install, so {', '.join(f.name for f in fns)} "
                            f"stay{'s' if len(fns) == 1 else ''} {worst}, as doctor found before the install",
-                           f"kernelcheck install --model {before.model.get('query', 'M') if before.model else 'M'} "
+                           f"kernelcheck install --model {before.model.query if before.model else 'M'} "
                            f"--package {package} (or without --package: every package the model needs)",
                            None, tuple(f.name for f in fns)))
     return out

@@ -9,13 +9,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Status
+from kernelcheck.report.sections import ModeOutcome, PackingSection
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +28,6 @@ def fix_text(facts: dict[str, Any]) -> str:
 
     return (f"{collator_call(collator_flags(RECOMMENDED, facts))} (TRL: a collator that passes cu_seq_lens and "
             "seq_idx, not padding_free with position_ids only)")
-
-
-@dataclass(frozen=True)
-class ModeOutcome:
-    mode: str
-    outcome: str  # correct | raises | mixed
-    reason: str
-    fix: str | None
 
 
 def load_facts(path: Path | None = None) -> dict[str, Any]:
@@ -109,7 +101,7 @@ def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool
 
 
 def section(functions: dict[str, str], declared: str | None, facts: dict[str, Any] | None = None,
-            tdir: Path | None = None) -> dict[str, Any] | None:
+            tdir: Path | None = None) -> PackingSection | None:
     """functions: name -> doctor status. None when the model has no packing-sensitive function."""
     facts = facts or load_facts()
     bound = {fn: status == Status.FAST for fn, status in functions.items() if fn in facts["functions"]}
@@ -120,6 +112,5 @@ def section(functions: dict[str, str], declared: str | None, facts: dict[str, An
     outcomes = [decide(m, bound, facts, guard) for m in facts["modes"]]
     if declared is not None and declared not in facts["modes"]:
         decide(declared, bound, facts, guard)  # raises BadInput with the list of modes
-    return {"declared": declared, "guard_in_source": guard, "functions": bound,
-            "modes": [o.__dict__ for o in outcomes], "cache_skips_packing": cache_skips_packing(facts, tdir),
-            "reference": f"{facts['modes']['position_ids']['reference']}; {facts['guard']['reference']}"}
+    return PackingSection(declared, guard, bound, tuple(outcomes), cache_skips_packing(facts, tdir),
+                          f"{facts['modes']['position_ids']['reference']}; {facts['guard']['reference']}")

@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding
+from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.sections import ModeOutcome, PackingSection
 
 
-def findings(sec: dict[str, Any]) -> list[Finding]:
-    modes = {m["mode"]: m for m in sec["modes"]}
-    ref = sec["reference"]
-    fns = tuple(sec["functions"])
-    declared = sec["declared"]
+def findings(sec: PackingSection) -> list[Finding]:
+    modes = {m.mode: m for m in sec.modes}
+    ref = sec.reference
+    fns = tuple(sec.functions)
+    declared = sec.declared
     if declared is None:
         return [Finding("packing", Severity.INFO, undeclared_message(modes),
-                        modes["flash"]["fix"] or modes["position_ids"]["fix"], ref, fns)]
-    out = [Finding(f"packing-{m}", Severity.INFO, f"packing {m}: {o['outcome']}: {o['reason']}", o["fix"], ref, fns)
+                        modes["flash"].fix or modes["position_ids"].fix, ref, fns)]
+    out = [Finding(f"packing-{m}", Severity.INFO, f"packing {m}: {o.outcome}: {o.reason}", o.fix, ref, fns)
            for m, o in modes.items() if m != declared]
     o = modes[declared]
-    sev = {"correct": Severity.INFO, "raises": Severity.BROKEN, "mixed": Severity.BROKEN}[o["outcome"]]
+    sev = {"correct": Severity.INFO, "raises": Severity.BROKEN, "mixed": Severity.BROKEN}[o.outcome]
     word = {"correct": "correct", "raises": "the step raises ValueError",
-            "mixed": "sequences silently mix (wrong results, no error)"}[o["outcome"]]
-    out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o['reason']}",
-                          o["fix"], ref, fns))
-    if declared != "none" and sec.get("cache_skips_packing"):
+            "mixed": "sequences silently mix (wrong results, no error)"}[o.outcome]
+    out.insert(0, Finding("packing-declared", sev, f"packing {declared} (declared): {word}: {o.reason}",
+                          o.fix, ref, fns))
+    if declared != "none" and sec.cache_skips_packing:
         out.append(Finding("packing-needs-no-cache", Severity.WARNING,
                            "packed rows stay apart in the attention layers (sdpa, eager, flex) only when the forward "
                            "runs without a cache: with one, transformers does not look for the sequences in "
@@ -44,15 +43,15 @@ _OUTCOME_WORDS = {"correct": "correct", "raises": "the step raises ValueError",
                   "mixed": "sequences mix silently (wrong results)"}
 
 
-def undeclared_message(modes: dict[str, dict[str, Any]]) -> str:
+def undeclared_message(modes: dict[str, ModeOutcome]) -> str:
     """The one packing line when the job did not say how it packs: each mode, what happens, how to declare."""
-    said = "; ".join(f"{_MODE_WORDS.get(m, m)}: {_OUTCOME_WORDS.get(o['outcome'], o['outcome'])}"
+    said = "; ".join(f"{_MODE_WORDS.get(m, m)}: {_OUTCOME_WORDS.get(o.outcome, o.outcome)}"
                      for m, o in modes.items())
     return (f"packed batches (several sequences in one row) with this model here: {said}. "
             f"Say what the job's collator passes with --packing {'|'.join(modes)}")
 
 
-def attach(report: Any, declared: str | None) -> None:
+def attach(report: Report, declared: str | None) -> None:
     """Add the packing section to a doctor report (a no-op for models without packing-sensitive layers)."""
     from kernelcheck.core.errors import BadInput
     from kernelcheck.packing.decide import section

@@ -12,9 +12,9 @@ import platform
 import sys
 from typing import Any
 
-from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import WORDS, Verdict
 from kernelcheck.report.model import Report
+from kernelcheck.report.sections import EnvironmentView
 
 
 def system() -> dict[str, str]:
@@ -63,16 +63,15 @@ def _nccl(torch: Any) -> str:
     return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
 
 
-def _torch(env: dict[str, Any]) -> str:
-    t = env.get("torch")
+def _torch(env: EnvironmentView | None) -> str:
+    t = env.torch if env is not None else None
     if not t:
         return "absent"
-    return f"{t['version']} (CUDA {t.get('cuda') or 'none'}, cxx11abi {t.get('cxx11abi')})"
+    return f"{t.version} (CUDA {t.cuda or 'none'}, cxx11abi {t.cxx11abi})"
 
 
-def _gpus(env: dict[str, Any]) -> str:
-    gpus = env.get("gpus") or []
-    return ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
+def _gpus(env: EnvironmentView | None) -> str:
+    return ", ".join(f"{g.name} ({g.capability.sm})" for g in (env.gpus if env is not None else ())) or "none"
 
 
 def _cell(text: object) -> str:
@@ -83,30 +82,31 @@ def render(report: Report, sysinfo: dict[str, str], argv: list[str] | None = Non
     """The markdown block (pure)."""
     env = report.environment
     verdict = Verdict(report.verdict)
-    model = report.model or {}
+    model = report.model
     rows = [("kernelcheck", sysinfo.get("kernelcheck", "?")),
             ("command", "`kernelcheck " + " ".join(argv or ["doctor"]) + "`"),
             ("verdict", f"**{WORDS[verdict]}** (exit {report.exit_code})"),
-            ("model", f"{model.get('id', '-')} ({model.get('model_type', '-')}), mode {report.mode or '-'}"),
+            ("model", f"{model.id if model else '-'} ({model.model_type if model else '-'}), "
+                      f"mode {report.mode or '-'}"),
             ("OS", sysinfo.get("os", "?")), ("glibc", sysinfo.get("glibc", "?")),
-            ("Python", f"{env.get('python')} ({env.get('python_tag')}, {env.get('platform')})"),
+            ("Python", f"{env.python} ({env.python_tag}, {env.platform})" if env else "-"),
             ("torch", _torch(env)), ("cuDNN", sysinfo.get("cudnn", "?")), ("NCCL", sysinfo.get("nccl", "?")),
-            ("triton", env.get("triton") or "absent"), ("transformers", env.get("transformers") or "absent"),
-            ("kernels", env.get("kernels") or "absent"), ("huggingface_hub", sysinfo.get("huggingface_hub", "?")),
-            ("GPUs", _gpus(env)), ("driver", env.get("driver") or "none"), ("nvcc", env.get("nvcc") or "none")]
+            ("triton", (env and env.triton) or "absent"), ("transformers", (env and env.transformers) or "absent"),
+            ("kernels", (env and env.kernels) or "absent"), ("huggingface_hub", sysinfo.get("huggingface_hub", "?")),
+            ("GPUs", _gpus(env)), ("driver", (env and env.driver) or "none"), ("nvcc", (env and env.nvcc) or "none")]
     out = ["<details open><summary>kernelcheck doctor --report-issue</summary>", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_cell(v)} |" for k, v in rows]
     out += ["", "Kernel packages:", "", "| package | version | imports | error |", "|---|---|---|---|"]
-    pkgs = env.get("packages") or {}
-    out += [f"| {_cell(p.get('distribution') or n)} | {_cell(p.get('version') or '-')} | "
-            f"{'yes' if p.get('imports') else 'no'} | {_cell((p.get('error') or '')[:200])} |"
-            for n, p in pkgs.items() if p.get("installed")] or ["| (none installed) | | | |"]
+    pkgs = env.packages if env is not None else {}
+    out += [f"| {_cell(p.distribution or n)} | {_cell(p.version or '-')} | "
+            f"{'yes' if p.imports else 'no'} | {_cell((p.error or '')[:200])} |"
+            for n, p in pkgs.items() if p.installed] or ["| (none installed) | | | |"]
     if report.functions:
         out += ["", "Functions:", "", "| function | status | implementation |", "|---|---|---|"]
         out += [f"| {_cell(f.name)} | {f.status}{'' if f.used else ' (not used)'} | {_cell(f.implementation)} |"
                 for f in report.functions]
     out += ["", "Findings: " + (", ".join(f"`{f.id}` ({f.severity})" for f in report.findings) or "none")]
-    variables = env.get("env") or {}
+    variables = env.env if env is not None else {}
     if variables:
         out += ["", "Variables: " + ", ".join(f"`{k}={_cell(v)}`" for k, v in sorted(variables.items()))]
     out += ["", "</details>"]

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck import __version__
-from kernelcheck.core.capability import sm_name
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.text import render_text
 
 _FAILING = (Severity.FALLBACK, Severity.BROKEN)
@@ -50,10 +50,10 @@ def model_label(report: Report) -> str:
     CI dashboards split classnames at dots into package and class, so `Qwen/Qwen3.8-27B` becomes
     `Qwen_Qwen3_8-27B`; a local folder shows as its base name.
     """
-    m = report.model or {}
-    raw = m.get("id") or m.get("query") or ""
-    if m.get("source") == "local":
-        raw = os.path.basename(os.path.normpath(str(m.get("query") or raw)))
+    m = report.model
+    raw = m.name if m is not None else ""
+    if m is not None and m.source == "local":
+        raw = os.path.basename(os.path.normpath(m.query or raw))
     if not raw:
         return "environment"
     return re.sub(r"[^A-Za-z0-9_-]+", "_", str(raw)).strip("_") or "model"
@@ -65,9 +65,6 @@ def classname(report: Report) -> str:
 
 def properties(report: Report) -> list[tuple[str, str]]:
     """(name, value) pairs describing where the check ran: the facts a reader of a red build needs."""
-    env = report.environment or {}
-    t = env.get("torch") or {}
-    gpus = env.get("gpus") or []
     props: list[tuple[str, Any]] = [
         ("kernelcheck", __version__),
         ("command", report.command),
@@ -75,33 +72,41 @@ def properties(report: Report) -> list[tuple[str, str]]:
         ("exit_code", report.exit_code),
         ("mode", report.mode or ""),
     ]
-    if report.model:
-        props += [(f"model.{k}", report.model.get(k) or "") for k in ("query", "id", "model_type", "source")]
-    props += [
-        ("python", env.get("python", "")),
-        ("platform", env.get("platform", "")),
-        ("torch", t.get("version") or "absent"),
-        ("torch.cuda", t.get("cuda") or "none (CPU build)" if t else ""),
-        ("torch.cxx11abi", t.get("cxx11abi") if t else ""),
-        ("triton", env.get("triton") or "absent"),
-        ("transformers", env.get("transformers") or "absent"),
-        ("kernels", env.get("kernels") or "absent"),
-        ("gpus", ", ".join(f"{g.get('name')} ({sm_name(g.get('capability', ''))})" for g in gpus)
-         or "none"),
-        ("gpu_source", env.get("gpu_source", "")),
-        ("driver", env.get("driver") or "none"),
-        ("nvcc", env.get("nvcc") or "absent"),
-    ]
-    for name, st in (env.get("packages") or {}).items():
-        if not st.get("installed"):
-            value = "absent"
-        else:
-            value = f"{st.get('distribution') or name} {st.get('version') or '?'}"
-            if not st.get("imports"):
-                value += f" (import fails: {st.get('error')})"
-        props.append((f"package.{name}", value))
+    m = report.model
+    if m is not None:
+        props += [("model.query", m.query or ""), ("model.id", m.id or ""), ("model.model_type", m.model_type or ""),
+                  ("model.source", m.source or "")]
+    props += _environment_properties(report.environment)
     props += _step_properties(report.step)
     return [(k, _clean("" if v is None else v)) for k, v in props]
+
+
+def _environment_properties(env: EnvironmentView | None) -> list[tuple[str, Any]]:
+    """The machine's versions, GPUs and kernel packages (empty values for a report without an environment)."""
+    t = env.torch if env is not None else None
+    props: list[tuple[str, Any]] = [
+        ("python", env.python if env else ""),
+        ("platform", env.platform if env else ""),
+        ("torch", (t.version if t else None) or "absent"),
+        ("torch.cuda", (t.cuda or "none (CPU build)") if t else ""),
+        ("torch.cxx11abi", t.cxx11abi if t else ""),
+        ("triton", (env.triton if env else None) or "absent"),
+        ("transformers", (env.transformers if env else None) or "absent"),
+        ("kernels", (env.kernels if env else None) or "absent"),
+        ("gpus", ", ".join(f"{g.name} ({g.capability.sm})" for g in env.gpus) if env and env.gpus else "none"),
+        ("gpu_source", env.gpu_source if env else ""),
+        ("driver", (env.driver if env else None) or "none"),
+        ("nvcc", (env.nvcc if env else None) or "absent"),
+    ]
+    for name, st in (env.packages if env else {}).items():
+        if not st.installed:
+            value = "absent"
+        else:
+            value = f"{st.distribution or name} {st.version or '?'}"
+            if not st.imports:
+                value += f" (import fails: {st.error})"
+        props.append((f"package.{name}", value))
+    return props
 
 
 def _step_properties(step: dict[str, Any] | None) -> list[tuple[str, Any]]:

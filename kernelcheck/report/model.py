@@ -24,6 +24,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
 )
 from kernelcheck.report import hub_text
 from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
+from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
 
 
 @dataclass(frozen=True)
@@ -245,16 +246,16 @@ class TraceSection:
 # "raw": key -> the value itself, "merge": the section's own keys merged in at that place.
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "raw"), ("prediction", "merge"),
-    ("installed", "merge"), ("hub", "json"), ("step", "raw"), ("live", "json"), ("packing", "raw"),
-    ("import_proof", "json"), ("trace", "merge"), ("backends", "raw"),
+    ("installed", "merge"), ("hub", "json"), ("step", "raw"), ("live", "json"), ("packing", "json"),
+    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
 )
 
 
 @dataclass
 class Report:
     command: str
-    environment: dict[str, Any]
-    model: dict[str, Any] | None
+    environment: EnvironmentView | None  # None: not probed (trace); the JSON shows {}
+    model: ModelRef | None
     mode: str | None
     functions: list[FunctionStatus] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -268,10 +269,10 @@ class Report:
     hub: HubSection | None = None  # hub/check.py
     step: dict[str, Any] | None = None  # verify --step (verify/step.py)
     live: LiveSection | None = None  # verify, doctor --live
-    packing: dict[str, Any] | None = None  # doctor (packing/findings.py)
+    packing: PackingSection | None = None  # doctor (packing/findings.py)
     import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
     trace: TraceSection | None = None  # trace
-    backends: dict[str, Any] | None = None  # doctor: the backend of each fla op (doctor/backends.py)
+    backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
 
     @property
     def verdict(self) -> str:
@@ -302,8 +303,8 @@ class Report:
             "command": self.command,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "environment": self.environment,
-            "model": self.model,
+            "environment": self.environment.to_json() if self.environment is not None else {},
+            "model": self.model.to_json() if self.model is not None else None,
             "mode": self.mode,
             "functions": [_drop_none(asdict(f)) for f in self.functions],
             "findings": [_finding_json(f) for f in self.findings],
@@ -315,7 +316,9 @@ class Report:
     def from_json(cls, data: dict[str, Any]) -> Report:
         """The report a command printed with --json, typed again (install reads the doctor it ran after the
         install): to_json(from_json(x)) == x for a doctor's report; verdict and exit code are decided again."""
-        rep = cls(data["command"], data["environment"], data["model"], data["mode"],
+        env, model = data["environment"], data["model"]
+        rep = cls(data["command"], EnvironmentView.from_json(env) if env else None,
+                  ModelRef.from_json(model) if model is not None else None, data["mode"],
                   [FunctionStatus.from_json(f) for f in data.get("functions", [])],
                   [Finding.from_json(f) for f in data.get("findings", [])])
         for name, how in _SECTIONS:
@@ -331,6 +334,7 @@ class Report:
 _SECTION_TYPE: dict[str, Any] = {
     "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
     "hub": HubSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
+    "packing": PackingSection, "backends": BackendsSection,
 }
 _MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Severity
 from kernelcheck.report.model import (
     ErrorReport,
@@ -16,35 +15,33 @@ from kernelcheck.report.model import (
     LiveSection,
     Report,
 )
+from kernelcheck.report.sections import EnvironmentView
 
 _MARK = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "UNSUPPORTED"}
 _SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
 
 
-def environment_lines(env: dict[str, Any]) -> list[str]:
-    t = env.get("torch")
+def environment_lines(env: EnvironmentView) -> list[str]:
+    t = env.torch
     if t:
-        torch_s = f"torch {t['version']} (CUDA {t['cuda'] or 'none: CPU build'}, cxx11abi {t['cxx11abi']})"
+        torch_s = f"torch {t.version} (CUDA {t.cuda or 'none: CPU build'}, cxx11abi {t.cxx11abi})"
     else:
         torch_s = "torch not installed"
-    gpus = env.get("gpus") or []
-    gpu_s = ", ".join(f"{g['name']} ({sm_name(g['capability'])})" for g in gpus) or "none"
+    gpu_s = ", ".join(f"{g.name} ({g.capability.sm})" for g in env.gpus) or "none"
     lines = [
-        f"  python {env['python']} · {env['platform']} · {torch_s}",
-        f"  triton {env.get('triton') or 'absent'} · transformers {env.get('transformers') or 'absent'} · "
-        f"kernels {env.get('kernels') or 'absent'}",
-        f"  GPUs: {gpu_s} · driver {env.get('driver') or 'none'} · nvcc {env.get('nvcc') or 'absent'}"
-        + (" (pip's nvidia-cuda-nvcc, not a CUDA toolkit)" if env.get("nvcc_source") == "pip" else "")
-        + (f" ({env['cuda_home']})" if env.get("cuda_home") else ""),
+        f"  python {env.python} · {env.platform} · {torch_s}",
+        f"  triton {env.triton or 'absent'} · transformers {env.transformers or 'absent'} · "
+        f"kernels {env.kernels or 'absent'}",
+        f"  GPUs: {gpu_s} · driver {env.driver or 'none'} · nvcc {env.nvcc or 'absent'}"
+        + (" (pip's nvidia-cuda-nvcc, not a CUDA toolkit)" if env.nvcc_source == "pip" else "")
+        + (f" ({env.cuda_home})" if env.cuda_home else ""),
     ]
-    pk = env.get("packages") or {}
-    if pk:
+    if env.packages:
         parts = []
-        for name, st in pk.items():
-            if not st["installed"]:
+        for name, st in env.packages.items():
+            if not st.installed:
                 continue
-            parts.append(f"{st['distribution'] or name} {st['version'] or '?'}"
-                         + ("" if st["imports"] else " (import fails)"))
+            parts.append(f"{st.distribution or name} {st.version or '?'}" + ("" if st.imports else " (import fails)"))
         lines.append("  kernel packages: " + (", ".join(parts) if parts else "none installed"))
     return lines
 
@@ -80,7 +77,7 @@ def _render_head(report: Report) -> str:
     head = f"kernelcheck {report.command}"
     if report.model:
         mm = report.model
-        head += f" · {mm.get('id') or mm.get('query')} ({mm.get('model_type')}, from {mm.get('source')})"
+        head += f" · {mm.name} ({mm.model_type}, from {mm.source})"
     if report.mode:
         head += f" · mode {report.mode}"
     return head

@@ -16,7 +16,7 @@ from kernelcheck.trace.verdicts import fmt_ms, short_name
 
 def report_of(a: TraceAnalysis) -> Report:
     """The Report for an analysis: `summary` and `steps` as in DESIGN.md, `trace` (file, GPUs, verdict)."""
-    r = Report("trace", {}, None, None)
+    r = Report("trace", None, None, None)
     r.findings.extend(a.findings)
     r.trace = TraceSection(trace={
         "file": a.path, "bytes": a.bytes, "gzip": a.gzip, "events": a.events, "cpu_only": a.cpu_only,

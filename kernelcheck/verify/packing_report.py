@@ -37,7 +37,7 @@ def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
     statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
                                 for f, b in result.bindings.items()}
     sec = section(statuses, None)
-    return {m["mode"]: m["outcome"] for m in (sec or {}).get("modes", [])}
+    return {m.mode: m.outcome for m in (sec.modes if sec is not None else ())}
 
 
 def _tail(results: list[PackingResult], declared: str | None, code: int) -> list[str]:
@@ -60,6 +60,7 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     from kernelcheck import schemas
     from kernelcheck.core.errors import BadInput
     from kernelcheck.integrations import transformers_models
+    from kernelcheck.report.sections import ModelRef
     from kernelcheck.verify import packing as packing_mod
 
     model = transformers_models.resolve(query)
@@ -79,7 +80,7 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     if as_json:
         return json.dumps({"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": word,
                            "exit_code": code,
-                           "model": model.to_json(), "device": device, "declared": declared,
+                           "model": ModelRef.of(model).to_json(), "device": device, "declared": declared,
                            "judged_mode": declared or RECOMMENDED, "packing": [r.as_dict() for r in results],
                            "cached_forward_max_logit_diff": round(cached, 6)}, indent=2), code
     return "\n".join([render_text(results, device, cached), *_tail(results, declared, code)]), code

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core.errors import BadInput
+from kernelcheck.report.model import Report
+from kernelcheck.report.sections import EnvironmentView, ModelRef
 
 
 def check_path(path: str | None) -> None:
@@ -28,21 +30,23 @@ def check_path(path: str | None) -> None:
         raise BadInput(f"--record {path}: cannot append to it ({exc.strerror or exc}); nothing was run.") from None
 
 
-def measurement(step: dict[str, Any], environment: dict[str, Any], model: dict[str, Any], query: str) -> dict[
-        str, Any] | None:
+def measurement(step: dict[str, Any], environment: EnvironmentView | None, model: ModelRef | None,
+                query: str) -> dict[str, Any] | None:
     proj = step.get("projection") or {}
     paths = step.get("paths") or {}
     fast, ref = proj.get("fast") or {}, proj.get("reference") or {}
     if not fast.get("projected_tokens_per_s") or not ref.get("projected_tokens_per_s"):
         return None
-    gpus = environment.get("gpus") or [{}]
-    versions = environment.get("packages") or {}
+    gpu = environment.gpus[0] if environment and environment.gpus else None
+    torch = environment.torch if environment else None
+    versions = environment.packages if environment else {}
     return {
-        "date": datetime.date.today().isoformat(), "model_type": model.get("model_type"), "model": model.get("id"),
-        "gpu": gpus[0].get("name"), "capability": gpus[0].get("capability"),
-        "torch": (environment.get("torch") or {}).get("version"), "triton": environment.get("triton"),
-        "transformers": environment.get("transformers"),
-        "packages": {k: v.get("version") for k, v in versions.items() if isinstance(v, dict) and v.get("version")},
+        "date": datetime.date.today().isoformat(), "model_type": model.model_type if model else None,
+        "model": model.id if model else None,
+        "gpu": gpu.name if gpu else None, "capability": gpu.capability.dotted if gpu else None,
+        "torch": torch.version if torch else None, "triton": environment.triton if environment else None,
+        "transformers": environment.transformers if environment else None,
+        "packages": {k: v.version for k, v in versions.items() if v.version},
         "tokens": step.get("tokens"), "layers": len((paths.get("fast") or {}).get("layers") or []) or None,
         "full_layers": sum((fast.get("full_layers") or {}).values()) or None,
         "bound_step_ms": (paths.get("fast") or {}).get("step_ms"),
@@ -53,12 +57,12 @@ def measurement(step: dict[str, Any], environment: dict[str, Any], model: dict[s
     }
 
 
-def append(report: Any, path: str, query: str) -> bool:
+def append(report: Report, path: str, query: str) -> bool:
     """Append the report's step measurement to `path`; False when the step measured no projection."""
     step = report.step if isinstance(report.step, dict) else None
     if not step:
         return False
-    m = measurement(step, report.environment or {}, report.model if isinstance(report.model, dict) else {}, query)
+    m = measurement(step, report.environment, report.model, query)
     if m is None:
         return False
     with Path(path).open("a", encoding="utf-8") as fh:

@@ -131,7 +131,7 @@ def observation(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: Liv
     """What the run showed for `fs`, as evidence for the decider (core/decide.py)."""
     broken = _broken_reason(fs.name, ev, run)
     rid, fix = _rule_fix(report, fs.name) if broken else (None, None)
-    model = report.model.get("query") if report.model else "M"
+    model = report.model.query if report.model else "M"
     if broken and not fix:
         rid, fix = _runtime_error_fix(ev, fs.package, model or "M")
     if broken and not fix:

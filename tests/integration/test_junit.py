@@ -9,24 +9,25 @@ ready verdict, verify's evidence). Every file is validated against the JUnit sch
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kernelcheck.core.environment import PackageState
 from kernelcheck.report import junit
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.sections import EnvironmentView
 from tests import envs
+from tests.environments import make_env, model_ref
 
 XSD = Path(__file__).resolve().parents[1] / "data" / "junit.xsd"
-ENV = {"python": "3.12.3", "platform": "linux_x86_64",
-       "torch": {"version": "2.11.0+cu130", "cuda": "13.0", "cxx11abi": True},
-       "triton": "3.6.0", "transformers": "5.17.0", "kernels": None,
-       "gpus": [{"name": "NVIDIA H200", "capability": "9.0", "index": 0}], "gpu_source": "torch",
-       "driver": "580.65.06", "nvcc": None,
-       "packages": {"fla": {"installed": True, "distribution": "fla-core", "version": "0.6.0", "imports": True},
-                    "causal_conv1d": {"installed": True, "distribution": "causal-conv1d", "version": "1.7.0",
-                                      "imports": False, "error": "undefined symbol: _ZN3c10"}}}
-MODEL = {"query": "qwen3.8-27b", "id": "Qwen/Qwen3.8-27B", "model_type": "qwen3_5", "source": "shipped-config"}
+ENV = EnvironmentView.of(replace(
+    make_env(python="3.12.3", transformers="5.17.0", nvcc=None, gpu_source="torch"),
+    packages={"fla": PackageState("fla", True, "0.6.0", "fla-core", True, None),
+              "causal_conv1d": PackageState("causal_conv1d", True, "1.7.0", "causal-conv1d", False,
+                                            "undefined symbol: _ZN3c10")}))
+MODEL = model_ref()
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_unwritable_junit_path_is_bad_input_not_a_traceback(tmp_path):
 # ---- reports this machine cannot produce, built from the real dataclasses ----------------------------
 
 def _report(functions, findings=(), command="doctor", mode="train") -> Report:
-    return Report(command, ENV, dict(MODEL), mode, list(functions), list(findings))
+    return Report(command, ENV, MODEL, mode, list(functions), list(findings))
 
 
 def test_broken_ready_and_evidence_from_verify(schema):
@@ -231,8 +232,7 @@ def test_unsupported_used_function_fails_like_the_exit_code_says(schema):
 def test_control_characters_and_local_model_names_stay_valid_xml(tmp_path, schema):
     rep = _report([FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch",
                                   "import failed: \x1b[31mbad\x00 byte", None)])
-    rep.model = {"query": "./models/my.model/", "id": "/abs/models/my.model", "model_type": "qwen3_5",
-                 "source": "local"}
+    rep.model = model_ref("./models/my.model/", "/abs/models/my.model", source="local")
     path = junit.write(rep, tmp_path / "x.xml")
     root = _valid(schema, path)
     assert root.find("testsuite").get("name") == "kernelcheck.doctor.my_model"

@@ -50,7 +50,7 @@ def test_measured_truth_table_matches_the_decision(version: str) -> None:
     assert measured["flash"]["outcome"] == EXPECT_FLASH_TORCH[version]
     sec = section(dict.fromkeys(GDN, "fallback"), None, FACTS, tf / "transformers")
     assert sec is not None
-    decided = {m["mode"]: m["outcome"] for m in sec["modes"]}
+    decided = {m.mode: m.outcome for m in sec.modes}
     for mode in ("position_ids", "cu_seq_lens", "flash"):
         assert decided[mode] == measured[mode]["outcome"], (mode, measured[mode])
 

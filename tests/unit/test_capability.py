@@ -12,6 +12,7 @@ import pytest
 from kernelcheck.core import environment, rules
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Gpu
+from kernelcheck.report.sections import EnvironmentView
 from tests.environments import make_env
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
@@ -22,7 +23,7 @@ def test_a_gpu_built_from_a_word_holds_the_capability_and_its_json_keeps_the_wor
     assert gpu.capability == Capability(9, 0) and gpu.capability.sm == "sm_90"
     env = make_env("10.0", gpu_name="B200")
     assert env.capabilities == (Capability(10, 0),)
-    assert env.to_json()["gpus"] == [{"name": "B200", "capability": "10.0", "index": 0}]
+    assert EnvironmentView.of(env).to_json()["gpus"] == [{"name": "B200", "capability": "10.0", "index": 0}]
     with pytest.raises(ValueError):
         Gpu("x", "nine")
 

@@ -10,6 +10,7 @@ import pytest
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cost
 from kernelcheck.verify import record
+from tests.environments import make_view, model_ref
 
 H200 = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0", "transformers": "5.17.0"}
 
@@ -48,23 +49,24 @@ STEP = {"tokens": 8192, "paths": {"fast": {"step_ms": 351.4, "layers": ["a", "a"
                                   "reference": {"step_ms": 954.6}},
         "projection": {"fast": {"projected_tokens_per_s": 2320.5, "full_layers": {"a": 48, "f": 16}},
                        "reference": {"projected_tokens_per_s": 540.5}}}
-ENV = {"gpus": [{"name": "NVIDIA H200", "capability": "9.0"}], "torch": {"version": "2.11.0+cu130"},
-       "triton": "3.6.0", "transformers": "5.17.0", "packages": {"fla": {"version": "0.6.0"}}}
+ENV = make_view(fla="0.6.0")  # an H200, torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0
 
 
 def test_record_appends_one_line_doctor_can_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    m = record.measurement(STEP, ENV, {"model_type": "qwen3_5", "id": "Qwen/Qwen3.8-27B"}, "qwen3.8-27b")
+    m = record.measurement(STEP, ENV, model_ref(), "qwen3.8-27b")
     assert m is not None and m["layers"] == 4 and m["full_layers"] == 64 and m["bound_tokens_per_s"] == 2320.5
+    assert (m["model_type"], m["model"], m["gpu"], m["capability"], m["torch"], m["packages"]) == (
+        "qwen3_5", "Qwen/Qwen3.8-27B", "NVIDIA H200", "9.0", "2.11.0+cu130", {"fla": "0.6.0"})
     out = tmp_path / "rec.jsonl"
 
     class R:
-        step, environment, model = STEP, ENV, {"model_type": "qwen3_5", "id": "Qwen/Qwen3.8-27B"}
+        step, environment, model = STEP, ENV, model_ref()
 
     assert record.append(R(), str(out), "qwen3.8-27b") and record.append(R(), str(out), "qwen3.8-27b")
     assert len(out.read_text().splitlines()) == 2
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(out))
     assert sum(1 for x in cost.measurements() if x.get("recorded_in")) == 2
-    assert record.measurement({"projection": {}}, ENV, {}, "q") is None
+    assert record.measurement({"projection": {}}, ENV, None, "q") is None
 
 
 def test_record_path_is_checked_before_anything_runs(tmp_path: Path):

@@ -190,12 +190,12 @@ def _fs(name: str, status: str = "fast") -> FunctionStatus:
 def test_doctor_section_reports_each_pass_and_infer_mode_only_the_forward():
     data, findings = backends_mod.section(h200(nvcc=None), [_fs("chunk_gated_delta_rule")], "train")
     assert data is not None
-    assert [(o["pass"], o["backend"], o["cause"]) for o in data["ops"]] == [
+    assert [(o.phase, o.backend, o.cause) for o in data.ops] == [
         ("forward", "triton", "default"), ("backward", "triton", "no-nvcc")]
-    assert data["nvcc"]["source"] == "none" and data["read_from"] == "table"
+    assert data.nvcc_source == "none" and data.read_from == "table"
     assert [(f.id, f.severity, f.functions) for f in findings] == [("fla-backend", "info", ("chunk_gated_delta_rule",))]
     data, _ = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "infer")
-    assert [o["pass"] for o in data["ops"]] == ["forward"]
+    assert data is not None and [o.phase for o in data.ops] == ["forward"]
     assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "fallback")], "train") == (None, [])
     assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "unsupported")], "train")[0] is not None
 

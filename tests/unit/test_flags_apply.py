@@ -19,6 +19,7 @@ from kernelcheck.install.plan_types import Plan, Step
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify import step_worker
+from tests.environments import model_ref
 
 MODEL = "qwen3.8-27b"
 
@@ -139,7 +140,7 @@ def _fn(name: str, package: str, status: str, used: bool = True) -> FunctionStat
 def test_a_dry_run_predicts_the_packages_it_leaves_alone():
     """`install --package fla-core` on a GPU image: causal-conv1d stays absent, so the doctor after the install
     says FALLBACK (exit 3); the dry run must predict the same, not READY (item 9)."""
-    before = Report("doctor", {}, {"query": MODEL}, "train", [
+    before = Report("doctor", None, model_ref(MODEL), "train", [
         _fn("chunk_gated_delta_rule", "fla-core", "fallback"),
         _fn("causal_conv1d_fn", "causal-conv1d", "fallback"),
         _fn("causal_conv1d_update", "causal-conv1d", "fallback", used=False),
@@ -147,7 +148,7 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
     plan = Plan((Step("fla-core", "install", "wheelhouse", "fla-core==0.6.0", "a wheel for this torch"),),
                 None, False)  # type: ignore[arg-type]
     assert plan.predicted == "ready"  # what the dry run said before
-    report = Report("install", {}, before.model, "train")
+    report = Report("install", None, before.model, "train")
     report, code = install_command._finish_plan(report, plan, executed=False, before=before)
     assert code == 3 and report.prediction is not None and report.prediction.predicted == "fallback"
     (left,) = [f for f in report.findings if f.id == "install-leaves-package"]
@@ -155,5 +156,5 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
     # the whole model's install leaves nothing alone: READY as before
     full = Plan(plan.steps + (Step("causal-conv1d", "install", "wheelhouse", "causal-conv1d==1.7.0", "ok"),),
                 None, False)  # type: ignore[arg-type]
-    report2, code2 = install_command._finish_plan(Report("install", {}, before.model, "train"), full, False, before)
+    report2, code2 = install_command._finish_plan(Report("install", None, before.model, "train"), full, False, before)
     assert code2 == 0 and not [f for f in report2.findings if isinstance(f, Finding) and f.id.startswith("install-l")]

@@ -20,6 +20,7 @@ import pytest
 
 from kernelcheck import schemas
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from tests.environments import make_view, model_ref
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,11 +47,9 @@ def test_the_schema_files_ship_in_the_package() -> None:
 
 
 def _report(command: str) -> Report:
-    env = {"python": "3.11.7", "platform": "linux_x86_64", "torch": {"version": "2.13.0", "cuda": None,
-                                                                     "cxx11abi": True},
-           "triton": None, "transformers": "5.24.0", "gpus": [], "driver": None, "nvcc": None}
-    r = Report(command, env, {"query": "qwen3.8-27b", "id": "Qwen/Qwen3.8-27B", "model_type": "qwen3_5",
-                              "source": "shipped-config"}, "train",
+    env = make_view(None, python="3.11.7", python_tag="cp311", torch="2.13.0", cuda=None, triton=None,
+                    transformers="5.24.0", nvcc=None)
+    r = Report(command, env, model_ref(), "train",
                [FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch", "not installed", "pip x")],
                [Finding("torch-cpu-build", "info", "a CPU build")])
     return r

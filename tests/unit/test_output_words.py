@@ -17,9 +17,10 @@ def test_a_short_launch_delay_says_the_gpu_waited_only_where_the_trace_is_launch
 
 def test_the_undeclared_packing_line_says_each_mode_and_what_happens_in_words() -> None:
     from kernelcheck.packing.findings import undeclared_message
+    from kernelcheck.report.sections import ModeOutcome
 
-    modes = {"none": {"outcome": "correct"}, "position_ids": {"outcome": "mixed"},
-             "cu_seq_lens": {"outcome": "raises"}, "flash": {"outcome": "raises"}}
+    modes = {m: ModeOutcome(m, o, "why", None) for m, o in (("none", "correct"), ("position_ids", "mixed"),
+                                                             ("cu_seq_lens", "raises"), ("flash", "raises"))}
     line = undeclared_message(modes)
     assert "position_ids only (TRL padding_free): sequences mix silently (wrong results)" in line
     assert "cu_seq_lens + seq_idx: the step raises ValueError" in line
@@ -29,11 +30,11 @@ def test_the_undeclared_packing_line_says_each_mode_and_what_happens_in_words() 
 
 def test_an_install_with_nothing_to_change_says_so_once() -> None:
     from kernelcheck.install import command, plan_types, wheels
+    from tests.environments import make_view, model_ref
 
-    env = {"python": "3.11.7", "platform": "linux_x86_64", "torch": {"version": "2.14.1+cu130", "cuda": "13.0",
-                                                                     "cxx11abi": True}, "gpus": []}
+    env = make_view(None, python="3.11.7", python_tag="cp311", torch="2.14.1+cu130")
     fs = [FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fast", "causal_conv1d.causal_conv1d_fn")]
-    before = Report("doctor", env, {"query": "m", "id": "m", "model_type": "qwen3_5", "source": "x"}, "train", fs,
+    before = Report("doctor", env, model_ref("m", "m", source="x"), "train", fs,
                     [Finding("bound-at-import", "info", "bound once")])
     report = Report("install", env, before.model, "train")
     keep = plan_types.Step("causal-conv1d", "keep", "installed", "causal-conv1d==1.7.0", "already installed")

@@ -96,11 +96,11 @@ def test_doctor_warns_that_packing_needs_a_forward_without_a_cache_when_the_inst
 
     gdn = {"causal_conv1d_fn": "fast", "chunk_gated_delta_rule": "fast"}
     sec = section(gdn, "flash", FACTS, transformers_dir())  # the venv's transformers 5.24 carries the condition
-    assert sec is not None and sec["cache_skips_packing"] is True
+    assert sec is not None and sec.cache_skips_packing is True
     got = {f.id: f for f in findings(sec)}
     assert got["packing-declared"].severity == "info"  # flash with both kernels bound: correct
     assert got["packing-needs-no-cache"].severity == "warning" and "use_cache = False" in (got[
         "packing-needs-no-cache"].fix or "")
     assert "packing-needs-no-cache" not in {f.id for f in findings(section(gdn, "none", FACTS, transformers_dir()))}
     (tmp_path / "masking_utils.py").write_text("def f(): pass\n")  # a source without the condition
-    assert section(gdn, "flash", FACTS, tmp_path)["cache_skips_packing"] is False
+    assert section(gdn, "flash", FACTS, tmp_path).cache_skips_packing is False

@@ -12,12 +12,13 @@ from kernelcheck.cli.main import main
 from kernelcheck.core.status import Finding, FunctionStatus
 from kernelcheck.report import issue
 from kernelcheck.report.model import Report
-from tests.environments import make_env
+from kernelcheck.report.sections import EnvironmentView
+from tests.environments import make_env, model_ref
 
 
 def _h200_report() -> Report:
     env = make_env(fla="0.6.0")
-    rep = Report("doctor", env.to_json(), {"id": "Qwen/Qwen3.8-27B", "model_type": "qwen3_5"}, "train")
+    rep = Report("doctor", EnvironmentView.of(env), model_ref(), "train")
     rep.functions = [FunctionStatus("chunk_gated_delta_rule", "fla-core", "broken", "fla.ops.chunk_gated_delta_rule"),
                      FunctionStatus("causal_conv1d_update", "causal-conv1d", "fallback", "torch", used=False)]
     rep.findings = [Finding("fla-640-refuses", "broken", "fla#640 | on Hopper")]

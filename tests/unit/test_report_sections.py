@@ -17,7 +17,9 @@ from kernelcheck.report.model import (
     TraceSection,
     render_json,
 )
+from kernelcheck.report.sections import ModeOutcome, PackingSection
 from kernelcheck.report.text import render_text
+from tests.environments import model_ref
 
 HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mode", "functions", "findings"]
 
@@ -28,13 +30,14 @@ def hub(used: bool = False) -> HubSection:
 
 
 def test_doctor_sections_follow_the_findings_in_order():
-    r = Report("doctor", {}, {"query": "qwen3.5-27b"}, "train")
+    r = Report("doctor", None, model_ref("qwen3.5-27b"), "train")
     r.needs = Needs(["chunk_gated_delta_rule"], ["fla"], "sdpa")
     r.bindings = Bindings("decorator", "transformers.models.qwen3_5.modeling_qwen3_5")
     r.hub = hub()
     r.live = LiveSection(ran=True, details={"device": "cpu", "timing": {"total_s": 1.0}}, lines=["built"],
                          captured_output=None)
-    r.packing = {"declared": None}
+    r.packing = PackingSection(None, True, {"chunk_gated_delta_rule": False},
+                               (ModeOutcome("none", "correct", "one sequence per row", None),), True, "ref")
     data = json.loads(render_json(r))
     assert list(data) == [*HEAD, "needs", "bindings", "hub", "live", "packing"]
     assert data["needs"] == {"functions": ["chunk_gated_delta_rule"], "packages": ["fla"],
@@ -53,7 +56,7 @@ def test_live_section_variants():
 
 
 def test_install_sections():
-    r = Report("install", {}, None, "train")
+    r = Report("install", None, None, "train")
     r.before = Before("fallback", {"chunk_gated_delta_rule": "fallback"})
     r.plan = [{"package": "fla", "action": "install", "source": "pypi", "spec": "fla-core==0.4", "reason": "r"}]
     r.prediction = Prediction("ready", False)
@@ -68,7 +71,7 @@ def test_install_sections():
 
 
 def test_trace_sections_and_annotation():
-    r = Report("trace", {}, None, None)
+    r = Report("trace", None, None, None)
     r.trace = TraceSection({"file": "t.json", "diagnosis": "fast"}, {"steps": 1}, [{"name": "s1"}])
     assert list(json.loads(render_json(r))) == [*HEAD, "trace", "summary", "steps"]
     r.trace.breakdown = {"phases": []}
@@ -84,6 +87,6 @@ def test_install_reads_back_the_doctor_json_it_ran():
     fs = FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch", "not installed", "pip install",
                         "prefill", True, {"calls": 0})
     fd = Finding("no-gpu", "info", "m", None, None, ("causal_conv1d_fn",))
-    data = json.loads(render_json(Report("doctor", {}, None, "train", [fs], [fd])))
+    data = json.loads(render_json(Report("doctor", None, None, "train", [fs], [fd])))
     assert FunctionStatus.from_json({**data["functions"][0], "newer_key": 1}) == fs
     assert Finding.from_json(data["findings"][0]) == fd

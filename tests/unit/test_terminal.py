@@ -16,7 +16,7 @@ WHY = ("flash-linear-attention is not installed (pip distribution fla-core); and
 
 def report() -> Report:
     fix = "kernelcheck install --model qwen3.8-27b"
-    return Report("doctor", {}, None, "train", [
+    return Report("doctor", None, None, "train", [
         FunctionStatus("chunk_gated_delta_rule", "fla-core", "fallback", "torch_chunk_gated_delta_rule", WHY, fix),
         FunctionStatus("fused_recurrent_gated_delta_rule", "fla-core", "fallback", "torch_recurrent", WHY, fix),
     ])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
+from tests.environments import model_ref
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 _STATUS_WORDS = {s.value for s in Status} | {s.value for s in Severity}
@@ -36,7 +37,7 @@ def test_a_report_prints_the_same_json_as_plain_words() -> None:
     from kernelcheck.report.model import Report, render_json
 
     def report(status: str, severity: str, mode: str) -> str:
-        r = Report("doctor", {}, {"query": "m"}, mode)
+        r = Report("doctor", None, model_ref("m"), mode)
         r.functions.append(FunctionStatus("f", "fla-core", status, "torch_f", "why", "fix"))  # type: ignore[arg-type]
         r.findings.append(Finding("x", severity, "m"))  # type: ignore[arg-type]
         return render_json(r)

@@ -19,6 +19,7 @@ from kernelcheck.core.errors import BrokenEnvironment
 from kernelcheck.core.settings import YES
 from kernelcheck.doctor import run as doctor_run
 from kernelcheck.integrations import transformers_hub
+from kernelcheck.report.sections import EnvironmentView
 from tests.environments import make_env
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
@@ -44,8 +45,9 @@ def test_doctor_refuses_on_the_import_error_field_and_the_json_does_not_print_it
     with pytest.raises(BrokenEnvironment) as exc:
         doctor_run._require_torch(broken)
     assert exc.value.exit_code == 4 and "(SystemExit: no)" in exc.value.message
-    assert json.dumps(broken.to_json()["torch"]) == ('{"version": "unimportable (SystemExit: no)", "cuda": null, '
-                                                     '"cxx11abi": null, "hip": null, "cuda_available": false}')
+    torch_json = EnvironmentView.of(broken).to_json()["torch"]
+    assert json.dumps(torch_json) == ('{"version": "unimportable (SystemExit: no)", "cuda": null, '
+                                      '"cxx11abi": null, "hip": null, "cuda_available": false}')
     doctor_run._require_torch(_env(TorchInfo("unimportable-but-a-local-build", "13.0", True)))  # words decide nothing
 
 
