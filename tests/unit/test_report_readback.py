@@ -1,7 +1,8 @@
 """A report's JSON reads back typed (Report.from_json): to_json(from_json(x)) == x for real reports, and the text
 renderers (report/text.py) give from those values what the command printed. The samples in tests/data/reports/ are
-real `--json` and text outputs of doctor, hub and install --dry-run on a CPU machine (HF_HUB_OFFLINE=1,
-NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100 columns)."""
+real `--json` and text outputs of doctor, hub, install --dry-run, verify and verify --step (`-o FILE.json`: the
+JSON and the text of one run) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100
+columns)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def shown(text: str) -> str:
     return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
 
 
-@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub"])
+@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub", "verify", "verify_step"])
 def test_a_report_reads_back_byte_for_byte_and_renders_as_printed(name: str) -> None:
     raw, text = sample(name)
     rep = Report.from_json(json.loads(raw))
