@@ -73,3 +73,14 @@ def test_an_error_report_reads_back_and_the_doctor_after_renders_each_outcome() 
     raw, _ = sample("doctor_train")
     rep = Report.from_json(json.loads(raw))
     assert render_doctor_after(rep, 3, "") == render_text(rep)
+
+
+def test_the_step_section_reads_back_typed_and_its_lines_come_from_its_values() -> None:
+    from kernelcheck.report import live_text
+    from kernelcheck.report.step import StepSection
+    from kernelcheck.verify.step import live_items
+
+    data = json.loads(sample("verify_step")[0])
+    rep = Report.from_json(data)
+    assert isinstance(rep.step, StepSection) and rep.step.tokens == 32
+    assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
