@@ -33,6 +33,7 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.report.sections import EnvironmentView
+from kernelcheck.report.step import Failed, PathProjection, StepSection
 from kernelcheck.report.text import render_text
 
 _FAILING = (Severity.FALLBACK, Severity.BROKEN)
@@ -109,26 +110,25 @@ def _environment_properties(env: EnvironmentView | None) -> list[tuple[str, Any]
     return props
 
 
-def _step_properties(step: dict[str, Any] | None) -> list[tuple[str, Any]]:
+def _step_properties(step: StepSection | None) -> list[tuple[str, Any]]:
     """verify --step: the numbers a dashboard plots (per path, the ratios, the projection, the check's cost)."""
-    if not step:
+    if step is None:
         return []
-    out: list[tuple[str, Any]] = [("step.tokens", step.get("tokens")), ("step.shape", step.get("shape"))]
-    for path, p in (step.get("paths") or {}).items():
-        if "error" in p:
-            out.append((f"step.{path}.error", p["error"]))
+    out: list[tuple[str, Any]] = [("step.tokens", step.tokens), ("step.shape", step.shape)]
+    for path, p in step.paths.items():
+        if isinstance(p, Failed):
+            out.append((f"step.{path}.error", p.error))
             continue
-        out += [(f"step.{path}.{k}", p.get(k)) for k in ("step_ms", "tokens_per_s", "kernels_per_step",
-                                                          "cpu_ops_per_step", "gpu_busy_fraction",
-                                                          "peak_memory_bytes")]
-    proj = step.get("projection") or {}
-    for path in ("fast", "reference"):
-        if "projected_step_ms" in (proj.get(path) or {}):
-            out.append((f"step.{path}.projected_step_ms", proj[path]["projected_step_ms"]))
-    out += [("step.speedup", step.get("speedup")), ("step.kernel_ratio", step.get("kernel_ratio")),
-            ("step.projected_speedup", proj.get("projected_speedup")),
-            ("step.cost_s", (step.get("cost") or {}).get("total_s")),
-            ("step.triton_cache", ((step.get("cost") or {}).get("triton_cache") or {}).get("state"))]
+        out += [(f"step.{path}.{k}", getattr(p, k)) for k in ("step_ms", "tokens_per_s", "kernels_per_step",
+                                                               "cpu_ops_per_step", "gpu_busy_fraction",
+                                                               "peak_memory_bytes")]
+    proj = step.projection
+    for path, pj in (("fast", proj.fast), ("reference", proj.reference)):
+        if isinstance(pj, PathProjection):
+            out.append((f"step.{path}.projected_step_ms", pj.projected_step_ms))
+    out += [("step.speedup", step.speedup), ("step.kernel_ratio", step.kernel_ratio),
+            ("step.projected_speedup", proj.projected_speedup), ("step.cost_s", step.cost.total_s),
+            ("step.triton_cache", step.cost.triton_cache.state)]
     return [(k, v) for k, v in out if v is not None]
 
 

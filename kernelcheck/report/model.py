@@ -22,9 +22,11 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     Severity,
     worst,
 )
-from kernelcheck.report import hub_text
+from kernelcheck.report import hub_text, live_text
 from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
+from kernelcheck.report.live import LiveLine
 from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
+from kernelcheck.report.step import StepSection
 
 
 @dataclass(frozen=True)
@@ -93,13 +95,18 @@ class HubSection:
 
 @dataclass
 class LiveSection:
-    """What running the real layers showed (verify): whether it ran, its lines, and the run's details."""
+    """What running the real layers showed (verify): whether it ran, the run's details, and `items`: what its
+    lines say (report/live.py), written as sentences by report/live_text.py: the JSON `lines`."""
 
     ran: bool
-    lines: list[str]
+    items: list[LiveLine]
     step: bool = False  # verify --step: the step section holds the details
     details: dict[str, Any] | None = None  # device, dtype, shape, tokens, model, ..., timing (a full run)
     captured_output: str | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        return live_text.lines(self.items)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ran": self.ran}
@@ -113,10 +120,11 @@ class LiveSection:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LiveSection:
+        """A section read back: its lines as they were printed."""
         details = {k: v for k, v in data.items() if k not in ("ran", "step", "lines", "captured_output")}
         full = "captured_output" in data  # a full run: its details, then the captured output
-        return cls(data["ran"], list(data["lines"]), bool(data.get("step")), details if full else None,
-                   data.get("captured_output"))
+        return cls(data["ran"], [PrintedLine(t) for t in data["lines"]], bool(data.get("step")),
+                   details if full else None, data.get("captured_output"))
 
 
 @dataclass(frozen=True)
@@ -246,7 +254,7 @@ class TraceSection:
 # "raw": key -> the value itself, "merge": the section's own keys merged in at that place.
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "raw"), ("prediction", "merge"),
-    ("installed", "merge"), ("hub", "json"), ("step", "raw"), ("live", "json"), ("packing", "json"),
+    ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
     ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
 )
 
@@ -267,7 +275,7 @@ class Report:
     prediction: Prediction | None = None  # install (dry run, blocked, --source hub)
     installed: Installed | None = None  # install
     hub: HubSection | None = None  # hub/check.py
-    step: dict[str, Any] | None = None  # verify --step (verify/step.py)
+    step: StepSection | None = None  # verify --step (verify/step.py)
     live: LiveSection | None = None  # verify, doctor --live
     packing: PackingSection | None = None  # doctor (packing/findings.py)
     import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
@@ -333,7 +341,7 @@ class Report:
 # The typed sections' classes; a merged section is read back when its first key is in the report's JSON.
 _SECTION_TYPE: dict[str, Any] = {
     "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
-    "hub": HubSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
+    "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
     "packing": PackingSection, "backends": BackendsSection,
 }
 _MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}

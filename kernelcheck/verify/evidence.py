@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.report.live import LaunchLine
 from kernelcheck.verify.instrument import RANGE_PREFIX
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -147,18 +148,13 @@ def backends_seen(names: list[str]) -> list[str]:
     return [b for b in order if b in seen]
 
 
-def launch_sentence(st: StepTrace, device: str) -> str:
-    """Launch-bound signal in words: GPU busy vs the step's wall time, and kernels per step."""
+def launch_line(st: StepTrace, device: str) -> LaunchLine:
+    """The step's launch-bound signal (report/live_text.py says it): GPU busy vs the step's wall time, kernels per
+    step, and the trace analysis' words when it is launch-bound."""
     from kernelcheck.trace import analysis as trace_mod
 
     s = st.stats
-    if not device.startswith("cuda"):
-        return (f"{st.step}: {s.cpu_ops} CPU ops in {s.cpu_span_us / 1000:.1f} ms on the CPU; no GPU here, so "
-                "there is no GPU time to compare.")
-    if st.launch_bound:
-        return f"{st.step}: {trace_mod.launch_bound_sentence(s)} (launch-bound)."
-    bf = s.busy_fraction
-    if bf is None:
-        return f"{st.step}: no GPU kernel ran."
-    return (f"{st.step}: {s.kernels:,} GPU kernels, the GPU was busy {bf:.0%} of {s.wall_us / 1000:.1f} ms "
-            f"(median kernel {s.median_kernel_us:.1f} us): not launch-bound.")
+    on_gpu = device.startswith("cuda")
+    return LaunchLine(st.step, on_gpu, int(s.cpu_ops), float(s.cpu_span_us), int(s.kernels), s.busy_fraction,
+                      float(s.wall_us), float(s.median_kernel_us),
+                      trace_mod.launch_bound_sentence(s) if on_gpu and st.launch_bound else None)

@@ -12,6 +12,7 @@ from typing import Any
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 from kernelcheck.report.sections import EnvironmentView, ModelRef
+from kernelcheck.report.step import PathMeasured, PathProjection, StepSection
 
 
 def check_path(path: str | None) -> None:
@@ -30,13 +31,14 @@ def check_path(path: str | None) -> None:
         raise BadInput(f"--record {path}: cannot append to it ({exc.strerror or exc}); nothing was run.") from None
 
 
-def measurement(step: dict[str, Any], environment: EnvironmentView | None, model: ModelRef | None,
+def measurement(step: StepSection, environment: EnvironmentView | None, model: ModelRef | None,
                 query: str) -> dict[str, Any] | None:
-    proj = step.get("projection") or {}
-    paths = step.get("paths") or {}
-    fast, ref = proj.get("fast") or {}, proj.get("reference") or {}
-    if not fast.get("projected_tokens_per_s") or not ref.get("projected_tokens_per_s"):
+    proj = step.projection
+    fast, ref = proj.fast, proj.reference
+    if not isinstance(fast, PathProjection) or not isinstance(ref, PathProjection) \
+            or not fast.projected_tokens_per_s or not ref.projected_tokens_per_s:
         return None
+    bound, torch_ref = step.fast, step.reference
     gpu = environment.gpus[0] if environment and environment.gpus else None
     torch = environment.torch if environment else None
     versions = environment.packages if environment else {}
@@ -47,20 +49,21 @@ def measurement(step: dict[str, Any], environment: EnvironmentView | None, model
         "torch": torch.version if torch else None, "triton": environment.triton if environment else None,
         "transformers": environment.transformers if environment else None,
         "packages": {k: v.version for k, v in versions.items() if v.version},
-        "tokens": step.get("tokens"), "layers": len((paths.get("fast") or {}).get("layers") or []) or None,
-        "full_layers": sum((fast.get("full_layers") or {}).values()) or None,
-        "bound_step_ms": (paths.get("fast") or {}).get("step_ms"),
-        "reference_step_ms": (paths.get("reference") or {}).get("step_ms"),
-        "bound_tokens_per_s": fast["projected_tokens_per_s"], "reference_tokens_per_s": ref["projected_tokens_per_s"],
-        "command": f"kernelcheck verify --model {query} --step --tokens {step.get('tokens')}",
+        "tokens": step.tokens,
+        "layers": (len(bound.layers) if isinstance(bound, PathMeasured) else 0) or None,
+        "full_layers": sum(fast.full_layers.values()) or None,
+        "bound_step_ms": bound.step_ms if isinstance(bound, PathMeasured) else None,
+        "reference_step_ms": torch_ref.step_ms if isinstance(torch_ref, PathMeasured) else None,
+        "bound_tokens_per_s": fast.projected_tokens_per_s, "reference_tokens_per_s": ref.projected_tokens_per_s,
+        "command": f"kernelcheck verify --model {query} --step --tokens {step.tokens}",
         "evidence": "verify --step --record",
     }
 
 
 def append(report: Report, path: str, query: str) -> bool:
     """Append the report's step measurement to `path`; False when the step measured no projection."""
-    step = report.step if isinstance(report.step, dict) else None
-    if not step:
+    step = report.step
+    if not isinstance(step, StepSection):
         return False
     m = measurement(step, report.environment, report.model, query)
     if m is None:

@@ -22,6 +22,7 @@ from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers as bindings_mod
 from kernelcheck.integrations import transformers_models
+from kernelcheck.report.live import CapturedLine, NotRunLine
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers as layers_mod
@@ -30,7 +31,7 @@ from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import run_benchmark
 from kernelcheck.verify.compare import compare_results, direct_compare, isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
-from kernelcheck.verify.statuses import function_evidence, live_lines, model_findings, observation, step_json
+from kernelcheck.verify.statuses import function_evidence, live_items, model_findings, observation, step_json
 from kernelcheck.verify.steps import (
     SHAPES,
     Failure,
@@ -267,7 +268,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         report.findings.append(Finding("verify-not-run", Severity.BROKEN,
                                        "verify could not build the model: the modeling "
                                        f"module does not import ({result.module_error})."))
-        report.live = LiveSection(ran=False, lines=["not run: the modeling module does not import"])
+        report.live = LiveSection(ran=False, items=[NotRunLine()])
         return
     needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
@@ -307,8 +308,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         "benchmark": run.benchmark,
         "triton_cache": run.triton,
         "timing": run.timing,
-    }, lines=live_lines(run, report) + ([f"third-party output captured ({noise_mod.summary(noise)}): --verbose "
-                                     "shows it"] if noise.strip() else []),
+    }, items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)
 
 

@@ -1,4 +1,5 @@
-"""From what a live run observed to evidence blocks, function statuses, findings and text lines."""
+"""From what a live run observed to evidence blocks, function statuses, findings and the live section's lines
+(typed: report/live.py; their sentences are report/live_text.py's)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,21 @@ from typing import Any
 from kernelcheck.core import decide
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.status import Severity
+from kernelcheck.report import live_text
+from kernelcheck.report.live import (
+    BenchmarkOnCpuLine,
+    BenchmarkPassLines,
+    BenchmarkSkippedLine,
+    BuiltLine,
+    ComparisonFailedLine,
+    ComparisonLine,
+    ComparisonSkippedLine,
+    LiveLine,
+    PassError,
+    Timed,
+    TimingLine,
+    TritonCacheLine,
+)
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import evidence as evidence_mod
 from kernelcheck.verify.steps import (
@@ -170,80 +186,59 @@ def model_findings(run: LiveRun, report: Report) -> list[Finding]:
     return out
 
 
-def _timed_words(d: dict[str, Any]) -> str:
-    return f"{d['ms']} ms, {d['kernels']} kernels, {d['cpu_ops']} CPU ops" if "ms" in d else f"failed: {d.get('error')}"
-
-
-def _compare_lines(mc: dict[str, Any]) -> list[str]:
-    """The reference comparison's line: skipped, the rel_err per pass against the tolerance, or its error."""
+def _comparison(mc: dict[str, Any]) -> list[LiveLine]:
+    """The reference comparison: skipped, the rel_err per step against the tolerance, or its error."""
     if mc.get("skipped"):
-        return [f"reference comparison: {mc['skipped']}"]
+        return [ComparisonSkippedLine(mc["skipped"])]
     if "tolerance" in mc:
-        parts = []
-        for s, v in mc.items():
-            if isinstance(v, dict):
-                parts.append(f"{s} logits rel_err {v['logits']['rel_err']}"
-                             + (f", grads rel_err {v['grads']['rel_err']}" if "grads" in v else ""))
-        return [f"vs torch reference (tolerance {mc['tolerance']}): " + "; ".join(parts)
-                + (" - OK" if mc.get("ok") else " - MISMATCH")]
+        return [ComparisonLine(mc["tolerance"], tuple(
+            PassError(s, v["logits"]["rel_err"], (v.get("grads") or {}).get("rel_err"), "grads" in v)
+            for s, v in mc.items() if isinstance(v, dict)), bool(mc.get("ok")))]
     if mc.get("error"):
-        return [f"reference comparison: {mc['error']}"]
+        return [ComparisonFailedLine(mc["error"])]
     return []
 
 
-def _benchmark_pass_lines(bm: dict[str, Any], pname: str, res: dict[str, Any]) -> list[str]:
-    """One benchmark pass: both paths' times, the speedup, GPU busy fractions and its note."""
-    f, r = res.get("fast", {}), res.get("reference", {})
-    lines = [f"benchmark {bm['layer']} {pname} on {bm['tokens']} tokens: bound path {_timed_words(f)}; "
-             f"torch reference {_timed_words(r)}"]
-    if "speedup" in res:
-        kr = f", {res['kernel_ratio']}x fewer kernels" if res.get("kernel_ratio") else ""
-        lines.append(f"  -> bound path {res['speedup']}x faster{kr}")
-    if f.get("gpu_busy_fraction") is not None and r.get("gpu_busy_fraction") is not None:
-        lines.append(f"  GPU busy {f['gpu_busy_fraction']:.0%} on the bound path, "
-                     f"{r['gpu_busy_fraction']:.0%} on "
-                     "the torch reference" + (" (launch-bound)" if r.get("launch_bound") else ""))
-    if res.get("note"):
-        lines.append(f"  note: {res['note']}")
-    return lines
+def _timed(d: dict[str, Any]) -> Timed:
+    if "ms" not in d:
+        return Timed(None, error=d.get("error"))
+    return Timed(d["ms"], d["kernels"], d["cpu_ops"], None, d.get("gpu_busy_fraction"), bool(d.get("launch_bound")))
 
 
-def _benchmark_lines(bm: dict[str, Any] | None, device: str) -> list[str]:
-    """The benchmark's lines: skipped, or each pass, with a note when no GPU makes the ratio meaningless."""
+def _benchmark(bm: dict[str, Any] | None, device: str) -> list[LiveLine]:
+    """The benchmark: skipped, or each pass, and a note when no GPU makes the ratio meaningless."""
     if bm and "skipped" in bm:
-        return [f"benchmark: {bm['skipped']}"]
+        return [BenchmarkSkippedLine(bm["skipped"])]
     if not bm:
         return []
-    lines = []
-    for pname, res in bm["passes"].items():
-        lines.extend(_benchmark_pass_lines(bm, pname, res))
+    out: list[LiveLine] = [
+        BenchmarkPassLines(bm["layer"], pname, bm["tokens"], _timed(res.get("fast", {})),
+                           _timed(res.get("reference", {})), res.get("speedup"), res.get("kernel_ratio"),
+                           res.get("note"))
+        for pname, res in bm["passes"].items()]
     if not device.startswith("cuda"):
-        lines.append("  note: no GPU here, both paths are the torch reference: the ratio measures nothing")
-    return lines
+        out.append(BenchmarkOnCpuLine())
+    return out
 
 
-def live_lines(run: LiveRun, report: Report) -> list[str]:
-    """The live section's text: what was built, launches, Triton cache, comparison, benchmark and time."""
+def live_items(run: LiveRun) -> list[LiveLine]:
+    """What the live section says: what was built, launches, Triton cache, comparison, benchmark and time."""
     b = run.built
-    lines = [f"built {b.model_class} ({b.shape}: {len(b.layer_types)} layers {', '.join(b.layer_types)}; "
-             f"{b.parameters / 1e6:.2f} M parameters, {b.dtype}) on {b.device}; {run.tokens} tokens, batch 1"]
-    for _name, tr in run.traces.items():
-        lines.append(evidence_mod.launch_sentence(tr, b.device))
+    out: list[LiveLine] = [BuiltLine(b.model_class, b.shape, tuple(b.layer_types), b.parameters, b.dtype, b.device,
+                                     run.tokens)]
+    out.extend(evidence_mod.launch_line(tr, b.device) for tr in run.traces.values())
     tc = run.triton
     if tc:
-        lines.append(f"Triton cache {tc['cache_dir']}: {tc['entries_before']} -> {tc['entries_after']} entries"
-                     + (" (cold: first-call compile dominated the time)" if tc.get("cold") else ""))
-    lines.extend(_compare_lines(run.model_compare))
-    lines.extend(_benchmark_lines(run.benchmark, b.device))
-    t = run.timing
-    lines.append("time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.items()))
-    return lines
-
-
+        out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
+    out.extend(_comparison(run.model_compare))
+    out.extend(_benchmark(run.benchmark, b.device))
+    out.append(TimingLine(tuple(run.timing.items())))
+    return out
 
 
 def step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
     d = tr.stats.to_json()
-    d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": evidence_mod.launch_sentence(tr, device),
+    said = live_text.launch(evidence_mod.launch_line(tr, device))
+    d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": said,
               "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})
     return d

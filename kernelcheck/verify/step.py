@@ -25,7 +25,19 @@ from typing import Any
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.core.status import Mode, Severity
+from kernelcheck.report.live import (
+    CapturedLine,
+    CheckCostLine,
+    LiveLine,
+    ProjectedSpeedupLine,
+    ProjectionLine,
+    ProjectionMethodLine,
+    SpeedupLine,
+    StepPathLine,
+    WholeStepLine,
+)
 from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.step import Failed, PathMeasured, Projection, StepCost, StepPath, StepSection, TritonCache
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import projection as projection_mod
@@ -210,87 +222,89 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                 w.kill()
     report.command = "verify"
     fast, ref = results["fast"], results["reference"]
-    proj = projection_mod.compare(fast, ref)
-    step = _summary(fast, ref, proj, shape, ntok, ckpt, time.perf_counter() - t0)
-    step["cost"]["triton_cache"] = _cache_state(cache, cache_before, cache_after, fast)
-    report.findings.extend(_findings(fast, ref, step))
+    step = _summary(fast, ref, shape, ntok, ckpt, time.perf_counter() - t0,
+                    _cache_state(cache, cache_before, cache_after, fast),
+                    {p: noise_mod.summary(t) for p, t in logs.items()})
+    report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
     report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
-    step["captured_output"] = {p: noise_mod.summary(t) for p, t in logs.items()}
     report.step = step
-    report.live = LiveSection(ran=True, lines=live_lines(step, verbose), step=True)
+    report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report
 
 
-def _summary(fast: dict[str, Any], ref: dict[str, Any], proj: dict[str, Any], shape: str, tokens: int,
-             ckpt: bool, total_s: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"shape": shape, "tokens": tokens, "checkpointing": ckpt, "paths": {}}
-    for name, r in (("fast", fast), ("reference", ref)):
-        if "error" in r:
-            out["paths"][name] = {"error": r["error"]}
-            continue
-        t = r["trace"]
-        out["paths"][name] = {
-            "step_ms": r["step_ms"], "tokens_per_s": r["tokens_per_s"], "kernels_per_step": t["kernels_per_step"],
-            "cpu_ops_per_step": t["cpu_ops_per_step"], "gpu_busy_fraction": t["gpu_busy_fraction"],
-            "launch_bound": bool(t["launch_bound_steps"]), "trace_verdict": t["verdict"],
-            "fallback_signatures": t["fallback_signatures"], "fast_packages": t["fast_packages"],
-            "launch_delay_ms": t["launch_delay_ms"], "peak_memory_bytes": r["peak_memory_bytes"],
-            "peak_memory_kind": r["peak_memory_kind"], "implementations": r["implementations"],
-            "phases": r["breakdown"]["phases"], "layer_types": r["breakdown"]["layer_types"],
-            "device": r["device"], "dtype": r["dtype"], "layers": r["layers"], "parameters": r["parameters"],
-            "fused_adamw": r["fused_adamw"], "cost": r["cost"], "trace_file": r.get("trace_file"),
-            "timed_steps_ms": r["timed_steps_ms"], "first_loss": r["first_loss"]}
-    pf, pr = out["paths"].get("fast", {}), out["paths"].get("reference", {})
-    if "step_ms" in pf and "step_ms" in pr and pf["step_ms"] > 0:
-        out["speedup"] = round(pr["step_ms"] / pf["step_ms"], 2)
-        if pf["kernels_per_step"]:
-            out["kernel_ratio"] = round(pr["kernels_per_step"] / pf["kernels_per_step"], 1)
-    out["projection"] = proj
+def _measured(r: dict[str, Any]) -> StepPath:
+    """One path's step from its worker's result (step_worker.py), or why it did not run."""
+    if "error" in r:
+        return Failed(r["error"])
+    t = r["trace"]
+    return PathMeasured(
+        step_ms=r["step_ms"], tokens_per_s=r["tokens_per_s"], kernels_per_step=t["kernels_per_step"],
+        cpu_ops_per_step=t["cpu_ops_per_step"], gpu_busy_fraction=t["gpu_busy_fraction"],
+        launch_bound=bool(t["launch_bound_steps"]), trace_verdict=t["verdict"],
+        fallback_signatures=t["fallback_signatures"], fast_packages=t["fast_packages"],
+        launch_delay_ms=t["launch_delay_ms"], peak_memory_bytes=r["peak_memory_bytes"],
+        peak_memory_kind=r["peak_memory_kind"], implementations=r["implementations"],
+        phases=r["breakdown"]["phases"], layer_types=r["breakdown"]["layer_types"],
+        device=r["device"], dtype=r["dtype"], layers=r["layers"], parameters=r["parameters"],
+        fused_adamw=r["fused_adamw"], cost=r["cost"], trace_file=r.get("trace_file"),
+        timed_steps_ms=r["timed_steps_ms"], first_loss=r["first_loss"])
+
+
+def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int, ckpt: bool, total_s: float,
+             cache: TritonCache, captured: dict[str, str]) -> StepSection:
+    """The step section: both paths, the measured speedup and kernel ratio, the projection and the cost."""
+    pf, pr = _measured(fast), _measured(ref)
+    speedup = kernel_ratio = None
+    if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.step_ms > 0:
+        speedup = round(pr.step_ms / pf.step_ms, 2)
+        if pf.kernels_per_step:
+            kernel_ratio = round(pr.kernels_per_step / pf.kernels_per_step, 1)
     fc = fast.get("cost", {})
-    out["cost"] = {"total_s": round(total_s, 3), "fast_first_step_s": fc.get("first_step_s"),
-                   "fast_process_s": fc.get("process_s"), "reference_process_s": ref.get("cost", {}).get("process_s")}
-    return out
+    cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
+                    ref.get("cost", {}).get("process_s"), cache)
+    return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection_mod.compare(fast, ref)), cost,
+                       captured, speedup, kernel_ratio)
 
 
-def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> dict[str, Any]:
+def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> TritonCache:
     """Whether this run paid for compiling (cold: the bound path added Triton cache entries) or not (warm)."""
     added = max(0, after - before)
-    return {"dir": str(cache), "entries_before": before, "entries_added": added,
-            "state": "cold" if added else "warm", "first_step_s": fast.get("cost", {}).get("first_step_s"),
-            "note": ("the bound path's first step compiled and autotuned its Triton kernels; a rerun with this "
-                     "cache is the warm cost" if added else
-                     "nothing was compiled: every Triton kernel came from the cache (or none is used)")}
+    return TritonCache(str(cache), before, added, "cold" if added else "warm",
+                       fast.get("cost", {}).get("first_step_s"),
+                       "the bound path's first step compiled and autotuned its Triton kernels; a rerun with this "
+                       "cache is the warm cost" if added else
+                       "nothing was compiled: every Triton kernel came from the cache (or none is used)")
 
 
-def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -> list[Finding]:
+def _findings(fast: dict[str, Any], ref: dict[str, Any], tokens: int, bound: StepPath) -> list[Finding]:
+    """The step's findings from both workers' results (`bound`: the bound path's step, or why it failed)."""
     out: list[Finding] = []
     oom = [n for n, r in (("bound path", fast), ("torch reference", ref)) if r.get("out_of_memory")]
     if oom:
         # a limit of this check on this machine, never a kernel verdict: fallback severity only because a
         # check that could not run is never READY (as doctor's no-model)
         out.append(Finding("verify-step-out-of-memory", Severity.FALLBACK,
-                           f"the {' and the '.join(oom)} ran out of memory on this machine at {step['tokens']:,} "
+                           f"the {' and the '.join(oom)} ran out of memory on this machine at {tokens:,} "
                            "tokens per step: a limit of the check, not a verdict on the kernels (no function is "
                            "marked broken for it).",
                            "rerun with fewer --tokens (or fewer --layers), or on a machine with more memory"))
-        if "error" in fast and fast.get("out_of_memory"):
+        if isinstance(bound, Failed) and fast.get("out_of_memory"):
             return out
-    if "error" in fast:
+    if isinstance(bound, Failed):
         out.append(Finding("verify-step-failed", Severity.BROKEN,
-                           f"the training step on the bound path failed: {fast['error']}",
+                           f"the training step on the bound path failed: {bound.error}",
                            "rerun with --verbose for the worker's output; kernelcheck verify --model M (per function)"))
         return out
     if "error" in ref and not ref.get("out_of_memory"):
         out.append(Finding("verify-step-reference-failed", Severity.WARNING,
                            f"the torch-reference step failed, so there is no speedup to report: {ref['error']}"))
-    p = step["paths"]["fast"]
-    if p["device"].startswith("cuda"):
-        for m in p["fallback_signatures"]:
+    if bound.device.startswith("cuda"):
+        for m in bound.fallback_signatures:
             out.append(Finding(f"step-{m['id']}", Severity.FALLBACK,
                                f"the bound path's whole step still shows {m['id']} ({m['evidence']}): a torch "
                                f"reference runs for {', '.join(m['functions'])}.",
                                f"kernelcheck install --model M (needs {m['package']})", None, tuple(m["functions"])))
-        if p["launch_bound"]:
+        if bound.launch_bound:
             out.append(Finding("step-launch-bound", Severity.FALLBACK,
                                "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))
     else:
@@ -300,55 +314,18 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], step: dict[str, Any]) -
     return out
 
 
-def _path_line(name: str, p: dict[str, Any]) -> str:
-    if "error" in p:
-        return f"{name}: failed: {p['error']}"
-    busy = "-" if p["gpu_busy_fraction"] is None else f"{p['gpu_busy_fraction']:.0%}"
-    gib = p["peak_memory_bytes"] / 2**30
-    return (f"{name}: {p['step_ms']:,.1f} ms/step, {p['tokens_per_s']:,.0f} tok/s, {p['kernels_per_step']:,} kernels "
-            f"and {p['cpu_ops_per_step']:,} CPU ops per step, GPU busy {busy}, peak {gib:.2f} GiB"
-            + (" (launch-bound)" if p["launch_bound"] else ""))
-
-
-def _spread(c: dict[str, Any]) -> str:
-    """' (steps 51.0-53.2)' when the profiled steps differ by more than 1%, else nothing."""
-    lo, hi = c.get("spread_ms") or (c["total_ms"], c["total_ms"])
-    return f" (steps {lo:.1f}-{hi:.1f})" if hi - lo > 0.01 * c["total_ms"] else ""
-
-
-def live_lines(step: dict[str, Any], verbose: bool) -> list[str]:
-    paths = step["paths"]
-    first: dict[str, Any] = next((p for p in paths.values() if "layers" in p), {})
-    lines = [f"whole training step ({step['shape']}: {len(first.get('layers', []))} layers "
-             f"{', '.join(first.get('layers', []))}; {step['tokens']} tokens; checkpointing "
-             f"{'on' if step['checkpointing'] else 'off'}; AdamW{' fused' if first.get('fused_adamw') else ''}; "
-             f"{first.get('device', '?')} {first.get('dtype', '')})"]
-    lines += [_path_line("bound path", paths["fast"]), _path_line("torch reference", paths["reference"])]
-    if "speedup" in step:
-        kr = f", {step['kernel_ratio']}x fewer kernels" if step.get("kernel_ratio") else ""
-        lines.append(f"  -> bound path {step['speedup']}x faster{kr}")
-    pj = step["projection"]
-    for name in ("fast", "reference"):
-        p = pj[name]
-        if "error" in p:
-            lines.append(f"projection ({name}): {p['error']}")
-            continue
-        per = ", ".join(f"{t} {c['total_ms']:.2f} ms{_spread(c)}" for t, c in p["per_layer"].items())
-        full = " + ".join(f"{n} {t}" for t, n in p["full_layers"].items())
-        lines.append(f"projection ({'bound path' if name == 'fast' else 'torch reference'}) to {full}: "
-                     f"{p['projected_step_ms']:,.1f} ms/step, {p['projected_tokens_per_s'] or 0:,.0f} tok/s "
-                     f"(per layer: {per}; embedding/head/loss/rest {p['rest_ms']:.1f} ms)")
-    if "projected_speedup" in pj:
-        lines.append(f"  -> projected speedup {pj['projected_speedup']}x")
-    lines.append("projection: measured step + (real - built layers) x per-layer cost (GPU time of the kernels its "
-                 "ranges launched + the gaps the GPU waited for them, plus its parameter share of the optimizer); "
-                 "see --json step.projection.method")
-    c = step["cost"]
-    tc = c.get("triton_cache") or {}
-    how = (f"cold Triton cache: {tc['entries_added']} kernels compiled and autotuned; a rerun is the warm cost"
-           if tc.get("state") == "cold" else "warm: nothing compiled, every Triton kernel came from the cache")
-    lines.append(f"cost of this check: {c['total_s']:.1f} s (first bound-path step {c['fast_first_step_s']} s; {how})")
+def live_items(step: StepSection, verbose: bool) -> list[LiveLine]:
+    """What the live section says about the step (report/live_text.py writes it): the step, both paths, the
+    speedup, both projections, how they are made, the check's cost and (without --verbose) the captured output."""
+    out: list[LiveLine] = [WholeStepLine(step.shape, step.tokens, step.checkpointing, step.measured()),
+                           StepPathLine("fast", step.fast), StepPathLine("reference", step.reference)]
+    if step.speedup is not None:
+        out.append(SpeedupLine(step.speedup, step.kernel_ratio))
+    pj = step.projection
+    out += [ProjectionLine("fast", pj.fast), ProjectionLine("reference", pj.reference)]
+    if pj.projected_speedup is not None:
+        out.append(ProjectedSpeedupLine(pj.projected_speedup))
+    out += [ProjectionMethodLine(), CheckCostLine(step.cost)]
     if not verbose:
-        got = "; ".join(f"{k}: {v}" for k, v in step.get("captured_output", {}).items())
-        lines.append(f"third-party output captured ({got}): --verbose shows it")
-    return lines
+        out.append(CapturedLine(tuple(step.captured_output.items())))
+    return out

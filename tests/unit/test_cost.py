@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cost
+from kernelcheck.report.step import Failed, PathMeasured, PathProjection, StepSection
 from kernelcheck.verify import record
 from tests.environments import make_view, model_ref
 
@@ -45,10 +47,15 @@ def test_a_teams_own_record_is_read_and_preferred_when_closer(tmp_path: Path, mo
     assert m is not None and m["command"] == "mine" and distance == [] and m["recorded_in"] == str(rec)
 
 
-STEP = {"tokens": 8192, "paths": {"fast": {"step_ms": 351.4, "layers": ["a", "a", "a", "f"]},
-                                  "reference": {"step_ms": 954.6}},
-        "projection": {"fast": {"projected_tokens_per_s": 2320.5, "full_layers": {"a": 48, "f": 16}},
-                       "reference": {"projected_tokens_per_s": 540.5}}}
+_SAMPLE = StepSection.from_json(json.loads((Path(__file__).resolve().parents[1] / "data" / "reports"
+                                            / "verify_step.json").read_text())["step"])
+assert isinstance(_SAMPLE.fast, PathMeasured) and isinstance(_SAMPLE.reference, PathMeasured)
+assert isinstance(_SAMPLE.projection.fast, PathProjection) and isinstance(_SAMPLE.projection.reference, PathProjection)
+STEP = replace(_SAMPLE, tokens=8192, fast=replace(_SAMPLE.fast, step_ms=351.4, layers=["a", "a", "a", "f"]),
+               reference=replace(_SAMPLE.reference, step_ms=954.6), projection=replace(
+                   _SAMPLE.projection,
+                   fast=replace(_SAMPLE.projection.fast, projected_tokens_per_s=2320.5, full_layers={"a": 48, "f": 16}),
+                   reference=replace(_SAMPLE.projection.reference, projected_tokens_per_s=540.5)))
 ENV = make_view(fla="0.6.0")  # an H200, torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0
 
 
@@ -66,7 +73,8 @@ def test_record_appends_one_line_doctor_can_read(tmp_path: Path, monkeypatch: py
     assert len(out.read_text().splitlines()) == 2
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(out))
     assert sum(1 for x in cost.measurements() if x.get("recorded_in")) == 2
-    assert record.measurement({"projection": {}}, ENV, None, "q") is None
+    unprojected = replace(STEP, projection=replace(STEP.projection, fast=Failed("the path did not run")))
+    assert record.measurement(unprojected, ENV, None, "q") is None
 
 
 def test_record_path_is_checked_before_anything_runs(tmp_path: Path):

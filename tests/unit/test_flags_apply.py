@@ -17,6 +17,7 @@ from kernelcheck.core import signals
 from kernelcheck.install import command as install_command
 from kernelcheck.install.plan_types import Plan, Step
 from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.step import Failed
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify import step_worker
 from tests.environments import model_ref
@@ -96,7 +97,7 @@ def test_out_of_memory_is_a_limit_of_the_check_never_broken():
     assert not step_worker.out_of_memory(RuntimeError("shape mismatch"))
     fast = {"path": "fast", "error": "RuntimeError: ... can't allocate memory", "out_of_memory": True}
     ref = {"path": "reference", "error": "the worker process was killed by SIGKILL", "out_of_memory": True}
-    found = step_mod._findings(fast, ref, {"tokens": 262144, "paths": {}})
+    found = step_mod._findings(fast, ref, 262144, Failed(fast["error"]))
     assert [(f.id, f.severity) for f in found] == [("verify-step-out-of-memory", "fallback")]
     rep = Report("verify", {}, None, "train", [], found)
     assert rep.exit_code == 3  # never 4 (BROKEN), never 0 (the check did not run)

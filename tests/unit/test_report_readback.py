@@ -1,7 +1,8 @@
 """A report's JSON reads back typed (Report.from_json): to_json(from_json(x)) == x for real reports, and the text
 renderers (report/text.py) give from those values what the command printed. The samples in tests/data/reports/ are
-real `--json` and text outputs of doctor, hub and install --dry-run on a CPU machine (HF_HUB_OFFLINE=1,
-NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100 columns)."""
+real `--json` and text outputs of doctor, hub, install --dry-run, verify and verify --step (`-o FILE.json`: the
+JSON and the text of one run) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100
+columns)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def shown(text: str) -> str:
     return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
 
 
-@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub"])
+@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub", "verify", "verify_step"])
 def test_a_report_reads_back_byte_for_byte_and_renders_as_printed(name: str) -> None:
     raw, text = sample(name)
     rep = Report.from_json(json.loads(raw))
@@ -72,3 +73,14 @@ def test_an_error_report_reads_back_and_the_doctor_after_renders_each_outcome() 
     raw, _ = sample("doctor_train")
     rep = Report.from_json(json.loads(raw))
     assert render_doctor_after(rep, 3, "") == render_text(rep)
+
+
+def test_the_step_section_reads_back_typed_and_its_lines_come_from_its_values() -> None:
+    from kernelcheck.report import live_text
+    from kernelcheck.report.step import StepSection
+    from kernelcheck.verify.step import live_items
+
+    data = json.loads(sample("verify_step")[0])
+    rep = Report.from_json(data)
+    assert isinstance(rep.step, StepSection) and rep.step.tokens == 32
+    assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]

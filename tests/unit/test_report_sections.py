@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kernelcheck.report.hub import UseLine
+from kernelcheck.report.hub import PrintedLine, UseLine
 from kernelcheck.report.model import (
     Before,
     Bindings,
@@ -34,7 +34,7 @@ def test_doctor_sections_follow_the_findings_in_order():
     r.needs = Needs(["chunk_gated_delta_rule"], ["fla"], "sdpa")
     r.bindings = Bindings("decorator", "transformers.models.qwen3_5.modeling_qwen3_5")
     r.hub = hub()
-    r.live = LiveSection(ran=True, details={"device": "cpu", "timing": {"total_s": 1.0}}, lines=["built"],
+    r.live = LiveSection(ran=True, details={"device": "cpu", "timing": {"total_s": 1.0}}, items=[PrintedLine("built")],
                          captured_output=None)
     r.packing = PackingSection(None, True, {"chunk_gated_delta_rule": False},
                                (ModeOutcome("none", "correct", "one sequence per row", None),), True, "ref")
@@ -51,8 +51,8 @@ def test_doctor_sections_follow_the_findings_in_order():
 
 
 def test_live_section_variants():
-    assert LiveSection(ran=False, lines=["not run"]).to_json() == {"ran": False, "lines": ["not run"]}
-    assert list(LiveSection(ran=True, lines=["x"], step=True).to_json()) == ["ran", "step", "lines"]
+    assert LiveSection(ran=False, items=[PrintedLine("not run")]).to_json() == {"ran": False, "lines": ["not run"]}
+    assert list(LiveSection(ran=True, items=[PrintedLine("x")], step=True).to_json()) == ["ran", "step", "lines"]
 
 
 def test_install_sections():

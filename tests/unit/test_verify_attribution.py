@@ -65,8 +65,9 @@ def test_fast_kernel_names_come_from_the_shared_signatures() -> None:
     assert evidence.fast_kernel_names("fla", conv) == []
 
 
-def test_launch_sentence_on_a_gpu_step_uses_the_trace_analysis() -> None:
+def test_the_launch_line_of_a_gpu_step_carries_the_trace_analysis() -> None:
     st = evidence.analyze("prefill", _trace())
-    s = evidence.launch_sentence(st, "cuda:0")
-    assert s.startswith("prefill: 5 GPU kernels") and "not launch-bound" in s
-    assert "no GPU here" in evidence.launch_sentence(st, "cpu")
+    gpu = evidence.launch_line(st, "cuda:0")
+    assert (gpu.step, gpu.on_gpu, gpu.kernels, gpu.launch_bound) == ("prefill", True, 5, None)  # not launch-bound
+    assert gpu.busy_fraction is not None and gpu.busy_fraction == st.stats.busy_fraction
+    assert not evidence.launch_line(st, "cpu").on_gpu

@@ -1,0 +1,135 @@
+"""What verify decides its live section says, as typed lines (report/live.py): which kinds, in which order, with
+which values; and the step's typed section and findings. The wording is tested in tests/unit/test_live_text.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from kernelcheck.report.live import (
+    BenchmarkOnCpuLine,
+    BenchmarkPassLines,
+    BenchmarkSkippedLine,
+    BuiltLine,
+    CapturedLine,
+    CheckCostLine,
+    ComparisonFailedLine,
+    ComparisonLine,
+    ComparisonSkippedLine,
+    LaunchLine,
+    PassError,
+    ProjectedSpeedupLine,
+    ProjectionLine,
+    ProjectionMethodLine,
+    SpeedupLine,
+    StepPathLine,
+    Timed,
+    TimingLine,
+    TritonCacheLine,
+    WholeStepLine,
+)
+from kernelcheck.report.step import Failed, PathMeasured, StepSection
+from kernelcheck.verify import evidence
+from kernelcheck.verify import step as step_mod
+from kernelcheck.verify.layers import BuiltModel
+from kernelcheck.verify.statuses import live_items
+from kernelcheck.verify.steps import LiveRun
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
+STEP_JSON = json.loads((DATA / "verify_step.json").read_text())["step"]
+MC = {"train": {"logits": {"rel_err": 0.001, "ok": True}, "grads": {"rel_err": 0.5, "ok": False}, "ok": False},
+      "decode": {"logits": {"rel_err": None, "ok": False}, "ok": False}, "tolerance": 0.02, "ok": False}
+BENCH = {"layer": "GDN", "tokens": 64, "pass": "forward",
+         "passes": {"forward": {"fast": {"ms": 1.5, "kernels": 4, "cpu_ops": 30, "gpu_busy_fraction": 0.5,
+                                         "launch_bound": False},
+                                "reference": {"error": "RuntimeError: boom"}, "note": "n"}}}
+
+
+def run(device: str = "cpu", **kw) -> LiveRun:
+    built = BuiltModel(None, "qwen3_5", "Qwen3_5ForCausalLM", "tiny", ("linear_attention", "full_attention"),
+                       device, "float32", 100_400)
+    r = LiveRun(built=built, tokens=128, mode="train", timing={"build_s": 0.1, "total_s": 2.0})
+    for k, v in kw.items():
+        setattr(r, k, v)
+    return r
+
+
+def test_a_run_says_what_was_built_the_comparison_the_benchmark_and_the_time_in_that_order() -> None:
+    items = live_items(run(triton={"cache_dir": "/c", "entries_before": 0, "entries_after": 5, "cold": True},
+                           model_compare=MC, benchmark=BENCH))
+    assert [type(i) for i in items] == [BuiltLine, TritonCacheLine, ComparisonLine, BenchmarkPassLines,
+                                        BenchmarkOnCpuLine, TimingLine]
+    built, cache, cmp, bench, _, timing = items
+    assert built == BuiltLine("Qwen3_5ForCausalLM", "tiny", ("linear_attention", "full_attention"), 100_400,
+                              "float32", "cpu", 128)
+    assert cache == TritonCacheLine("/c", 0, 5, cold=True)
+    assert cmp == ComparisonLine(0.02, (PassError("train", 0.001, 0.5, has_grads=True), PassError("decode", None)),
+                                 ok=False)
+    assert bench == BenchmarkPassLines("GDN", "forward", 64, Timed(1.5, 4, 30, None, 0.5),
+                                       Timed(None, error="RuntimeError: boom"), None, None, "n")
+    assert timing == TimingLine((("build_s", 0.1), ("total_s", 2.0)))
+
+
+def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
+    from tests.unit.test_verify_attribution import _trace
+
+    tr = evidence.analyze("prefill", _trace())
+    items = live_items(run("cuda:0", traces={"prefill": tr}, benchmark=BENCH))
+    assert [type(i) for i in items] == [BuiltLine, LaunchLine, BenchmarkPassLines, TimingLine]
+    assert isinstance(items[1], LaunchLine) and items[1].step == "prefill" and items[1].on_gpu
+
+
+def test_a_skipped_or_failed_comparison_and_a_skipped_benchmark_are_their_own_kinds() -> None:
+    skipped = live_items(run(model_compare={"skipped": "every function ran its torch reference"},
+                             benchmark={"skipped": "no GDN layer"}))
+    assert skipped[1:3] == [ComparisonSkippedLine("every function ran its torch reference"),
+                            BenchmarkSkippedLine("no GDN layer")]
+    failed = live_items(run(model_compare={"error": "the torch reference run failed: boom", "ok": None}))
+    assert failed[1] == ComparisonFailedLine("the torch reference run failed: boom")
+    assert [type(i) for i in live_items(run())] == [BuiltLine, TimingLine]  # nothing compared, no cache, no bench
+
+
+def test_the_step_section_types_each_path_and_reads_back_as_printed() -> None:
+    step = StepSection.from_json(STEP_JSON)
+    assert isinstance(step.fast, PathMeasured) and step.fast.layers == ["linear_attention"] * 3 + ["full_attention"]
+    assert step.speedup == 1.31 and step.kernel_ratio is None and step.cost.triton_cache.state == "warm"
+    assert json.dumps(step.to_json(), indent=2) == json.dumps(STEP_JSON, indent=2)
+    failed = StepSection.from_json({**STEP_JSON, "paths": {"fast": {"error": "boom"},
+                                                           "reference": STEP_JSON["paths"]["reference"]}})
+    assert failed.fast == Failed("boom") and failed.measured() == failed.reference
+
+
+def test_the_step_says_its_paths_speedup_projections_and_cost_and_the_captured_output_without_verbose() -> None:
+    step = StepSection.from_json(STEP_JSON)
+    items = step_mod.live_items(step, verbose=False)
+    assert [type(i) for i in items] == [WholeStepLine, StepPathLine, StepPathLine, SpeedupLine, ProjectionLine,
+                                        ProjectionLine, ProjectedSpeedupLine, ProjectionMethodLine, CheckCostLine,
+                                        CapturedLine]
+    assert items[0] == WholeStepLine("tiny", 32, True, step.fast)
+    assert items[1:4] == [StepPathLine("fast", step.fast), StepPathLine("reference", step.reference),
+                          SpeedupLine(1.31, None)]
+    assert items[-1] == CapturedLine(tuple(STEP_JSON["captured_output"].items()))
+    assert CapturedLine not in {type(i) for i in step_mod.live_items(step, verbose=True)}
+
+
+def test_a_step_without_speedups_says_none_and_one_with_no_path_names_no_model() -> None:
+    neither = dataclasses.replace(StepSection.from_json(STEP_JSON), fast=Failed("a"), reference=Failed("b"),
+                                  speedup=None)
+    neither = dataclasses.replace(neither, projection=dataclasses.replace(neither.projection, projected_speedup=None))
+    kinds = {type(i) for i in step_mod.live_items(neither, verbose=True)}
+    assert not kinds & {SpeedupLine, ProjectedSpeedupLine}
+    assert step_mod.live_items(neither, verbose=True)[0] == WholeStepLine("tiny", 32, True, None)
+
+
+def test_step_findings_come_from_the_bound_path_values() -> None:
+    step = StepSection.from_json(STEP_JSON)
+    assert isinstance(step.fast, PathMeasured)
+    ok = {"path": "reference"}
+    assert [f.id for f in step_mod._findings({}, ok, 32, step.fast)] == ["verify-cpu"]
+    gpu = dataclasses.replace(step.fast, device="cuda:0", launch_bound=True, fallback_signatures=[
+        {"id": "torch-gdn", "evidence": "e", "functions": ["chunk_gated_delta_rule"], "package": "fla"}])
+    found = step_mod._findings({}, {"error": "boom"}, 32, gpu)
+    assert [f.id for f in found] == ["verify-step-reference-failed", "step-torch-gdn", "step-launch-bound"]
+    assert found[1].functions == ("chunk_gated_delta_rule",)
+    assert [f.id for f in step_mod._findings({"error": "x"}, ok, 32, Failed("x"))] == ["verify-step-failed"]
