@@ -72,3 +72,30 @@ def test_an_error_report_reads_back_and_the_doctor_after_renders_each_outcome() 
     raw, _ = sample("doctor_train")
     rep = Report.from_json(json.loads(raw))
     assert render_doctor_after(rep, 3, "") == render_text(rep)
+
+
+def test_an_install_plan_with_rejected_candidates_and_a_hub_plan_read_back_typed() -> None:
+    """Every step kind and rejection kind reads back as the value it was (Step.from_json), and the JSON is the same;
+    a Hub pre-fetch step (no `kind` in its JSON) reads back as kind hub and prints only its own keys."""
+    from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
+
+    inst = Report("install", {}, {"query": "m"}, "train")
+    inst.plan = [Step("causal-conv1d", "build", "build", "causal_conv1d-1.7.0", "no matching wheel", "pip wheel ...",
+                      (Rejected("x.whl (wheelhouse)", "built for torch 2.13", kind=RejectKind.TORCH_MINOR),
+                       Rejected("release x.whl", "HTTP 404", kind=RejectKind.RELEASE_MISSING)),
+                      "/w/causal_conv1d-1.7.0.tar.gz", "", ("sm_90",), "causal_conv1d", "", kind=StepKind.SOURCE_BUILD)]
+    hub = Report("hub", {}, None, "train")
+    hub.plan = [Step("kernels-community/fla", "missing", "hub", "kernels-community/fla@v2", "no build variant",
+                     rejected=(Rejected("torch29-cu128", "Torch version", kind=RejectKind.HUB_VARIANT),),
+                     kind=StepKind.HUB),
+                Step("kernels-community/mamba-ssm", "skipped", "hub", "kernels-community/mamba-ssm@v5", "offline",
+                     "kernelcheck hub --prefetch", kind=StepKind.HUB)]
+    for rep in (inst, hub):
+        data = json.loads(render_json(rep))
+        back = Report.from_json(data)
+        assert back.plan == rep.plan and render_json(back) == render_json(rep)
+    data = json.loads(render_json(hub))
+    assert [list(s) for s in data["plan"]] == [["package", "action", "source", "spec", "reason", "rejected"],
+                                               ["package", "action", "source", "spec", "reason", "command"]]
+    assert data["plan"][0]["rejected"] == [{"candidate": "torch29-cu128", "reason": "Torch version"}]
+    assert json.loads(render_json(inst))["plan"][0]["rejected"][1]["kind"] == "release-missing"
