@@ -32,6 +32,13 @@ def test_every_kind_is_made_somewhere_in_the_package() -> None:
     assert unused == []
 
 
+def test_docs_install_md_lists_every_kind_a_plan_json_carries() -> None:
+    doc = (PKG.parent / "docs" / "install.md").read_text()
+    missing = [k.value for kind in (StepKind, RejectKind) for k in kind
+               if k not in (StepKind.HUB, RejectKind.HUB_VARIANT) and f"`{k.value}`" not in doc]
+    assert missing == []
+
+
 # ---------------------------------------------------------------- why a step is there
 
 def test_fix_unavailable_says_why_it_was_wanted_and_how_to_get_it(tmp_path: Path) -> None:
@@ -193,6 +200,22 @@ def test_the_release_status_says_missing_unreachable_or_not_asked(monkeypatch: p
     monkeypatch.setattr(requests, "head", down)
     why, kind = sources._release_status("https://x/y.whl", offline=False)
     assert kind == RejectKind.RELEASE_UNREACHABLE and why.startswith("unreachable: ConnectionError (offline or")
+
+
+def test_a_wheelhouse_wheel_kernelcheck_built_says_it_is_reused_and_the_release_wheel_says_it_is_checked() -> None:
+    info = _info("cu13torch2.11cxx11abiTRUE")
+    mine = wheels.WheelInfo(info.path, info.name, info.sha256, True, None, (), {SO: ("sm_90",)}, info.build,
+                            {"built_by": "kernelcheck"})
+    opts = plan.Options(arches=("9.0",), source="wheelhouse")
+    (s,) = plan.make_plan(env(), ("causal_conv1d",), opts, {"causal-conv1d": plan.Candidates(wheels=(mine,))}).steps
+    assert s.kind == StepKind.WHEELHOUSE_WHEEL and "matching wheel in the wheelhouse (built by kernelcheck, " \
+        "reused: no rebuild): torch 2.11, CUDA 13" in s.reason
+    (s,) = plan.make_plan(env(), ("causal_conv1d",), opts, {"causal-conv1d": plan.Candidates(wheels=(info,))}).steps
+    assert s.kind == StepKind.WHEELHOUSE_WHEEL and "built by kernelcheck" not in s.reason
+    url = "https://x/causal_conv1d-1.7.0+cu13torch2.11cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
+    (s,) = plan.make_plan(env(), ("causal_conv1d",), plan.Options(arches=("9.0",), source="release"),
+                          {"causal-conv1d": plan.Candidates(release_url=url, release_status="exists")}).steps
+    assert s.kind == StepKind.RELEASE_WHEEL and "its GPU code checked before install" in s.reason
 
 
 def test_the_kinds_are_the_json_words() -> None:
