@@ -80,8 +80,8 @@ def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Option
             rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}",
                                      kind=RejectKind.SOURCE_EXCLUDED))
         elif not d.accepted:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason,
-                                     kind=d.kind or RejectKind.WHEEL_FILE))
+            assert d.kind is not None  # every rejection has its kind (wheels.Decision)
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason, kind=d.kind))
         elif best is None:
             best = (w, d)
         else:

@@ -108,6 +108,10 @@ class Decision:
     needs_trial: bool = False  # rejected only for want of a trial import (an unlabelled compiled wheel)
     kind: RejectKind | None = None  # why it was rejected (None: accepted)
 
+    def __post_init__(self) -> None:
+        if not self.accepted and self.kind is None:
+            raise ValueError(f"a rejection of {self.candidate} without its kind")
+
 
 def parse_wheel_name(filename: str) -> WheelName | None:
     """PEP 427 parts of a wheel filename, or None when it is not one."""
