@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kernelcheck.core.models import ResolvedModel
+    from kernelcheck.core.plan_step import Step
     from kernelcheck.report.model import Report
     from kernelcheck.trace.analysis import TraceAnalysis
 
@@ -74,10 +75,10 @@ def resolve_model(query: str) -> ResolvedModel:
     return transformers_models.resolve(query)
 
 
-def prefetch_hub_kernels(model: str, **options: Any) -> list[dict[str, Any]]:
-    """`kernelcheck install --source hub`: the plan steps for the Hub kernels the model maps to
-    (integrations/kernels_prefetch.py `prefetch_model`; options: mode, device, lock_path, dry_run, offline_only,
-    env, progress, target)."""
+def prefetch_hub_kernels(model: str, **options: Any) -> list[Step]:
+    """`kernelcheck install --source hub`: the plan steps (`Step` values, kind hub) for the Hub kernels the model
+    maps to (integrations/kernels_prefetch.py `prefetch_model`; options: mode, device, lock_path, dry_run,
+    offline_only, env, progress, target)."""
     from kernelcheck.integrations.kernels_prefetch import prefetch_model
 
     return prefetch_model(model, **options)

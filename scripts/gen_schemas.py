@@ -17,7 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "kernelcheck" / "schemas"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "kernelcheck" / "schemas"
+sys.path.insert(0, str(ROOT))
+from kernelcheck.core.plan_step import RejectKind, StepKind  # noqa: E402 - the kinds' one home
 
 S = dict[str, Any]
 STR, INT, BOOL, NUM = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "number"}
@@ -60,8 +63,13 @@ DEFS: S = {
 REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
            "transformers": OBJ, "mapping": arr(OBJ), "names": arr(OBJ), "repos": arr(OBJ)})
+# Why a step is there and why a candidate was rejected (kernelcheck/core/plan_step.py); an install step has both,
+# a Kernel Hub pre-fetch step neither (its action says it).
+STEP_KIND = {"enum": [k.value for k in StepKind if k != StepKind.HUB]}
+REJECT_KIND = {"enum": [k.value for k in RejectKind if k != RejectKind.HUB_VARIANT]}
 PLAN_STEP = obj({"package": STR, "action": STR, "source": STR, "spec": opt(STR), "reason": STR},
-                {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}))})
+                {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}, {"kind": REJECT_KIND})),
+                 "kind": STEP_KIND})
 IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]}, "cache": {"enum": ["off", "hit", "stored", "not stored"]},
                     "file": opt(STR), "proven_at": opt(STR)}, closed=True)
 PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": OBJ,

@@ -130,6 +130,7 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
               mode: str, dev: str, parsed: list[tuple[str, int | None, str | None]], lock: str | None,
               dry_run: bool, target: Any) -> None:
     from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.core.plan_step import Step, StepKind
     from kernelcheck.integrations import kernels_hub as hub_mod
     from kernelcheck.integrations import kernels_prefetch
     from kernelcheck.report.model import Finding
@@ -144,18 +145,18 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
         click.echo(f"kernelcheck hub: {line}", err=True)
 
     if not targets:
-        report.plan = [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
-                        "reason": "no Hub kernel is mapped for this model, device and mode"}]
+        report.plan = [Step("-", "skip", "hub", "-", "no Hub kernel is mapped for this model, device and mode",
+                            kind=StepKind.HUB)]
         return
     steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
     report.plan = steps
     for st in steps:
-        if st["action"] in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
-            report.findings.append(Finding(f"hub-prefetch-{st['action']}", Severity.FALLBACK,
-                                           f"{st['spec']}: {st['reason']} (the build is not in the cache)",
-                                           st.get("command")))
-        elif st["action"] == "missing":
-            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st['spec']}: {st['reason']}"))
+        if st.action in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
+            report.findings.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK,
+                                           f"{st.spec}: {st.reason} (the build is not in the cache)",
+                                           st.command or None))
+        elif st.action == "missing":
+            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
 
 
 def _judge_repo(report: Any, section: Any, res: Any) -> None:

@@ -199,8 +199,8 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | No
         if d.accepted and trial is not None:
             _record_verified(path, info, d.reason, trial, plan)
     else:
-        why = wheels.file_and_tags_failure(info, plan.target, expected_sha or None)  # a pure wheel or a dependency
-        d = wheels.Decision(info.name.filename, why is None, why or "tags fit")
+        d = wheels.file_and_tags_failure(info, plan.target, expected_sha or None) or \
+            wheels.Decision(info.name.filename, True, "tags fit")  # a pure wheel or a dependency
     if not d.accepted:
         raise InstallFailed(f"{path.name} rejected: {d.reason}. Nothing was installed.")
     return info

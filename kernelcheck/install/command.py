@@ -316,7 +316,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         importlib.invalidate_caches()
         env, _ = _probe(arches)
         plan = plan_now(env)
-        report.plan = plan.to_json()
+        report.plan = list(plan.steps)
         if not as_json:  # the plan, before anything runs
             echo(render_install_plan(report))
         if plan.blocked:
@@ -326,7 +326,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
                                         log=progress, jobs=req.jobs, offline=offline)
             done.append(outcome)
         except InstallFailed as exc:  # BuildFailed is one
-            report.plan = plan.to_json()
+            report.plan = list(plan.steps)
             report.findings.append(Finding("install-failed", Severity.BROKEN, exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
             return report, EXIT_BROKEN
@@ -340,7 +340,7 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
                    opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
                    progress: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
     """What was installed, then doctor in a fresh process; its verdict is the command's."""
-    report.plan = plan.to_json()
+    report.plan = list(plan.steps)
     report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1))
     for e in outcome.installed:
         progress(f"installed {e['distribution']} {e['version']} from {e['source']}"
@@ -404,18 +404,17 @@ def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse
     steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
                                dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
     report.plan = steps
-    lock_written = str(lock) if not req.dry_run and any(s.get("action") != "skip" for s in steps) else None
+    lock_written = str(lock) if not req.dry_run and any(s.action != "skip" for s in steps) else None
     # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as
     # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
     code = EXIT_READY
     for st in steps:
-        if st.get("action") in ("failed", "skipped"):
+        if st.action in ("failed", "skipped"):
             code = EXIT_FALLBACK
-            report.findings.append(Finding(f"hub-prefetch-{st['action']}", Severity.FALLBACK,
-                                           f"{st['spec']}: {st['reason']}"))
-        elif st.get("action") == "missing":
+            report.findings.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
+        elif st.action == "missing":
             code = EXIT_FALLBACK
-            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st['spec']}: {st['reason']}"))
+            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
     report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
                                    has_lock=True)
     return report, code
@@ -443,7 +442,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
 
 
 def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> tuple[Report, int]:
-    report.plan = plan.to_json()
+    report.plan = list(plan.steps)
     report.findings.extend(_plan_findings(plan))
     left = untouched(before, plan)
     report.findings.extend(left)

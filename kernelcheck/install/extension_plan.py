@@ -11,7 +11,17 @@ from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Severity
 from kernelcheck.install import wheels
-from kernelcheck.install.plan_types import Candidates, Options, Rejected, Step, pip_cmd, sm_tag, version_text
+from kernelcheck.install.plan_types import (
+    Candidates,
+    Options,
+    Rejected,
+    RejectKind,
+    Step,
+    StepKind,
+    pip_cmd,
+    sm_tag,
+    version_text,
+)
 
 
 def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
@@ -24,12 +34,12 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
                      f"torch {torch_v} is a CPU build (torch.version.cuda is None): {pkg.title}'s CUDA extension "
                      f"`{pkg.extension}` can neither be built against it nor loaded by it, and no wheel can fit. "
                      "kernelcheck never changes torch: install a CUDA build of torch yourself, then rerun",
-                     import_name=pkg.name, severity=Severity.FALLBACK)]
+                     import_name=pkg.name, severity=Severity.FALLBACK, kind=StepKind.CPU_TORCH)]
     if not opts.arches:
         return [Step(dist, "refuse", "-", dist,
                      f"no GPU is visible and no --arch was given, so no GPU architecture can be chosen for "
                      f"{pkg.title}: pass the target GPU's compute capability, e.g. --arch 9.0 for H100/H200",
-                     import_name=pkg.name, severity=Severity.FALLBACK)]
+                     import_name=pkg.name, severity=Severity.FALLBACK, kind=StepKind.NO_GPU_ARCH)]
     if st and st.installed and st.imports and opts.source == "auto" and st.extension_path:
         try:
             with open(st.extension_path, "rb") as fh:
@@ -40,13 +50,14 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
         if not missing:
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
                          f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
-                         f"for {sm_tag(opts.arches)}", import_name=pkg.name, arches=got)]
+                         f"for {sm_tag(opts.arches)}", import_name=pkg.name, arches=got, kind=StepKind.INSTALLED)]
     rejected: list[Rejected] = []
     allowed = {"auto": ("wheelhouse", "release", "build"), "wheelhouse": ("wheelhouse",),
                "release": ("release",), "build": ("build",), "pypi": ("build",), "hub": ()}[opts.source]
     if opts.source == "hub":
         rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
-                                 "not installed with pip: see `kernelcheck doctor` (hub section)"))
+                                 "not installed with pip: see `kernelcheck doctor` (hub section)",
+                                 kind=RejectKind.HUB_NOT_PIP))
     for way in (_wheelhouse_step, _release_step, _build_step):
         step = way(pkg, env, opts, cands, target, allowed, rejected)
         if step is not None:
@@ -54,7 +65,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
     return [Step(dist, "refuse", "-", dist, f"no way to install {pkg.title} for torch {target.torch_mm} + CUDA "
                  f"{target.cuda_major} + {target.python_tag} + {sm_tag(opts.arches)} was found; every candidate "
                  "is listed with its reason", rejected=tuple(rejected), import_name=pkg.name,
-                 severity=Severity.FALLBACK)]
+                 severity=Severity.FALLBACK, kind=StepKind.NO_CANDIDATE)]
 
 
 def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
@@ -66,22 +77,26 @@ def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Option
         d = wheels.match(w, target, expected_sha256=(w.sidecar or {}).get("sha256"), extension=pkg.extension,
                          trial=cands.trials.get(w.path))
         if "wheelhouse" not in allowed:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}"))
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", f"--source {opts.source}",
+                                     kind=RejectKind.SOURCE_EXCLUDED))
         elif not d.accepted:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason))
+            assert d.kind is not None  # every rejection has its kind (wheels.Decision)
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", d.reason, kind=d.kind))
         elif best is None:
             best = (w, d)
         else:
-            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", "a newer matching wheel was chosen"))
+            rejected.append(Rejected(f"{w.name.filename} (wheelhouse)", "a newer matching wheel was chosen",
+                                     kind=RejectKind.NEWER_CHOSEN))
     if best is not None:
         w, d = best
         built = " (built by kernelcheck, reused: no rebuild)" if (w.sidecar or {}).get("built_by") else ""
         return Step(dist, "install", "wheelhouse", f"{dist}=={w.name.version}",
                     f"matching wheel in the wheelhouse{built}: {d.reason}", pip_cmd(w.path, opts),
                     tuple(rejected), w.path, w.sha256, tuple(sorted({a for v in w.so_arches.values() for a in v})),
-                    pkg.name)
+                    pkg.name, kind=StepKind.WHEELHOUSE_WHEEL)
     if not any(w.name.name == dist for w in cands.wheels) and "wheelhouse" in allowed:
-        rejected.append(Rejected("wheelhouse", f"no {dist} wheel in {opts.wheelhouse or 'the wheelhouse'}"))
+        rejected.append(Rejected("wheelhouse", f"no {dist} wheel in {opts.wheelhouse or 'the wheelhouse'}",
+                                 kind=RejectKind.NO_WHEEL))
     return None
 
 
@@ -93,10 +108,13 @@ def _release_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, 
             return Step(pkg.install_distribution, "install", "release", name,
                         "upstream release wheel for this torch/CUDA/cxx11abi/Python exists; it is downloaded "
                         "into the wheelhouse and its GPU code checked before install",
-                        pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name)
-        rejected.append(Rejected(f"release {name}", cands.release_status or "unknown"))
+                        pip_cmd(cands.release_url, opts), tuple(rejected), cands.release_url, "", (), pkg.name,
+                        kind=StepKind.RELEASE_WHEEL)
+        rejected.append(Rejected(f"release {name}", cands.release_status or "unknown",
+                                 kind=cands.release_kind or RejectKind.RELEASE_UNCHECKED))
     elif "release" in allowed and pkg.release_wheel:
-        rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check"))
+        rejected.append(Rejected("release", cands.release_status or "package version unknown: no URL to check",
+                                 kind=cands.release_kind or RejectKind.RELEASE_UNCHECKED))
     return None
 
 
@@ -104,9 +122,10 @@ def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, ca
                 target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     if "build" not in allowed:
         return None
-    why_not = _build_blockers(pkg, env, opts, cands, target)
-    if why_not:
-        rejected.append(Rejected(f"build {cands.sdist.rsplit('/', 1)[-1] if cands.sdist else 'from sdist'}", why_not))
+    blocker = _build_blockers(pkg, env, opts, cands, target)
+    if blocker:
+        rejected.append(Rejected(f"build {cands.sdist.rsplit('/', 1)[-1] if cands.sdist else 'from sdist'}",
+                                 blocker[1], kind=blocker[0]))
         return None
     dist = pkg.install_distribution
     sdist = cands.sdist or ""
@@ -126,28 +145,30 @@ def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, ca
                 f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
                 f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
                 f"{sm_tag(opts.arches)}{std})", tuple(rejected), sdist, "",
-                tuple(f"sm_{gpu_mod.cap_to_sm(a)}" for a in opts.arches), pkg.name)
+                tuple(f"sm_{gpu_mod.cap_to_sm(a)}" for a in opts.arches), pkg.name, kind=StepKind.SOURCE_BUILD)
 
 
 def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                    target: wheels.Target) -> str | None:
+                    target: wheels.Target) -> tuple[RejectKind, str] | None:
     if not cands.sdist:
-        return cands.sdist_error or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse"
+        return RejectKind.NO_SDIST, (cands.sdist_error
+                                     or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse")
     if not env.nvcc:
-        return "nvcc not found (set CUDA_HOME or put nvcc on PATH; a -devel CUDA image has it)"
+        return RejectKind.NO_NVCC, "nvcc not found (set CUDA_HOME or put nvcc on PATH; a -devel CUDA image has it)"
     nv_major = int(env.nvcc.split(".")[0])
     if target.cuda_major is not None and nv_major != target.cuda_major:
         built = env.torch.cuda if env.torch else "?"
-        return (f"nvcc {env.nvcc} is CUDA {nv_major} but torch was built with CUDA {built}:"
+        return RejectKind.NVCC_CUDA_MAJOR, (f"nvcc {env.nvcc} is CUDA {nv_major} but torch was built with CUDA {built}:"
                 " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
                 f"{target.cuda_major}.x toolkit")
     if cands.nvcc_arches:
         bad = [a for a in opts.arches if f"compute_{gpu_mod.cap_to_sm(a)}" not in cands.nvcc_arches]
         if bad:
-            return f"nvcc {env.nvcc} cannot target {sm_tag(tuple(bad))} (it lists {cands.nvcc_arches[0]}..)"
+            return RejectKind.NVCC_ARCH, (f"nvcc {env.nvcc} cannot target {sm_tag(tuple(bad))} "
+                                          f"(it lists {cands.nvcc_arches[0]}..)")
     missing = [t for t in ("setuptools", "wheel") if not cands.build_tools.get(t, True) and t not in cands.overlay]
     if missing:
-        return (f"{' and '.join(missing)} not importable here and not in the wheelhouse"
+        return RejectKind.BUILD_TOOLS, (f"{' and '.join(missing)} not importable here and not in the wheelhouse"
                 + (" (offline)" if opts.offline else " or on PyPI") + f": {pkg.title}'s setup.py imports them and "
                 f"the build runs without isolation; put their wheels in {opts.wheelhouse or 'the wheelhouse'} "
                 "for the build overlay")

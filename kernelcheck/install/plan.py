@@ -31,8 +31,10 @@ from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the pl
     Options,
     Plan,
     Rejected,
+    RejectKind,
     Role,
     Step,
+    StepKind,
     pip_cmd,
     sm_tag,
     target_of,
@@ -81,12 +83,14 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
     for other in pkg.distributions:
         if other != dist:
             rejected.append(Rejected(other, "not needed: " + (pkg.skip_reason or
-                                                              f"transformers imports only what {dist} ships")))
+                                                              f"transformers imports only what {dist} ships"),
+                                     kind=RejectKind.NOT_NEEDED))
     if env.torch is None or not env.torch.cuda:
         return [Step(dist, "refuse", "-", dist, f"torch {env.torch.version if env.torch else '(absent)'} is a "
                      f"CPU build: {pkg.title}'s Triton kernels need a CUDA torch and a GPU, and with "
                      f"transformers 5.15-5.24 an installed fla makes the forward crash on CPU (fla-cpu-crash)",
-                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK)]
+                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK,
+                     kind=StepKind.CPU_TORCH)]
     if st and st.installed and st.imports and st.distribution == dist and opts.source in ("auto",):
         bad = [r for r in _reqs_of_installed(found, dist, st.version) if _pin_violation(r, env)]
         if not bad:
@@ -95,7 +99,7 @@ def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, can
             more, sev, after, left = _after_fixes(env, pkg.name, opts, bound, hits, fixes)
             why = "; ".join([f"{dist} {st.version} is installed and imports", *more])
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}", why, rejected=tuple(rejected),
-                         import_name=pkg.name, severity=sev, rules=left)] + fixes + \
+                         import_name=pkg.name, severity=sev, rules=left, kind=StepKind.INSTALLED)] + fixes + \
                 _new_remedies(after, fixes, env, opts, found)
     pool = _pure_pool(dist, opts, cands, rejected)
     picked = _choose_pure(pkg, dist, env, opts, bound, pool, rejected)
@@ -113,22 +117,26 @@ def _pure_pool(dist: str, opts: Options, cands: Candidates,
     if source in ("auto", "wheelhouse"):
         pool += [(w, "wheelhouse") for w in cands.wheels if w.name.name == dist]
     elif any(w.name.name == dist for w in cands.wheels):
-        rejected.append(Rejected("wheelhouse", f"--source {opts.source}"))
+        rejected.append(Rejected("wheelhouse", f"--source {opts.source}", kind=RejectKind.SOURCE_EXCLUDED))
     if source in ("auto", "pypi"):
         if cands.pypi_wheel is not None:
             pool.append((cands.pypi_wheel, "pypi"))
         elif cands.pypi_error:
-            rejected.append(Rejected(f"pypi:{dist}", cands.pypi_error))
+            rejected.append(Rejected(f"pypi:{dist}", cands.pypi_error, kind=RejectKind.PYPI_UNAVAILABLE))
     if opts.source == "hub":
         rejected.append(Rejected("hub", "Kernel Hub builds are loaded by transformers' `kernels` integration, "
-                                 "not installed with pip"))
+                                 "not installed with pip", kind=RejectKind.HUB_NOT_PIP))
     pool.sort(key=lambda p: (version_text(p[0].name.version) or Version("0"), p[1] == "wheelhouse"), reverse=True)
     return pool
 
 
-def wheel_unfit(w: wheels.WheelInfo, env: Environment) -> str | None:
-    """Why a (pure or dependency) wheel cannot be installed here: its file, or its tags (packaging)."""
-    return w.error or wheels.tag_decision(w.name.filename, env.python_tag, env.platform)
+def wheel_unfit(w: wheels.WheelInfo, env: Environment, label: str = "") -> Rejected | None:
+    """Why a (pure or dependency) wheel cannot be installed here: its file, or its tags (packaging); the rejection
+    names `label` (default: the file name)."""
+    if w.error:
+        return Rejected(label or w.name.filename, w.error, kind=RejectKind.WHEEL_FILE)
+    why = wheels.tag_decision(w.name.filename, env.python_tag, env.platform)
+    return Rejected(label or w.name.filename, why, kind=RejectKind.WHEEL_TAGS) if why else None
 
 
 @dataclass
@@ -148,16 +156,16 @@ def _choose_pure(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts:
     usable = [(w, src) for w, src in pool if not wheel_unfit(w, env)]
     for w, src in pool:
         label = f"{w.name.filename} ({src})"
-        why = wheel_unfit(w, env)
-        if why:
-            rejected.append(Rejected(label, why))
+        unfit = wheel_unfit(w, env, label)
+        if unfit:
+            rejected.append(unfit)
             continue
         reqs = wheels.requirements(w, extras=("cuda",))
         viol = [v for r in reqs if canonicalize_name(r.name) not in opts.allow_change
                 and (v := _pin_violation(r, env))]
         if viol:
             rejected.append(Rejected(label, "; ".join(viol) + " (torch, triton and transformers are never changed "
-                                     "without --allow-change)"))
+                                     "without --allow-change)", kind=RejectKind.PINNED_CHANGE))
             needs_change.extend(viol)
             continue
         hits = _breakage_hits(_hypothetical(env, pkg.name, dist, w.name.version), pkg.name, opts, bound)
@@ -165,7 +173,8 @@ def _choose_pure(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts:
             fallback_choice = _Pick(w, src, hits, reqs)
         if hits and any(_avoids(hits[0], pkg.name, other.name.version, env, opts, bound, dist)
                         for other, _ in usable if other is not w):
-            rejected.append(Rejected(label, f"{hits[0].rule.title}; another candidate avoids it"))
+            rejected.append(Rejected(label, f"{hits[0].rule.title}; another candidate avoids it",
+                                     kind=RejectKind.BREAKAGE))
             continue
         return _Pick(w, src, hits, reqs)
     if fallback_choice is not None:  # every candidate has the breakage: take the newest
@@ -181,7 +190,8 @@ def _no_pure_candidate(dist: str, opts: Options, rejected: list[Rejected], impor
     where = "the wheelhouse" + ("" if opts.offline else " or PyPI")
     return Step(dist, "refuse", "-", dist, f"no usable {dist} wheel in {where}: add one with "
                 f"`pip download --no-deps {dist} -d {opts.wheelhouse or 'WHEELHOUSE'}`",
-                rejected=tuple(rejected), import_name=import_name, severity=Severity.FALLBACK)
+                rejected=tuple(rejected), import_name=import_name, severity=Severity.FALLBACK,
+                kind=StepKind.NO_CANDIDATE)
 
 
 def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
@@ -189,7 +199,8 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
     if pick.needs_change:
         return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "
                      f"{pick.needs_change[0]}. Pass --allow-change with that package to accept it.",
-                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK)]
+                     rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK,
+                     kind=StepKind.PINNED_CHANGE)]
     w = pick.wheel
     steps = [_dep_step(r, env, opts, found) for r in pick.deps
              if canonicalize_name(r.name) not in PINNED and canonicalize_name(r.name) != dist]
@@ -198,7 +209,7 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
         return steps + [Step(dist, "refuse", "-", f"{dist}=={w.name.version}",
                              f"its dependency {', '.join(missing)} cannot be installed (see above), and {dist} "
                              "does not import without it", rejected=tuple(rejected), import_name=pkg.name,
-                             severity=Severity.FALLBACK)]
+                             severity=Severity.FALLBACK, kind=StepKind.DEPENDENCY_REFUSED)]
     reqs = ", ".join(r.name + str(r.specifier) for r in pick.deps) or "none"
     reasons = [f"newest compatible {dist}: its tags fit {env.python_tag} on {env.platform} and its requirements "
                f"({reqs}) hold with torch {env.torch.version if env.torch else '?'}, triton {env.triton or 'absent'}, "
@@ -209,7 +220,8 @@ def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: 
     reasons.extend(more)
     fixes.extend(_new_remedies(after, fixes, env, opts, found))
     steps.append(Step(dist, "install", pick.source, f"{dist}=={w.name.version}", "; ".join(reasons),
-                      pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev, rules=left))
+                      pip_cmd(w.path, opts), tuple(rejected), w.path, w.sha256, (), pkg.name, sev, rules=left,
+                      kind=StepKind.NEWEST_COMPATIBLE))
     steps.extend(fixes)
     return steps
 
@@ -267,23 +279,24 @@ def _dep_step(req: Requirement, env: Environment, opts: Options, found: dict[str
     have = dist_version(name)
     if have and (not req.specifier or req.specifier.contains(have, prereleases=True)):
         return Step(name, "keep", "installed", f"{name}=={have}", f"dependency {req}: {name} {have} is installed",
-                    role=Role.DEPENDENCY)
+                    role=Role.DEPENDENCY, kind=StepKind.DEPENDENCY)
     c = found.get(name, Candidates())
     ok = [w for w in c.wheels
           if not wheel_unfit(w, env) and (not req.specifier or req.specifier.contains(w.name.version))]
-    rejected = tuple(Rejected(w.name.filename, wheel_unfit(w, env) or f"version {w.name.version} not in {req}")
-                     for w in c.wheels if w not in ok)
+    rejected = tuple(wheel_unfit(w, env) or Rejected(w.name.filename, f"version {w.name.version} not in {req}",
+                                                     kind=RejectKind.VERSION) for w in c.wheels if w not in ok)
     if ok and opts.source != "hub":
         w = max(ok, key=lambda x: version_text(x.name.version) or Version("0"))
         return Step(name, "install", "wheelhouse", f"{name}=={w.name.version}", f"dependency {req}",
-                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
+                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY, kind=StepKind.DEPENDENCY)
     if c.pypi_wheel is not None and not wheel_unfit(c.pypi_wheel, env):
         w = c.pypi_wheel
         return Step(name, "install", "pypi", f"{name}=={w.name.version}", f"dependency {req}",
-                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY)
+                    pip_cmd(w.path, opts), rejected, w.path, w.sha256, role=Role.DEPENDENCY, kind=StepKind.DEPENDENCY)
     return Step(name, "refuse", "-", str(req), f"dependency {req} is not installed and no wheel for it was found"
                 + (f" ({c.pypi_error})" if c.pypi_error else "") + ": add it to the wheelhouse",
-                rejected=rejected, severity=Severity.FALLBACK, role=Role.DEPENDENCY)
+                rejected=rejected, severity=Severity.FALLBACK, role=Role.DEPENDENCY,
+                kind=StepKind.DEPENDENCY_UNAVAILABLE)
 
 
 def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
@@ -299,7 +312,7 @@ def _remedies(hits: list[rules_mod.RuleHit], env: Environment, opts: Options,
             c = found.get(rem["package"], Candidates())
             if rem["kind"] == "image":  # what the image must carry that pip cannot install (the CUDA toolkit)
                 out.append(Step(rem["package"], "offer", "-", rem["spec"], why, rem.get("command", ""),
-                                severity=Severity.BROKEN, role=Role.FIX))
+                                severity=Severity.BROKEN, role=Role.FIX, kind=StepKind.FIX_IMAGE))
             elif rem["kind"] == "change" and rem["package"] in PINNED:
                 out.append(_change_step(rem, env, opts, c, why))
             else:
@@ -320,13 +333,13 @@ def _change_step(rem: dict[str, str], env: Environment, opts: Options, c: Candid
     if pkg in opts.allow_change and wheel is not None:
         return Step(pkg, "install", "wheelhouse" if wheel in c.wheels else "pypi", spec,
                     why + f"; you allowed a {pkg} change{note}", pip_cmd(wheel.path, opts),
-                    artifact=wheel.path, sha256=wheel.sha256, role=Role.FIX)
+                    artifact=wheel.path, sha256=wheel.sha256, role=Role.FIX, kind=StepKind.FIX_CHANGE)
     if pkg in opts.allow_change:
         return Step(pkg, "refuse", "-", spec, why + f"; you allowed a {pkg} change but no {spec} wheel was "
-                    f"found: add one to the wheelhouse{note}", role=Role.FIX)
+                    f"found: add one to the wheelhouse{note}", role=Role.FIX, kind=StepKind.FIX_UNAVAILABLE)
     return Step(pkg, "offer", "-", spec, why + f"; changes {pkg}, which kernelcheck never does unless asked{note}",
                 f"kernelcheck install --model {opts.model} --allow-change {pkg}  (or: pip install '{spec}')",
-                role=Role.FIX)
+                role=Role.FIX, kind=StepKind.FIX_CHANGE)
 
 
 def fix_wanted(pkg: str, opts: Options) -> str:
@@ -342,19 +355,23 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
                role: Role) -> list[Step]:
     pkg, spec = rem["package"], rem["spec"]
     wanted = fix_wanted(pkg, opts)
+    fix = role == Role.FIX  # a breakage's additive fix, or (Role.PACKAGE) a package asked for with --with
     if not wanted:
         return [Step(pkg, "offer", "-", spec, why,
-                     f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})", role=role)]
+                     f"kernelcheck install --model {opts.model} --with {pkg}  (or: pip install {spec})", role=role,
+                     kind=StepKind.FIX_ADD)]
     if c.resolve_error or (not c.resolved and _usable_wheel(c, env) is None):
         err = c.resolve_error or c.pypi_error or "not in the wheelhouse"
         return [Step(pkg, "refuse", "-", spec, f"{why}; {wanted}, but it cannot be had here: {err}. Add it and its "
                      f"dependencies to the wheelhouse (`pip download {spec} -d {opts.wheelhouse or 'WHEELHOUSE'}`) "
-                     "or drop --offline", severity=Severity.BROKEN, role=role)]
+                     "or drop --offline", severity=Severity.BROKEN, role=role,
+                     kind=StepKind.FIX_UNAVAILABLE if fix else StepKind.WITH_UNAVAILABLE)]
     if not c.resolved:
         w = _usable_wheel(c, env)
         assert w is not None
         return [Step(pkg, "install", "wheelhouse" if w in c.wheels else "pypi", f"{pkg}=={w.name.version}",
-                     f"{why}; {wanted}", pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256, role=role)]
+                     f"{why}; {wanted}", pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256, role=role,
+                     kind=StepKind.FIX_ADD if fix else StepKind.WITH)]
     window = f" within {rem['window']}" if rem.get("window") else ""
     out = []
     for w in c.resolved:  # pip's resolution of the fix and its dependency window, pinned packages held
@@ -365,7 +382,8 @@ def _add_steps(rem: dict[str, str], env: Environment, opts: Options, c: Candidat
             reason += f"; note: {c.resolve_note}"
         out.append(Step(name, "install", "pip-resolve", f"{name}=={w.name.version}", reason,
                         pip_cmd(w.path, opts), artifact=w.path, sha256=w.sha256,
-                        role=role if name == pkg else Role.DEPENDENCY))
+                        role=role if name == pkg else Role.DEPENDENCY,
+                        kind=(StepKind.FIX_ADD if fix else StepKind.WITH) if name == pkg else StepKind.DEPENDENCY))
     return sorted(out, key=lambda s: s.package == pkg)
 
 
@@ -402,7 +420,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
         else:
             steps.append(Step(pkg.install_distribution, "refuse", "-", pkg.install_distribution,
                               f"kernelcheck does not install {pkg.title} yet ({pkg.kind}); see {pkg.reference}",
-                              import_name=name, severity=Severity.FALLBACK))
+                              import_name=name, severity=Severity.FALLBACK, kind=StepKind.UNSUPPORTED_PACKAGE))
     for extra in opts.with_packages:
         if not any(s.package == extra for s in steps):
             c = found.get(extra, Candidates())
@@ -413,10 +431,10 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
             elif w is not None:
                 steps.append(Step(extra, "install", "wheelhouse" if w in c.wheels else "pypi",
                                   f"{extra}=={w.name.version}", "asked for with --with", pip_cmd(w.path, opts),
-                                  artifact=w.path, sha256=w.sha256))
+                                  artifact=w.path, sha256=w.sha256, kind=StepKind.WITH))
             else:
                 steps.append(Step(extra, "refuse", "-", extra, f"asked for with --with, but no wheel was found "
-                                  f"({c.pypi_error or 'not in the wheelhouse'})"))
+                                  f"({c.pypi_error or 'not in the wheelhouse'})", kind=StepKind.WITH_UNAVAILABLE))
     # dependencies first, once each
     ordered: list[Step] = []
     seen: set[tuple[str, str]] = set()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -12,51 +10,19 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import gpu as gpu_mod
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, torch_minor
+from kernelcheck.core.plan_step import (  # noqa: F401 - re-exported: the step values live in core (the report holds them)
+    Rejected,
+    RejectKind,
+    Role,
+    Step,
+    StepKind,
+)
 from kernelcheck.core.status import Mode, Severity, Verdict
 from kernelcheck.install import wheels
 from kernelcheck.install.wheels import TrialImport, WheelInfo
 
 PINNED = ("torch", "triton", "transformers")
 SOURCES = ("auto", "wheelhouse", "release", "build", "pypi", "hub")
-
-
-@dataclass(frozen=True)
-class Rejected:
-    candidate: str
-    reason: str
-
-
-class Role(StrEnum):
-    """Why a step is in the plan, as a value the planner orders and counts by (never printed)."""
-
-    PACKAGE = "package"  # a kernel package the model needs, or one asked for with --with
-    DEPENDENCY = "dependency"  # a requirement of another step (dependencies are installed first)
-    FIX = "fix"  # a breakage rule's remedy (matrix/breakages.toml remedies)
-
-
-@dataclass(frozen=True)
-class Step:
-    package: str  # distribution name
-    action: str  # keep | install | build | offer | refuse | blocked
-    source: str  # installed | wheelhouse | release | build | pypi | -
-    spec: str
-    reason: str
-    command: str = ""
-    rejected: tuple[Rejected, ...] = ()
-    artifact: str = ""  # local wheel/sdist path or release URL the installer uses
-    sha256: str = ""
-    arches: tuple[str, ...] = ()  # GPU code the chosen wheel carries / the build targets
-    import_name: str = ""
-    severity: str = ""  # a predicted problem this step leaves: broken | fallback
-    role: Role = Role.PACKAGE  # not in JSON: the reason says it in words
-    rules: tuple[str, ...] = ()  # not in JSON: ids of the breakages behind `severity` (the reason names them)
-
-    def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        del d["role"], d["rules"]
-        d["rejected"] = [dataclasses.asdict(r) for r in self.rejected]
-        d["arches"] = list(self.arches)
-        return d
 
 
 @dataclass(frozen=True)
@@ -89,6 +55,7 @@ class Candidates:
     sdist_error: str | None = None
     release_url: str | None = None
     release_status: str | None = None  # "exists" | "missing: ..." | "unreachable: ..." | "skipped: ..."
+    release_kind: RejectKind | None = None  # why the release wheel is not taken (None: it exists, or not asked)
     build_tools: dict[str, bool] = field(default_factory=dict)  # wheel/setuptools/ninja importable
     nvcc_arches: tuple[str, ...] = ()  # compute_XX the nvcc here accepts
     resolved: tuple[WheelInfo, ...] = ()  # a fix and its dependencies as pip resolved them, pins held

@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core import settings
 from kernelcheck.core.environment import Environment, dist_version
+from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build as build_mod
 from kernelcheck.install import wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
@@ -97,20 +98,23 @@ def _pip_download(args: list[str], dest: Path, constraints: Path | None,
     return path, ""
 
 
-def _release_status(url: str, offline: bool) -> str:
+def _release_status(url: str, offline: bool) -> tuple[str, RejectKind | None]:
+    """What the release server says of the wheel's URL, and why it is not taken (None: it exists)."""
     if offline:
-        return "skipped: offline (--offline); the release server was not asked"
+        return "skipped: offline (--offline); the release server was not asked", RejectKind.RELEASE_UNCHECKED
     try:
         import requests
 
         r = requests.head(url, allow_redirects=True, timeout=15)
     except Exception as exc:  # noqa: BLE001 - no network is a reason, not a crash
-        return f"unreachable: {type(exc).__name__} (offline or blocked): {str(exc).splitlines()[0][:160]}"
+        return (f"unreachable: {type(exc).__name__} (offline or blocked): {str(exc).splitlines()[0][:160]}",
+                RejectKind.RELEASE_UNREACHABLE)
     if r.status_code == 200:
-        return "exists"
+        return "exists", None
     if r.status_code == 404:
-        return "missing: upstream publishes no wheel for this torch/CUDA/cxx11abi/Python (HTTP 404)"
-    return f"unreachable: HTTP {r.status_code}"
+        return ("missing: upstream publishes no wheel for this torch/CUDA/cxx11abi/Python (HTTP 404)",
+                RejectKind.RELEASE_MISSING)
+    return f"unreachable: HTTP {r.status_code}", RejectKind.RELEASE_UNREACHABLE
 
 
 def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhouse: Path,
@@ -397,13 +401,14 @@ def _gather_extension(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None
         version = mm["version"] if mm else None
     if not version and own:
         version = max(own, key=lambda w: wheels.version_key(w.name.filename)).name.public_version
-    url, status = _release(ctx, pkg, version)
+    url, status, status_kind = _release(ctx, pkg, version)
     tools = {t: importlib.util.find_spec(t) is not None for t in build_mod.BUILD_TOOLS}
     from kernelcheck.core.environment import nvcc_version
 
     _, nvcc_path = nvcc_version(env.cuda_home)
     return Candidates(wheels=tuple(own), sdist=str(chosen_sdist) if chosen_sdist else None, sdist_origin=origin,
-                      sdist_error=sd_err, release_url=url, release_status=status, build_tools=tools,
+                      sdist_error=sd_err, release_url=url, release_status=status,
+                      release_kind=status_kind, build_tools=tools,
                       nvcc_arches=build_mod.nvcc_arches(nvcc_path) if nvcc_path else (),
                       trials=_trials(ctx, pkg, own), overlay=_overlay_sources(ctx, tools))
 
@@ -428,7 +433,9 @@ def _find_sdist(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> t
     return None, "", None
 
 
-def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo, version: str | None) -> tuple[str | None, str | None]:
+def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo,
+             version: str | None) -> tuple[str | None, str | None, RejectKind | None]:
+    """The release wheel's URL, its status and why it is not taken (the status's kind)."""
     env, opts = ctx.env, ctx.opts
     target = target_of(env, opts)
     if pkg.release_wheel and version and target.cuda_major is not None:
@@ -438,10 +445,12 @@ def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo, version: str | None) -> tup
         mirror = settings.variable("KERNELCHECK_RELEASE_MIRROR")  # an internal mirror of GitHub releases
         if mirror:
             url = re.sub(r"^https://github\.com", mirror.rstrip("/"), url)
-        return url, _release_status(url, opts.offline) if opts.source in ("auto", "release") else None
+        if opts.source not in ("auto", "release"):
+            return url, None, None
+        return url, *_release_status(url, opts.offline)
     if pkg.release_wheel and target.cuda_major is None:
-        return None, "torch is a CPU build: upstream wheels exist only for CUDA builds"
-    return None, None
+        return None, "torch is a CPU build: upstream wheels exist only for CUDA builds", RejectKind.RELEASE_UNCHECKED
+    return None, None, None
 
 
 def _pure_candidates(dist: str, spec: str, ctx: _Ctx, fetch: bool = True) -> Candidates:

@@ -30,6 +30,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion
 
 from kernelcheck.core.gpu import arch_serves, cap_to_sm
+from kernelcheck.core.plan_step import RejectKind
 
 _WHEEL_RE = re.compile(
     r"^(?P<name>[^\s-]+?)-(?P<version>[^\s-]+?)(-(?P<build>\d[^-]*))?-(?P<py>[^\s-]+?)-(?P<abi>[^\s-]+?)"
@@ -105,6 +106,11 @@ class Decision:
     accepted: bool
     reason: str
     needs_trial: bool = False  # rejected only for want of a trial import (an unlabelled compiled wheel)
+    kind: RejectKind | None = None  # why it was rejected (None: accepted)
+
+    def __post_init__(self) -> None:
+        if not self.accepted and self.kind is None:
+            raise ValueError(f"a rejection of {self.candidate} without its kind")
 
 
 def parse_wheel_name(filename: str) -> WheelName | None:
@@ -294,24 +300,27 @@ def tag_decision(filename: str, python_tag: str, platform: str,
     return f"ABI tag {', '.join(sorted(abis))} ({shown}) does not fit {python_tag} on {platform}"
 
 
-def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> str | None:
+def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> Decision | None:
+    """The rejection of a wheel for its file (corrupt, renamed), its sha256 or its tags; None when they fit."""
+    cand = info.name.filename
     if info.error:
-        return info.error
+        return Decision(cand, False, info.error, kind=RejectKind.WHEEL_FILE)
     if expected_sha256 and expected_sha256 != info.sha256:
-        return (f"sha256 {info.sha256[:16]}... differs from the expected {expected_sha256[:16]}... "
-                "(a changed or tampered file)")
-    return tag_decision(info.name.filename, target.python_tag, target.platform, target.tags)
+        return Decision(cand, False, f"sha256 {info.sha256[:16]}... differs from the expected "
+                        f"{expected_sha256[:16]}... (a changed or tampered file)", kind=RejectKind.SHA256)
+    why = tag_decision(info.name.filename, target.python_tag, target.platform, target.tags)
+    return Decision(cand, False, why, kind=RejectKind.WHEEL_TAGS) if why else None
 
 
-def _build_mismatch(b: BuildTag, target: Target) -> str | None:
+def _build_mismatch(b: BuildTag, target: Target) -> tuple[RejectKind, str] | None:
     if b.torch_mm != target.torch_mm:
-        return (f"built for torch {b.torch_mm}, installed torch is {target.torch_mm} "
-                "(extensions are tied to one torch minor: C++ ABI)")
+        return RejectKind.TORCH_MINOR, (f"built for torch {b.torch_mm}, installed torch is {target.torch_mm} "
+                                        "(extensions are tied to one torch minor: C++ ABI)")
     if b.cuda_major != target.cuda_major:
-        return f"built for CUDA {b.cuda_major}, torch here uses CUDA {target.cuda_major}"
+        return RejectKind.CUDA_MAJOR, f"built for CUDA {b.cuda_major}, torch here uses CUDA {target.cuda_major}"
     if target.cxx11abi is not None and b.cxx11abi != target.cxx11abi:
-        return (f"built with cxx11abi {str(b.cxx11abi).upper()}, torch here uses "
-                f"{str(target.cxx11abi).upper()}")
+        return RejectKind.CXX11ABI, (f"built with cxx11abi {str(b.cxx11abi).upper()}, torch here uses "
+                                     f"{str(target.cxx11abi).upper()}")
     return None
 
 
@@ -321,17 +330,17 @@ def extension_members(info: WheelInfo, extension: str = "") -> list[str]:
         or list(info.so_arches)
 
 
-def _arch_failure(info: WheelInfo, target: Target, members: list[str]) -> str | None:
+def _arch_failure(info: WheelInfo, target: Target, members: list[str]) -> tuple[RejectKind, str] | None:
     for cap in target.arches:
         for m in members:
             got = info.so_arches[m]
             how = arch_serves(got, cap)
             if how is None:
-                return (f"{Path(m).name} carries {', '.join(got) or 'no GPU code'}, nothing that runs on "
-                        f"sm_{cap_to_sm(cap)}")
+                return RejectKind.GPU_ARCH, (f"{Path(m).name} carries {', '.join(got) or 'no GPU code'}, nothing "
+                                             f"that runs on sm_{cap_to_sm(cap)}")
             if how == "ptx-jit":
-                return (f"{Path(m).name} has only PTX for sm_{cap_to_sm(cap)} ({', '.join(got)}): the driver "
-                        "would JIT-compile it at first use")
+                return RejectKind.PTX_ONLY, (f"{Path(m).name} has only PTX for sm_{cap_to_sm(cap)} "
+                                             f"({', '.join(got)}): the driver would JIT-compile it at first use")
     return None
 
 
@@ -345,21 +354,21 @@ def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
     process (`sources.trial_import`); without a trial it is rejected with that reason.
     """
     cand = info.name.filename
-    why = file_and_tags_failure(info, target, expected_sha256)
-    if why:
-        return Decision(cand, False, why)
+    if (unfit := file_and_tags_failure(info, target, expected_sha256)) is not None:
+        return unfit
     if not any(info.so_arches.values()):  # no GPU code: its tags decide
         return Decision(cand, True, "pure Python wheel" if not info.name.abi_tag.startswith("cp")
                         and info.name.abi_tag != "abi3" else f"tags {info.name.python_tag}-{info.name.abi_tag}-"
                         f"{info.name.platform_tag} fit {target.python_tag} on {target.platform}")
     if target.cuda_major is None:
-        return Decision(cand, False, "torch here is a CPU build: a CUDA extension cannot load")
+        return Decision(cand, False, "torch here is a CPU build: a CUDA extension cannot load",
+                        kind=RejectKind.CPU_TORCH)
     b = info.build
-    if b is not None and (why := _build_mismatch(b, target)):
-        return Decision(cand, False, why)
+    if b is not None and (mismatch := _build_mismatch(b, target)):
+        return Decision(cand, False, mismatch[1], kind=mismatch[0])
     members = extension_members(info, extension)
-    if why := _arch_failure(info, target, members):
-        return Decision(cand, False, why)
+    if arch := _arch_failure(info, target, members):
+        return Decision(cand, False, arch[1], kind=arch[0])
     arches = ", ".join(sorted({a for m in members for a in info.so_arches[m]}))
     if b is not None:
         return Decision(cand, True, f"torch {b.torch_mm}, CUDA {b.cuda_major}, cxx11abi {str(b.cxx11abi).upper()}, "
@@ -368,10 +377,10 @@ def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
         return Decision(cand, False, "the wheel does not say which torch/CUDA/cxx11abi it was built for (no "
                         "+cuXXtorchM.mcxx11abiX local version and no kernelcheck sidecar) and no trial import "
                         "against the installed torch was run: an extension built for another torch minor fails "
-                        "with 'undefined symbol'", needs_trial=True)
+                        "with 'undefined symbol'", needs_trial=True, kind=RejectKind.NEEDS_TRIAL)
     if not trial.ok:
         return Decision(cand, False, f"trial import against the installed torch {trial.torch} failed in a fresh "
-                        f"process: {trial.error}")
+                        f"process: {trial.error}", kind=RejectKind.TRIAL_FAILED)
     return Decision(cand, True, f"unlabelled wheel verified: GPU code {arches}, and `import {trial.module}` "
                     f"against the installed torch {trial.torch} works in a fresh process")
 

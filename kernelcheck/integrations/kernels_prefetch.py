@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import environment as environment_mod
+from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
 from kernelcheck.integrations.kernels_hub import (
     Resolution,
     Target,
@@ -69,37 +70,39 @@ def _repair(snapshot: Path, r: Resolution) -> str:
             "kernels' offline lookup call this snapshot incomplete)")
 
 
-def _prefetch_step(repo: HubRepo, r: Resolution, dry_run: bool, say: Callable[[str], None]) -> dict[str, Any]:
+def _hub_step(package: str, action: str, spec: str, reason: str, command: str = "",
+              rejected: tuple[Rejected, ...] = ()) -> Step:
+    """A Kernel Hub plan step (source hub): no pip artifact; its action says what happened."""
+    return Step(package, action, "hub", spec, reason, command, rejected, kind=StepKind.HUB)
+
+
+def _prefetch_step(repo: HubRepo, r: Resolution, dry_run: bool, say: Callable[[str], None]) -> Step:
     """The plan step for one resolved repo: local, failed, missing, cached, download; a dry run says planned
     (would download) or skipped (the build could not be chosen) instead of attempting anything."""
     spec = f"{r.spec}/{r.chosen}" if r.chosen else r.spec
     if r.source == "LOCAL_KERNELS":
-        return {"package": repo.repo_id, "action": "local", "source": "hub", "spec": spec,
-                "reason": f"LOCAL_KERNELS points at {r.location}; nothing to download"}
+        return _hub_step(repo.repo_id, "local", spec, f"LOCAL_KERNELS points at {r.location}; nothing to download")
     if r.error and not r.chosen:  # a dry run tried nothing: the step is skipped, not failed
-        return {"package": repo.repo_id, "action": "skipped" if dry_run else "failed", "source": "hub",
-                "spec": spec, "reason": (f"not planned, the build could not be chosen: {r.error}" if dry_run
-                                         else r.error),
-                "command": "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)"}
+        return _hub_step(repo.repo_id, "skipped" if dry_run else "failed", spec,
+                         f"not planned, the build could not be chosen: {r.error}" if dry_run else r.error,
+                         "kernelcheck hub --prefetch (online, HF_HUB_OFFLINE unset)")
     if not r.chosen:
-        return {"package": repo.repo_id, "action": "missing", "source": "hub", "spec": spec,
-                "reason": f"no build variant for this system ({r.source}); nearest {r.nearest}, which would "
-                          f"match {r.would_match}",
-                "rejected": [{"candidate": d.variant, "reason": d.reason} for d in r.decisions]}
+        return _hub_step(repo.repo_id, "missing", spec, f"no build variant for this system ({r.source}); nearest "
+                         f"{r.nearest}, which would match {r.would_match}",
+                         rejected=tuple(Rejected(d.variant, d.reason or "", kind=RejectKind.HUB_VARIANT)
+                                        for d in r.decisions))
     if r.source == "hf-cache" and r.location:
         ok = (Path(r.location) / "build" / r.chosen / "metadata.json").is_file()
         fixed = _repair(Path(r.location), r) if ok and not dry_run else ""
-        return {"package": repo.repo_id, "action": "cached" if ok else "failed", "source": "hub",
-                "spec": spec,
-                "reason": (f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
-                           else f"the cached variant {r.chosen} is incomplete (no metadata.json)")}
+        return _hub_step(repo.repo_id, "cached" if ok else "failed", spec,
+                         f"already in the cache at {r.location}/build/{r.chosen}{fixed}" if ok
+                         else f"the cached variant {r.chosen} is incomplete (no metadata.json)")
     if dry_run:
-        return {"package": repo.repo_id, "action": "planned", "source": "hub", "spec": spec,
-                "reason": f"kernels would choose {r.chosen} here"}
+        return _hub_step(repo.repo_id, "planned", spec, f"kernels would choose {r.chosen} here")
     return _download_step(repo, r, spec, say)
 
 
-def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str], None]) -> dict[str, Any]:
+def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str], None]) -> Step:
     """Download the chosen variant and repair its snapshot: a download step, or failed with the error."""
     assert r.chosen is not None
     try:
@@ -108,25 +111,23 @@ def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str],
         if not (Path(where) / "build" / r.chosen / "metadata.json").is_file():
             raise FileNotFoundError(f"the download finished but {where}/build/{r.chosen}/metadata.json is missing")
         fixed = _repair(Path(where), r)
-        return {"package": repo.repo_id, "action": "download", "source": "hub", "spec": spec,
-                "reason": f"kernels chooses {r.chosen} here; downloaded to {where} with ref "
-                          f"{r.ref or r.commit}{fixed}"}
+        return _hub_step(repo.repo_id, "download", spec, f"kernels chooses {r.chosen} here; downloaded to {where} "
+                         f"with ref {r.ref or r.commit}{fixed}")
     except Exception as exc:  # noqa: BLE001
-        return {"package": repo.repo_id, "action": "failed", "source": "hub", "spec": spec,
-                "reason": f"download failed: {type(exc).__name__}: {exc}"}
+        return _hub_step(repo.repo_id, "failed", spec, f"download failed: {type(exc).__name__}: {exc}")
 
 
 def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
              progress: Callable[[str], None] | None = None, target: Target | None = None,
-             offline_only: bool = False) -> list[dict[str, Any]]:
+             offline_only: bool = False) -> list[Step]:
     """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
 
-    Returns plan steps {package, action, source: "hub", spec, reason, command?} with action one of
+    Returns plan steps (kind hub: package, action, source "hub", spec, reason, command?) with action one of
     download (done), cached (already complete in the cache), planned (dry run: would download), skipped
     (dry run: the build could not be chosen, e.g. the Hub unreachable), missing (no variant for this
     system), failed (could not download/list). Offline it only verifies the cache."""
-    steps: list[dict[str, Any]] = []
+    steps: list[Step] = []
     done: list[Resolution] = []
     seen = set()
     for repo in repos:
@@ -140,13 +141,12 @@ def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = 
                          source="cache" if offline_only else "auto")
         step = _prefetch_step(repo, r, dry_run, say)
         steps.append(step)
-        if step["action"] in ("cached", "download"):
+        if step.action in ("cached", "download"):
             done.append(r)
     if lock_path is not None and done and not dry_run:
         p = write_lock(done, lock_path)
         pins = ", ".join(f"{r.spec}={(r.commit or '?')[:12]}" for r in done)
-        steps.append({"package": "kernels.lock", "action": "lock", "source": "hub", "spec": str(p),
-                      "reason": f"pins {pins} in kernels' lock format"})
+        steps.append(_hub_step("kernels.lock", "lock", str(p), f"pins {pins} in kernels' lock format"))
     return steps
 
 
@@ -269,12 +269,12 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
                    env: environment_mod.Environment | None = None,
                    progress: Callable[[str], None] | None = None,
-                   target: Target | None = None, offline_only: bool = False) -> list[dict[str, Any]]:
+                   target: Target | None = None, offline_only: bool = False) -> list[Step]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
     model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
-    steps {package, action, source, spec, reason}."""
+    steps (Step, kind hub)."""
     from kernelcheck.core import gpu as gpu_mod
     from kernelcheck.integrations import transformers_models
 
@@ -284,8 +284,7 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
                         gpu_mod.capability_number(env))
     if not repos:
-        return [{"package": "-", "action": "skip", "source": "hub", "spec": "-",
-                 "reason": f"transformers maps no Hub kernel for {model.model_type}'s layers/functions on {dev} in "
-                           f"{mode} mode: nothing to pre-fetch"}]
+        return [_hub_step("-", "skip", "-", f"transformers maps no Hub kernel for {model.model_type}'s "
+                          f"layers/functions on {dev} in {mode} mode: nothing to pre-fetch")]
     return prefetch(repos, env=env, lock_path=lock_path, dry_run=dry_run, progress=progress, target=target,
                     offline_only=offline_only)

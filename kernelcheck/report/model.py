@@ -10,6 +10,7 @@ from typing import Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
+from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
     EXIT_BROKEN,
     EXIT_CODE,
@@ -251,9 +252,10 @@ class TraceSection:
 
 
 # Report.sections_json's order: each typed section's JSON key after `findings`; "json": key -> section.to_json(),
-# "raw": key -> the value itself, "merge": the section's own keys merged in at that place.
+# "raw": key -> the value itself, "merge": the section's own keys merged in at that place, "steps": key -> each
+# step's to_json().
 _SECTIONS: tuple[tuple[str, str], ...] = (
-    ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "raw"), ("prediction", "merge"),
+    ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "steps"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
     ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
 )
@@ -271,7 +273,7 @@ class Report:
     needs: Needs | None = None  # doctor
     bindings: Bindings | None = None  # doctor
     before: Before | None = None  # install
-    plan: list[dict[str, Any]] | None = None  # install, hub --prefetch
+    plan: list[Step] | None = None  # install, hub --prefetch (core/plan_step.py)
     prediction: Prediction | None = None  # install (dry run, blocked, --source hub)
     installed: Installed | None = None  # install
     hub: HubSection | None = None  # hub/check.py
@@ -301,6 +303,8 @@ class Report:
                 out.update(sec.to_json())
             elif how == "json":
                 out[name] = sec.to_json()
+            elif how == "steps":
+                out[name] = [s.to_json() for s in sec]
             else:
                 out[name] = sec
         return out
@@ -334,7 +338,8 @@ class Report:
                 if _MERGED_KEY[name] in data:
                     setattr(rep, name, _SECTION_TYPE[name].from_json(data))
             elif name in data:
-                setattr(rep, name, _SECTION_TYPE[name].from_json(data[name]) if how == "json" else data[name])
+                setattr(rep, name, _SECTION_TYPE[name].from_json(data[name]) if how == "json"
+                        else [Step.from_json(s) for s in data[name]] if how == "steps" else data[name])
         return rep
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Severity
 from kernelcheck.report.model import (
     ErrorReport,
@@ -150,15 +151,15 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
     return out
 
 
-def _render_plan(plan: list[dict[str, Any]]) -> list[str]:
+def _render_plan(plan: list[Step]) -> list[str]:
     out = ["plan"]
     for i, step in enumerate(plan, 1):
-        out.append(f"  {i}. {step['action']:<8} {step['package']:<16} {step.get('spec') or ''}  [{step['source']}]")
-        out.append(f"     why: {step['reason']}")
-        if step.get("command"):
-            out.append(f"     run: {step['command']}")
-        for rej in step.get("rejected", []):
-            out.append(f"     rejected {rej['candidate']}: {rej['reason']}")
+        out.append(f"  {i}. {step.action:<8} {step.package:<16} {step.spec or ''}  [{step.source}]")
+        out.append(f"     why: {step.reason}")
+        if step.command:
+            out.append(f"     run: {step.command}")
+        for rej in step.rejected:
+            out.append(f"     rejected {rej.candidate}: {rej.reason}")
     return out
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from kernelcheck.core import gpu
 from kernelcheck.core.errors import BuildFailed
+from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build, wheels
 from tests.kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
 
@@ -48,32 +49,32 @@ def test_match_accepts_the_right_wheel_and_says_why_each_other_is_rejected(tmp_p
     assert d.accepted, d.reason
     assert "sm_90" in d.reason and "torch 2.14" in d.reason
 
-    cases = {
-        "torch 2.13": causal_conv1d_wheel(tmp_path / "t", local="cu13torch2.13cxx11abiTRUE"),
-        "cxx11abi FALSE": causal_conv1d_wheel(tmp_path / "a", local="cu13torch2.14cxx11abiFALSE"),
-        "CUDA 12": causal_conv1d_wheel(tmp_path / "c", local="cu12torch2.14cxx11abiTRUE"),
-        "built for cp312": causal_conv1d_wheel(tmp_path / "p", py="cp312" if PY_TAG != "cp312" else "cp311"),
-        "platform": causal_conv1d_wheel(tmp_path / "l", plat="linux_aarch64"),
-        "nothing that runs on sm_90": causal_conv1d_wheel(tmp_path / "s", arches=(80,)),
-        "does not say which torch": causal_conv1d_wheel(tmp_path / "n", local=""),
-    }
-    for words, path in cases.items():
+    cases = [
+        (RejectKind.TORCH_MINOR, causal_conv1d_wheel(tmp_path / "t", local="cu13torch2.13cxx11abiTRUE")),
+        (RejectKind.CXX11ABI, causal_conv1d_wheel(tmp_path / "a", local="cu13torch2.14cxx11abiFALSE")),
+        (RejectKind.CUDA_MAJOR, causal_conv1d_wheel(tmp_path / "c", local="cu12torch2.14cxx11abiTRUE")),
+        (RejectKind.WHEEL_TAGS, causal_conv1d_wheel(tmp_path / "p", py="cp312" if PY_TAG != "cp312" else "cp311")),
+        (RejectKind.WHEEL_TAGS, causal_conv1d_wheel(tmp_path / "l", plat="linux_aarch64")),
+        (RejectKind.GPU_ARCH, causal_conv1d_wheel(tmp_path / "s", arches=(80,))),
+        (RejectKind.NEEDS_TRIAL, causal_conv1d_wheel(tmp_path / "n", local="")),
+    ]
+    for kind, path in cases:  # each one's words: tests/unit/test_plan_wording.py
         d = wheels.match(wheels.inspect_wheel(path), TARGET, extension="causal_conv1d_cuda")
-        assert not d.accepted and words.split()[0] in d.reason, (words, d.reason)
+        assert not d.accepted and d.kind == kind, (kind, d.reason)
 
     # sha256 differs from what was recorded (sidecar / plan): rejected
     d = wheels.match(good, TARGET, expected_sha256="0" * 64)
-    assert not d.accepted and "sha256" in d.reason
+    assert not d.accepted and d.kind == RejectKind.SHA256
     # a truncated (corrupt) file: rejected, never a crash
     bad = tmp_path / "corrupt" / Path(good.path).name
     bad.parent.mkdir()
     data = Path(good.path).read_bytes()
     bad.write_bytes(data[: len(data) // 2])
     d = wheels.match(wheels.inspect_wheel(bad), TARGET)
-    assert not d.accepted and "corrupt" in d.reason
+    assert not d.accepted and d.kind == RejectKind.WHEEL_FILE
     # a CPU torch can load no CUDA extension
     cpu = wheels.Target(PY_TAG, "linux_x86_64", "2.14", None, True, ("9.0",))
-    assert "CPU build" in wheels.match(good, cpu).reason
+    assert wheels.match(good, cpu).kind == RejectKind.CPU_TORCH
 
 
 def test_patch_gencode_keeps_only_target_arches(tmp_path: Path):

@@ -2,7 +2,7 @@
 
 Proves the library call (not only the CLI) prefetches a model's Hub kernels and writes the lock.
 Usage: `hub_prefetch_model.py MODEL --mode MODE --device DEVICE --lock LOCK_PATH`.
-Prints the returned plan steps as one JSON list.
+Prints the returned plan steps (Step values) as one JSON list.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ def main() -> None:
     parser.add_argument("--device", required=True)
     parser.add_argument("--lock", required=True)
     args = parser.parse_args()
-    print(json.dumps(hub.prefetch_model(args.model, mode=args.mode, device=args.device, lock_path=args.lock)))
+    steps = hub.prefetch_model(args.model, mode=args.mode, device=args.device, lock_path=args.lock)
+    print(json.dumps([s.to_json() for s in steps]))
 
 
 if __name__ == "__main__":

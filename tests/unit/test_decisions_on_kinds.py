@@ -140,7 +140,7 @@ def test_dependencies_go_first_and_fixes_are_counted_by_role_not_by_words(tmp_pa
     assert p.steps[0].package == "einops"
     assert all("role" not in s.to_json() for s in p.steps)
     # a step whose words start like a dependency's is ordered by its role
-    worded = plan.Step("x", "install", "pypi", "x==1", "dependency-free package")
+    worded = plan.Step("x", "install", "pypi", "x==1", "dependency-free package", kind=plan.StepKind.NEWEST_COMPATIBLE)
     assert worded.role == Role.PACKAGE
 
 

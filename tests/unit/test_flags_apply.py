@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from kernelcheck.cli.main import main
 from kernelcheck.core import signals
 from kernelcheck.install import command as install_command
-from kernelcheck.install.plan_types import Plan, Step
+from kernelcheck.install.plan_types import Plan, Step, StepKind
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.report.step import Failed
 from kernelcheck.verify import step as step_mod
@@ -146,7 +146,8 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
         _fn("causal_conv1d_fn", "causal-conv1d", "fallback"),
         _fn("causal_conv1d_update", "causal-conv1d", "fallback", used=False),
         _fn("attention:sdpa", "torch", "fast")], [])
-    plan = Plan((Step("fla-core", "install", "wheelhouse", "fla-core==0.6.0", "a wheel for this torch"),),
+    plan = Plan((Step("fla-core", "install", "wheelhouse", "fla-core==0.6.0", "a wheel for this torch",
+                      kind=StepKind.WHEELHOUSE_WHEEL),),
                 None, False)  # type: ignore[arg-type]
     assert plan.predicted == "ready"  # what the dry run said before
     report = Report("install", None, before.model, "train")
@@ -155,7 +156,8 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
     (left,) = [f for f in report.findings if f.id == "install-leaves-package"]
     assert left.functions == ("causal_conv1d_fn",) and left.severity == "fallback"
     # the whole model's install leaves nothing alone: READY as before
-    full = Plan(plan.steps + (Step("causal-conv1d", "install", "wheelhouse", "causal-conv1d==1.7.0", "ok"),),
+    full = Plan(plan.steps + (Step("causal-conv1d", "install", "wheelhouse", "causal-conv1d==1.7.0", "ok",
+                                      kind=StepKind.WHEELHOUSE_WHEEL),),
                 None, False)  # type: ignore[arg-type]
     report2, code2 = install_command._finish_plan(Report("install", None, before.model, "train"), full, False, before)
     assert code2 == 0 and not [f for f in report2.findings if isinstance(f, Finding) and f.id.startswith("install-l")]

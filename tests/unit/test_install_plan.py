@@ -1,5 +1,8 @@
 """The planner on constructed environments (torch/triton/GPU values this CPU machine does not have).
 
+Steps are asserted by action, kind and fields; the words of each kind's reason are tested once, in
+tests/unit/test_plan_wording.py.
+
 The plan is pure: an Environment value, the candidates found, options. These tests feed it the H200
 machine's versions (torch 2.11 + CUDA 13, triton 3.6, sm_90) and real wheel files made on disk.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.plan_step import RejectKind, StepKind
 from kernelcheck.install import plan, wheels
 from tests.environments import make_env
 from tests.kcfixtures import PY_TAG, make_wheel
@@ -38,12 +42,12 @@ def test_hopper_old_triton_train_without_a_tilelang_source_refuses_the_default_f
                        fla_candidates(tmp_path))
     (tl,) = steps_of(p, "tilelang")
     assert tl.action == "refuse" and tl.role == plan.Role.FIX and tl.severity == "broken"  # the default train fix
-    assert "--no-fixes" in tl.reason and "pip download tilelang" in tl.reason  # what to do, for the person
+    assert tl.kind == StepKind.FIX_UNAVAILABLE  # wanted, but it cannot be had here (not a silent offer)
     assert p.predicted == "broken"
     asked = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), with_packages=("tilelang",),
                                                           fixes=False), fla_candidates(tmp_path))
     (tl,) = steps_of(asked, "tilelang")
-    assert tl.action == "refuse" and "asked for with --with" in tl.reason  # never a silent "offer"
+    assert tl.action == "refuse" and tl.kind == StepKind.FIX_UNAVAILABLE  # never a silent "offer"
 
 
 def test_hopper_old_triton_train_says_fla_640_and_offers_both_fixes(tmp_path: Path):
@@ -79,15 +83,16 @@ def test_triton_change_only_with_allow_change(tmp_path: Path):
     p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"triton"}),
                                                      without=("tilelang",)), c)
     (tr,) = steps_of(p, "triton")
-    assert tr.action == "install" and "you allowed a triton change" in tr.reason
+    assert tr.action == "install" and tr.kind == StepKind.FIX_CHANGE and tr.role == plan.Role.FIX
 
 
 def test_a_candidate_needing_a_torch_change_blocks_the_plan(tmp_path: Path):
     c = fla_candidates(tmp_path, reqs=("einops", 'torch>=2.15; extra == "cuda"'), version="0.9.0")
     p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",)), c)
     (fla,) = steps_of(p, "fla-core")
-    assert fla.action == "blocked" and p.blocked and "torch>=2.15" in fla.reason and "--allow-change" in fla.reason
-    assert any("never changed" in r.reason for r in fla.rejected)
+    assert fla.action == "blocked" and p.blocked and fla.kind == StepKind.PINNED_CHANGE
+    assert [(r.candidate, r.kind) for r in fla.rejected if r.kind == RejectKind.PINNED_CHANGE] == [
+        (f"{c['fla-core'].wheels[0].name.filename} (wheelhouse)", RejectKind.PINNED_CHANGE)]
     p = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"torch"})), c)
     assert steps_of(p, "fla-core")[0].action == "install" and not p.blocked
 
@@ -97,20 +102,27 @@ def test_causal_conv1d_refusals_and_build_reasons(tmp_path: Path):
     sd.write_bytes(b"")
     c = {"causal-conv1d": plan.Candidates(sdist=str(sd), sdist_origin="--sdist", release_url="https://x/y.whl",
                                           release_status="unreachable: ConnectionError (offline or blocked)",
+                                          release_kind=RejectKind.RELEASE_UNREACHABLE,
                                           build_tools={"setuptools": True, "wheel": True, "ninja": True},
                                           nvcc_arches=("compute_75", "compute_90"))}
     cpu = env(torch="2.13.0+cpu", cuda=None, cap=None)
     (s,) = plan.make_plan(cpu, ("causal_conv1d",), plan.Options(), c).steps
-    assert s.action == "refuse" and "CPU build" in s.reason
+    assert s.action == "refuse" and s.kind == StepKind.CPU_TORCH
     (s,) = plan.make_plan(env(cap=None), ("causal_conv1d",), plan.Options(), c).steps
-    assert s.action == "refuse" and "--arch 9.0" in s.reason
+    assert s.action == "refuse" and s.kind == StepKind.NO_GPU_ARCH
     (s,) = plan.make_plan(env(), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
-    assert s.action == "build" and s.arches == ("sm_90",) and "sm_90 only" in s.reason
-    assert any("offline" in r.reason for r in s.rejected)  # the release wheel: a reason, not a crash
+    assert s.action == "build" and s.kind == StepKind.SOURCE_BUILD and s.arches == ("sm_90",)
+    # the release wheel: a rejection with its kind, not a crash
+    assert [(r.candidate, r.kind) for r in s.rejected] == [("wheelhouse", RejectKind.NO_WHEEL),
+                                                          ("release y.whl", RejectKind.RELEASE_UNREACHABLE)]
     (s,) = plan.make_plan(env(nvcc="12.8"), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
-    assert s.action == "refuse" and any("CUDA major mismatch" in r.reason for r in s.rejected)
+    assert s.action == "refuse" and s.kind == StepKind.NO_CANDIDATE
+    assert [r.kind for r in s.rejected] == [RejectKind.NO_WHEEL, RejectKind.RELEASE_UNREACHABLE,
+                                            RejectKind.NVCC_CUDA_MAJOR]
     (s,) = plan.make_plan(env(cap="10.0"), ("causal_conv1d",), plan.Options(arches=("10.0",)), c).steps
-    assert s.action == "refuse" and any("cannot target sm_100" in r.reason for r in s.rejected)
+    assert s.action == "refuse" and [r.kind for r in s.rejected] == [RejectKind.NO_WHEEL,
+                                                                     RejectKind.RELEASE_UNREACHABLE,
+                                                                     RejectKind.NVCC_ARCH]
 
 
 def test_a_dependency_that_cannot_be_had_refuses_the_package(tmp_path: Path):
@@ -125,8 +137,8 @@ def test_a_dependency_that_cannot_be_had_refuses_the_package(tmp_path: Path):
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"), c)
     (dep,) = steps_of(p, "einops")
     (fla,) = steps_of(p, "fla-core")
-    assert dep.action == "refuse" and "offline" in dep.reason
-    assert fla.action == "refuse" and "dependency einops" in fla.reason and p.predicted == "fallback"
+    assert dep.action == "refuse" and dep.kind == StepKind.DEPENDENCY_UNAVAILABLE and dep.role == plan.Role.DEPENDENCY
+    assert fla.action == "refuse" and fla.kind == StepKind.DEPENDENCY_REFUSED and p.predicted == "fallback"
     # with the wheel in the wheelhouse, --source build still takes pure wheels from it
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"),
                        fla_candidates(tmp_path))

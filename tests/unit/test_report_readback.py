@@ -84,3 +84,31 @@ def test_the_step_section_reads_back_typed_and_its_lines_come_from_its_values() 
     rep = Report.from_json(data)
     assert isinstance(rep.step, StepSection) and rep.step.tokens == 32
     assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
+
+
+def test_an_install_plan_with_rejected_candidates_and_a_hub_plan_read_back_typed() -> None:
+    """Every step kind and rejection kind reads back as the value it was (Step.from_json), and the JSON is the same;
+    a Hub pre-fetch step (no `kind` in its JSON) reads back as kind hub and prints only its own keys."""
+    from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
+    from tests.environments import model_ref
+
+    inst = Report("install", None, model_ref("m"), "train")
+    inst.plan = [Step("causal-conv1d", "build", "build", "causal_conv1d-1.7.0", "no matching wheel", "pip wheel ...",
+                      (Rejected("x.whl (wheelhouse)", "built for torch 2.13", kind=RejectKind.TORCH_MINOR),
+                       Rejected("release x.whl", "HTTP 404", kind=RejectKind.RELEASE_MISSING)),
+                      "/w/causal_conv1d-1.7.0.tar.gz", "", ("sm_90",), "causal_conv1d", "", kind=StepKind.SOURCE_BUILD)]
+    hub = Report("hub", None, None, "train")
+    hub.plan = [Step("kernels-community/fla", "missing", "hub", "kernels-community/fla@v2", "no build variant",
+                     rejected=(Rejected("torch29-cu128", "Torch version", kind=RejectKind.HUB_VARIANT),),
+                     kind=StepKind.HUB),
+                Step("kernels-community/mamba-ssm", "skipped", "hub", "kernels-community/mamba-ssm@v5", "offline",
+                     "kernelcheck hub --prefetch", kind=StepKind.HUB)]
+    for rep in (inst, hub):
+        data = json.loads(render_json(rep))
+        back = Report.from_json(data)
+        assert back.plan == rep.plan and render_json(back) == render_json(rep)
+    data = json.loads(render_json(hub))
+    assert [list(s) for s in data["plan"]] == [["package", "action", "source", "spec", "reason", "rejected"],
+                                               ["package", "action", "source", "spec", "reason", "command"]]
+    assert data["plan"][0]["rejected"] == [{"candidate": "torch29-cu128", "reason": "Torch version"}]
+    assert json.loads(render_json(inst))["plan"][0]["rejected"][1]["kind"] == "release-missing"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from kernelcheck.core.plan_step import Step, StepKind
 from kernelcheck.report.hub import PrintedLine, UseLine
 from kernelcheck.report.model import (
     Before,
@@ -58,9 +59,12 @@ def test_live_section_variants():
 def test_install_sections():
     r = Report("install", None, None, "train")
     r.before = Before("fallback", {"chunk_gated_delta_rule": "fallback"})
-    r.plan = [{"package": "fla", "action": "install", "source": "pypi", "spec": "fla-core==0.4", "reason": "r"}]
+    r.plan = [Step("fla-core", "install", "pypi", "fla-core==0.4", "r", kind=StepKind.NEWEST_COMPATIBLE)]
     r.prediction = Prediction("ready", False)
     assert list(json.loads(render_json(r))) == [*HEAD, "before", "plan", "predicted", "executed"]
+    assert list(json.loads(render_json(r))["plan"][0]) == ["package", "action", "source", "spec", "reason", "command",
+                                                          "rejected", "artifact", "sha256", "arches", "import_name",
+                                                          "severity", "kind"]
     r.prediction = Prediction("ready", True, None, has_lock=True)
     assert json.loads(render_json(r))["lock"] is None
     r.prediction = None
