@@ -4,6 +4,11 @@ fields; the wording is tested once, at the renderer).
 An assert counts when it holds a `"literal" in X` or `"literal" not in X` (a str or an f-string) whose X is text
 by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines, ... (TEXT below), read through
 .lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH) does not count.
+
+An assert that IS the one test of a message's wording (a text renderer's test, the exit-2 message of bad input)
+is kept and marked with a trailing comment on one of its lines: `# wording: renderer test` (MARK). Marked asserts
+are reported apart (`renderer tests`), not among the ones to convert; mark only an assert whose purpose is to
+test that wording, once.
 Usage: python scripts/wording_asserts.py [tests] [--files]
 """
 
@@ -44,6 +49,9 @@ def _name(node: ast.expr) -> str:
         return node.id if isinstance(node, ast.Name) else ""
 
 
+MARK = "# wording: renderer test"
+
+
 # `"Traceback" not in stderr` guards against a crash; it reads no message's wording
 CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe"})
 
@@ -61,22 +69,34 @@ def _matches_wording(test: ast.expr) -> bool:
     return False
 
 
-def count(tests: Path) -> tuple[int, Counter[str]]:
-    """(all asserts, wording asserts per file)."""
-    total, per_file = 0, Counter[str]()
+def _marked(node: ast.Assert, lines: list[str]) -> bool:
+    """Whether one of the assert's lines ends in the renderer-test MARK."""
+    return any(MARK in lines[i - 1] for i in range(node.lineno, (node.end_lineno or node.lineno) + 1))
+
+
+def count(tests: Path) -> tuple[int, Counter[str], Counter[str]]:
+    """(all asserts, wording asserts to convert per file, marked renderer-test asserts per file)."""
+    total, per_file, marked = 0, Counter[str](), Counter[str]()
     for path in sorted(tests.rglob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Assert):
                 total += 1
                 if _matches_wording(node.test):
-                    per_file[str(path.relative_to(tests))] += 1
-    return total, per_file
+                    (marked if _marked(node, lines) else per_file)[str(path.relative_to(tests))] += 1
+    return total, per_file, marked
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--files"]
-    total, per_file = count(Path(args[0] if args else "tests"))
+    total, per_file, marked = count(Path(args[0] if args else "tests"))
     if "--files" in sys.argv:
         for name, n in per_file.most_common():
             print(f"{n:5} {name}")
-    print(f"{sum(per_file.values())} of {total} asserts match wording")
+        if marked:
+            print("renderer tests (marked):")
+            for name, n in marked.most_common():
+                print(f"{n:5} {name}")
+    print(f"{sum(per_file.values())} of {total} asserts match wording; "
+          f"{sum(marked.values())} more are marked renderer tests")
