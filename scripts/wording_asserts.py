@@ -9,12 +9,17 @@ An assert that IS the one test of a message's wording (a text renderer's test, t
 is kept and marked with a trailing comment on one of its lines: `# wording: renderer test` (MARK). Marked asserts
 are reported apart (`renderer tests`), not among the ones to convert; mark only an assert whose purpose is to
 test that wording, once.
+
+A literal looked for in a `fix` (`f["fix"]`, `finding.fix`) that is a command or a piece of one (COMMAND: it starts
+with a command word or `--`, or holds a requirement spec `name==1.2`, an assignment `VAR=0` or a path/URL) reads the
+fix's command, which is data (what to run), not wording: it does not count.
 Usage: python scripts/wording_asserts.py [tests] [--files]
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,6 +55,13 @@ def _name(node: ast.expr) -> str:
 
 
 MARK = "# wording: renderer test"
+COMMAND = re.compile(r"^(kernelcheck|pip|python|uv|conda|export|unset)\b|^--|^[\w.\[\]-]+(==|>=|<=|~=|!=|=)|/")
+
+
+def _command_in_fix(c: ast.Compare) -> bool:
+    """`"pip install x" in f["fix"]`: the literal is a command (or a piece of one) looked for in a fix."""
+    return _name(c.comparators[0]) == "fix" and isinstance(c.left, ast.Constant) and isinstance(c.left.value, str) \
+        and bool(COMMAND.search(c.left.value))
 
 
 # `"Traceback" not in stderr` guards against a crash; it reads no message's wording
@@ -64,7 +76,7 @@ def _matches_wording(test: ast.expr) -> bool:
         if isinstance(c, ast.Compare) and isinstance(c.ops[0], (ast.In, ast.NotIn)) \
                 and (isinstance(c.left, ast.JoinedStr) or (isinstance(c.left, ast.Constant)
                                                            and isinstance(c.left.value, str))) \
-                and _name(c.comparators[0]) in TEXT:
+                and _name(c.comparators[0]) in TEXT and not _command_in_fix(c):
             return True
     return False
 
