@@ -124,8 +124,8 @@ def test_render_text_and_junit(tmp_path: Path):
     assert "before: FALLBACK (exit 3)   after: BROKEN (exit 4)   (worse)" in text  # wording: renderer test
     assert "chunk_gated_delta_rule: fallback -> broken" in text  # wording: renderer test
     assert "new finding [error] hub-offline-uncached: no cached build" in text  # wording: renderer test
-    assert ("torch drift: causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue is built for torch 2.11"  # wording: renderer test
-            in text)
+    drifted = "torch drift: causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue is built for torch 2.11"
+    assert drifted in text  # wording: renderer test
     assert text.splitlines()[-1] == "verdict after the upgrade: BROKEN"
     out = tmp_path / "f.xml"
     write_junit(fc, str(out))
