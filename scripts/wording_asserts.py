@@ -3,12 +3,13 @@ fields; the wording is tested once, at the renderer).
 
 An assert counts when it holds a `"literal" in X` or `"literal" not in X` (a str or an f-string) whose X is text
 by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines, ... (TEXT below), read through
-.lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH) does not count.
+.lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH: a crash, or another library's noise) does not count.
 
-An assert that IS the one test of a message's wording (a text renderer's test, the exit-2 message of bad input)
-is kept and marked with a trailing comment on one of its lines: `# wording: renderer test` (MARK). Marked asserts
-are reported apart (`renderer tests`), not among the ones to convert; mark only an assert whose purpose is to
-test that wording, once.
+An assert that IS the one test of some wording is kept and marked with a trailing comment on one of its lines,
+`# wording: WHY` (MARK), WHY saying whose words it tests: `renderer test` (a text renderer's test, the exit-2
+message of bad input), `the docs' text` (what a document says), `the example's own words` (what a shipped example
+script prints). Marked asserts are reported apart, not among the ones to convert; mark only an assert whose
+purpose is to test that wording, once.
 
 A literal looked for in a `fix` (`f["fix"]`, `finding.fix`) that is a command or a piece of one (COMMAND: it starts
 with a command word or `--`, or holds a requirement spec `name==1.2`, an assignment `VAR=0` or a path/URL) reads the
@@ -54,7 +55,7 @@ def _name(node: ast.expr) -> str:
         return node.id if isinstance(node, ast.Name) else ""
 
 
-MARK = "# wording: renderer test"
+MARK = "# wording:"
 COMMAND = re.compile(r"^(kernelcheck|pip|python|uv|conda|export|unset)\b|^--|^[\w.\[\]-]+(==|>=|<=|~=|!=|=)|/")
 
 
@@ -64,8 +65,10 @@ def _command_in_fix(c: ast.Compare) -> bool:
         and bool(COMMAND.search(c.left.value))
 
 
-# `"Traceback" not in stderr` guards against a crash; it reads no message's wording
-CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe"})
+# `"Traceback" not in stderr` guards against a crash, `"UserWarning" not in stderr` against another library's noise
+# reaching the user (a warning, huggingface_hub's retries); they read no message's wording
+CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe", "UserWarning", "Retrying",
+                   "thrown while requesting"})
 
 
 def _matches_wording(test: ast.expr) -> bool:
@@ -82,7 +85,7 @@ def _matches_wording(test: ast.expr) -> bool:
 
 
 def _marked(node: ast.Assert, lines: list[str]) -> bool:
-    """Whether one of the assert's lines ends in the renderer-test MARK."""
+    """Whether one of the assert's lines carries the MARK (`# wording: renderer test`)."""
     return any(MARK in lines[i - 1] for i in range(node.lineno, (node.end_lineno or node.lineno) + 1))
 
 
@@ -107,8 +110,8 @@ if __name__ == "__main__":
         for name, n in per_file.most_common():
             print(f"{n:5} {name}")
         if marked:
-            print("renderer tests (marked):")
+            print("marked (# wording: ...):")
             for name, n in marked.most_common():
                 print(f"{n:5} {name}")
     print(f"{sum(per_file.values())} of {total} asserts match wording; "
-          f"{sum(marked.values())} more are marked renderer tests")
+          f"{sum(marked.values())} more are marked tests of wording (# wording: ...)")
