@@ -3,13 +3,24 @@ fields; the wording is tested once, at the renderer).
 
 An assert counts when it holds a `"literal" in X` or `"literal" not in X` (a str or an f-string) whose X is text
 by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines, ... (TEXT below), read through
-.lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH) does not count.
+.lower()/.strip()/str()/[...]; `"Traceback" not in X` (CRASH: a crash, or another library's noise) does not count.
+
+An assert that IS the one test of some wording is kept and marked with a trailing comment on one of its lines,
+`# wording: WHY` (MARK), WHY saying whose words it tests: `renderer test` (a text renderer's test, the exit-2
+message of bad input), `the docs' text` (what a document says), `the example's own words` (what a shipped example
+script prints). Marked asserts are reported apart, not among the ones to convert; mark only an assert whose
+purpose is to test that wording, once.
+
+A literal looked for in a `fix` (`f["fix"]`, `finding.fix`) that is a command or a piece of one (COMMAND: it starts
+with a command word or `--`, or holds a requirement spec `name==1.2`, an assignment `VAR=0` or a path/URL) reads the
+fix's command, which is data (what to run), not wording: it does not count.
 Usage: python scripts/wording_asserts.py [tests] [--files]
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -44,8 +55,20 @@ def _name(node: ast.expr) -> str:
         return node.id if isinstance(node, ast.Name) else ""
 
 
-# `"Traceback" not in stderr` guards against a crash; it reads no message's wording
-CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe"})
+MARK = "# wording:"
+COMMAND = re.compile(r"^(kernelcheck|pip|python|uv|conda|export|unset)\b|^--|^[\w.\[\]-]+(==|>=|<=|~=|!=|=)|/")
+
+
+def _command_in_fix(c: ast.Compare) -> bool:
+    """`"pip install x" in f["fix"]`: the literal is a command (or a piece of one) looked for in a fix."""
+    return _name(c.comparators[0]) == "fix" and isinstance(c.left, ast.Constant) and isinstance(c.left.value, str) \
+        and bool(COMMAND.search(c.left.value))
+
+
+# `"Traceback" not in stderr` guards against a crash, `"UserWarning" not in stderr` against another library's noise
+# reaching the user (a warning, huggingface_hub's retries); they read no message's wording
+CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe", "UserWarning", "Retrying",
+                   "thrown while requesting"})
 
 
 def _matches_wording(test: ast.expr) -> bool:
@@ -56,27 +79,39 @@ def _matches_wording(test: ast.expr) -> bool:
         if isinstance(c, ast.Compare) and isinstance(c.ops[0], (ast.In, ast.NotIn)) \
                 and (isinstance(c.left, ast.JoinedStr) or (isinstance(c.left, ast.Constant)
                                                            and isinstance(c.left.value, str))) \
-                and _name(c.comparators[0]) in TEXT:
+                and _name(c.comparators[0]) in TEXT and not _command_in_fix(c):
             return True
     return False
 
 
-def count(tests: Path) -> tuple[int, Counter[str]]:
-    """(all asserts, wording asserts per file)."""
-    total, per_file = 0, Counter[str]()
+def _marked(node: ast.Assert, lines: list[str]) -> bool:
+    """Whether one of the assert's lines carries the MARK (`# wording: renderer test`)."""
+    return any(MARK in lines[i - 1] for i in range(node.lineno, (node.end_lineno or node.lineno) + 1))
+
+
+def count(tests: Path) -> tuple[int, Counter[str], Counter[str]]:
+    """(all asserts, wording asserts to convert per file, marked renderer-test asserts per file)."""
+    total, per_file, marked = 0, Counter[str](), Counter[str]()
     for path in sorted(tests.rglob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Assert):
                 total += 1
                 if _matches_wording(node.test):
-                    per_file[str(path.relative_to(tests))] += 1
-    return total, per_file
+                    (marked if _marked(node, lines) else per_file)[str(path.relative_to(tests))] += 1
+    return total, per_file, marked
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--files"]
-    total, per_file = count(Path(args[0] if args else "tests"))
+    total, per_file, marked = count(Path(args[0] if args else "tests"))
     if "--files" in sys.argv:
         for name, n in per_file.most_common():
             print(f"{n:5} {name}")
-    print(f"{sum(per_file.values())} of {total} asserts match wording")
+        if marked:
+            print("marked (# wording: ...):")
+            for name, n in marked.most_common():
+                print(f"{n:5} {name}")
+    print(f"{sum(per_file.values())} of {total} asserts match wording; "
+          f"{sum(marked.values())} more are marked tests of wording (# wording: ...)")

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck import __version__
 from tests.envs import TF525, function, run, run_json, site
+
+REPO = Path(__file__).resolve().parents[2]
 
 GDN = ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "causal_conv1d_fn", "causal_conv1d_update"]
 
@@ -44,10 +47,10 @@ def test_text_report_is_readable_one_line_per_function():
     for name in GDN:
         line = next(line for line in out.splitlines() if f" {name} " in line)
         assert line.strip().startswith("FALLBACK"), line
-    assert "why: flash-linear-attention is not installed" in out
-    assert "fix: kernelcheck install --model Qwen/Qwen3.8-27B" in out
-    assert "verdict: FALLBACK" in out and "(exit 3)" in out
-    assert "not used in this mode" not in out  # infer uses prefill and decode
+    assert "why: flash-linear-attention is not installed" in out  # wording: renderer test
+    assert "fix: kernelcheck install --model Qwen/Qwen3.8-27B" in out  # wording: renderer test
+    assert "verdict: FALLBACK" in out and "(exit 3)" in out  # wording: renderer test
+    assert "not used in this mode" not in out  # wording: renderer test; infer uses prefill and decode
     assert "Traceback" not in res.stderr
 
 
@@ -64,7 +67,7 @@ def test_without_model_reports_environment_and_packages_only_and_is_never_ready(
 
 def test_python_dash_m_and_console_script_agree():
     res = subprocess.run([sys.executable, "-m", "kernelcheck", "--version"], capture_output=True, text=True)
-    assert res.returncode == 0 and "kernelcheck" in res.stdout
+    assert res.returncode == 0 and res.stdout.split()[:2] == ["kernelcheck", f"{__version__},"]
 
 
 # --- transformers regimes, each installed for real -----------------------------------------------
@@ -90,7 +93,8 @@ def test_transformers_5_15_decode_defect_is_named():
     assert rep["bindings"]["regime"] == "decorator"
     dec = function(rep, "fused_recurrent_gated_delta_rule")
     assert dec["status"] == "fallback"
-    assert "recurrent_gated_delta_rule" in dec["reason"] and "transformers defect" in dec["reason"]
+    (misnamed,) = _transformers_data()["misnamed"]  # the 5.15 decode defect, data in matrix/transformers.toml
+    assert dec["reason"] == misnamed["reason"].format(transformers="5.15.1") and dec["fix"] == misnamed["fix"]
     assert "transformers>=5.17" in dec["fix"]
 
 
@@ -100,7 +104,10 @@ def test_transformers_5_15_with_fla_core_only_binds_torch_even_for_prefill():
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "train"], tf, fla)
     pre = function(rep, "chunk_gated_delta_rule")
     assert pre["status"] == "fallback", pre
-    assert "package root" in pre["reason"] and "flash-linear-attention==0.6.0" in pre["fix"]
+    (root,) = _transformers_data()["root_import"]  # data in matrix/transformers.toml
+    assert pre["reason"] == root["reason"].format(transformers="5.15.1", function="chunk_gated_delta_rule",
+                                                  version="0.6.0")
+    assert pre["fix"] == root["fix"].format(version="0.6.0") and "flash-linear-attention==0.6.0" in pre["fix"]
 
 
 def test_newest_transformers_fla_without_triton_quotes_the_import_error():
@@ -109,7 +116,7 @@ def test_newest_transformers_fla_without_triton_quotes_the_import_error():
     assert code == 3
     f = function(rep, "chunk_gated_delta_rule")
     assert f["status"] == "fallback"
-    assert "No module named 'triton'" in rep["environment"]["packages"]["fla"]["error"]
+    assert rep["environment"]["packages"]["fla"]["error"] == "ModuleNotFoundError: No module named 'triton'"
     # issue #23 item 1: here (CPU, transformers 5.24) `pip install triton` alone turns exit 3 into exit 4
     # (fla-cpu-crash), so the fix says where it is safe and the reason says why (doctor/fixcheck.py)
     assert f["fix"].startswith("on a machine with an NVIDIA GPU") and "pip install triton" in f["fix"]
@@ -182,7 +189,8 @@ def test_broken_kernel_import_in_old_regime_breaks_the_modeling_module(tmp_path)
     code, rep = run_json(["doctor", "--model", "qwen3.8-27b", "--mode", "infer"], tf, tmp_path)
     f = function(rep, "causal_conv1d_fn")
     assert f["status"] == "fallback"
-    assert "undefined symbol" in rep["environment"]["packages"]["causal_conv1d"]["error"]
+    assert rep["environment"]["packages"]["causal_conv1d"]["error"] == \
+        "ImportError: /x/causal_conv1d_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
     assert "--source build" in f["fix"]
     assert any(x["id"] == "abi-mismatch" and x["severity"] == "warning" for x in rep["findings"])
 
@@ -192,7 +200,7 @@ def test_broken_kernel_import_in_old_regime_breaks_the_modeling_module(tmp_path)
 def test_models_lists_aliases_and_families():
     res = run(["models"])
     assert res.returncode == 0
-    assert "qwen3.8-27b" in res.stdout and "Qwen/Qwen3.8-27B" in res.stdout
+    assert "qwen3.8-27b" in res.stdout and "Qwen/Qwen3.8-27B" in res.stdout  # wording: renderer test
     for mt in ("qwen3_next", "qwen3_5_moe", "qwen4_exp", "olmo_hybrid", "kimi_linear", "mamba2", "falcon_h1",
                "lfm2"):
         assert mt in res.stdout
@@ -238,6 +246,12 @@ def test_hub_id_resolved_from_hf_cache_offline(tmp_path):
 
 # --- bad input: one paragraph, exit 2, no traceback ----------------------------------------------
 
+def _transformers_data() -> dict:
+    import tomllib
+
+    return tomllib.loads((REPO / "matrix" / "transformers.toml").read_text())
+
+
 def _bad(args, *sites, env=None):
     res = run(args, *sites, env=env)
     assert res.returncode == 2, (res.stdout, res.stderr)
@@ -247,13 +261,13 @@ def _bad(args, *sites, env=None):
 
 def test_unknown_alias_suggests_closest():
     err = _bad(["doctor", "--model", "qwen3.8-72b"])
-    assert "Unknown model 'qwen3.8-72b'" in err and "qwen3.8-27b" in err
+    assert "Unknown model 'qwen3.8-72b'" in err and "qwen3.8-27b" in err  # wording: renderer test
 
 
 def test_malformed_config(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen3_5", ')
     err = _bad(["doctor", "--model", str(tmp_path)])
-    assert "not valid JSON" in err and "line 1" in err
+    assert "not valid JSON" in err and "line 1" in err  # wording: renderer test
 
 
 def test_config_without_model_type(tmp_path):
@@ -264,31 +278,31 @@ def test_config_without_model_type(tmp_path):
 def test_unreadable_config(tmp_path):
     (tmp_path / "config.json").mkdir()  # a folder where the file should be: unreadable as a file
     err = _bad(["doctor", "--model", str(tmp_path)])
-    assert "config.json is a folder, not a regular file" in err
+    assert "config.json is a folder, not a regular file" in err  # wording: renderer test
 
 
 def test_unknown_model_type(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen3_55"}')
     err = _bad(["doctor", "--model", str(tmp_path)])
-    assert "model_type 'qwen3_55'" in err and "qwen3_5" in err
+    assert "model_type 'qwen3_55'" in err and "qwen3_5" in err  # wording: renderer test
 
 
 def test_missing_folder_and_missing_hub_id_offline(tmp_path):
     assert "does not exist" in _bad(["doctor", "--model", str(tmp_path / "nope")])
     err = _bad(["doctor", "--model", "acme/not-cached"], env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
-    assert "not in the Hugging Face cache" in err
+    assert "not in the Hugging Face cache" in err  # wording: renderer test
 
 
 def test_bad_mode_is_usage_error():
     res = run(["doctor", "--model", "qwen3.8-27b", "--mode", "serve"])
-    assert res.returncode == 2 and "Invalid value for '--mode'" in res.stderr
+    assert res.returncode == 2 and "Invalid value for '--mode'" in res.stderr  # wording: renderer test
 
 
 def test_json_error_object_on_bad_input():
     res = run(["doctor", "--model", "nope-model", "--json"])
     assert res.returncode == 2
     data = json.loads(res.stdout)
-    assert data["exit_code"] == 2 and "Unknown model" in data["error"]
+    assert data["exit_code"] == 2 and "Unknown model" in data["error"]  # wording: renderer test
 
 
 def test_no_torch_installed_at_all(tmp_path):
@@ -301,7 +315,7 @@ def test_no_torch_installed_at_all(tmp_path):
     res = subprocess.run([str(py), "-m", "kernelcheck", "doctor", "--model", "qwen3.8-27b"], capture_output=True,
                          text=True, env={**os.environ, **env})
     assert res.returncode == 2, (res.stdout, res.stderr)
-    assert "torch is not installed" in res.stderr and "Traceback" not in res.stderr
+    assert "torch is not installed" in res.stderr and "Traceback" not in res.stderr  # wording: renderer test
 
 
 # --- the fast static reading agrees with transformers' own closures --------------------------------
@@ -389,7 +403,8 @@ def test_5_25_with_hub_kernels_disabled_is_the_torch_fallback():
     assert code == 3, rep
     assert not any(x["id"] == "hub-kernels-unusable" for x in rep["findings"])
     assert rep["hub"]["transformers"]["use_kernels_default"] is False
-    assert any(x["id"] == "dispatch-env" and "USE_HUB_KERNELS=0" in x["message"] for x in rep["findings"])
+    assert any(x["id"] == "dispatch-env" for x in rep["findings"])
+    assert rep["environment"]["env"]["USE_HUB_KERNELS"] == "0"  # a dispatch variable: the dispatch-env finding names it
 
 
 @pytest.mark.parametrize("model_type,needs", [("glm5_next_text", "chunk_kda"), ("inkling_text", "causal_conv1d_fn"),
@@ -442,8 +457,9 @@ def test_hub_that_accepts_and_never_answers_is_bounded(tmp_path):
         srv.close()
     assert res.returncode == 2, res.stderr
     assert took < 20, took
-    assert "no answer within 1 s while waiting for config.json of Qwen/Qwen2.5-0.5B" in res.stderr
-    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr
+    waited = "no answer within 1 s while waiting for config.json of Qwen/Qwen2.5-0.5B"
+    assert waited in res.stderr  # wording: renderer test
+    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr  # wording: renderer test
 
 
 def test_hub_name_that_does_not_resolve_is_bounded_and_quiet(tmp_path):
@@ -456,20 +472,26 @@ def test_hub_name_that_does_not_resolve_is_bounded_and_quiet(tmp_path):
     assert res.returncode == 2, res.stderr
     assert took < 20, took  # was 25 s of huggingface_hub retries
     assert "Retrying" not in res.stderr and "thrown while requesting" not in res.stderr.split("last error")[0]
-    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr
+    assert "HF_HUB_OFFLINE=1" in res.stderr and "Traceback" not in res.stderr  # wording: renderer test
     assert len(res.stderr.strip().splitlines()) <= 2, res.stderr  # the waiting line and the one-paragraph error
 
 
 # --- what changes the dispatch at run time (in-process, explicit inputs) ---------------------------------------
 
 def test_dispatch_variables_and_unsloth_are_reported():
+    from kernelcheck.core import environment
     from kernelcheck.doctor.run import runtime_findings
 
     got = runtime_findings({"FLA_TILELANG": "0", "LOCAL_KERNELS": "a/b=/x", "PATH": "/bin"},
                            dist_version=lambda d: "2026.5.1" if d == "unsloth_zoo" else None)
     ids = {f.id: f for f in got}
-    assert "FLA_TILELANG=0" in ids["dispatch-env"].message and "PATH" not in ids["dispatch-env"].message
-    assert "FLA_TILELANG=0" in ids["unsloth-replaces-fla"].message and "fla#640" in ids["unsloth-replaces-fla"].message
+    assert set(ids) == {"dispatch-env", "unsloth-replaces-fla"}
+    # the variables the dispatch-env finding names: the dispatch ones, never PATH
+    assert environment.dispatch_variables({"FLA_TILELANG": "0", "LOCAL_KERNELS": "a/b=/x", "PATH": "/bin"}) == \
+        {"FLA_TILELANG": "0", "LOCAL_KERNELS": "a/b=/x"}
+    assert ids["dispatch-env"].severity == "info" and ids["unsloth-replaces-fla"].severity == "warning"
+    assert "kernelcheck verify --model M" in (ids["unsloth-replaces-fla"].fix or "")
+    assert "unslothai/unsloth/issues/10487" in (ids["unsloth-replaces-fla"].reference or "")
     assert runtime_findings({"PATH": "/bin"}, dist_version=lambda d: None) == []
 
 

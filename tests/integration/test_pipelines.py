@@ -116,7 +116,7 @@ def test_dockerfile_build_stages_and_args():
 def test_readme_or_docs_document_the_build_args():
     text = (REPO / "docs" / "pipelines.md").read_text(encoding="utf-8")
     for arg in ("BASE", "MODEL", "ARCH", "MODE"):
-        assert f"`{arg}`" in text, f"docs/pipelines.md does not document build arg {arg}"
+        assert f"`{arg}`" in text, f"docs/pipelines.md does not document build arg {arg}"  # wording: the docs' text
 
 
 # ---- Dockerfile.build's commands, run outside docker ------------------------------------------------
@@ -265,12 +265,14 @@ def test_install_stage_command_dry_run(built):
         pytest.skip("`kernelcheck install` is not in this checkout yet (branch install): merge it, then this runs "
                     "Dockerfile.build's install line with --dry-run")
     ins, env, cwd = built.install_step
-    res = built.run("build", ins, env, cwd, extra=["--dry-run"])
+    res = built.run("build", ins, env, cwd, extra=["--dry-run", "--json"])
     assert res.returncode in (0, 3, 4), f"install --dry-run failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr
-    out = res.stdout + res.stderr
-    assert "fla-core" in out and "causal-conv1d" in out, out[-3000:]
-    assert "sm_90" in out or "9.0" in out, "the plan must say it targets the --arch GPU"
+    report = json.loads(res.stdout)
+    assert {"fla-core", "causal-conv1d"} <= {p["package"] for p in report["plan"]}, report["plan"]
+    # the plan targets the --arch GPU, not this machine's (none)
+    gpus = report["environment"]["gpus"]
+    assert [g["capability"] for g in gpus] == ["9.0"] and report["environment"]["gpu_source"] == "override"
 
 
 @pytest.mark.slow
@@ -279,12 +281,15 @@ def test_final_stage_gate_blocks_on_this_cpu_machine(built):
     src, dst = shlex.split(ins_copy.args)
     assert built.path(src) == built.path(dst)  # same path in both stages: the venv's absolute paths hold
     ((gate, env, cwd),) = [(i, e, c) for i, e, c in built.steps("final") if i.keyword == "RUN"]
-    res = built.run("final", gate, env, cwd)
+    res = built.run("final", gate, env, cwd, extra=["--json"])
     # No GPU, a CPU torch: the kernels cannot run, so the build must fail with exit 3 and say why.
     assert res.returncode == 3, f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    assert "verdict: FALLBACK" in res.stdout
-    assert "GPUs: --arch target (sm_90)" in res.stdout  # checked for the image's GPUs, not this machine's
-    assert "gpu-target" in res.stdout  # info: named on the findings notes line (--verbose shows it in full)
+    data = json.loads(res.stdout)
+    assert data["verdict"] == "fallback" and data["exit_code"] == 3
+    # checked for the image's GPUs, not this machine's
+    assert [g["capability"] for g in data["environment"]["gpus"]] == ["9.0"]
+    assert data["environment"]["gpu_source"] == "override"
+    assert "gpu-target" in {f["id"] for f in data["findings"]}
     report = Path(built.path("/opt/kernels/share/kernelcheck/doctor-build.xml"))
     root = ET.parse(report).getroot()
     assert root.find("testsuite").get("name") == "kernelcheck.doctor.Qwen_Qwen3_8-27B"
@@ -299,17 +304,19 @@ def test_build_args_reach_the_gate(tmp_path, kc_bin, built):
     """MODE=infer and another MODEL change what the gate checks: the args are wired, not decorative."""
     em = Emulated(built.root, kc_bin, {"MODEL": "mamba2", "MODE": "infer", "ARCH": "8.0,9.0"})
     ((gate, env, cwd),) = [(i, e, c) for i, e, c in em.steps("final") if i.keyword == "RUN"]
-    res = em.run("final", gate, env, cwd)
+    res = em.run("final", gate, env, cwd, extra=["--json"])
     assert res.returncode == 3, res.stderr[-2000:]
-    assert "mode infer" in res.stdout.splitlines()[0] and "mamba2" in res.stdout.splitlines()[0]
-    assert "--arch target (sm_80), --arch target (sm_90)" in res.stdout
+    data = json.loads(res.stdout)
+    assert data["mode"] == "infer" and data["model"]["query"] == "mamba2"
+    assert [g["capability"] for g in data["environment"]["gpus"]] == ["8.0", "9.0"]
+    assert data["environment"]["gpu_source"] == "override"
 
 
 def test_arch_flag_rejects_bad_values_and_live(kc_bin):
     res = envs.run(["doctor", "--model", "qwen3.8-27b", "--arch", "hopper"])
-    assert res.returncode == 2 and "'hopper' is not a CUDA compute capability" in res.stderr
+    assert res.returncode == 2 and "'hopper' is not a CUDA compute capability" in res.stderr  # wording: renderer test
     res = envs.run(["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--live"])
-    assert res.returncode == 2 and "--arch names GPUs that are not here" in res.stderr
+    assert res.returncode == 2 and "--arch names GPUs that are not here" in res.stderr  # wording: renderer test
 
 
 def test_arch_flag_in_json(kc_bin):
@@ -332,6 +339,17 @@ def _doctor_accepts(argv: list[str], kc_bin: Path) -> None:
     assert argv[0] == "kernelcheck" and argv[1] == "doctor", argv
     res = subprocess.run([*argv, "--help"], capture_output=True, text=True, env=_env(kc_bin))
     assert res.returncode == 0, f"{argv}: {res.stderr}"
+
+
+def _verdict_line(exit_code: int) -> str:
+    """The verdict line kernelcheck's text report ends with for `exit_code` (its renderer says the words)."""
+    from kernelcheck.report.model import FunctionStatus, Report
+    from kernelcheck.report.text import render_text
+
+    status = {0: "fast", 3: "fallback", 4: "broken"}[exit_code]
+    rep = Report("doctor", {}, None, "train", [FunctionStatus("f", "p", status, "i")])
+    assert rep.exit_code == exit_code
+    return render_text(rep).splitlines()[-1]
 
 
 def _junit_failures(path: Path) -> set[str]:
@@ -357,7 +375,7 @@ def test_github_actions_step_blocks_with_kernelchecks_exit_code(tmp_path, kc_bin
     res = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], capture_output=True,
                          text=True, env=_env(kc_bin), cwd=tmp_path)
     assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-2000:]
-    assert "verdict: FALLBACK" in res.stdout
+    assert _verdict_line(3) in res.stdout.splitlines()  # the text report is in the step's log
     assert "chunk_gated_delta_rule" in _junit_failures(tmp_path / "reports" / "kernelcheck.xml")
 
 
@@ -379,7 +397,7 @@ def test_k8s_initcontainer_blocks_and_fails_the_job_on_its_exit_codes(tmp_path, 
         argv.remove("--live")
     res = subprocess.run(argv, capture_output=True, text=True, env=_env(kc_bin), cwd=tmp_path)
     assert res.returncode == 3 and res.returncode in rule["onExitCodes"]["values"], res.stderr[-2000:]
-    assert "verdict: FALLBACK" in res.stdout
+    assert _verdict_line(3) in res.stdout.splitlines()  # the text report is in the init container's log
 
 
 def _prolog(tmp_path: Path, kc_bin: Path, **env: str) -> subprocess.CompletedProcess:
@@ -391,27 +409,31 @@ def test_slurm_prolog_blocks_the_step_and_passes_the_exit_code_through(tmp_path,
     junit_file = tmp_path / "k.xml"
     res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_JUNIT=str(junit_file))
     assert res.returncode == 3
-    assert "verdict: FALLBACK" in res.stderr  # the report goes to the job's error stream
-    assert "step not started: qwen3.8-27b (train) would run a slow torch fallback (exit 3)" in res.stderr
+    assert _verdict_line(3) in res.stderr.splitlines()  # the report goes to the job's error stream
+    said = "step not started: qwen3.8-27b (train) would run a slow torch fallback (exit 3)"
+    assert said in res.stderr  # wording: the example's own words
     assert res.stdout == ""
     assert _junit_failures(junit_file) == {"chunk_gated_delta_rule", "causal_conv1d_fn"}
 
 
 def test_slurm_prolog_lets_jobs_through_that_did_not_opt_in(tmp_path, kc_bin):
     res = _prolog(tmp_path, kc_bin)
-    assert res.returncode == 0 and "KERNELCHECK_MODEL is not set" in res.stderr
+    assert res.returncode == 0 and "KERNELCHECK_MODEL is not set" in res.stderr  # wording: the example's own words
 
 
 def test_slurm_prolog_allow_fallback_and_bad_input(tmp_path, kc_bin):
     res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_MODE="infer",
                   KERNELCHECK_ALLOW_FALLBACK="1")
     assert res.returncode == 0
-    assert "WARNING: qwen3.8-27b (infer) would run a slow torch fallback; starting anyway" in res.stderr
+    said = "WARNING: qwen3.8-27b (infer) would run a slow torch fallback; starting anyway"
+    assert said in res.stderr  # wording: the example's own words
     res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="no-such-model-xyz")
-    assert res.returncode == 2 and "Unknown model 'no-such-model-xyz'" in res.stderr
-    assert "bad KERNELCHECK_* settings (exit 2)" in res.stderr
+    own = envs.run(["doctor", "--model", "no-such-model-xyz", "--mode", "train"])  # kernelcheck's own message
+    assert res.returncode == own.returncode == 2 and own.stderr.strip() in res.stderr
+    assert "bad KERNELCHECK_* settings (exit 2)" in res.stderr  # wording: the example's own words
     res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK=str(tmp_path / "missing"))
-    assert res.returncode == 127 and "set KERNELCHECK to its full path" in res.stderr
+    assert res.returncode == 127
+    assert "set KERNELCHECK to its full path" in res.stderr  # wording: the example's own words
 
 
 def test_slurm_prolog_live_flag(tmp_path, kc_bin):
@@ -421,7 +443,7 @@ def test_slurm_prolog_live_flag(tmp_path, kc_bin):
         pytest.skip("kernelcheck.live (branch verify) is not in this checkout: --live cannot run yet")
     res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_LIVE="1")
     assert res.returncode in (3, 4), res.stderr[-2000:]
-    assert "step not started" in res.stderr
+    assert "step not started" in res.stderr  # wording: the example's own words
 
 
 def test_examples_and_docs_use_the_same_commands():
@@ -449,7 +471,7 @@ def test_slurm_fleet_sbatch_parses_and_its_gate_flags_exist(kc_bin):
              for f in flags]
     assert "--all-ranks" in flags and "--timeout" in flags
     _doctor_accepts(["kernelcheck", *flags], kc_bin)
-    assert 'exit "$rc"' in text  # a failed gate stops the job before the training step
+    assert 'exit "$rc"' in text  # wording: the example's own words; a failed gate stops the job before the step
 
 
 def test_k8s_indexed_job_is_one_rendezvous(kc_bin):
@@ -485,8 +507,12 @@ def test_github_actions_fleet_matrix_collects_reports_into_compare(tmp_path, kc_
     run = lambda s: subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s],  # noqa: E731
                                    capture_output=True, text=True, env=_env(kc_bin), cwd=tmp_path)
     missing = run(gate["run"])
-    assert missing.returncode == 4 and "no report (expected 3, found 2)" in missing.stdout
+    assert missing.returncode == 4, missing.stdout[-2000:]
+    data = json.loads(run(gate["run"].strip() + " --json").stdout)  # the same gate's report as JSON
+    assert data["exit_code"] == 4 and [m["rank"] for m in data["missing"]] == [2]  # expected 3, found 2
     (reports / "report-extra.json").write_text((reports / f"report-{runners[0]}.json").read_text())
     full = run(gate["run"])
     assert full.returncode == 3, full.stdout[-2000:]  # this CPU machine: every runner's report is fallback
-    assert "none: all 3 agree" in full.stdout
+    data = json.loads(run(gate["run"].strip() + " --json").stdout)
+    assert data["missing"] == [] and data["differences"] == [] and len(data["groups"]) == 1  # all 3 agree
+    assert len(data["groups"][0]) == 3

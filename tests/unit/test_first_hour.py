@@ -32,7 +32,7 @@ def test_a_long_step_shows_a_line_with_its_seconds_on_a_terminal_and_erases_it_a
     with progress.working("doctor: proving imports", stream=out, delay=0.05, tick=0.05):
         time.sleep(0.3)
     text = out.getvalue()
-    assert "\r\x1b[Kdoctor: proving imports ... 0 s" in text
+    assert "\r\x1b[Kdoctor: proving imports ... 0 s" in text  # wording: renderer test
     assert text.endswith("\r\x1b[K")  # nothing left behind on the terminal
 
 
@@ -46,7 +46,7 @@ def test_a_short_step_prints_nothing_and_a_log_gets_plain_periodic_lines():
         time.sleep(0.35)
     lines = log.getvalue().splitlines()
     assert len(lines) >= 2 and all(ln.startswith("kernelcheck: pip download fla-core (still working, ") for ln in lines)
-    assert "\r" not in log.getvalue() and lines[0].endswith("; 3 entries)")
+    assert "\r" not in log.getvalue() and lines[0].endswith("; 3 entries)")  # wording: renderer test
 
 
 def test_quiet_and_kernelcheck_progress_0_print_no_progress(monkeypatch):
@@ -67,7 +67,7 @@ def test_verify_shape_full_without_a_gpu_is_a_usage_error_at_once():
     t0 = time.monotonic()
     res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--shape", "full"], env={"HF_HUB_OFFLINE": "1"})
     assert res.exit_code == 2, res.output
-    assert "needs a CUDA GPU" in res.stderr and "Traceback" not in res.stderr
+    assert "needs a CUDA GPU" in res.stderr and "Traceback" not in res.stderr  # wording: renderer test
     assert time.monotonic() - t0 < 3  # was 10.7 s: after the static check and the model's import
 
 
@@ -90,12 +90,12 @@ def test_target_flags_that_are_not_major_minor_are_bad_input(flags):
         parse_target(*(dict(zip(flags[::2], flags[1::2], strict=True)).get(k) for k in ("--torch", "--cuda",
                                                                                          "--python")))
     res = CliRunner().invoke(main, ["install", "--model", "qwen3.8-27b", "--dry-run", *flags])
-    assert res.exit_code == 2 and "MAJOR.MINOR" in res.stderr
+    assert res.exit_code == 2 and "MAJOR.MINOR" in res.stderr  # wording: renderer test
 
 
 def test_install_for_another_torch_is_a_plan_only():
     res = CliRunner().invoke(main, ["install", "--model", "qwen3.8-27b", "--torch", "2.11", "--cuda", "13.0"])
-    assert res.exit_code == 2 and "with --dry-run" in res.stderr
+    assert res.exit_code == 2 and "with --dry-run" in res.stderr  # wording: renderer test
 
 
 def test_hub_and_install_share_one_target_option_helper():

@@ -42,7 +42,7 @@ def _run(args: list[str]):
 def test_a_flag_without_the_flag_it_needs_is_bad_usage(args, flag, needs):
     res, took = _run(args)
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert f"{flag} only applies with {needs}" in res.stderr
+    assert f"{flag} only applies with {needs}" in res.stderr  # wording: renderer test
     assert took < 5  # refused before any check ran
 
 
@@ -50,12 +50,12 @@ def test_a_flag_without_the_flag_it_needs_is_bad_usage(args, flag, needs):
                                          (["--shape", "full"], "--shape full"), (["--tokens", "64"], "--tokens")])
 def test_packing_refuses_the_flags_it_would_ignore(extra, flag):
     res, _ = _run(["verify", "--model", MODEL, "--packing", *extra])
-    assert res.exit_code == 2 and f"{flag} does not apply with --packing" in res.stderr
+    assert res.exit_code == 2 and f"{flag} does not apply with --packing" in res.stderr  # wording: renderer test
 
 
 def test_step_refuses_benchmark():
     res, _ = _run(["verify", "--model", MODEL, "--step", "--benchmark"])
-    assert res.exit_code == 2 and "--benchmark does not apply with --step" in res.stderr
+    assert res.exit_code == 2 and "--benchmark does not apply with --step" in res.stderr  # wording: renderer test
 
 
 def test_an_unwritable_trace_dir_is_refused_before_the_step_runs(tmp_path):
@@ -70,13 +70,13 @@ def test_an_unwritable_trace_dir_is_refused_before_the_step_runs(tmp_path):
     for bad in cases:
         res, took = _run(["verify", "--model", MODEL, "--step", "--trace-dir", str(bad)])
         assert res.exit_code == 2, res.output
-        assert "--trace-dir" in res.stderr or "step traces" in res.stderr
+        assert "--trace-dir" in res.stderr or "step traces" in res.stderr  # wording: renderer test
         assert took < 5
 
 
 def test_tokens_past_the_context_are_refused_before_torch_is_imported():
     res, took = _run(["verify", "--model", MODEL, "--step", "--tokens", "10000000000"])
-    assert res.exit_code == 2 and "max_position_embeddings 262,144" in res.stderr
+    assert res.exit_code == 2 and "max_position_embeddings 262,144" in res.stderr  # wording: renderer test
     assert took < 5
 
 

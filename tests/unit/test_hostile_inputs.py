@@ -48,7 +48,7 @@ def test_a_wrong_typed_length_in_jsonl_is_exit_2_naming_the_line(tmp_path: Path,
     f.write_text('{"length": 12}\n' + row + "\n")
     code, out = _cli("padding", str(f))
     assert code == 2, out
-    assert f"line 2: {shown} is" in out
+    assert f"line 2: {shown} is" in out  # wording: renderer test
     _one_paragraph(out)
 
 
@@ -56,14 +56,14 @@ def test_the_wording_of_a_bad_length_names_what_a_length_must_be(tmp_path: Path)
     f = tmp_path / "d.jsonl"
     f.write_text('{"length": 12}\n{"length": "abc"}\n')
     out = _cli("padding", str(f))[1]
-    assert "line 2: length 'abc' is not a non-negative integer" in out
+    assert "line 2: length 'abc' is not a non-negative integer" in out  # wording: renderer test
 
 
 def test_deeply_nested_rows_are_bad_input(tmp_path: Path) -> None:
     f = tmp_path / "d.jsonl"
     f.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     code, out = _cli("padding", str(f))
-    assert code == 2 and "line 1 nests JSON too deeply" in out
+    assert code == 2 and "line 1 nests JSON too deeply" in out  # wording: renderer test
     _one_paragraph(out)
 
 
@@ -71,7 +71,7 @@ def test_a_negative_length_in_a_lengths_file_is_exit_2_naming_the_line(tmp_path:
     f = tmp_path / "l.txt"
     f.write_text("12\n-4\n")
     code, out = _cli("padding", str(f))
-    assert code == 2 and "line 2: length -4 is not a non-negative integer" in out
+    assert code == 2 and "line 2: length -4 is not a non-negative integer" in out  # wording: renderer test
     _one_paragraph(out)
 
 
@@ -80,7 +80,7 @@ def test_lengths_file_errors_name_the_right_line(tmp_path: Path, text: str, line
     f = tmp_path / "l.txt"
     f.write_text(text)
     code, out = _cli("padding", str(f))
-    assert code == 2 and f"line {line}" in out, out
+    assert code == 2 and f"line {line}" in out, out  # wording: renderer test
 
 
 def test_whitespace_and_crlf_around_lengths_are_read(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_a_broken_tokenizer_folder_is_exit_2(tmp_path: Path, files: dict[str, by
     f.write_text('{"text": "hello world"}\n')
     code, out = _cli("padding", str(f), "--tokenizer", str(tok))
     assert code == 2, out
-    assert "transformers cannot load this tokenizer" in out
+    assert "transformers cannot load this tokenizer" in out  # wording: renderer test
     _one_paragraph(out)
 
 
@@ -115,7 +115,7 @@ def test_a_broken_tokenizer_folder_is_exit_2(tmp_path: Path, files: dict[str, by
 
 def test_a_character_device_is_named_for_what_it_is() -> None:
     code, out = _cli("padding", "/dev/urandom")
-    assert code == 2 and "/dev/urandom is a character device, not a regular file" in out
+    assert code == 2 and "/dev/urandom is a character device, not a regular file" in out  # wording: renderer test
     _one_paragraph(out)
     with pytest.raises(BadInput, match="/dev/null is a character device"):
         models.resolve("/dev/null")
@@ -123,7 +123,7 @@ def test_a_character_device_is_named_for_what_it_is() -> None:
 
 def test_a_missing_data_file_still_says_so(tmp_path: Path) -> None:
     code, out = _cli("padding", str(tmp_path / "nope.txt"))
-    assert code == 2 and "does not exist" in out
+    assert code == 2 and "does not exist" in out  # wording: renderer test
 
 
 def test_a_config_over_the_size_limit_is_refused_before_parsing(tmp_path: Path, monkeypatch) -> None:
@@ -179,14 +179,14 @@ def test_a_malformed_report_is_exit_2_naming_the_file_and_the_field(tmp_path: Pa
     bad = _write(tmp_path, "bad.json", _report(**changes))
     code, out = _cli("compare", str(good), str(bad))
     assert code == 2, out
-    assert str(bad) in out and f"field {field}" in out
+    assert str(bad) in out and f"field {field}" in out  # wording: renderer test
     _one_paragraph(out)
 
 
 def test_a_deeply_nested_report_is_exit_2(tmp_path: Path) -> None:
     bad = _write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
     code, out = _cli("compare", str(bad))
-    assert code == 2 and "nests JSON too deeply" in out
+    assert code == 2 and "nests JSON too deeply" in out  # wording: renderer test
 
 
 def test_the_same_report_twice_is_one_node_and_does_not_pass_expect_2(tmp_path: Path) -> None:
@@ -194,7 +194,9 @@ def test_the_same_report_twice_is_one_node_and_does_not_pass_expect_2(tmp_path: 
     res = CliRunner().invoke(main, ["compare", str(a), str(tmp_path / "." / "a.json"), str(tmp_path),
                                     "--expect", "2", "--json"])
     assert res.exit_code == 4, res.output  # one node of the two expected: a missing rank
-    assert "counted once" in res.output
+    report = json.loads(res.stdout)
+    assert [r["label"] for r in report["ranks"]] == ["a"] and report["groups"] == [["a"]]
+    assert [m["rank"] for m in report["missing"]] == [1]
 
 
 # -- 16: trace progress on a non-terminal ---------------------------------------------------------------------------
@@ -215,8 +217,9 @@ def test_progress_to_a_log_has_no_carriage_return_and_a_plain_line_per_interval(
     for done in range(0, 100 << 20, 10 << 20):
         bar.update(done)
     bar.close()
-    assert "\r" not in log.getvalue()
-    assert log.getvalue().count("\n") == 10 and "reading trace: 50% (52 / 105 MB" in log.getvalue()
+    assert "\r" not in log.getvalue()  # wording: renderer test
+    assert log.getvalue().count("\n") == 10
+    assert "reading trace: 50% (52 / 105 MB" in log.getvalue()  # wording: renderer test
     quiet = _Log()
     slow = Progress(100 << 20, "reading trace", stream=quiet)  # 30 s between lines: a short read prints nothing
     slow.update(50 << 20)
@@ -238,7 +241,7 @@ def test_trace_progress_to_a_file_writes_no_carriage_return(capsys) -> None:
 
     for done in (0, 16 << 20, 64 << 20):
         progress_to_stderr(done, 64 << 20)
-    assert "\r" not in capsys.readouterr().err
+    assert "\r" not in capsys.readouterr().err  # wording: renderer test
 
 
 # -- processes: a FIFO, a closed pipe, a torch that exits in its import ---------------------------------------------

@@ -25,7 +25,7 @@ def report() -> Report:
 def test_identical_why_and_fix_are_said_once() -> None:
     text = render_text(report())
     assert text.count(WHY) == 1
-    assert "why, fix: as for chunk_gated_delta_rule" in text
+    assert "why, fix: as for chunk_gated_delta_rule" in text  # wording: renderer test
 
 
 def test_wrapped_lines_fit_80_columns_and_keep_every_word() -> None:
@@ -76,15 +76,18 @@ def test_piped_text_fits_100_columns_and_never_splits_a_command(monkeypatch: pyt
     out = present(render_text(rep), Terminal.detect(io.StringIO()))
     lines = out.splitlines()
     assert max(map(len, lines)) <= 100, max(lines, key=len)
-    assert any(f"fix: {cmd}" in ln for ln in lines)  # the command whole on one line, its note after
-    assert any("`kernelcheck doctor --model qwen3.8-27b --packing flash --mode train" in ln for ln in lines)
+    # the command whole on one line, its note after
+    assert any(f"fix: {cmd}" in ln for ln in lines)  # wording: renderer test
+    assert any("`kernelcheck doctor --model qwen3.8-27b --packing flash --mode train" in ln  # wording: renderer test
+               for ln in lines)
     assert out.split() == render_text(rep).split()  # every word kept
 
 
 def test_a_command_longer_than_the_width_stays_whole_on_its_own_line() -> None:
     cmd = "kernelcheck install --model qwen3.8-27b --arch 9.0 --wheelhouse /very/long/wheelhouse/path/for/docker"
     lines = wrap_line(f"         fix: {cmd}  (then rerun)", 60)
-    assert lines[0].strip() == "fix:" and lines[1].strip() == cmd and "then rerun" in lines[-1]
+    assert lines[0].strip() == "fix:" and lines[1].strip() == cmd  # wording: renderer test
+    assert "then rerun" in lines[-1]  # wording: renderer test
 
 
 def test_a_command_too_long_for_its_label_moves_left_whole() -> None:
@@ -105,15 +108,17 @@ def infos() -> Report:
 def test_info_findings_are_one_line_unless_verbose_and_the_verdict_stays_last() -> None:
     lines = render_text(infos(), verbose=False).splitlines()
     assert lines[-1].startswith("verdict: BROKEN")
-    assert any("[fla-640]" in ln for ln in lines)  # worse than info: in full
-    assert not any("[torch-cpu-build]" in ln or "[packing]" in ln for ln in lines)
+    assert any("[fla-640]" in ln for ln in lines)  # wording: renderer test; worse than info: in full
+    assert not any("[torch-cpu-build]" in ln or "[packing]" in ln for ln in lines)  # wording: renderer test
     grouped = [ln for ln in lines if "torch-cpu-build" in ln]
     assert len(grouped) == 1 and "bound-at-import" in grouped[0] and "packing" in grouped[0] and "3" in grouped[0]
     full = render_text(infos(), verbose=True).splitlines()
-    assert all(any(f"[{i}]" in ln for ln in full) for i in ("torch-cpu-build", "bound-at-import", "packing"))
+    assert all(any(f"[{i}]" in ln for ln in full)  # wording: renderer test
+               for i in ("torch-cpu-build", "bound-at-import", "packing"))
     one = report()
     one.findings.append(Finding("torch-cpu-build", "info", "cpu"))
-    assert "[torch-cpu-build]" in render_text(one, verbose=False)  # a single info finding is not grouped
+    # a single info finding is not grouped
+    assert "[torch-cpu-build]" in render_text(one, verbose=False)  # wording: renderer test
 
 
 # --- a real process on a real 80-column pseudo-terminal --------------------------------------------------------
