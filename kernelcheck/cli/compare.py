@@ -29,10 +29,9 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool)
       kernelcheck compare /shared/kernelcheck/$SLURM_JOB_ID/        # one JSON per node, from a prolog
       kernelcheck compare reports/*.json --expect 16 --json
     """
-    from kernelcheck.fleet import compare as compare_mod
-    from kernelcheck.fleet import table
+    from kernelcheck.fleet import compare, table
 
-    records, missing = compare_mod.collect(list(reports), expect)
+    records, missing = compare.collect(list(reports), expect)
     code = table.fleet_code(records, missing)
     if as_json:
         emit(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str), is_json=True)

@@ -103,9 +103,9 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
             + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
               "supports this torch's CUDA."))
     if live and model:
-        from kernelcheck.verify import run as live_mod
+        from kernelcheck.verify import run
 
-        live_mod.merge_into(report, model, mode)
+        run.merge_into(report, model, mode)
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, packing)

@@ -73,11 +73,9 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
       kernelcheck hub --model qwen3.8-27b --prefetch --lock /opt/job/kernels.lock
       HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
     """
-    from kernelcheck.core import environment as environment_mod
-    from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.core import environment, gpu
     from kernelcheck.hub import check as hub_check
-    from kernelcheck.integrations import kernels_hub as hub_mod
-    from kernelcheck.integrations import kernels_prefetch, transformers_models
+    from kernelcheck.integrations import kernels_hub, kernels_prefetch, transformers_models
     from kernelcheck.report.model import Finding, Report
     from kernelcheck.report.sections import EnvironmentView, ModelRef
 
@@ -87,9 +85,9 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     parsed = [_parse_repo(r) for r in repos]
     build = parse_target(torch_v, cuda_v)
-    target = hub_mod.Target(torch=build.torch, cuda=build.cuda) if build.given else None
-    gpus = gpu_mod.parse_arch(arch) if arch else None  # the same parser as doctor and install
-    env = environment_mod.probe(gpu_override=gpus)
+    target = kernels_hub.Target(torch=build.torch, cuda=build.cuda) if build.given else None
+    gpus = gpu.parse_arch(arch) if arch else None  # the same parser as doctor and install
+    env = environment.probe(gpu_override=gpus)
     report = Report("hub", EnvironmentView.of(env), None, mode)
     functions: tuple[str, ...] = ()
     modeling = None
@@ -100,12 +98,12 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         functions = tuple(resolved.spec.functions)
     # pre-fetch first, so the section below shows the cache as the job will find it
     if prefetch:
-        dev = gpu_mod.default_device(env, device, target)
+        dev = gpu.default_device(env, device, target)
         _prefetch(report, env, model, modeling, functions, mode, dev, parsed, lock, dry_run, target)
     section = hub_check.check(report, env, modeling, functions, mode, use_hub=use_kernels, device=device,
                               source=source, query=model, target=target)
     for repo_id, version, revision in parsed:
-        res = hub_mod.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
+        res = kernels_hub.resolve_repo(repo_id, version=version, revision=revision, source=source, env=env,
                                    target=target)
         _judge_repo(report, section, res)
     # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
@@ -129,17 +127,16 @@ HUB_DECIDES_NOTHING = "hub-decides-nothing"
 def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, functions: tuple[str, ...],
               mode: str, dev: str, parsed: list[tuple[str, int | None, str | None]], lock: str | None,
               dry_run: bool, target: Any) -> None:
-    from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.core import gpu
     from kernelcheck.core.plan_step import Step, StepKind
-    from kernelcheck.integrations import kernels_hub as hub_mod
-    from kernelcheck.integrations import kernels_prefetch
+    from kernelcheck.integrations import kernels_hub, kernels_prefetch
     from kernelcheck.report.model import Finding
 
     targets = []
     if model:
         targets.extend(kernels_prefetch.model_repos(modeling or "", functions, mode, dev,
-                                                    gpu_mod.capability_number(env)))
-    targets.extend(hub_mod.HubRepo(r, "", v, rev) for r, v, rev in parsed)
+                                                    gpu.capability_number(env)))
+    targets.extend(kernels_hub.HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:
         click.echo(f"kernelcheck hub: {line}", err=True)

@@ -77,14 +77,14 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     2 bad flags or input; 1 internal error; 130/143 interrupted by SIGINT/SIGTERM (the environment
     is as it was, or the completed install: the last stderr line says which).
     """
-    from kernelcheck.install import command as install_mod
+    from kernelcheck.install import command
 
-    req = install_mod.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
+    req = command.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
                               source=source, allow_change=allow_change, with_packages=with_packages,
                               packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
                               fixes=not no_fixes, without=without, build=parse_target(torch_v, cuda_v, python_v))
-    report, code = install_mod.run(req, click.echo, as_json)
-    outfile.write(install_mod.to_json(report, code))
-    emit(install_mod.to_json(report, code) if as_json else install_mod.render(report, code, dry_run, verbose()),
+    report, code = command.run(req, click.echo, as_json)
+    outfile.write(command.to_json(report, code))
+    emit(command.to_json(report, code) if as_json else command.render(report, code, dry_run, verbose()),
          is_json=as_json)
     return code

@@ -75,9 +75,9 @@ def write(json_text: str, report: Any = None) -> None:
     if not target:
         return
     if target.endswith(".xml") and report is not None:
-        from kernelcheck.report import junit as junit_mod
+        from kernelcheck.report import junit
 
-        junit_mod.write(report, target)
+        junit.write(report, target)
         return
     out = Path(target)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -91,9 +91,9 @@ def write_error(error: dict[str, Any], message: str, exit_code: int, model: str 
         return
     try:
         if target.endswith(".xml"):
-            from kernelcheck.report import junit as junit_mod
+            from kernelcheck.report import junit
 
-            junit_mod.write_error(command, target, message, exit_code, model)
+            junit.write_error(command, target, message, exit_code, model)
         else:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             Path(target).write_text(json.dumps(error, indent=2) + "\n", encoding="utf-8")

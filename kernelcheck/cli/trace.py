@@ -42,9 +42,9 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
 
     Exit codes: 0 healthy, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
     """
-    from kernelcheck.trace import analysis as trace_mod
+    from kernelcheck.trace import analysis
 
-    report = trace_mod.trace_report(file, progress=trace_mod.progress_to_stderr, annotate=annotate)
+    report = analysis.trace_report(file, progress=analysis.progress_to_stderr, annotate=annotate)
     outfile.write(render_json(report))
-    emit(render_json(report) if as_json else trace_mod.render_text(report), is_json=as_json)
+    emit(render_json(report) if as_json else analysis.render_text(report), is_json=as_json)
     return report.exit_code

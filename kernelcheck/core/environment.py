@@ -23,8 +23,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import signals
+from kernelcheck.core import matrix, signals
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.requirements import requirements_unmet
 
@@ -295,7 +294,7 @@ def _cuda_home() -> str | None:
     return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
 
 
-def absent_state(info: matrix_mod.PackageInfo) -> PackageState | None:
+def absent_state(info: matrix.PackageInfo) -> PackageState | None:
     """The state of a package that is not installed (found without importing anything), or None when it is
     installed and only importing it can tell the rest (probe_package)."""
     if any(dist_version(d) for d in info.distributions) or _safe_find(info.name):
@@ -303,7 +302,7 @@ def absent_state(info: matrix_mod.PackageInfo) -> PackageState | None:
     return PackageState(info.name, installed=False, version=None, distribution=None, imports=False, error=None)
 
 
-def probe_package(info: matrix_mod.PackageInfo) -> PackageState:
+def probe_package(info: matrix.PackageInfo) -> PackageState:
     """Version and import state of one kernel package; the real exception is kept."""
     version = dist = None
     for d in info.distributions:
@@ -351,7 +350,7 @@ _ENV_VARS_AFTER = ("KERNELCHECK_HOME", "CUDA_HOME", "CUDA_PATH")  # and every FL
 # switches: integrations/fla_dispatch.py)
 
 
-def _env_var_names(m: matrix_mod.Matrix) -> tuple[str, ...]:
+def _env_var_names(m: matrix.Matrix) -> tuple[str, ...]:
     """The variables the probe records: a build's switches, and each package's FORCE_BUILD (CAUSAL_CONV1D_...)."""
     builds = tuple(f"{p.env_prefix}_FORCE_BUILD" for p in m.packages.values() if p.env_prefix)
     return (*_ENV_VARS, *builds, *_ENV_VARS_AFTER)
@@ -370,7 +369,7 @@ def with_packages(env: Environment) -> Environment:
     """`env` with every kernel package of the matrix probed (imports them: call after binding checks)."""
     if env.packages:
         return env
-    m = matrix_mod.load()
+    m = matrix.load()
     return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
 
 
@@ -400,7 +399,7 @@ def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
           after_torch_import: Callable[[], None] | None = None) -> Environment:
     """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages).
     `after_torch_import` runs once torch imported, before any CUDA call and before this probe starts threads."""
-    m = matrix_mod.load()
+    m = matrix.load()
     cuda_home = _cuda_home()
     # nvcc --version and nvidia-smi run while torch imports and queries CUDA (each waits on its own process, not
     # on the GIL); nvidia-smi's answer is used only when torch lists no GPU, as before.

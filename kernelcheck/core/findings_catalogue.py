@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.status import Severity
 
 B, F, W, I_ = Severity.BROKEN, Severity.FALLBACK, Severity.WARNING, Severity.INFO
@@ -137,7 +137,7 @@ INTERNAL = frozenset({"-"})  # doctor/fixcheck: a finding of one severity, to ra
 _DASHED = ("advice-{package}", "{package}-kernels-ran")  # the code writes the package key's `_` as `-`
 
 
-def members(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple[str, ...]:
+def members(entry: Entry, m: matrix.Matrix, sig: matrix.TraceSignatures) -> tuple[str, ...]:
     """A family's values (the data's, for a `source`); () for a single id."""
     if entry.source == "packages":
         return tuple(m.packages)
@@ -148,7 +148,7 @@ def members(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures)
     return entry.members
 
 
-def expand(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple[str, ...]:
+def expand(entry: Entry, m: matrix.Matrix, sig: matrix.TraceSignatures) -> tuple[str, ...]:
     """Every id an entry stands for (the code writes a package key with '-' in `advice-` and `-kernels-ran`)."""
     if entry.pattern == entry.id:
         return (entry.id,)
@@ -156,7 +156,7 @@ def expand(entry: Entry, m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) 
                  for v in members(entry, m, sig))
 
 
-def data_entries(m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple[Entry, ...]:
+def data_entries(m: matrix.Matrix, sig: matrix.TraceSignatures) -> tuple[Entry, ...]:
     """The findings whose ids are data: breakages.toml's rules and signatures.toml's torch-reference signatures."""
     rules = tuple(Entry(b.id, tuple(dict.fromkeys((b.severity, W))), "doctor, install",
                         f"[[breakage]]: {b.title} (warning when a condition could not be decided)")
@@ -167,7 +167,7 @@ def data_entries(m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> tuple
     return rules + imports + sigs
 
 
-def all_ids(m: matrix_mod.Matrix, sig: matrix_mod.TraceSignatures) -> dict[str, tuple[Severity, ...]]:
+def all_ids(m: matrix.Matrix, sig: matrix.TraceSignatures) -> dict[str, tuple[Severity, ...]]:
     """Every id a report can carry, with its severities."""
     out: dict[str, tuple[Severity, ...]] = {}
     for e in (*ENTRIES, *data_entries(m, sig)):

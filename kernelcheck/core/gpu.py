@@ -31,9 +31,9 @@ _FORMS_HELP = ("Use the major.minor form, comma-separated: 8.0 (A100), 8.6 (RTX 
 @functools.lru_cache(maxsize=1)
 def known() -> tuple[Capability, ...]:
     """The compute capabilities NVIDIA GPUs have (matrix/gpus.toml)."""
-    from kernelcheck.core import matrix as matrix_mod
+    from kernelcheck.core import matrix
 
-    data = matrix_mod._load("gpus.toml")["capabilities"]
+    data = matrix._load("gpus.toml")["capabilities"]
     return tuple(Capability.parse(c) for c in data["known"])
 
 

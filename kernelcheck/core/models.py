@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import paths, settings
+from kernelcheck.core import matrix, paths, settings
 from kernelcheck.core.errors import BadInput, UnresolvedHost
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -41,7 +40,7 @@ class ResolvedModel:
     id: str | None
     model_type: str
     source: str  # alias | shipped-config | local | hf-cache | hub | model_type
-    spec: matrix_mod.ModelType
+    spec: matrix.ModelType
     config: dict[str, Any] = field(default_factory=dict)
     alias: str | None = None
     notes: tuple[str, ...] = ()
@@ -103,17 +102,17 @@ def _check_fields(cfg: dict[str, Any], path: Path) -> None:
                                f"expects a string there (for example \"{'sdpa' if 'attn' in key else 'qwen3_5'}\").")
 
 
-InstalledSpec = Callable[[str], "matrix_mod.ModelType | None"]  # a model_type the matrix lacks -> its spec, or None
+InstalledSpec = Callable[[str], "matrix.ModelType | None"]  # a model_type the matrix lacks -> its spec, or None
 
 
-def _matrix_only(model_type: str) -> matrix_mod.ModelType | None:
+def _matrix_only(model_type: str) -> matrix.ModelType | None:
     """No lookup beyond the matrix (the installed transformers is asked in integrations/transformers_models.py)."""
     return None
 
 
 def _spec_for(model_type: str, cfg: dict[str, Any], query: str,
-              installed: InstalledSpec) -> tuple[str, matrix_mod.ModelType]:
-    m = matrix_mod.load()
+              installed: InstalledSpec) -> tuple[str, matrix.ModelType]:
+    m = matrix.load()
     if model_type in m.model_types:
         return model_type, m.model_types[model_type]
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
@@ -245,7 +244,7 @@ def _from_config(q: str, repo_id: str | None, source: str, cfg: dict[str, Any], 
     return ResolvedModel(q, repo_id, mt, source, spec, cfg, alias=alias)
 
 
-def _resolve_alias(m: matrix_mod.Matrix, q: str, installed: InstalledSpec) -> ResolvedModel | None:
+def _resolve_alias(m: matrix.Matrix, q: str, installed: InstalledSpec) -> ResolvedModel | None:
     """An alias name, or a Hub id that an alias stands for; None when `q` is neither."""
     alias = m.aliases.get(q.lower())
     if alias is None:  # a Hub id that an alias stands for
@@ -294,7 +293,7 @@ def _resolve_hub_id(q: str, installed: InstalledSpec) -> ResolvedModel:
                    "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
 
 
-def _unknown(m: matrix_mod.Matrix, q: str) -> BadInput:
+def _unknown(m: matrix.Matrix, q: str) -> BadInput:
     """The error for a query that is no alias, path, model_type or Hub id, with close names as hints."""
     names = list(m.aliases) + list(m.model_types)
     close = difflib.get_close_matches(q.lower(), names, n=3, cutoff=0.5)
@@ -307,7 +306,7 @@ def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedMode
     """Resolve `query` to a model; raises BadInput with a helpful message when it cannot. `installed` gives the
     spec of a model_type the matrix does not list (integrations/transformers_models.py asks the installed
     transformers; its `resolve` passes it); the default knows the matrix only."""
-    m = matrix_mod.load()
+    m = matrix.load()
     q = query.strip()
     if not q:
         raise BadInput("--model is empty. Give an alias (kernelcheck models), a Hub id like Qwen/Qwen3.8-27B, "
@@ -329,7 +328,7 @@ def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedMode
 
 def needs(model: ResolvedModel, functions: tuple[str, ...] | None = None) -> Needs:
     """The model's needs: functions from the installed transformers when known, else the matrix."""
-    m = matrix_mod.load()
+    m = matrix.load()
     funcs = functions if functions is not None else model.spec.functions
     pkgs = tuple(dict.fromkeys(m.functions[f].package for f in funcs if f in m.functions))
     attn = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")

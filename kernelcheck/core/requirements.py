@@ -7,10 +7,10 @@ from importlib import metadata
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 
 
-def requirements_unmet(m: matrix_mod.Matrix) -> tuple[str, ...]:
+def requirements_unmet(m: matrix.Matrix) -> tuple[str, ...]:
     """The `requirement_unmet` pairs of the breakage rules that hold here (read from installed metadata)."""
     pairs = {w for b in m.breakages for w in b.when.get("requirement_unmet", ())}
     return tuple(sorted(w for w in pairs if requirement_unmet(*w.split(":", 1))))

@@ -11,13 +11,13 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Environment
 
 # the conditions a rule may name: core/matrix.py, which validates them; every other key is a version key (one of
-# matrix_mod.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
-_CAPABILITY_KEYS = matrix_mod.CAPABILITY_KEYS
+# matrix.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
+_CAPABILITY_KEYS = matrix.CAPABILITY_KEYS
 
 
 def base_version(v: str | None) -> Version | None:
@@ -63,14 +63,14 @@ class Facts:
         return self.fla_dispatch(self.env, self.functions or self.fla_ops)
 
 
-def _fla_ops(m: matrix_mod.Matrix) -> tuple[str, ...]:
+def _fla_ops(m: matrix.Matrix) -> tuple[str, ...]:
     """Every fla op kernelcheck knows: the functions of matrix/functions.toml whose package is fla."""
     return tuple(f.name for f in m.functions.values() if f.package == "fla")
 
 
 @dataclass(frozen=True)
 class RuleHit:
-    rule: matrix_mod.Breakage
+    rule: matrix.Breakage
     message: str
     fix: str
     certain: bool  # False when a condition could not be decided (e.g. unknown build compiler)
@@ -139,7 +139,7 @@ def holds(key: str, want: Any, facts: Facts) -> bool | None:
 
 
 
-def evaluate(facts: Facts, m: matrix_mod.Matrix) -> list[RuleHit]:
+def evaluate(facts: Facts, m: matrix.Matrix) -> list[RuleHit]:
     """The rules of `m` (the loaded matrix/, passed in by the command) that may apply to `facts`, each with its
     message and fix filled in."""
     facts = dataclasses.replace(facts, fla_ops=facts.fla_ops or _fla_ops(m))
@@ -168,7 +168,7 @@ def _backward_reason(facts: Facts) -> str:
     return ops[0].reason if ops else "fla's backend for it could not be decided"
 
 
-def match_runtime_error(error: str, m: matrix_mod.Matrix) -> matrix_mod.ImportErrorRule | None:
+def match_runtime_error(error: str, m: matrix.Matrix) -> matrix.ImportErrorRule | None:
     """The [[runtime_error]] entry of matrix/breakages.toml whose pattern the exception text matches."""
     import re
 
@@ -178,7 +178,7 @@ def match_runtime_error(error: str, m: matrix_mod.Matrix) -> matrix_mod.ImportEr
     return None
 
 
-def match_import_error(error: str, m: matrix_mod.Matrix) -> matrix_mod.ImportErrorRule | None:
+def match_import_error(error: str, m: matrix.Matrix) -> matrix.ImportErrorRule | None:
     import re
 
     for r in m.import_errors:

@@ -7,7 +7,7 @@ the choice, and says so when fla's dispatch code does not read as a layout kerne
 
 from __future__ import annotations
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
@@ -18,7 +18,7 @@ from kernelcheck.report.sections import BackendsSection
 def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
     """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
     GPU that is not this machine's, as with --arch)."""
-    fla = matrix_mod.load().packages["fla"].distributions  # fla-core, flash-linear-attention
+    fla = matrix.load().packages["fla"].distributions  # fla-core, flash-linear-attention
     return tuple(fs.name for fs in functions if fs.package in fla
                  and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from kernelcheck.core import decide
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import decide, matrix
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.capability import sm_name
 from kernelcheck.core.environment import Environment, PackageState
@@ -108,14 +107,14 @@ def _lowest(req: Requirement) -> str | None:
     return None
 
 
-def _import_name(dist: str, m: matrix_mod.Matrix) -> str:
+def _import_name(dist: str, m: matrix.Matrix) -> str:
     for pkg in m.packages.values():
         if dist in (_norm(d) for d in pkg.distributions):
             return pkg.name
     return dist.replace("-", "_")
 
 
-def after(change: Change, state: State, m: matrix_mod.Matrix) -> tuple[Environment, frozenset[str]]:
+def after(change: Change, state: State, m: matrix.Matrix) -> tuple[Environment, frozenset[str]]:
     """The environment and the bound packages once `change` is applied (pure)."""
     env, bound = state.env, set(state.bound)
     packages, present = dict(env.packages), dict(env.present)
@@ -149,12 +148,12 @@ def after(change: Change, state: State, m: matrix_mod.Matrix) -> tuple[Environme
     return replace(env, packages=packages, present=present, triton=triton), frozenset(bound)
 
 
-def _backs_a_used_function(name: str, state: State, m: matrix_mod.Matrix) -> bool:
+def _backs_a_used_function(name: str, state: State, m: matrix.Matrix) -> bool:
     dists = set(m.packages[name].distributions) if name in m.packages else {name}
     return any(fs.used and fs.package in dists for fs in state.functions)
 
 
-def verdict_after(change: Change, state: State, m: matrix_mod.Matrix, fixed: str | None = None
+def verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | None = None
                   ) -> tuple[Verdict, list[rules_mod.RuleHit]]:
     """The verdict doctor would print once `change` is applied, and the certain rule hits there.
 
@@ -187,7 +186,7 @@ def _worse(a: Verdict, b: Verdict) -> bool:
     return worst([a, b]) != b
 
 
-def check(fix: str | None, state: State, m: matrix_mod.Matrix, fixed: str | None = None) -> Checked:
+def check(fix: str | None, state: State, m: matrix.Matrix, fixed: str | None = None) -> Checked:
     """`fix` as it may be printed in `state`: kept, or replaced (with the reason) where it would make things worse."""
     change = parse(fix)
     if change is None:
@@ -213,7 +212,7 @@ def _severity_verdict(severity: Severity) -> Verdict:
     return decide.verdict((), (Finding("-", severity, ""),))
 
 
-def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix_mod.Matrix, fixed: str | None,
+def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix.Matrix, fixed: str | None,
              now: Verdict) -> str | None:
     """The command plus the worsening rule's own install, when that is an install too and is not worse."""
     extra = parse(culprit.fix)
@@ -237,7 +236,7 @@ _CAP = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
 _CHANGEABLE = ("bound", "absent", "requirement_unmet", "built_nvcc")  # what a fix itself may change
 
 
-def where_safe(rule: matrix_mod.Breakage, state: State) -> str:
+def where_safe(rule: matrix.Breakage, state: State) -> str:
     """Where `rule` does not apply, from its conditions that this environment holds now (the fix cannot change
     those): "on a machine with an NVIDIA GPU, or with transformers outside >=5.15,<5.25"."""
     facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model,
@@ -262,7 +261,7 @@ def _condition_words(key: str, want: Any, mode: str) -> str:
     return f"with {key} outside {want}"
 
 
-def guard(state: State, m: matrix_mod.Matrix) -> tuple[list[Finding], dict[str, decide.CheckedFix]]:
+def guard(state: State, m: matrix.Matrix) -> tuple[list[Finding], dict[str, decide.CheckedFix]]:
     """Every fix `state` prints, checked: the findings as they may be printed, and the functions' checked fixes."""
     findings = []
     for f in state.findings:
@@ -303,7 +302,7 @@ def pinned_triton() -> str | None:
 def apply_to(report: Report, env: Environment, mode: str, query: str | None, bound: frozenset[str],
              built_nvcc: Mapping[str, str]) -> None:
     """doctor's step: the report's findings and functions with every fix checked (the edge: reads torch's pin)."""
-    m = matrix_mod.load()
+    m = matrix.load()
     if query is None:  # no model: any importable kernel package may be bound by the job's model
         bound = frozenset(n for n, st in env.packages.items() if st.installed and st.imports)
     state = State(env, mode, tuple(report.functions), tuple(report.findings), bound, query or "",

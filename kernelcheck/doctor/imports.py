@@ -34,11 +34,9 @@ import time
 import warnings
 from typing import IO, Any
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
+from kernelcheck.core import environment, matrix, settings
 from kernelcheck.doctor import proofcache
-from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers
 from kernelcheck.report.model import ImportProof, Report
 from kernelcheck.report.progress import working
 
@@ -74,14 +72,14 @@ def _attr_check(module: str, function: str) -> dict[str, Any]:
 def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
     kind = step["kind"]
     if kind == "resolve":
-        read = bindings_mod.StaticRead(step["dotted"], (), step["submodule_fallback"])
-        return bindings_mod.resolve_decorated(read, bindings_mod.Decorated(**step["decorated"]))
+        read = transformers.StaticRead(step["dotted"], (), step["submodule_fallback"])
+        return transformers.resolve_decorated(read, transformers.Decorated(**step["decorated"]))
     if kind == "exact":
-        return dataclasses.asdict(bindings_mod.bind_exact(step["module"], tuple(step["functions"])))
+        return dataclasses.asdict(transformers.bind_exact(step["module"], tuple(step["functions"])))
     if kind == "probe":
-        return dataclasses.asdict(environment_mod.probe_package(matrix_mod.load().packages[step["name"]]))
+        return dataclasses.asdict(environment.probe_package(matrix.load().packages[step["name"]]))
     if kind == "attrs":  # `why_torch`'s check, for the functions of packages that imported in this child
-        m = matrix_mod.load()
+        m = matrix.load()
         fns = list(step["functions"])
         for i in step.get("discovered_from", []):
             fns.extend(results[i].get("discovered", []))
@@ -147,8 +145,8 @@ class ImportProbe:
     `send`; the readers (`packages`, `resolved`, `exact`, `attr`) join the children on first use."""
 
     def __init__(self) -> None:
-        m = matrix_mod.load()
-        self._absent = {n: environment_mod.absent_state(p) for n, p in m.packages.items()}
+        m = matrix.load()
+        self._absent = {n: environment.absent_state(p) for n, p in m.packages.items()}
         self.installed = [n for n, st in self._absent.items() if st is None]
         self._children: list[_Child] = []
         self._joined = False
@@ -233,17 +231,17 @@ class ImportProbe:
         return i, len(c.steps) - 1
 
     @staticmethod
-    def _resolve_step(read: bindings_mod.StaticRead, d: bindings_mod.Decorated) -> dict[str, Any]:
+    def _resolve_step(read: transformers.StaticRead, d: transformers.Decorated) -> dict[str, Any]:
         return {"kind": "resolve", "dotted": read.dotted, "submodule_fallback": read.submodule_fallback,
                 "decorated": dataclasses.asdict(d)}
 
-    def plan_static(self, read: bindings_mod.StaticRead, functions: tuple[str, ...]) -> None:
+    def plan_static(self, read: transformers.StaticRead, functions: tuple[str, ...]) -> None:
         """The decorator regime read from source: each decorator resolved in the child of its package, then each
         package probed, then `why_torch`'s checks, package by package (the order of doctor's old sequence)."""
         k = max(1, len(self._children))
         self._owner = {n: i % k for i, n in enumerate(self.installed)}
         for d in read.decorated:
-            if d.package not in self._owner and environment_mod._safe_find(d.package.split(".")[0]):
+            if d.package not in self._owner and environment._safe_find(d.package.split(".")[0]):
                 self._owner[d.package] = 0
             if d.package in self._owner:
                 self._resolve_at.append(self._add(self._owner[d.package], self._resolve_step(read, d)))
@@ -251,11 +249,11 @@ class ImportProbe:
                 self._resolve_at.append(None)  # not installed: its import fails at once, in any process
         for n in self.installed:
             self._probe_at[n] = self._add(self._owner[n], {"kind": "probe", "name": n})
-        fns = list(bindings_mod.bindings_from_static(read, functions, [None] * len(read.decorated)).bindings)
+        fns = list(transformers.bindings_from_static(read, functions, [None] * len(read.decorated)).bindings)
         for i in sorted(set(self._owner.values())):
             self._attrs_at[i] = self._add(i, {"kind": "attrs", "functions": fns})
 
-    def plan_sequence(self, read: bindings_mod.StaticRead | None, module: str, functions: tuple[str, ...],
+    def plan_sequence(self, read: transformers.StaticRead | None, module: str, functions: tuple[str, ...],
                       exacts: int) -> None:
         """One child runs doctor's old sequence: the static resolutions (if any), `exacts` imports of the
         modeling module (bind_exact), every probe, then `why_torch`'s checks."""
@@ -408,43 +406,43 @@ class ImportProbe:
 
     # readers ----------------------------------------------------------------------------------------------
 
-    def packages(self) -> dict[str, environment_mod.PackageState]:
+    def packages(self) -> dict[str, environment.PackageState]:
         """Every kernel package's state, in matrix order, as with_packages gives it."""
-        out: dict[str, environment_mod.PackageState] = {}
+        out: dict[str, environment.PackageState] = {}
         for n, absent in self._absent.items():
             if absent is not None:
                 out[n] = absent
                 continue
             res, failure = self._result(self._probe_at[n]) if n in self._probe_at else (None, "not probed")
             if res is not None:
-                out[n] = environment_mod.PackageState(**res)
+                out[n] = environment.PackageState(**res)
             else:
-                info = matrix_mod.load().packages[n]
+                info = matrix.load().packages[n]
                 version = dist = None
                 for d in info.distributions:
-                    version = environment_mod.dist_version(d)
+                    version = environment.dist_version(d)
                     if version:
                         dist = d
                         break
-                out[n] = environment_mod.PackageState(n, installed=True, version=version, distribution=dist,
+                out[n] = environment.PackageState(n, installed=True, version=version, distribution=dist,
                                                       imports=False, error=failure)
         return out
 
-    def resolved(self, read: bindings_mod.StaticRead) -> list[str | None]:
+    def resolved(self, read: transformers.StaticRead) -> list[str | None]:
         """What transformers takes for each of read.decorated (None: the torch function)."""
         out = [None if at is None else self._result(at)[0] for at in self._resolve_at]
         if len(out) != len(read.decorated):
             raise RuntimeError("import plan and static reading disagree")
         return out
 
-    def exact(self, i: int) -> bindings_mod.BindingResult:
+    def exact(self, i: int) -> transformers.BindingResult:
         """The i-th bind_exact of plan_sequence."""
         res, failure = self._result(self._exact_at[i])
         if res is None:
-            return bindings_mod.BindingResult(bindings_mod.detect_regime(), self._exact_dotted, {},
+            return transformers.BindingResult(transformers.detect_regime(), self._exact_dotted, {},
                                               module_error=failure)
-        return bindings_mod.BindingResult(
-            res["regime"], res["module"], {k: bindings_mod.Binding(**v) for k, v in res["bindings"].items()},
+        return transformers.BindingResult(
+            res["regime"], res["module"], {k: transformers.Binding(**v) for k, v in res["bindings"].items()},
             res["module_error"], tuple(res["discovered"]))
 
     def attr(self, module: str, fn: str, package: str) -> dict[str, Any]:

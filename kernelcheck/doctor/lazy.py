@@ -17,29 +17,26 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import models as models_mod
-from kernelcheck.core import settings
+from kernelcheck.core import environment, matrix, models, settings
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.doctor.wording import install_fix, no_device_reason
-from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers
 from kernelcheck.report.model import Finding, FunctionStatus
 
 if TYPE_CHECKING:
     from kernelcheck.integrations.transformers_hub import TransformersHub
 
 
-def _cuda(env: environment_mod.Environment) -> bool:
+def _cuda(env: environment.Environment) -> bool:
     return bool(env.cuda_gpu and env.torch and env.torch.cuda)
 
 
 def _hub_state(repo: dict[str, Any]) -> tuple[bool, str]:
     """(cached, where) for a _HUB_KERNEL_MAPPING entry in the cache kernels reads."""
-    from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_hub
 
     try:
-        snap, _ref, _commit, why = hub_mod._cache_snapshot(repo["repo_id"], repo.get("version", 1)
+        snap, _ref, _commit, why = kernels_hub._cache_snapshot(repo["repo_id"], repo.get("version", 1)
                                                            if repo.get("revision") is None else None,
                                                            repo.get("revision"))
     except Exception as exc:  # noqa: BLE001 - no huggingface_hub: kernels could not fetch either
@@ -64,8 +61,8 @@ def _pip_resolves(package: str, path: str) -> Any:
         return None
 
 
-def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Environment, available: set[str],
-                    m: matrix_mod.Matrix, query: str | None) -> tuple[str, str | None] | None:
+def _missing_reason(name: str, b: transformers.Binding, env: environment.Environment, available: set[str],
+                    m: matrix.Matrix, query: str | None) -> tuple[str, str | None] | None:
     """Why lazy_load_kernel leaves `name` None here (reason, fix), or None when it resolves."""
     kernel = b.extra["kernel"]
     check = f"is_{kernel.replace('-', '_')}_available"
@@ -92,8 +89,8 @@ def _missing_reason(name: str, b: bindings_mod.Binding, env: environment_mod.Env
     return None
 
 
-def _torch_path_reason(fn: str, b: bindings_mod.Binding, missing: dict[str, tuple[str, str | None]],
-                       env: environment_mod.Environment, m: matrix_mod.Matrix) -> tuple[str, str | None]:
+def _torch_path_reason(fn: str, b: transformers.Binding, missing: dict[str, tuple[str, str | None]],
+                       env: environment.Environment, m: matrix.Matrix) -> tuple[str, str | None]:
     """(reason, fix) for a function whose layer takes its torch path: its own missing kernel, another's, or no GPU."""
     own = missing.get(fn)
     if own is not None:
@@ -106,8 +103,8 @@ def _torch_path_reason(fn: str, b: bindings_mod.Binding, missing: dict[str, tupl
     return reason, "run on a machine with an NVIDIA GPU and a CUDA build of torch"
 
 
-def _missing_reasons(result: bindings_mod.BindingResult, env: environment_mod.Environment, available: set[str],
-                     m: matrix_mod.Matrix, query: str | None) -> dict[str, tuple[str, str | None]]:
+def _missing_reasons(result: transformers.BindingResult, env: environment.Environment, available: set[str],
+                     m: matrix.Matrix, query: str | None) -> dict[str, tuple[str, str | None]]:
     """Why each bound function's pip kernel is not found, for the functions whose kernel is missing."""
     missing: dict[str, tuple[str, str | None]] = {}
     for fn, b in result.bindings.items():
@@ -117,19 +114,19 @@ def _missing_reasons(result: bindings_mod.BindingResult, env: environment_mod.En
     return missing
 
 
-def _hub_offline_broken(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
-                        env: environment_mod.Environment, th: TransformersHub, uncached: dict[str, Any],
-                        layers: set[str], m: matrix_mod.Matrix, ref: str | None
+def _hub_offline_broken(model: models.ResolvedModel, result: transformers.BindingResult,
+                        env: environment.Environment, th: TransformersHub, uncached: dict[str, Any],
+                        layers: set[str], m: matrix.Matrix, ref: str | None
                         ) -> tuple[list[FunctionStatus], list[Finding]]:
     """All functions broken: transformers fetches Hub kernels at build time, offline, and the cache lacks some."""
-    from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_hub
 
     tv = env.transformers
     names = ", ".join(f"{r['repo_id']} (lazy_load_kernel('{k}'))" for k, r in uncached.items())
     why = (f"building {model.model_type} raises in {', '.join(sorted(layers))}.__init__: transformers {tv} "
            f"fetches Hub kernels there whenever kernels {env.kernels} is inside its window "
            f"({th.window_text}), USE_HUB_KERNELS is not consulted, and HF_HUB_OFFLINE is set while the cache "
-           f"({hub_mod.cache_dir()}) lacks {names}: get_kernel raises ValueError ('... is not available in "
+           f"({kernels_hub.cache_dir()}) lacks {names}: get_kernel raises ValueError ('... is not available in "
            "the local cache and Hugging Face Hub is in offline mode'), which lazy_load_kernel does not catch")
     gets = "; ".join(f"get_kernel('{r['repo_id']}', version={r.get('version', 1)})" for r in uncached.values())
     fix = ("prefetch while online, on this image: python -c \"from kernels import get_kernel; " + gets
@@ -144,17 +141,17 @@ def _hub_offline_broken(model: models_mod.ResolvedModel, result: bindings_mod.Bi
     return statuses, findings
 
 
-def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
-                  env: environment_mod.Environment, mode: str, query: str | None
+def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResult,
+                  env: environment.Environment, mode: str, query: str | None
                   ) -> tuple[list[FunctionStatus], list[Finding]]:
-    from kernelcheck.integrations import kernels_hub as hub_mod
+    from kernelcheck.integrations import kernels_hub
 
-    m = matrix_mod.load()
+    m = matrix.load()
     lz = m.transformers.get("lazy_kernels") or {}
     ref = lz.get("reference")
     raises = (lz.get("raises") or {}).get(model.model_type)
-    hub_map, available, _ = bindings_mod.lazy_kernel_sources()
-    th = hub_mod.transformers_hub()
+    hub_map, available, _ = transformers.lazy_kernel_sources()
+    th = kernels_hub.transformers_hub()
     hub_on = bool(env.kernels and th.window and th.window_met)
     tv = env.transformers
     statuses: list[FunctionStatus] = []
@@ -216,6 +213,6 @@ def lazy_statuses(model: models_mod.ResolvedModel, result: bindings_mod.BindingR
     return statuses, findings
 
 
-def _dist(m: matrix_mod.Matrix, b: bindings_mod.Binding, fn: str) -> str:
+def _dist(m: matrix.Matrix, b: transformers.Binding, fn: str) -> str:
     pkg = m.packages.get(b.package) or m.packages.get(m.functions[fn].package if fn in m.functions else "")
     return pkg.install_distribution if pkg else b.package

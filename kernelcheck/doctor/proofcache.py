@@ -49,8 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
+from kernelcheck.core import matrix, settings
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +188,7 @@ def _packages() -> dict[str, Any]:
     """Each kernel package of the matrix that is here, what it needs (matrix) and requires (its metadata, one
     level): every file; torch, transformers and kernels: version, RECORD and folder listing. Any other
     distribution's version is in the sys.path listings (its dist-info folder's name)."""
-    m = matrix_mod.load()
+    m = matrix.load()
     deep: list[str] = []
     out: dict[str, Any] = {}
     for info in m.packages.values():
@@ -248,7 +247,7 @@ def _machine() -> dict[str, Any]:
 
 
 def _environ() -> dict[str, str]:
-    prefixes = (*ENV_PREFIXES, *(p.env_prefix for p in matrix_mod.load().packages.values() if p.env_prefix))
+    prefixes = (*ENV_PREFIXES, *(p.env_prefix for p in matrix.load().packages.values() if p.env_prefix))
     return {k: v for k, v in sorted(os.environ.items())
             if (k.startswith(prefixes) or k in ENV_NAMES) and k not in ENV_IGNORED}
 

@@ -6,30 +6,21 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from kernelcheck.core import decide, manifest
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import models as models_mod
+from kernelcheck.core import decide, environment, manifest, matrix, models
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Mode, Severity, Status
-from kernelcheck.doctor import backends as backends_mod
-from kernelcheck.doctor import drift, fixcheck
-from kernelcheck.doctor import imports as imports_mod
-from kernelcheck.doctor import source_notes as notes_mod
-from kernelcheck.doctor import submodel as submodel_mod
+from kernelcheck.doctor import backends, drift, fixcheck, imports, source_notes, submodel
 from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
-from kernelcheck.integrations import fla_dispatch, transformers_models
-from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.integrations import transformers_types as types_mod
+from kernelcheck.integrations import fla_dispatch, transformers, transformers_models, transformers_types
 from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
 from kernelcheck.report.progress import Ticker
 from kernelcheck.report.sections import EnvironmentView, ModelRef
 
 
-def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environment_mod.Environment, module: str,
+def _unbound_status(fn: str, dist: str, b: transformers.Binding, env: environment.Environment, module: str,
                     phase: str) -> FunctionStatus:
     """A function the module binds no kernel to: nothing to check, and nothing to install (used=False: no
     kernel path exists for it, so it is no fallback)."""
@@ -43,12 +34,12 @@ def _unbound_status(fn: str, dist: str, b: bindings_mod.Binding, env: environmen
 
 
 def function_statuses(
-    needs: models_mod.Needs, result: bindings_mod.BindingResult, env: environment_mod.Environment,
+    needs: models.Needs, result: transformers.BindingResult, env: environment.Environment,
     mode: str, query: str | None, attr: AttrCheck = attr_in_process,
 ) -> list[FunctionStatus]:
-    m = matrix_mod.load()
+    m = matrix.load()
     out = []
-    in_prefill = notes_mod.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
+    in_prefill = source_notes.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         pkg = m.packages.get(b.package or (info.package if info else ""))
@@ -77,7 +68,7 @@ def function_statuses(
     return out
 
 
-def _checks_device_per_call(env: environment_mod.Environment, m: matrix_mod.Matrix) -> bool:
+def _checks_device_per_call(env: environment.Environment, m: matrix.Matrix) -> bool:
     """Decorator-regime transformers (callers pass only decorator bindings) outside the no_device_check range
     (matrix/transformers.toml) test each call's input device (5.25: `use_kernel_func_from_hub_with_fallback`
     falls back for unsupported devices)."""
@@ -87,8 +78,8 @@ def _checks_device_per_call(env: environment_mod.Environment, m: matrix_mod.Matr
     return not any(rules_mod.version_in(env.transformers, r) for r in ranges)
 
 
-def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment, query: str | None) -> FunctionStatus:
-    m = matrix_mod.load()
+def _attention_status(needs: models.Needs, env: environment.Environment, query: str | None) -> FunctionStatus:
+    m = matrix.load()
     impl = needs.attn_implementation
     if not needs.attention_package:
         return FunctionStatus(f"attention:{impl}", "torch", Status.FAST,
@@ -112,7 +103,7 @@ def _attention_status(needs: models_mod.Needs, env: environment_mod.Environment,
     return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.FAST, pkg.name, None, None, "attention")
 
 
-def environment_findings(env: environment_mod.Environment) -> list[Finding]:
+def environment_findings(env: environment.Environment) -> list[Finding]:
     out = []
     if env.torch and not env.torch.cuda:
         out.append(Finding("torch-cpu-build", Severity.INFO,
@@ -123,7 +114,7 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
                            "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
     for name, st in env.packages.items():
         if st.installed and not st.imports:
-            rule = rules_mod.match_import_error(st.error or "", matrix_mod.load())
+            rule = rules_mod.match_import_error(st.error or "", matrix.load())
             fill = import_error_fill(env, st.distribution or name, name, None)
             out.append(Finding(rule.id if rule else f"{name}-import-fails", Severity.WARNING,
                                (rule.message.format(**fill) + " " if rule else "")
@@ -137,9 +128,9 @@ def environment_findings(env: environment_mod.Environment) -> list[Finding]:
 def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[Finding]:
     """What can change the dispatch at run time without any package change: variables that transformers,
     fla or kernels read, and Unsloth, which swaps fla in when it is imported."""
-    dist_version = dist_version or environment_mod.dist_version
+    dist_version = dist_version or environment.dist_version
     out: list[Finding] = []
-    set_vars = list(environment_mod.dispatch_variables(environ))
+    set_vars = list(environment.dispatch_variables(environ))
     if set_vars:
         out.append(Finding("dispatch-env", Severity.INFO,
                            "variables that change which kernel runs are set here: "
@@ -159,13 +150,13 @@ def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[
     return out
 
 
-def _transformers_findings(env: environment_mod.Environment, regime: str) -> list[Finding]:
+def _transformers_findings(env: environment.Environment, regime: str) -> list[Finding]:
     out: list[Finding] = []
     if not env.transformers:
         return out
-    from kernelcheck.integrations import kernels_hub as hub_mod  # reads transformers' source: no transformers import
+    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no transformers import
 
-    th = hub_mod.transformers_hub()
+    th = kernels_hub.transformers_hub()
     if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
@@ -180,7 +171,7 @@ def _transformers_findings(env: environment_mod.Environment, regime: str) -> lis
     return out
 
 
-def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment_mod.Environment | None = None,
+def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
            hub_source: str = "auto", isolate: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
@@ -193,7 +184,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment_mod.Envir
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
-    started: list[imports_mod.ImportProbe] = []
+    started: list[imports.ImportProbe] = []
     single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
         if single is not None:  # fork the children once torch is imported, before any CUDA call
@@ -201,10 +192,10 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment_mod.Envir
 
             def fork_children() -> None:
                 ticker.stop()
-                started.append(imports_mod.ImportProbe.start(single, query))
+                started.append(imports.ImportProbe.start(single, query))
 
             try:
-                env = environment_mod.probe(packages=False, after_torch_import=fork_children)
+                env = environment.probe(packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
         report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
@@ -220,29 +211,29 @@ def _single_sequence(query: str | None) -> bool | None:
     """Whether one import child must run doctor's whole sequence (a modeling module is imported: transformers
     <= 5.14, or newer than tested); None where doctor stops with bad input before any import (a model but no
     transformers)."""
-    version = environment_mod.dist_version("transformers")
+    version = environment.dist_version("transformers")
     if query is not None and not version:
         return None
-    return query is not None and (bindings_mod.detect_regime() != "decorator" or _newer_than_tested(version))
+    return query is not None and (transformers.detect_regime() != "decorator" or _newer_than_tested(version))
 
 
-def _with_packages(env: environment_mod.Environment,
-                   probe: imports_mod.ImportProbe | None) -> environment_mod.Environment:
+def _with_packages(env: environment.Environment,
+                   probe: imports.ImportProbe | None) -> environment.Environment:
     if probe is None or env.packages:
-        return environment_mod.with_packages(env)
+        return environment.with_packages(env)
     return replace(env, packages=probe.packages())
 
 
-def _bind(model: models_mod.ResolvedModel, report: Report, env: environment_mod.Environment, exact: bool,
-          probe: imports_mod.ImportProbe | None) -> bindings_mod.BindingResult:
+def _bind(model: models.ResolvedModel, report: Report, env: environment.Environment, exact: bool,
+          probe: imports.ImportProbe | None) -> transformers.BindingResult:
     """What transformers binds, read as before; with `probe`, every import in it runs in the children."""
     spec = model.spec
     newer = not exact and _newer_than_tested(env.transformers)
     if probe is None:
-        result = bindings_mod.bind(spec.module, spec.functions, exact=exact)
+        result = transformers.bind(spec.module, spec.functions, exact=exact)
         return _cross_check(report, result, spec, env) if newer else result
-    read = bindings_mod.read_static(spec.module)
-    lazy = bindings_mod.bind_lazy(spec.module, spec.functions) if read is None else None
+    read = transformers.read_static(spec.module)
+    lazy = transformers.bind_lazy(spec.module, spec.functions) if read is None else None
     if lazy is not None:  # <= 5.14 Mamba family: read from source; the child only probes the packages
         probe.plan_sequence(None, spec.module, spec.functions, 0)
         probe.send()
@@ -250,17 +241,17 @@ def _bind(model: models_mod.ResolvedModel, report: Report, env: environment_mod.
     if read is not None and not newer:
         probe.plan_static(read, spec.functions)
         probe.send()
-        return bindings_mod.bindings_from_static(read, spec.functions, probe.resolved(read))
+        return transformers.bindings_from_static(read, spec.functions, probe.resolved(read))
     # as bind(): the static reading, or the modeling module imported when it cannot be read; then the
     # cross-check's import for a transformers newer than tested (one child runs them in this order)
     probe.plan_sequence(read, spec.module, spec.functions, (1 if read is None else 0) + (1 if newer else 0))
     probe.send()
-    result = (bindings_mod.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
+    result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
               else probe.exact(0))
     return _cross_check(report, result, spec, env, probe.exact(1 if read is None else 0)) if newer else result
 
 
-def _require_torch(env: environment_mod.Environment) -> None:
+def _require_torch(env: environment.Environment) -> None:
     """Refuse (BadInput) an environment where torch is missing or does not import."""
     if env.torch is None:
         raise BadInput("torch is not installed in this Python environment, so no kernel can run and transformers "
@@ -274,8 +265,8 @@ def _require_torch(env: environment_mod.Environment) -> None:
                                 "kernelcheck again.")
 
 
-def _environment_only(report: Report, env: environment_mod.Environment, mode: str, hub: bool | None,
-                      hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
+def _environment_only(report: Report, env: environment.Environment, mode: str, hub: bool | None,
+                      hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None) -> Report:
     """Fill the report of a doctor run without a model: environment, packages and runtime findings only."""
     if probe is not None:
         probe.plan_packages()
@@ -285,7 +276,7 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
     report.findings.extend(environment_findings(env))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
-    report.findings.extend(_transformers_findings(env, bindings_mod.detect_regime() if env.transformers else ""))
+    report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else ""))
     if hub is not False and env.transformers:
         _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
     # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
@@ -298,11 +289,11 @@ def _environment_only(report: Report, env: environment_mod.Environment, mode: st
     return report
 
 
-def _doctor(query: str | None, mode: str, env: environment_mod.Environment | None, exact: bool, hub: bool | None,
-            hub_device: str | None, hub_source: str, probe: imports_mod.ImportProbe | None) -> Report:
+def _doctor(query: str | None, mode: str, env: environment.Environment | None, exact: bool, hub: bool | None,
+            hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
-    env = env or environment_mod.probe(packages=False)
+    env = env or environment.probe(packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
     if query is None:
@@ -318,10 +309,10 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
             probe.plan_packages()
             probe.send()
         return _too_old_report(report, model, env, too_old, mode, probe)
-    result = submodel_mod.restrict(model, _bind(model, report, env, exact, probe), report.findings)
+    result = submodel.restrict(model, _bind(model, report, env, exact, probe), report.findings)
     env = _with_packages(env, probe)
     report.environment = EnvironmentView.of(env)
-    needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query,
@@ -331,13 +322,13 @@ def _doctor(query: str | None, mode: str, env: environment_mod.Environment | Non
     report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
-        report.findings.extend(notes_mod.source_findings(result.module, env, mode))  # the module's layers
+        report.findings.extend(source_notes.source_findings(result.module, env, mode))  # the module's layers
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
         report.functions = _unsloth_noted(report.functions)
     bound = _bound(report, result)
-    report.backends, backend_findings = backends_mod.section(env, report.functions, mode)  # fast ones, pre-rules
+    report.backends, backend_findings = backends.section(env, report.functions, mode)  # fast ones, pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
@@ -353,13 +344,13 @@ _UNSLOTH_NOTE = (" (note: a job that imports unsloth first runs unsloth_zoo's bu
 def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
     """fla-core's functions that fall back because fla-core is not installed get the unsloth note: a job that
     imports unsloth first has unsloth_zoo's bundled fla instead (decided on the cause, not on the words)."""
-    fla = matrix_mod.load().packages["fla"].install_distribution  # what unsloth_zoo's bundle stands in for
+    fla = matrix.load().packages["fla"].install_distribution  # what unsloth_zoo's bundle stands in for
     return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == fla and fs.reason
             and fs.cause == Cause.NOT_INSTALLED else fs for fs in functions]
 
 
-def _function_section(report: Report, model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
-                      needs: models_mod.Needs, env: environment_mod.Environment, mode: str, query: str,
+def _function_section(report: Report, model: models.ResolvedModel, result: transformers.BindingResult,
+                      needs: models.Needs, env: environment.Environment, mode: str, query: str,
                       attr: AttrCheck = attr_in_process) -> None:
     """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
     if result.module_error:
@@ -369,9 +360,9 @@ def _function_section(report: Report, model: models_mod.ResolvedModel, result: b
             _module_error_fix(result.module_error, env, query),
         ))
         for fn in needs.functions:
-            info = matrix_mod.load().functions.get(fn)
+            info = matrix.load().functions.get(fn)
             report.functions.append(FunctionStatus(
-                fn, matrix_mod.load().packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
+                fn, matrix.load().packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
                 f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
     elif result.regime == "lazy-kernel":
         from kernelcheck.doctor.lazy import lazy_statuses
@@ -383,13 +374,13 @@ def _function_section(report: Report, model: models_mod.ResolvedModel, result: b
         report.functions.extend(function_statuses(needs, result, env, mode, query, attr))
 
 
-def _bound(report: Report, result: bindings_mod.BindingResult) -> frozenset[str]:
+def _bound(report: Report, result: transformers.BindingResult) -> frozenset[str]:
     """The kernel packages transformers binds for a function used in this mode."""
     return frozenset(b.package for fn, b in result.bindings.items() if b.bound == "package"
                      and any(f.name == fn and f.used for f in report.functions))
 
 
-def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Environment, mode: str,
+def _apply_rules(report: Report, bound: frozenset[str], env: environment.Environment, mode: str,
                  query: str) -> list[decide.RuleEvidence]:
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
@@ -397,7 +388,7 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
                             functions=tuple(f.name for f in report.functions if f.used),
                             fla_dispatch=fla_dispatch.backends)
     certain = []
-    for hit in rules_mod.evaluate(facts, matrix_mod.load()):
+    for hit in rules_mod.evaluate(facts, matrix.load()):
         sev = hit.rule.severity if hit.certain else Severity.WARNING
         msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
         report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
@@ -408,21 +399,21 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment_mod.Env
 
 
 def _newer_than_tested(version: str | None) -> bool:
-    tested = matrix_mod.load().transformers.get("tested_through")
+    tested = matrix.load().transformers.get("tested_through")
     if not version or not tested:
         return False
     have, top = rules_mod.base_version(version), rules_mod.base_version(tested)
     return have is not None and top is not None and have > top
 
 
-def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matrix_mod.ModelType,
-                 env: environment_mod.Environment,
-                 exact: bindings_mod.BindingResult | None = None) -> bindings_mod.BindingResult:
+def _cross_check(report: Report, static: transformers.BindingResult, spec: matrix.ModelType,
+                 env: environment.Environment,
+                 exact: transformers.BindingResult | None = None) -> transformers.BindingResult:
     """transformers newer than any the tests cover: import the modeling module (here, or `exact` from the import
     children) and compare what it really bound with the static reading; the imported answer wins, every
     difference is a warning."""
-    tested = matrix_mod.load().transformers.get("tested_through")
-    exact = exact or bindings_mod.bind_exact(spec.module, spec.functions)
+    tested = matrix.load().transformers.get("tested_through")
+    exact = exact or transformers.bind_exact(spec.module, spec.functions)
     view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
     diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
     msg = (f"transformers {env.transformers} is newer than the newest version kernelcheck's tests cover ({tested}); "
@@ -439,9 +430,9 @@ def _cross_check(report: Report, static: bindings_mod.BindingResult, spec: matri
     return static if exact.module_error else exact
 
 
-def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) -> Finding | None:
+def _too_old(model: models.ResolvedModel, env: environment.Environment) -> Finding | None:
     """A model_type kernelcheck lists that the installed transformers does not register yet."""
-    known = types_mod.known_model_types()
+    known = transformers_types.known_model_types()
     if known is None or model.model_type in known or not model.spec.since:
         return None
     return Finding(
@@ -453,9 +444,9 @@ def _too_old(model: models_mod.ResolvedModel, env: environment_mod.Environment) 
         "matrix/models.toml since (first 5.x wheel holding the modeling module)")
 
 
-def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: environment_mod.Environment,
-                    finding: Finding, mode: str, probe: imports_mod.ImportProbe | None = None) -> Report:
-    m = matrix_mod.load()
+def _too_old_report(report: Report, model: models.ResolvedModel, env: environment.Environment,
+                    finding: Finding, mode: str, probe: imports.ImportProbe | None = None) -> Report:
+    m = matrix.load()
     env = _with_packages(env, probe)
     report.environment = EnvironmentView.of(env)
     report.findings.append(finding)
@@ -470,15 +461,15 @@ def _too_old_report(report: Report, model: models_mod.ResolvedModel, env: enviro
     return report
 
 
-def _hub_check(report: Report, env: environment_mod.Environment, module: str | None, functions: tuple[str, ...],
+def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
                mode: str, hub: bool | None, device: str | None, source: str, query: str | None) -> None:
     from kernelcheck.hub import check as hub_check
 
     hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
 
 
-def _module_error_fix(error: str, env: environment_mod.Environment, query: str) -> str | None:
-    rule = rules_mod.match_import_error(error, matrix_mod.load())
+def _module_error_fix(error: str, env: environment.Environment, query: str) -> str | None:
+    rule = rules_mod.match_import_error(error, matrix.load())
     if rule:
         return rule.fix.format(**import_error_fill(env, "the failing package", "", query))
     return "reinstall the package named in the error, or remove it to get the (slow) torch path"

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import logging
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import environment, matrix
 from kernelcheck.core.status import Mode, Severity
-from kernelcheck.integrations import transformers_calls as calls_mod
+from kernelcheck.integrations import transformers_calls
 from kernelcheck.report.model import Finding
 
 logger = logging.getLogger(__name__)
 
 
-def _decode_functions(m: matrix_mod.Matrix) -> dict[str, str]:
+def _decode_functions(m: matrix.Matrix) -> dict[str, str]:
     """registered name -> kernelcheck function, for every decode-phase function (misnamed registrations too)."""
     out = {fn: fn for fn, info in m.functions.items() if info.phase == "decode"}
     for e in m.transformers.get("misnamed", []):
@@ -29,16 +28,16 @@ def _decode_functions(m: matrix_mod.Matrix) -> dict[str, str]:
     return out
 
 
-def decode_in_prefill(module: str) -> dict[str, calls_mod.OutsideDecode]:
+def decode_in_prefill(module: str) -> dict[str, transformers_calls.OutsideDecode]:
     """{kernelcheck function: its first call outside single-token decode} in modeling module `module`."""
-    names = _decode_functions(matrix_mod.load())
-    out: dict[str, calls_mod.OutsideDecode] = {}
-    for c in calls_mod.decode_calls_outside_decode(module, set(names)):
+    names = _decode_functions(matrix.load())
+    out: dict[str, transformers_calls.OutsideDecode] = {}
+    for c in transformers_calls.decode_calls_outside_decode(module, set(names)):
         out.setdefault(names[c.registered], c)
     return out
 
 
-def source_findings(module: str, env: environment_mod.Environment, mode: str) -> list[Finding]:
+def source_findings(module: str, env: environment.Environment, mode: str) -> list[Finding]:
     out: list[Finding] = []
     tv = env.transformers
     if mode == Mode.TRAIN:
@@ -54,15 +53,15 @@ def source_findings(module: str, env: environment_mod.Environment, mode: str) ->
                 + ". It runs in a training or prefill forward that passes such a cache (assisted or speculative "
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
                 None, f"the installed {module} source"))
-    hooks = calls_mod.hooks(module)
+    hooks = transformers_calls.hooks(module)
     out += hook_findings(module, tv, hooks)
     return out
 
 
-def hook_findings(module: str, tv: str | None, hooks: calls_mod.Hooks) -> list[Finding]:
+def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks) -> list[Finding]:
     """kernelize hooks around functions kernelcheck checks (info), decorators it cannot read (warning)."""
     out: list[Finding] = []
-    known = set(matrix_mod.load().functions)
+    known = set(matrix.load().functions)
     relevant = [h for h in hooks.forward_functions if set(h[3]) & known or h[0] in known]
     for h in hooks.forward_functions:
         if h not in relevant:
@@ -81,9 +80,9 @@ def hook_findings(module: str, tv: str | None, hooks: calls_mod.Hooks) -> list[F
 
 def _hooks_finding(module: str, tv: str | None, relevant: list[tuple[str, str, int, tuple[str, ...]]],
                    kernelized: tuple[tuple[str, tuple[str, ...], int], ...]) -> Finding:
-    from kernelcheck.integrations import kernels_hub as hub_mod  # reads transformers' source: no import
+    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no import
 
-    th = hub_mod.transformers_hub()
+    th = kernels_hub.transformers_hub()
     mapped = {e.name: e for e in th.mapping}
     parts = []
     for fn, layer, line, called in relevant:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelcheck.core import models as models_mod
+from kernelcheck.core import models
 from kernelcheck.core.status import Finding, Severity
-from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.integrations import transformers_models
+from kernelcheck.integrations import transformers, transformers_models
 
 
-def restrict(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult,
-             findings: list[Finding]) -> bindings_mod.BindingResult:
+def restrict(model: models.ResolvedModel, result: transformers.BindingResult,
+             findings: list[Finding]) -> transformers.BindingResult:
     """`result` without the module's functions the tower never calls (an info finding in `findings` names them)."""
     tower = transformers_models.tower_of(model.model_type) if model.spec.family == "unknown" else None
     if tower is None:

@@ -7,24 +7,22 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import rules as rules_mod
+from kernelcheck.core import environment, matrix, rules
 from kernelcheck.core.status import Cause, Status, StatusWord
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import transformers as bindings_mod
 
 
-def device_ok(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment) -> bool:
+def device_ok(pkg: matrix.PackageInfo, env: environment.Environment) -> bool:
     return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
 
 
-def import_error_fill(env: environment_mod.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
+def import_error_fill(env: environment.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
     """The values an import_error rule's message and fix are formatted with."""
     torch_v = env.torch.version if env.torch else None
     return {"dist": dist, "package": package, "model": query or "M", "torch": torch_v or "?",
-            "torch_mm": environment_mod.torch_minor(torch_v) or "0.0"}
+            "torch_mm": environment.torch_minor(torch_v) or "0.0"}
 
 
 AttrCheck = Callable[[str, str, str], dict[str, Any]]
@@ -47,7 +45,7 @@ class Why(NamedTuple):
     cause: Cause | None = None
 
 
-def _why_misnamed(b: bindings_mod.Binding, env: environment_mod.Environment, m: matrix_mod.Matrix) -> Why | None:
+def _why_misnamed(b: bindings_mod.Binding, env: environment.Environment, m: matrix.Matrix) -> Why | None:
     """The reason when transformers registered the kernel under a name it never looks up (matrix "misnamed")."""
     if b.registered_as:
         for e in m.transformers.get("misnamed", []):
@@ -56,7 +54,7 @@ def _why_misnamed(b: bindings_mod.Binding, env: environment_mod.Environment, m: 
     return None
 
 
-def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environment, query: str | None) -> Why:
+def _why_not_installed(pkg: matrix.PackageInfo, env: environment.Environment, query: str | None) -> Why:
     """The reason and install fix for a package that is not installed (on a GPU-less machine: say so too)."""
     dist = pkg.install_distribution
     reason = f"{pkg.title} is not installed (pip distribution {dist})"
@@ -67,10 +65,10 @@ def _why_not_installed(pkg: matrix_mod.PackageInfo, env: environment_mod.Environ
     return Why(reason, _install_fix(query, dist), Status.FALLBACK, Cause.NOT_INSTALLED)
 
 
-def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
-                   env: environment_mod.Environment, query: str | None) -> Why:
+def _why_no_import(pkg: matrix.PackageInfo, st: environment.PackageState,
+                   env: environment.Environment, query: str | None) -> Why:
     """The reason for an installed package that does not import; a matching import_error rule gives the fix."""
-    rule = rules_mod.match_import_error(st.error or "", matrix_mod.load())
+    rule = rules.match_import_error(st.error or "", matrix.load())
     reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
     if rule:
         fill = import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
@@ -79,8 +77,8 @@ def _why_no_import(pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState
     return Why(reason, _install_fix(query, pkg.install_distribution), Status.FALLBACK)
 
 
-def _why_no_attribute(fn: str, info: matrix_mod.FunctionInfo, pkg: matrix_mod.PackageInfo,
-                      st: environment_mod.PackageState, query: str | None, attr: AttrCheck) -> Why | None:
+def _why_no_attribute(fn: str, info: matrix.FunctionInfo, pkg: matrix.PackageInfo,
+                      st: environment.PackageState, query: str | None, attr: AttrCheck) -> Why | None:
     """The reason when the function's module fails to import or lacks the function; None when it is there."""
     dist = pkg.install_distribution
     found = attr(info.module, fn, pkg.name)
@@ -93,19 +91,19 @@ def _why_no_attribute(fn: str, info: matrix_mod.FunctionInfo, pkg: matrix_mod.Pa
     return None
 
 
-def _why_root_import(fn: str, pkg: matrix_mod.PackageInfo, st: environment_mod.PackageState,
-                     env: environment_mod.Environment, m: matrix_mod.Matrix) -> Why | None:
+def _why_root_import(fn: str, pkg: matrix.PackageInfo, st: environment.PackageState,
+                     env: environment.Environment, m: matrix.Matrix) -> Why | None:
     """The reason when this transformers gates the package on a root import that is missing (matrix "root_import")."""
     for e in m.transformers.get("root_import", []):
-        if e["package"] == pkg.name and rules_mod.version_in(env.transformers, e["transformers"]) \
-                and environment_mod.dist_version(e["unless_distribution"]) is None:
+        if e["package"] == pkg.name and rules.version_in(env.transformers, e["transformers"]) \
+                and environment.dist_version(e["unless_distribution"]) is None:
             fill = {"transformers": env.transformers or "", "function": fn, "version": st.version or ""}
             return Why(e["reason"].format(**fill), e["fix"].format(**fill), Status.FALLBACK)
     return None
 
 
-def why_torch(fn: str, b: bindings_mod.Binding, env: environment_mod.Environment, query: str | None,
-               m: matrix_mod.Matrix, attr: AttrCheck = attr_in_process) -> Why:
+def why_torch(fn: str, b: bindings_mod.Binding, env: environment.Environment, query: str | None,
+               m: matrix.Matrix, attr: AttrCheck = attr_in_process) -> Why:
     """(reason, fix, status) for a function transformers bound to its torch reference path."""
     info = m.functions.get(fn)
     pkg = m.packages.get(b.package or (info.package if info else ""))

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import environment, matrix
 
 
 def install_fix(query: str | None, dist: str) -> str:
@@ -12,7 +11,7 @@ def install_fix(query: str | None, dist: str) -> str:
     return f"pip install {dist}  (with a constraints file pinning your torch)"
 
 
-def no_device_reason(env: environment_mod.Environment, pkg: matrix_mod.PackageInfo) -> str:
+def no_device_reason(env: environment.Environment, pkg: matrix.PackageInfo) -> str:
     if env.torch and not env.torch.cuda:
         return (f"torch {env.torch.version} is a CPU build and no CUDA GPU is usable here; {pkg.title}'s kernels "
                 f"run only on {'/'.join(pkg.devices)}")

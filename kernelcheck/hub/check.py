@@ -17,11 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcheck.core import decide, settings
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core import decide, environment, gpu, settings
 from kernelcheck.core.status import Severity, Status
-from kernelcheck.integrations import kernels_hub as hub_mod
+from kernelcheck.integrations import kernels_hub
 from kernelcheck.report.hub import (
     HubLine,
     HubRow,
@@ -38,7 +36,7 @@ from kernelcheck.report.hub import (
 from kernelcheck.report.model import Finding, HubSection, Report
 
 
-def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
+def decide_use(th: kernels_hub.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
     """(will transformers load Hub kernels, why) for this transformers/kernels/env and the user's intent."""
     if th.transformers is None:
         return False, "transformers is not installed"
@@ -63,7 +61,7 @@ def decide_use(th: hub_mod.TransformersHub, use_hub: bool | None) -> tuple[bool,
                   f"USE_HUB_KERNELS={th.use_hub_kernels}")
 
 
-def refuses(th: hub_mod.TransformersHub, use_hub: bool | None) -> bool:
+def refuses(th: kernels_hub.TransformersHub, use_hub: bool | None) -> bool:
     """Whether from_pretrained raises ValueError because kernels is unusable: the job asks for Hub kernels (--hub,
     or 5.25's use_kernels=True default with USE_HUB_KERNELS on), kernels is outside the window (or absent), and
     this transformers' set_use_kernels raises on that (read from its source)."""
@@ -79,7 +77,7 @@ def _kernels_importable() -> bool:
     return True
 
 
-def _header(th: hub_mod.TransformersHub, used: bool, why: str, refused: bool = False) -> list[HubLine]:
+def _header(th: kernels_hub.TransformersHub, used: bool, why: str, refused: bool = False) -> list[HubLine]:
     items: list[HubLine] = []
     if th.window:
         items.append(WindowLine(th.transformers, th.window_text, th.window_source, th.kernels, th.window_met, refused))
@@ -89,7 +87,7 @@ def _header(th: hub_mod.TransformersHub, used: bool, why: str, refused: bool = F
     return items
 
 
-def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
+def _window_findings(th: kernels_hub.TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
     """Findings about whether transformers can use `kernels` at all, and what the static reader missed."""
     findings: list[Finding] = []
     if th.error:
@@ -119,7 +117,7 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
             f"pip install 'kernels{th.window_text}', or set USE_HUB_KERNELS=0, or pass use_kernels=False",
             th.window_source))
     if used and not settings.hub_offline():
-        problem = hub_mod.kernels_client_problem()
+        problem = kernels_hub.kernels_client_problem()
         if problem:
             findings.append(Finding(
                 "hub-client-broken", Severity.BROKEN,
@@ -131,8 +129,8 @@ def _window_findings(th: hub_mod.TransformersHub, use_hub: bool | None, used: bo
     return findings
 
 
-def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source: str, used: bool,
-                   device: str | None, target: hub_mod.Target | None) -> list[HubLine]:
+def _listing_lines(env: environment.Environment, dev: str, mode: str, source: str, used: bool,
+                   device: str | None, target: kernels_hub.Target | None) -> list[HubLine]:
     listing = "offline" if settings.hub_offline() else "cache" if source == "cache" else "online"
     origin = "device-flag" if device else ("cuda-flag" if target is not None and target.cuda else "torch-build")
     items: list[HubLine] = [ListingLine(dev, origin, mode, listing, used)]
@@ -142,12 +140,12 @@ def _listing_lines(env: environment_mod.Environment, dev: str, mode: str, source
     return items
 
 
-def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_mod.Environment, dev: str, mode: str,
-          source: str, target: hub_mod.Target | None) -> tuple[list[HubRow], dict[str, hub_mod.Resolution]]:
+def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environment.Environment, dev: str, mode: str,
+          source: str, target: kernels_hub.Target | None) -> tuple[list[HubRow], dict[str, kernels_hub.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
-    cap = gpu_mod.capability_number(env)
+    cap = gpu.capability_number(env)
     rows: list[HubRow] = []
-    resolutions: dict[str, hub_mod.Resolution] = {}
+    resolutions: dict[str, kernels_hub.Resolution] = {}
     for name, kind in names.items():
         entries = [e for e in th.mapping if e.name == name]
         row = HubRow(name, kind, bool(entries))
@@ -155,7 +153,7 @@ def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_m
         if not entries:
             row.note = "transformers maps no Hub kernel to it"
             continue
-        entry, note = hub_mod.select_entry(entries, dev, mode, cap)
+        entry, note = kernels_hub.select_entry(entries, dev, mode, cap)
         if entry is None:
             # a function's wrapper keeps what transformers bound at import (package or torch)
             row.note = note.replace("the torch forward stays", "the path bound at import stays") \
@@ -163,7 +161,7 @@ def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_m
             continue
         spec = entry.repo.spec
         if spec not in resolutions:
-            resolutions[spec] = hub_mod.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
+            resolutions[spec] = kernels_hub.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
                                                      revision=entry.repo.revision, source=source, env=env,
                                                      target=target)
         res = resolutions[spec]
@@ -173,21 +171,21 @@ def _rows(th: hub_mod.TransformersHub, names: dict[str, str], env: environment_m
     return rows, resolutions
 
 
-def check(report: Report, env: environment_mod.Environment, modeling_module: str | None,
+def check(report: Report, env: environment.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: hub_mod.Target | None = None) -> HubSection:
+          target: kernels_hub.Target | None = None) -> HubSection:
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
-    th = hub_mod.transformers_hub()
+    th = kernels_hub.transformers_hub()
     used, why = decide_use(th, use_hub)
-    dev = gpu_mod.default_device(env, device, target)
+    dev = gpu.default_device(env, device, target)
     refused = refuses(th, use_hub)
     lines = _header(th, used, why, refused)  # what the section's lines say (report/hub_text.py writes them)
     findings = _window_findings(th, use_hub, used)
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
-    names: dict[str, str] = hub_mod.model_hub_names(modeling_module) if modeling_module else {}
+    names: dict[str, str] = kernels_hub.model_hub_names(modeling_module) if modeling_module else {}
     for f in functions:
         names.setdefault(f, "function")
     if names:
@@ -230,7 +228,7 @@ def check(report: Report, env: environment_mod.Environment, modeling_module: str
     return section
 
 
-def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: hub_mod.TransformersHub,
+def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: kernels_hub.TransformersHub,
                 use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
     """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""
     if not _kernels_importable():
@@ -260,7 +258,7 @@ def _path(row: HubRow, used: bool, fstatus: dict[str, Any], replaced: set[str]) 
     return "torch", None
 
 
-def _absent(findings: list[Finding], th: hub_mod.TransformersHub, use_hub: bool | None,
+def _absent(findings: list[Finding], th: kernels_hub.TransformersHub, use_hub: bool | None,
             refused: bool) -> KernelsAbsentLine:
     """Without the `kernels` package there is no resolver to ask: the line for the section (and a finding unless
     hub-kernels-unusable already says that from_pretrained refuses)."""
@@ -300,7 +298,7 @@ def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[st
     return names
 
 
-def _judge(findings: list[Finding], group: list[HubRow], res: hub_mod.Resolution, used: bool,
+def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolution, used: bool,
            fstatus: dict[str, Any], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
@@ -363,7 +361,7 @@ def _judge(findings: list[Finding], group: list[HubRow], res: hub_mod.Resolution
     return []
 
 
-def _not_listable(res: hub_mod.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...]) -> Finding:
+def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...]) -> Finding:
     """The build kernels needs cannot be found (offline, not cached; or the Hub unreachable): the load fails."""
     said = f"{res.kernels_error.rstrip('.')}; " if res.kernels_error else ""
     off = ("or set USE_HUB_KERNELS=0 for the job to keep the pip packages (from_pretrained then loads no Hub "

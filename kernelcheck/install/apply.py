@@ -23,13 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelcheck import __version__
-from kernelcheck.core import gpu as gpu_mod
-from kernelcheck.core import manifest
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import gpu, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
-from kernelcheck.install import build as build_mod
-from kernelcheck.install import wheels
+from kernelcheck.install import build, wheels
 from kernelcheck.install.plan import PINNED, Plan, Step
 from kernelcheck.install.txn import (  # the transaction pip runs inside
     TXN,
@@ -136,7 +133,7 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     try:
         out, err = proc.communicate()
     except BaseException:
-        build_mod.end_group(proc)
+        build.end_group(proc)
         raise
     res = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     if res.returncode != 0:
@@ -178,14 +175,14 @@ def _record_verified(path: Path, info: wheels.WheelInfo, reason: str, trial: whe
                  "so_arches": sorted({a for v in info.so_arches.values() for a in v}), "sha256": info.sha256,
                  "date": time.strftime("%Y-%m-%d")})
     try:
-        build_mod.write_sidecar(path, data)
+        build.write_sidecar(path, data)
     except OSError:  # a read-only wheelhouse: the manifest still records it
         pass
 
 
-def _verify(step: Step, path: Path, plan: Plan, pkg: matrix_mod.PackageInfo | None,
+def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
             expected_sha: str, step_target: str | None = None, torch_version: str = "") -> wheels.WheelInfo:
-    info = wheels.inspect_wheel(path, build_mod.read_sidecar(path))
+    info = wheels.inspect_wheel(path, build.read_sidecar(path))
     if info is None:
         raise InstallFailed(f"{path.name} is not a wheel file name")
     if pkg is not None and pkg.kind == "cuda-extension":
@@ -210,7 +207,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             jobs: int | None = None, constraints: Path | None = None,
             offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
-    m = matrix_mod.load()
+    m = matrix.load()
     out = []
     for step in plan.steps:
         if step.action not in ("install", "build"):
@@ -221,7 +218,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             assert pkg is not None and env.torch is not None
             t = plan.target
             log(f"build {step.package} from {Path(step.artifact).name} for {', '.join(step.arches)}")
-            built = build_mod.build_wheel(
+            built = build.build_wheel(
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
                 progress=log, cuda_home=env.cuda_home, constraints=constraints, overlay_from=wheelhouse,
@@ -257,7 +254,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
 
 
 def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Environment, target: str | None,
-                   m: matrix_mod.Matrix) -> str | None:
+                   m: matrix.Matrix) -> str | None:
     modules: list[str] = []
     real_gpu = env.gpu_source in ("torch", "nvidia-smi")
     for step, _, _ in ready:
@@ -281,7 +278,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
     started = time.monotonic()
     outcome = Outcome()
     site = site_dir(target)
-    m = matrix_mod.load()
+    m = matrix.load()
     with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
@@ -340,7 +337,7 @@ def _record(ready: list[tuple[Step, wheels.WheelInfo, dict]], plan: Plan, env: E
             "distribution": info.name.name, "version": info.name.version, "spec": step.spec,
             "wheel": Path(info.path).name, "sha256": info.sha256,
             "so_arches": sorted({a for v in info.so_arches.values() for a in v}),
-            "target_arches": [f"sm_{gpu_mod.cap_to_sm(a)}" for a in plan.target.arches] if info.so_arches else [],
+            "target_arches": [f"sm_{gpu.cap_to_sm(a)}" for a in plan.target.arches] if info.so_arches else [],
             "torch": env.torch.version if env.torch else None, "torch_mm": plan.target.torch_mm,
             "cuda": env.torch.cuda if env.torch else None, "cxx11abi": plan.target.cxx11abi,
             "python": env.python_tag, "platform": env.platform, "triton": env.triton,

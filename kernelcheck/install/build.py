@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core import gpu
 from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import wheels
 
@@ -90,7 +90,7 @@ def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
     pairs = list(_PAIR.finditer(setup_py))
     if not pairs:
         raise BuildFailed("setup.py has no `-gencode` list to rewrite")
-    sms = tuple(str(gpu_mod.cap_to_sm(a)) for a in arches)
+    sms = tuple(str(gpu.cap_to_sm(a)) for a in arches)
     removed = tuple(f"sm_{m['b']}" for m in pairs if m["b"] not in sms)
     out, last = [], 0
     for i, m in enumerate(pairs):
@@ -269,7 +269,7 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
         env.update(extra_env or {})
         out_dir = Path(tmp) / "dist"
-        sm = "_".join(str(gpu_mod.cap_to_sm(a)) for a in arches)
+        sm = "_".join(str(gpu.cap_to_sm(a)) for a in arches)
         log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{sm}.log"
         cmd = [python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
                "--disable-pip-version-check", "-w", str(out_dir), str(src)]

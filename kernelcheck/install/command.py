@@ -29,10 +29,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import decide, settings
-from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import decide, environment, matrix, settings
 from kernelcheck.core import gpu as targets
-from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.status import (
     EXIT_BROKEN,
@@ -48,8 +46,7 @@ from kernelcheck.core.status import (
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import sources
-from kernelcheck.install import txn as txn_mod
+from kernelcheck.install import sources, txn
 from kernelcheck.report.model import (
     Before,
     ErrorReport,
@@ -117,7 +114,7 @@ def _validate_sdist(sdist: str) -> None:
 
 def _package_versions(packages: tuple[str, ...] | list[str]) -> dict[str, str]:
     """{distribution: pinned version} of the --package specs; an unknown kernel package is bad input."""
-    m = matrix_mod.load()
+    m = matrix.load()
     versions: dict[str, str] = {}
     for spec in packages:
         name, _, ver = spec.partition("==")
@@ -171,10 +168,10 @@ def _target_on_path(target: str | None) -> Iterator[None]:
             sys.path.remove(entry)
 
 
-def _probe(arches: tuple[str, ...]) -> tuple[environment_mod.Environment, str]:
-    env = environment_mod.probe()
+def _probe(arches: tuple[str, ...]) -> tuple[environment.Environment, str]:
+    env = environment.probe()
     if arches and not env.gpus:
-        env = dataclasses.replace(env, gpus=tuple(environment_mod.Gpu(f"--arch {a}", targets.Capability.parse(a), i)
+        env = dataclasses.replace(env, gpus=tuple(environment.Gpu(f"--arch {a}", targets.Capability.parse(a), i)
                                                   for i, a in enumerate(arches)), gpu_source="override")
         return env, "--arch"
     if arches:
@@ -183,7 +180,7 @@ def _probe(arches: tuple[str, ...]) -> tuple[environment_mod.Environment, str]:
 
 
 def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
-    m = matrix_mod.load()
+    m = matrix.load()
     pkgs = list(report.needs.packages) if report.needs else []
     attn = m.attention.get(report.needs.attn_implementation if report.needs else "", "")
     if attn:
@@ -302,7 +299,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     if req.source == "hub":
         return _install_from_hub(req, env, wheelhouse, offline, report, progress)
 
-    def plan_now(now: environment_mod.Environment, downloads: Path | None = None) -> plan_mod.Plan:
+    def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
         found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads)
         return plan_mod.make_plan(now, packages, opts, found, bound)
@@ -311,7 +308,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
-        txn_mod.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
+        txn.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
         env, _ = _probe(arches)
@@ -391,7 +388,7 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
     return report, report.exit_code
 
 
-def _install_from_hub(req: Request, env: environment_mod.Environment, wheelhouse: Path, offline: bool,
+def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Path, offline: bool,
                       report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from kernelcheck.core import gpu as gpu_mod
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import gpu, matrix
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Severity
 from kernelcheck.install import wheels
@@ -24,7 +23,7 @@ from kernelcheck.install.plan_types import (
 )
 
 
-def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def plan_extension(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                     target: wheels.Target) -> list[Step]:
     dist = pkg.install_distribution
     st = env.packages.get(pkg.name)
@@ -46,7 +45,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
                 got = wheels.so_arches(fh.read())
         except OSError:
             got = ()
-        missing = [a for a in opts.arches if gpu_mod.arch_serves(got, a) != "sass"]
+        missing = [a for a in opts.arches if gpu.arch_serves(got, a) != "sass"]
         if not missing:
             return [Step(dist, "keep", "installed", f"{dist}=={st.version}",
                          f"{dist} {st.version} is installed, imports, and its extension carries {', '.join(got)} "
@@ -68,7 +67,7 @@ def plan_extension(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options,
                  severity=Severity.FALLBACK, kind=StepKind.NO_CANDIDATE)]
 
 
-def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def _wheelhouse_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                      target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     dist = pkg.install_distribution
     best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
@@ -100,7 +99,7 @@ def _wheelhouse_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Option
     return None
 
 
-def _release_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def _release_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                   target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     if cands.release_url and "release" in allowed:
         name = cands.release_url.rsplit("/", 1)[-1]
@@ -118,7 +117,7 @@ def _release_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, 
     return None
 
 
-def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def _build_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                 target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     if "build" not in allowed:
         return None
@@ -145,10 +144,10 @@ def _build_step(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, ca
                 f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
                 f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
                 f"{sm_tag(opts.arches)}{std})", tuple(rejected), sdist, "",
-                tuple(f"sm_{gpu_mod.cap_to_sm(a)}" for a in opts.arches), pkg.name, kind=StepKind.SOURCE_BUILD)
+                tuple(f"sm_{gpu.cap_to_sm(a)}" for a in opts.arches), pkg.name, kind=StepKind.SOURCE_BUILD)
 
 
-def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def _build_blockers(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                     target: wheels.Target) -> tuple[RejectKind, str] | None:
     if not cands.sdist:
         return RejectKind.NO_SDIST, (cands.sdist_error
@@ -162,7 +161,7 @@ def _build_blockers(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options
                 " torch.utils.cpp_extension refuses a CUDA major mismatch; point CUDA_HOME at a CUDA "
                 f"{target.cuda_major}.x toolkit")
     if cands.nvcc_arches:
-        bad = [a for a in opts.arches if f"compute_{gpu_mod.cap_to_sm(a)}" not in cands.nvcc_arches]
+        bad = [a for a in opts.arches if f"compute_{gpu.cap_to_sm(a)}" not in cands.nvcc_arches]
         if bad:
             return RejectKind.NVCC_ARCH, (f"nvcc {env.nvcc} cannot target {sm_tag(tuple(bad))} "
                                           f"(it lists {cands.nvcc_arches[0]}..)")

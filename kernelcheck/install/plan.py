@@ -19,7 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
 from kernelcheck.core.status import Mode, Severity
@@ -71,11 +71,11 @@ def _breakage_hits(env: Environment, import_name: str, opts: Options,
             and import_name in _rule_packages(h.rule, opts.matrix)]
 
 
-def _rule_packages(rule: matrix_mod.Breakage, m: matrix_mod.Matrix) -> set[str]:
+def _rule_packages(rule: matrix.Breakage, m: matrix.Matrix) -> set[str]:
     return {m.functions[f].package for f in rule.functions if f in m.functions}
 
 
-def _plan_pure(pkg: matrix_mod.PackageInfo, env: Environment, opts: Options, cands: Candidates,
+def _plan_pure(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                bound: frozenset[str], found: dict[str, Candidates]) -> list[Step]:
     dist = pkg.install_distribution
     st = env.packages.get(pkg.name)
@@ -148,7 +148,7 @@ class _Pick:
     needs_change: list[str] = field(default_factory=list)
 
 
-def _choose_pure(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
+def _choose_pure(pkg: matrix.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
                  pool: list[tuple[wheels.WheelInfo, str]], rejected: list[Rejected]) -> _Pick | None:
     """The newest candidate whose tags fit, that changes no pinned package and avoids a breakage if any can."""
     fallback_choice: _Pick | None = None
@@ -194,7 +194,7 @@ def _no_pure_candidate(dist: str, opts: Options, rejected: list[Rejected], impor
                 kind=StepKind.NO_CANDIDATE)
 
 
-def _pure_steps(pkg: matrix_mod.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
+def _pure_steps(pkg: matrix.PackageInfo, dist: str, env: Environment, opts: Options, bound: frozenset[str],
                 found: dict[str, Candidates], pick: _Pick, rejected: list[Rejected]) -> list[Step]:
     if pick.needs_change:
         return [Step(dist, "blocked", "-", dist, f"every {dist} candidate would change a pinned package: "

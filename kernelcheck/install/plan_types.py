@@ -7,7 +7,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core import gpu as gpu_mod
+from kernelcheck.core import gpu
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, torch_minor
 from kernelcheck.core.plan_step import (  # noqa: F401 - re-exported: the step values live in core (the report holds them)
@@ -100,7 +100,7 @@ def version_text(v: str | None) -> Version | None:
 
 
 def sm_tag(arches: tuple[str, ...]) -> str:
-    return ", ".join(f"sm_{gpu_mod.cap_to_sm(a)}" for a in arches) or "no GPU arch"
+    return ", ".join(f"sm_{gpu.cap_to_sm(a)}" for a in arches) or "no GPU arch"
 
 
 def pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:

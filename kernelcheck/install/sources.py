@@ -21,12 +21,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import settings
+from kernelcheck.core import matrix, settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.plan_step import RejectKind
-from kernelcheck.install import build as build_mod
-from kernelcheck.install import wheels
+from kernelcheck.install import build, wheels
 from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
 from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
 from kernelcheck.report.progress import working
@@ -52,7 +50,7 @@ def scan_wheelhouse(wheelhouse: Path) -> tuple[dict[str, list[wheels.WheelInfo]]
         if p.name.startswith("."):
             continue
         if p.suffix == ".whl":
-            info = wheels.inspect_wheel(p, build_mod.read_sidecar(p))
+            info = wheels.inspect_wheel(p, build.read_sidecar(p))
             if info is not None:
                 whl.setdefault(info.name.name, []).append(info)
         elif p.name.endswith(".tar.gz"):
@@ -122,7 +120,7 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
            downloads: Path | None = None) -> dict[str, Candidates]:
     """Candidates for each needed package (import names), its dependencies and offered fixes. `downloads`: where
     pip downloads the wheels it inspects (a dry run's temporary folder), instead of the wheelhouse."""
-    m = matrix_mod.load()
+    m = matrix.load()
     pins = _constraints_file(env)
     ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse), downloads=downloads,
                constraints=pins)
@@ -169,7 +167,7 @@ class _Ctx:
                 == want]
 
 
-def _gather_pure(ctx: _Ctx, pkg: matrix_mod.PackageInfo, m: matrix_mod.Matrix, found: dict[str, Candidates]) -> None:
+def _gather_pure(ctx: _Ctx, pkg: matrix.PackageInfo, m: matrix.Matrix, found: dict[str, Candidates]) -> None:
     env, opts, dist = ctx.env, ctx.opts, pkg.install_distribution
     own = ctx.pinned_version(dist, ctx.whl.get(dist, []))
     c = Candidates(wheels=tuple(own))
@@ -363,7 +361,7 @@ def _report_wheels(items: list[dict], dl_dir: Path,
     return out, None
 
 
-def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:
+def _trials(ctx: _Ctx, pkg: matrix.PackageInfo, own: list[wheels.WheelInfo]) -> dict[str, wheels.TrialImport]:
     """Trial imports for compiled wheels that do not say what they were built for (plain `pip wheel` names)."""
     env = ctx.env
     if not (env.torch and env.torch.cuda and pkg.extension):
@@ -381,7 +379,7 @@ def _trials(ctx: _Ctx, pkg: matrix_mod.PackageInfo, own: list[wheels.WheelInfo])
 def _overlay_sources(ctx: _Ctx, tools: dict[str, bool]) -> dict[str, str]:
     """Where the build overlay gets each build tool that is not importable here."""
     out = {}
-    for t in build_mod.BUILD_TOOLS:
+    for t in build.BUILD_TOOLS:
         if tools.get(t):
             continue
         if ctx.whl.get(t):
@@ -391,7 +389,7 @@ def _overlay_sources(ctx: _Ctx, tools: dict[str, bool]) -> dict[str, str]:
     return out
 
 
-def _gather_extension(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> Candidates:
+def _gather_extension(ctx: _Ctx, pkg: matrix.PackageInfo, sdist: Path | None) -> Candidates:
     env, dist = ctx.env, pkg.install_distribution
     own = ctx.pinned_version(dist, ctx.whl.get(dist, []))
     chosen_sdist, origin, sd_err = _find_sdist(ctx, pkg, sdist)
@@ -402,18 +400,18 @@ def _gather_extension(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None
     if not version and own:
         version = max(own, key=lambda w: wheels.version_key(w.name.filename)).name.public_version
     url, status, status_kind = _release(ctx, pkg, version)
-    tools = {t: importlib.util.find_spec(t) is not None for t in build_mod.BUILD_TOOLS}
+    tools = {t: importlib.util.find_spec(t) is not None for t in build.BUILD_TOOLS}
     from kernelcheck.core.environment import nvcc_version
 
     _, nvcc_path = nvcc_version(env.cuda_home)
     return Candidates(wheels=tuple(own), sdist=str(chosen_sdist) if chosen_sdist else None, sdist_origin=origin,
                       sdist_error=sd_err, release_url=url, release_status=status,
                       release_kind=status_kind, build_tools=tools,
-                      nvcc_arches=build_mod.nvcc_arches(nvcc_path) if nvcc_path else (),
+                      nvcc_arches=build.nvcc_arches(nvcc_path) if nvcc_path else (),
                       trials=_trials(ctx, pkg, own), overlay=_overlay_sources(ctx, tools))
 
 
-def _find_sdist(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> tuple[Path | None, str, str | None]:
+def _find_sdist(ctx: _Ctx, pkg: matrix.PackageInfo, sdist: Path | None) -> tuple[Path | None, str, str | None]:
     env, opts, dist = ctx.env, ctx.opts, pkg.install_distribution
     sd_list = ctx.pinned_version(dist, ctx.sdists.get(dist, []))
     if sdist is not None:
@@ -433,7 +431,7 @@ def _find_sdist(ctx: _Ctx, pkg: matrix_mod.PackageInfo, sdist: Path | None) -> t
     return None, "", None
 
 
-def _release(ctx: _Ctx, pkg: matrix_mod.PackageInfo,
+def _release(ctx: _Ctx, pkg: matrix.PackageInfo,
              version: str | None) -> tuple[str | None, str | None, RejectKind | None]:
     """The release wheel's URL, its status and why it is not taken (the status's kind)."""
     env, opts = ctx.env, ctx.opts

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.environment import Environment, TorchInfo, torch_minor
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.core.targets import TargetBuild
@@ -19,7 +19,7 @@ from kernelcheck.core.targets import TargetBuild
 
 def triton_pins() -> dict[str, str]:
     """torch minor -> the triton version its Linux wheel pins (matrix/torch.toml)."""
-    return {mm: str(row["version"]) for mm, row in matrix_mod.table("torch.toml").get("triton", {}).items()}
+    return {mm: str(row["version"]) for mm, row in matrix.table("torch.toml").get("triton", {}).items()}
 
 
 def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tuple[Environment, Finding]:

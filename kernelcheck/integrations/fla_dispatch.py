@@ -26,7 +26,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Environment, dist_version
 
@@ -171,7 +171,7 @@ def from_table(version: str | None) -> Layout:
     """The layout matrix/fla_dispatch.toml gives for `version` (for an fla not installed here to read)."""
     if not version:
         return Layout(None, "none")
-    for row in matrix_mod.table("fla_dispatch.toml").get("layout", []):
+    for row in matrix.table("fla_dispatch.toml").get("layout", []):
         if _in(version, row["fla"]):
             return Layout(version, "table", dispatch=row["dispatch"], guard=row["guard"],
                           bwd_tilelang=row["bwd_tilelang"], tilelang_check=row["tilelang_check"],

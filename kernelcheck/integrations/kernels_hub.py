@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import environment
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
@@ -222,7 +222,7 @@ def _system(target: Target | None = None) -> dict[str, Any]:
     try:
         import torch
 
-        major, minor = (environment_mod.torch_minor(torch.__version__) or "").split(".")
+        major, minor = (environment.torch_minor(torch.__version__) or "").split(".")
         torch_mm: tuple[int, int] | None = (int(major), int(minor))
         abi: bool | None = bool(torch.compiled_with_cxx11_abi())
     except Exception:  # noqa: BLE001
@@ -237,7 +237,7 @@ def _nearest(rejected: list[kernels_api.Decision], target: Target | None = None)
 
 def _minver_problem(minver: Any, variant: str) -> str | None:
     """The RuntimeError kernels raises when the installed kernels is older than the variant's kernels_minver."""
-    kv = environment_mod.dist_version("kernels")
+    kv = environment.dist_version("kernels")
     if minver is not None and kv:
         from packaging.version import Version
 
@@ -261,7 +261,7 @@ def _arch_problem(archs: Iterable[str], variant: str, capabilities: Iterable[Cap
     return None
 
 
-def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environment | None) -> str | None:
+def _check_variant(meta_path: Path, variant: str, env: environment.Environment | None) -> str | None:
     """What kernels' validators would raise for the chosen variant (RuntimeError: not a silent fallback)."""
     if not meta_path.is_file():
         return None
@@ -280,7 +280,7 @@ def _check_variant(meta_path: Path, variant: str, env: environment_mod.Environme
 
 
 def _local_resolution(repo_id: str, version: int | None, revision: str | None, path: Path,
-                      env: environment_mod.Environment | None, target: Target | None) -> Resolution:
+                      env: environment.Environment | None, target: Target | None) -> Resolution:
     """LOCAL_KERNELS answers first (kernels reads it before the Hub and the cache)."""
     variants = api().list_local(path)
     base = path
@@ -299,7 +299,7 @@ def _local_resolution(repo_id: str, version: int | None, revision: str | None, p
 
 
 def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | None = None,
-                 source: str = "auto", env: environment_mod.Environment | None = None,
+                 source: str = "auto", env: environment.Environment | None = None,
                  target: Target | None = None) -> Resolution:
     """Which variant of `repo_id` kernels would load here, listed the way kernels would list it.
 
@@ -311,13 +311,13 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
         return _resolve(repo_id, version, revision, source, env, target)
     except (KernelsUnusable, LayoutError) as exc:
         reason = str(exc) if isinstance(exc, KernelsUnusable) else (
-            f"kernels {environment_mod.dist_version('kernels')} does not have {exc}, which its release generation "
+            f"kernels {environment.dist_version('kernels')} does not have {exc}, which its release generation "
             "has: Hub variants not listed")
         return Resolution(repo_id, version, revision, "none", None, error=reason, unusable=reason)
 
 
 def _resolve(repo_id: str, version: int | None, revision: str | None, source: str,
-             env: environment_mod.Environment | None, target: Target | None) -> Resolution:
+             env: environment.Environment | None, target: Target | None) -> Resolution:
     api()  # the adapter first: an unknown layout is said once, before any listing
     notes: list[str] = []
     locals_ = local_kernels()
@@ -355,7 +355,7 @@ def _kernels_says(repo_id: str, version: int | None) -> str:
 
 
 def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
-                      env: environment_mod.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
+                      env: environment.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
     hub_note = notes[0] if notes else None  # _resolve's only note: the Hub could not be asked
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
@@ -428,7 +428,7 @@ def _hub_versions(api: Any, repo_id: str) -> dict[int, Any]:
 
 
 def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
-                 env: environment_mod.Environment | None, target: Target | None) -> Resolution:
+                 env: environment.Environment | None, target: Target | None) -> Resolution:
     hub = hub_api()
     ref, commit = revision, None
     if version is not None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import environment as environment_mod
+from kernelcheck.core import environment
 from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
 from kernelcheck.integrations.kernels_hub import (
     Resolution,
@@ -117,7 +117,7 @@ def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str],
         return _hub_step(repo.repo_id, "failed", spec, f"download failed: {type(exc).__name__}: {exc}")
 
 
-def prefetch(repos: list[HubRepo], *, env: environment_mod.Environment | None = None,
+def prefetch(repos: list[HubRepo], *, env: environment.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
              progress: Callable[[str], None] | None = None, target: Target | None = None,
              offline_only: bool = False) -> list[Step]:
@@ -267,7 +267,7 @@ def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: st
 
 def prefetch_model(query: str, *, mode: str = "train", device: str | None = None,
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
-                   env: environment_mod.Environment | None = None,
+                   env: environment.Environment | None = None,
                    progress: Callable[[str], None] | None = None,
                    target: Target | None = None, offline_only: bool = False) -> list[Step]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
@@ -275,14 +275,14 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
     steps (Step, kind hub)."""
-    from kernelcheck.core import gpu as gpu_mod
+    from kernelcheck.core import gpu
     from kernelcheck.integrations import transformers_models
 
-    env = env or environment_mod.probe(packages=False)
+    env = env or environment.probe(packages=False)
     model = transformers_models.resolve(query)
-    dev = gpu_mod.default_device(env, device, target)
+    dev = gpu.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        gpu_mod.capability_number(env))
+                        gpu.capability_number(env))
     if not repos:
         return [_hub_step("-", "skip", "-", f"transformers maps no Hub kernel for {model.model_type}'s "
                           f"layers/functions on {dev} in {mode} mode: nothing to pre-fetch")]

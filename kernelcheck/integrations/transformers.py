@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def bind_lazy(module_name: str, functions: tuple[str, ...]) -> BindingResult | N
     got = lazy_layers(module_name)
     if not got:
         return None
-    m = matrix_mod.load()
+    m = matrix.load()
     aliases = dict((m.transformers.get("lazy_kernels") or {}).get("aliases", {}))
     dotted = f"transformers.models.{module_name}.modeling_{module_name}"
     out: dict[str, Binding] = {}
@@ -296,7 +296,7 @@ def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
                          resolved: list[str | None]) -> BindingResult:
     """The BindingResult of `read` once each decorator is resolved (`resolved[i]`: the dotted name of what
     transformers takes for read.decorated[i], None when it keeps the torch function)."""
-    m = matrix_mod.load()
+    m = matrix.load()
     misnamed = {e["registered"]: e["function"] for e in m.transformers.get("misnamed", [])}
     found: dict[str, Binding] = {}
     for d, impl in zip(read.decorated, resolved, strict=True):
@@ -313,7 +313,7 @@ def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
     return BindingResult("decorator", read.dotted, out, discovered=tuple(found))
 
 
-def _unbound(f: str, m: matrix_mod.Matrix, regime: str, own: bool) -> Binding:
+def _unbound(f: str, m: matrix.Matrix, regime: str, own: bool) -> Binding:
     """A function the module binds no kernel to; `own`: the module defines a plain torch function of that name
     (transformers 5.23's lfm3: "torch only: the hub causal_conv1d kernels serve widths 2-4, LFM3 uses 7")."""
     return Binding(f, m.functions[f].package if f in m.functions else "", "unbound", "-", regime,
@@ -400,7 +400,7 @@ def bind(module_name: str, functions: tuple[str, ...], exact: bool = False) -> B
 
 def bind_exact(module_name: str, functions: tuple[str, ...]) -> BindingResult:
     """Import transformers.models.<module>.modeling_<module> and read each function's binding."""
-    m = matrix_mod.load()
+    m = matrix.load()
     regime = detect_regime()
     dotted = f"transformers.models.{module_name}.modeling_{module_name}"
     try:
@@ -416,7 +416,7 @@ def bind_exact(module_name: str, functions: tuple[str, ...]) -> BindingResult:
     return _bind_globals(mod, dotted, functions, m)
 
 
-def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix_mod.Matrix) -> BindingResult:
+def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix.Matrix) -> BindingResult:
     misnamed = {e["registered"]: e["function"] for e in m.transformers.get("misnamed", [])}
     found: dict[str, Binding] = {}
     discovered: list[str] = []
@@ -450,7 +450,7 @@ def _bind_decorated(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix
     return BindingResult("decorator", dotted, out, discovered=tuple(dict.fromkeys(discovered)))
 
 
-def _bind_globals(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix_mod.Matrix) -> BindingResult:
+def _bind_globals(mod: Any, dotted: str, functions: tuple[str, ...], m: matrix.Matrix) -> BindingResult:
     out = {}
     for f in functions:
         info = m.functions.get(f)

@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelcheck.integrations import transformers as bindings_mod
+from kernelcheck.integrations import transformers
 
 KNOWN_DECORATORS = ("use_kernel_func_from_hub_with_fallback", "use_kernel_forward_from_hub", "use_kernelized_func",
                     "use_kernel_func_from_hub")
@@ -49,7 +49,7 @@ class Hooks:
 
 
 def _module_path(dotted: str) -> Path | None:
-    tdir = bindings_mod.transformers_dir()
+    tdir = transformers.transformers_dir()
     parts = dotted.split(".")
     if tdir is None or len(parts) != 4 or parts[:2] != ["transformers", "models"]:
         return None

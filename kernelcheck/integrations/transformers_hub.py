@@ -17,8 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import environment as environment_mod
-from kernelcheck.core import settings
+from kernelcheck.core import environment, settings
 from kernelcheck.core.status import Mode
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -227,11 +226,10 @@ def _kernels_window(tv: str, iu_src: str | None) -> tuple[tuple[str, str] | None
         mx = re.search(r'^KERNELS_MAX_VERSION\s*=\s*["\']([^"\']+)["\']', iu_src, re.M)
         if mn and mx:
             return (mn.group(1), mx.group(1)), "transformers.utils.import_utils KERNELS_MIN_VERSION/KERNELS_MAX_VERSION"
-    from kernelcheck.core import matrix as matrix_mod
-    from kernelcheck.core import rules as rules_mod
+    from kernelcheck.core import matrix, rules
 
-    for w in matrix_mod.load().transformers.get("kernels_window", []):
-        if rules_mod.version_in(tv, w["transformers"]):
+    for w in matrix.load().transformers.get("kernels_window", []):
+        if rules.version_in(tv, w["transformers"]):
             lo = re.search(r">=\s*([\w.]+)", w["kernels"])
             hi = re.search(r"<\s*([\w.]+)", w["kernels"])
             if lo and hi:
@@ -301,8 +299,8 @@ def _use_kernels_default(mu_src: str | None, enabled: bool) -> tuple[bool | None
 
 def transformers_hub() -> TransformersHub:
     """Read the installed transformers: kernels window, USE_HUB_KERNELS, use_kernels default, Hub mapping."""
-    tv = environment_mod.dist_version("transformers")
-    kv = environment_mod.dist_version("kernels")
+    tv = environment.dist_version("transformers")
+    kv = environment.dist_version("kernels")
     if not tv:
         return TransformersHub(None, kv, None, "transformers not installed", False, "", False, False, None,
                                "transformers not installed", False, (), "none", "transformers is not installed")

@@ -6,32 +6,30 @@ from __future__ import annotations
 
 import functools
 
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import models as models_mod
-from kernelcheck.integrations import transformers_submodels
-from kernelcheck.integrations import transformers_types as transformers_mod
+from kernelcheck.core import matrix, models
+from kernelcheck.integrations import transformers_submodels, transformers_types
 
 
-def resolve(query: str) -> models_mod.ResolvedModel:
+def resolve(query: str) -> models.ResolvedModel:
     """`core/models.resolve`, knowing every model_type the installed transformers registers."""
-    return models_mod.resolve(query, installed=installed_spec)
+    return models.resolve(query, installed=installed_spec)
 
 
-def installed_spec(model_type: str) -> matrix_mod.ModelType | None:
+def installed_spec(model_type: str) -> matrix.ModelType | None:
     """A model_type kernelcheck does not list but the installed transformers registers: its modeling module
     is asked which kernels it binds. A sub-config type (qwen3_5_text, glm5_next_vision, inkling_text) lives
     in its parent's module, so it gets the parent's needs."""
-    known = transformers_mod.known_model_types() or {}
+    known = transformers_types.known_model_types() or {}
     if model_type not in known:
         return None
     module = known[model_type]
-    m = matrix_mod.load()
+    m = matrix.load()
     parent = next((s for s in m.model_types.values() if s.module == module), None)
     if parent is not None and tower_of(model_type) is None:
-        return matrix_mod.ModelType(name=model_type, family=parent.family, module=module,
+        return matrix.ModelType(name=model_type, family=parent.family, module=module,
                                     functions=parent.functions, layer=parent.layer, since=parent.since)
     # no parent, or a vision or audio tower of one (qwen3_5_vision): its model builds none of the parent's layers
-    return matrix_mod.ModelType(name=model_type, family="unknown", module=module, functions=())
+    return matrix.ModelType(name=model_type, family="unknown", module=module, functions=())
 
 
 @functools.cache
@@ -39,8 +37,8 @@ def tower_of(model_type: str) -> tuple[str, str] | None:
     """(parent model_type, model class) when transformers' model for sub-config `model_type` holds none of the
     parent's fast-kernel layers (a vision or audio tower); None for a text model, an unknown type, or a source
     kernelcheck cannot follow (then the parent's needs are kept: listing a function is safe, dropping one is not)."""
-    m = matrix_mod.load()
-    module = (transformers_mod.known_model_types() or {}).get(model_type)
+    m = matrix.load()
+    module = (transformers_types.known_model_types() or {}).get(model_type)
     parent = next((s for s in m.model_types.values() if s.module == module), None)
     if module is None or parent is None or model_type in m.model_types:
         return None

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Status
 from kernelcheck.report.sections import ModeOutcome, PackingSection
@@ -32,7 +32,7 @@ def fix_text(facts: dict[str, Any]) -> str:
 
 def load_facts(path: Path | None = None) -> dict[str, Any]:
     """matrix/packing.toml (or `path`), from the checkout or the installed wheel's kernelcheck._matrix."""
-    with (path or matrix_mod.data_file("packing.toml")).open("rb") as fh:
+    with (path or matrix.data_file("packing.toml")).open("rb") as fh:
         return tomllib.load(fh)
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 from kernelcheck.trace import phases as phases_mod
@@ -144,7 +144,7 @@ class _Accumulator:
         self.py_hits: list[tuple[float, str]] = []  # (ts, python function name) matching a signature
         self.n_events = 0
         self.n_malformed = 0  # events skipped for a field of the wrong type (reported: nothing is dropped silently)
-        sig = matrix_mod.load_signatures()
+        sig = matrix.load_signatures()
         pats = [p for s in sig.signatures for p in s.python_functions]
         self._py_rx = re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
         self._py_seen: dict[str, bool] = {}

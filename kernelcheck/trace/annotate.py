@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 from kernelcheck.trace.reader import TraceReader
@@ -37,7 +37,7 @@ class _Places:
     """Where each finding goes: collected from the events while they stream through."""
 
     def __init__(self, an: TraceAnalysis):
-        sig = matrix_mod.load_signatures()
+        sig = matrix.load_signatures()
         self.patterns: dict[str, list[str]] = {}
         for s in sig.signatures:
             if any(m.id == s.id for m in an.fallbacks):

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
@@ -61,7 +61,7 @@ def _count_matching(counts: Mapping[str, int], rx: re.Pattern[str] | None) -> tu
 
 def fast_kernels_in(step: StepStats) -> dict[str, list[str]]:
     """Packages whose fast kernels ran in `step`: {package key: [kernel names]}."""
-    sig = matrix_mod.load_signatures()
+    sig = matrix.load_signatures()
     out: dict[str, list[str]] = {}
     for pkg, pats in sig.fast_kernels.items():
         _, names = _count_matching(step.kernel_counts, _compile(pats))
@@ -70,7 +70,7 @@ def fast_kernels_in(step: StepStats) -> dict[str, list[str]]:
     return out
 
 
-def _match_signature(s: matrix_mod.Signature, step: StepStats, py_names: set[str],
+def _match_signature(s: matrix.Signature, step: StepStats, py_names: set[str],
                      fast: dict[str, list[str]], matched: set[str]) -> tuple[str, bool] | None:
     """(evidence in words, by_python_stack) when `s` matches the step, else None."""
     if s.package in fast:
@@ -109,9 +109,9 @@ def launch_bound_sentence(step: StepStats) -> str:
     return s
 
 
-def is_launch_bound(step: StepStats, lb: matrix_mod.LaunchBound | None = None) -> bool:
+def is_launch_bound(step: StepStats, lb: matrix.LaunchBound | None = None) -> bool:
     """Low GPU busy fraction with many short kernels that start as soon as they are launched."""
-    lb = lb or matrix_mod.load_signatures().launch_bound
+    lb = lb or matrix.load_signatures().launch_bound
     bf = step.busy_fraction
     if bf is None or step.kernels < lb.min_kernels:
         return False
@@ -123,11 +123,11 @@ def is_launch_bound(step: StepStats, lb: matrix_mod.LaunchBound | None = None) -
 
 
 Unit = tuple[StepStats, set[str]]  # a step (or the whole trace) and the Python functions seen in it
-Packages = Mapping[str, matrix_mod.PackageInfo]
+Packages = Mapping[str, matrix.PackageInfo]
 
 
 def _fast_findings(summary: StepStats, fast_any: dict[str, list[str]], pk: Packages,
-                   sig: matrix_mod.TraceSignatures) -> list[Finding]:
+                   sig: matrix.TraceSignatures) -> list[Finding]:
     """One info finding per package whose fast kernels ran anywhere in the trace."""
     out = []
     for pkg_key, names in fast_any.items():
@@ -141,7 +141,7 @@ def _fast_findings(summary: StepStats, fast_any: dict[str, list[str]], pk: Packa
     return out
 
 
-def _signature_matches(sig: matrix_mod.TraceSignatures, units: list[Unit], pk: Packages) -> list[SignatureMatch]:
+def _signature_matches(sig: matrix.TraceSignatures, units: list[Unit], pk: Packages) -> list[SignatureMatch]:
     """The fallback signatures that match, each with the steps it matched in and the first step's evidence."""
     matches: list[SignatureMatch] = []
     for s in sig.signatures:
@@ -165,7 +165,7 @@ def _signature_matches(sig: matrix_mod.TraceSignatures, units: list[Unit], pk: P
     return matches
 
 
-def _fallback_findings(matches: list[SignatureMatch], sig: matrix_mod.TraceSignatures, n_units: int,
+def _fallback_findings(matches: list[SignatureMatch], sig: matrix.TraceSignatures, n_units: int,
                        have_steps: bool, cpu_only: bool) -> list[Finding]:
     """A finding per matched signature: a fallback with its fix, or info on a CPU-only trace."""
     out = []
@@ -191,7 +191,7 @@ def _fallback_findings(matches: list[SignatureMatch], sig: matrix_mod.TraceSigna
     return out
 
 
-def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix_mod.TraceSignatures,
+def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix.TraceSignatures,
                    have_steps: bool, after_fallback: bool, cpu_only: bool) -> list[Finding]:
     """The launch-bound finding for the launch-bound steps, else (on a GPU trace) the GPU busy range."""
     if lb_steps:
@@ -219,8 +219,8 @@ def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py
            metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool,
            malformed: int = 0) -> TraceAnalysis:
     """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings."""
-    sig = matrix_mod.load_signatures()
-    pk = matrix_mod.load().packages
+    sig = matrix.load_signatures()
+    pk = matrix.load().packages
     findings: list[Finding] = []
     cpu_only = summary.kernels == 0 and summary.memcpy == 0 and summary.memset == 0
     units: list[Unit] = list(zip(steps, py_by_step, strict=False)) if steps else [(summary, py_all)]

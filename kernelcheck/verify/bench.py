@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelcheck.core.status import Mode
-from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify import layers
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
     Steps,
@@ -24,12 +24,12 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
     reference, on the same captured inputs, in this process."""
     import torch
 
-    layer_mods = layers_mod.layer_modules(steps.built.model, layer_class)
+    layer_mods = layers.layer_modules(steps.built.model, layer_class)
     if not layer_mods:
         return {"skipped": f"no {layer_class or 'kernel-calling'} layer in the built model"}
     layer = layer_mods[0]
     args, kwargs = _capture_inputs(steps, layer)
-    data = layers_mod.verify_data()["benchmark"]
+    data = layers.verify_data()["benchmark"]
     gen = torch.Generator(device="cpu").manual_seed(7)
 
     def once_fwd() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.report.live import LaunchLine
 from kernelcheck.verify.instrument import RANGE_PREFIX
 
@@ -114,11 +114,11 @@ def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | 
         fn, st, layer, bwd = _parse_range(r["name"])
         out.append(RangeStats(r["name"], fn, st, layer, bwd, len(ops), sum(names.values()), dict(names),
                               t1 - t0, sum(float(k.get("dur", 0)) for k in ks)))
-    from kernelcheck.trace import analysis as trace_mod
+    from kernelcheck.trace import analysis
 
-    an = trace_mod.analyze_events(events, metadata)
+    an = analysis.analyze_events(events, metadata)
     summary = dataclasses.replace(an.summary, name=f"the {step} step")
-    return StepTrace(step, tuple(out), summary, trace_mod.is_launch_bound(summary), tuple(an.fast_packages),
+    return StepTrace(step, tuple(out), summary, analysis.is_launch_bound(summary), tuple(an.fast_packages),
                      tuple(m.id for m in an.fallbacks))
 
 
@@ -130,7 +130,7 @@ def _within(items: list[tuple[float, dict[str, Any]]], t0: float, t1: float) -> 
 
 def fast_kernel_names(package: str, names: list[str]) -> list[str]:
     """The names among `names` that are `package`'s fast kernels (patterns from matrix/signatures.toml)."""
-    pats = matrix_mod.load_signatures().fast_kernels.get(package, ())
+    pats = matrix.load_signatures().fast_kernels.get(package, ())
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats)]
 
 
@@ -138,7 +138,7 @@ def backends_seen(names: list[str]) -> list[str]:
     """The fla backends (matrix/signatures.toml [backend.*]) whose kernels are among `names`, most specific first:
     a TileLang `kernel_kernel` is TileLang, not Triton; FlashQLA's `tilelang_*_kernel_kernel` is FlashQLA. In that
     order: flash_qla, tilelang, triton."""
-    pats = matrix_mod.load_signatures().backends
+    pats = matrix.load_signatures().backends
     order = sorted(pats, key=lambda b: {"flash_qla": 0, "tilelang": 1}.get(b, 2))
     seen: set[str] = set()
     for n in names:
@@ -151,10 +151,10 @@ def backends_seen(names: list[str]) -> list[str]:
 def launch_line(st: StepTrace, device: str) -> LaunchLine:
     """The step's launch-bound signal (report/live_text.py says it): GPU busy vs the step's wall time, kernels per
     step, and the trace analysis' words when it is launch-bound."""
-    from kernelcheck.trace import analysis as trace_mod
+    from kernelcheck.trace import analysis
 
     s = st.stats
     on_gpu = device.startswith("cuda")
     return LaunchLine(st.step, on_gpu, int(s.cpu_ops), float(s.cpu_span_us), int(s.kernels), s.busy_fraction,
                       float(s.wall_us), float(s.median_kernel_us),
-                      trace_mod.launch_bound_sentence(s) if on_gpu and st.launch_bound else None)
+                      analysis.launch_bound_sentence(s) if on_gpu and st.launch_bound else None)

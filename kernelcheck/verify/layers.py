@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.models import ResolvedModel
 
@@ -48,7 +48,7 @@ class BuiltModel:
 
 def verify_data() -> dict[str, Any]:
     """matrix/verify.toml (tiny-shape field table, token defaults, tolerances, benchmark settings)."""
-    return matrix_mod.table("verify.toml")
+    return matrix.table("verify.toml")
 
 
 def text_config(model: ResolvedModel) -> tuple[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import matrix
 from kernelcheck.core.status import Severity
 from kernelcheck.report.model import Finding
 
@@ -34,7 +34,7 @@ def _norm(name: str) -> str:
 
 def advice_findings(text: str) -> list[Finding]:
     """One info finding per distribution the captured output tells the user to install under another name."""
-    packages = matrix_mod.load().packages
+    packages = matrix.load().packages
     told = set(_INSTALL_RX.findall(text))
     out: list[Finding] = []
     for key, p in packages.items():

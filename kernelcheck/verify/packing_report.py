@@ -30,10 +30,10 @@ def verdict(results: list[PackingResult], declared: str | None) -> tuple[Verdict
 
 def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
     """doctor's packing decision per mode for the functions transformers binds here (packing/decide.py)."""
-    from kernelcheck.integrations import transformers as bindings_mod
+    from kernelcheck.integrations import transformers
     from kernelcheck.packing.decide import section
 
-    result = bindings_mod.bind(module, functions, exact=True)
+    result = transformers.bind(module, functions, exact=True)
     statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
                                 for f, b in result.bindings.items()}
     sec = section(statuses, None)
@@ -61,7 +61,7 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     from kernelcheck.core.errors import BadInput
     from kernelcheck.integrations import transformers_models
     from kernelcheck.report.sections import ModelRef
-    from kernelcheck.verify import packing as packing_mod
+    from kernelcheck.verify import packing
 
     model = transformers_models.resolve(query)
     if "chunk_gated_delta_rule" not in model.spec.functions:
@@ -71,11 +71,11 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     if declared is not None and declared not in (*MODES, "none"):
         raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    results = packing_mod.measure_all(device)
+    results = packing.measure_all(device)
     decided = doctor_outcomes("qwen3_5", model.spec.functions)  # the module of the measured tiny model
     for r in results:
         r.doctor = decided.get(r.mode)
-    cached = packing_mod.cached_forward(device)
+    cached = packing.cached_forward(device)
     word, code = verdict(results, declared)
     if as_json:
         return json.dumps({"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": word,

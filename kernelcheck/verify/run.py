@@ -15,17 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import decide, settings
-from kernelcheck.core import matrix as matrix_mod
-from kernelcheck.core import models as models_mod
+from kernelcheck.core import decide, matrix, models, settings
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
-from kernelcheck.integrations import transformers as bindings_mod
-from kernelcheck.integrations import transformers_models
+from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
-from kernelcheck.verify import layers as layers_mod
+from kernelcheck.verify import layers
 from kernelcheck.verify import noise as noise_mod
 from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import run_benchmark
@@ -116,7 +113,7 @@ def _full_needs_cuda(shape: str, device: str) -> None:
                        "--shape tiny here (the same code path), or run --shape full on the GPU machine.")
 
 
-def _attn_impl(model: models_mod.ResolvedModel, needs: models_mod.Needs) -> str | None:
+def _attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
     """The config's own attn_implementation when it names one that can load here; None: the class default."""
     asked = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
              or model.config.get("attn_implementation"))
@@ -170,17 +167,17 @@ def _compare_with_reference(steps: Steps, inst: Instrument, run: LiveRun, first:
     inst.reset()
 
 
-def run_live(model: models_mod.ResolvedModel, result: bindings_mod.BindingResult, needs: models_mod.Needs,
+def run_live(model: models.ResolvedModel, result: transformers.BindingResult, needs: models.Needs,
              mode: str, shape: str, tokens: int | None, benchmark: bool) -> LiveRun:
     """Build, run, profile and compare. Never raises for a kernel failure: that is a result."""
-    m = matrix_mod.load()
-    data = layers_mod.verify_data()
+    m = matrix.load()
+    data = layers.verify_data()
     device, dtype = _device()
     _full_needs_cuda(shape, device)
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
-    built = layers_mod.build(model, shape, device, dtype, _attn_impl(model, needs))
+    built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
@@ -262,7 +259,7 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float) -> None:
     model = transformers_models.resolve(query)
-    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
         report.findings.append(Finding("verify-not-run", Severity.BROKEN,
@@ -270,7 +267,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
                                        f"module does not import ({result.module_error})."))
         report.live = LiveSection(ran=False, items=[NotRunLine()])
         return
-    needs = models_mod.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
     run = run_live(model, result, needs, mode, shape, tokens, benchmark)
     run.timing = {"static_s": static_s, **run.timing}

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelcheck.core import decide
-from kernelcheck.core import matrix as matrix_mod
+from kernelcheck.core import decide, matrix
 from kernelcheck.core.status import Severity
 from kernelcheck.report import live_text
 from kernelcheck.report.live import (
@@ -24,7 +23,7 @@ from kernelcheck.report.live import (
     TritonCacheLine,
 )
 from kernelcheck.report.model import Finding, FunctionStatus, Report
-from kernelcheck.verify import evidence as evidence_mod
+from kernelcheck.verify import evidence
 from kernelcheck.verify.steps import (
     LiveRun,
 )
@@ -63,14 +62,14 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
         "cpu_ms": round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
         "gpu_ms": round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
         "kernel_names": [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])][:12],
-        "fast_kernels_seen": evidence_mod.fast_kernel_names(
+        "fast_kernels_seen": evidence.fast_kernel_names(
             run.package_of.get(fn, ""), [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])])[:12],
         "per_layer": [{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
                        "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
     }
     if run.package_of.get(fn) == "fla":  # which of fla's backends ran, named from the kernels in each pass
-        ev["backends"] = {"forward": evidence_mod.backends_seen([k for rs in fwd for k in rs.kernel_names]),
-                          "backward": evidence_mod.backends_seen([k for rs in bwd for k in rs.kernel_names])}
+        ev["backends"] = {"forward": evidence.backends_seen([k for rs in fwd for k in rs.kernel_names]),
+                          "backward": evidence.backends_seen([k for rs in bwd for k in rs.kernel_names])}
     ev.update(_run_notes(run, fn, calls, fail))
     return ev
 
@@ -134,10 +133,10 @@ def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
 def _runtime_error_fix(ev: dict[str, Any], dist: str, model: str) -> tuple[str | None, str | None]:
     """(id, fix) of the [[runtime_error]] of matrix/breakages.toml the observed exception's text matches (fla's
     #640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
-    from kernelcheck.core import rules as rules_mod
+    from kernelcheck.core import rules
 
     err = ev.get("error") or {}
-    hit = rules_mod.match_runtime_error(str(err.get("exception") or ""), matrix_mod.load())
+    hit = rules.match_runtime_error(str(err.get("exception") or ""), matrix.load())
     if hit is None:
         return None, None
     return hit.id, f"{hit.message} Fix: " + hit.fix.format(dist=dist, model=model)
@@ -226,7 +225,7 @@ def live_items(run: LiveRun) -> list[LiveLine]:
     b = run.built
     out: list[LiveLine] = [BuiltLine(b.model_class, b.shape, tuple(b.layer_types), b.parameters, b.dtype, b.device,
                                      run.tokens)]
-    out.extend(evidence_mod.launch_line(tr, b.device) for tr in run.traces.values())
+    out.extend(evidence.launch_line(tr, b.device) for tr in run.traces.values())
     tc = run.triton
     if tc:
         out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
@@ -236,9 +235,9 @@ def live_items(run: LiveRun) -> list[LiveLine]:
     return out
 
 
-def step_json(tr: evidence_mod.StepTrace, device: str) -> dict[str, Any]:
+def step_json(tr: evidence.StepTrace, device: str) -> dict[str, Any]:
     d = tr.stats.to_json()
-    said = live_text.launch(evidence_mod.launch_line(tr, device))
+    said = live_text.launch(evidence.launch_line(tr, device))
     d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": said,
               "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})
     return d

@@ -39,9 +39,7 @@ from kernelcheck.report.live import (
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.step import Failed, PathMeasured, Projection, StepCost, StepPath, StepSection, TritonCache
 from kernelcheck.verify import layers as layers_mod
-from kernelcheck.verify import noise as noise_mod
-from kernelcheck.verify import projection as projection_mod
-from kernelcheck.verify import steps as steps_mod
+from kernelcheck.verify import noise, projection, steps
 
 PATHS = ("fast", "reference")
 
@@ -82,11 +80,11 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.kill()
             return {"path": self.path, "error": f"the {self.path} path ran past {timeout:.0f} s"}, \
-                noise_mod.read_log(self.logf)
+                noise.read_log(self.logf)
         finally:
             self._log.close()
         _stop_if_interrupted(self.proc.returncode)
-        text = noise_mod.read_log(self.logf)
+        text = noise.read_log(self.logf)
         try:
             res = json.loads(self.out.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -186,8 +184,8 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     keep = Path(trace_dir) if trace_dir else None
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
-    cache = steps_mod.triton_cache_dir()
-    cache_before = steps_mod.cache_entries(cache)
+    cache = steps.triton_cache_dir()
+    cache_before = steps.cache_entries(cache)
     with tempfile.TemporaryDirectory(prefix="kernelcheck-step-") as tmp_s:
         tmp = Path(tmp_s)
         gates = {"fast": tmp / "fast.timed.go", "reference": tmp / "reference.go"}
@@ -209,7 +207,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":
-                    cache_after = steps_mod.cache_entries(cache)
+                    cache_after = steps.cache_entries(cache)
                     say("reference path: the same step with every function forced to its torch reference")
                     gates["reference"].touch()
                 results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
@@ -224,9 +222,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     fast, ref = results["fast"], results["reference"]
     step = _summary(fast, ref, shape, ntok, ckpt, time.perf_counter() - t0,
                     _cache_state(cache, cache_before, cache_after, fast),
-                    {p: noise_mod.summary(t) for p, t in logs.items()})
+                    {p: noise.summary(t) for p, t in logs.items()})
     report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
-    report.findings.extend(noise_mod.advice_findings("\n".join(logs.values())))
+    report.findings.extend(noise.advice_findings("\n".join(logs.values())))
     report.step = step
     report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report
@@ -262,7 +260,7 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
     fc = fast.get("cost", {})
     cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
                     ref.get("cost", {}).get("process_s"), cache)
-    return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection_mod.compare(fast, ref)), cost,
+    return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)), cost,
                        captured, speedup, kernel_ratio)
 
 

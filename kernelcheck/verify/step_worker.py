@@ -74,17 +74,15 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     with signals.held(second_interrupts=True):  # torch's C code clears a KeyboardInterrupt inside its numpy import
         import torch
 
-    from kernelcheck.core import matrix as matrix_mod
-    from kernelcheck.integrations import transformers as bindings_mod
-    from kernelcheck.integrations import transformers_models
-    from kernelcheck.trace import analysis as trace_mod
-    from kernelcheck.trace import phases as phases_mod
+    from kernelcheck.core import matrix
+    from kernelcheck.integrations import transformers, transformers_models
+    from kernelcheck.trace import analysis, phases
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
     t0, started_at = time.perf_counter(), time.time()
     model = transformers_models.resolve(args["query"])
-    result = bindings_mod.bind(model.spec.module, model.spec.functions, exact=True)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
     import_s = time.perf_counter() - t0
     _wait_for(args.get("start_gate"))
     gate_at = time.time()
@@ -93,7 +91,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"))
     lm = step_model.build(cfg, device, dtype, bool(args["checkpointing"]), args.get("attn"))
     build_s = time.perf_counter() - t0 - import_s
-    m = matrix_mod.load()
+    m = matrix.load()
     fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}
     inst = Instrument(result.module, result.bindings, lm, result.regime, fallbacks)
     if args["path"] == "reference":
@@ -140,10 +138,10 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     out.update({"step_ms": round(step_s * 1000, 3), "tokens_per_s": round(int(args["tokens"]) / step_s, 1),
                 "timed_steps_ms": [round(t * 1000, 3) for t in times]})
     out["peak_memory_bytes"], out["peak_memory_kind"] = _peak(device)
-    an = trace_mod.analyze_file(trace_path)
+    an = analysis.analyze_file(trace_path)
     out["trace"] = _trace_numbers(an)
     events = _events(trace_path)
-    out["breakdown"] = phases_mod.collect(events)
+    out["breakdown"] = phases.collect(events)
     out["cost"] = {"import_s": round(import_s, 3), "build_s": round(build_s, 3), "first_step_s": round(first_s, 3),
                    "total_s": round(time.perf_counter() - t0, 3),
                    # wall clock (seconds since the epoch): step.py's overlap keeps the GPU work sequential

@@ -15,9 +15,7 @@ from kernelcheck.core import settings
 from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.progress import working
-from kernelcheck.verify import evidence as evidence_mod
-from kernelcheck.verify import layers as layers_mod
-from kernelcheck.verify import noise as noise_mod
+from kernelcheck.verify import evidence, layers, noise
 from kernelcheck.verify.instrument import CallRecord, Instrument
 
 SHAPES = ("tiny", "full")
@@ -68,11 +66,11 @@ class Failure:
 class LiveRun:
     """Everything observed, before it becomes report statuses."""
 
-    built: layers_mod.BuiltModel
+    built: layers.BuiltModel
     tokens: int
     mode: str
     records: dict[str, list[CallRecord]] = field(default_factory=dict)  # step -> calls in the profiled pass
-    traces: dict[str, evidence_mod.StepTrace] = field(default_factory=dict)
+    traces: dict[str, evidence.StepTrace] = field(default_factory=dict)
     failures: dict[str, Failure] = field(default_factory=dict)
     forced: set[str] = field(default_factory=set)
     step_error: str | None = None  # the step failed outside any instrumented function
@@ -91,7 +89,7 @@ class LiveRun:
 class Steps:
     """The real steps: train (forward + backward), prefill with cache, one cached decode step."""
 
-    def __init__(self, built: layers_mod.BuiltModel, inst: Instrument, mode: str, tokens: int):
+    def __init__(self, built: layers.BuiltModel, inst: Instrument, mode: str, tokens: int):
         import torch
 
         self.torch = torch
@@ -172,7 +170,7 @@ def first_line(exc: BaseException) -> str:
 CAPTURED: list[str] = []  # third-party output kept out of the user's terminal (KERNELCHECK_VERBOSE=1 shows it)
 
 
-def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence_mod.StepTrace]:
+def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence.StepTrace]:
     """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -182,7 +180,7 @@ def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) ->
     steps.inst.profiling = True
     try:
         # the profiler's C++ side prints `USDT ... profiler_start/stop` on fd 2: keep it in the log
-        with noise_mod.captured(settings.variable("KERNELCHECK_VERBOSE") == "1") as got, \
+        with noise.captured(settings.variable("KERNELCHECK_VERBOSE") == "1") as got, \
                 profile(activities=acts, record_shapes=False) as prof:
             result = fn()
     finally:
@@ -191,5 +189,5 @@ def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) ->
     with tempfile.TemporaryDirectory(prefix="kernelcheck-trace-") as tmp:
         path = Path(tmp) / f"{name}.json"
         prof.export_chrome_trace(str(path))
-        events, meta = evidence_mod.load_events(path)
-    return result, evidence_mod.analyze(name, events, meta)
+        events, meta = evidence.load_events(path)
+    return result, evidence.analyze(name, events, meta)

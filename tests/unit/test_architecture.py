@@ -220,3 +220,23 @@ def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
             if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(bases) for b in node.bases):
                 elsewhere.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.name}")
     assert elsewhere == []
+
+
+def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_taken() -> None:
+    """`from kernelcheck.core import matrix as matrix_mod` only where `matrix` names something else in the file (a
+    variable, an argument): elsewhere the module goes by its own name (issue 24: the *_mod aliases)."""
+    needless = []
+    for path in sorted(PKG.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        taken |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef))}
+        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
+        taken |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names if not (a.asname or "").endswith("_mod")}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom):
+                needless += [f"{path.relative_to(PKG)}:{n.lineno}: {a.name} as {a.asname}" for a in n.names
+                             if (a.asname or "").endswith("_mod") and a.name not in taken]
+    assert needless == []

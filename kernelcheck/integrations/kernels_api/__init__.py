@@ -104,9 +104,9 @@ def _guess(version: str, check: Callable[[KernelsApi], list[str]]) -> KernelsApi
 
 def adapter() -> KernelsApi | Unsupported:
     """The adapter for the installed kernels (its distribution version), feature-checked."""
-    from kernelcheck.core import environment as environment_mod
+    from kernelcheck.core import environment
 
-    version = environment_mod.dist_version("kernels")
+    version = environment.dist_version("kernels")
     if version in _CHOSEN:  # one probe per process and version: the imports it checks do not change
         return _CHOSEN[version]
     _CHOSEN[version] = _adapter_for(version)
