@@ -85,7 +85,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     parsed = [_parse_repo(r) for r in repos]
     build = parse_target(torch_v, cuda_v)
-    target = kernels_hub.Target(torch=build.torch, cuda=build.cuda) if build.given else None
+    target = kernels_hub.HubSystem(torch=build.torch, cuda=build.cuda) if build.given else None
     gpus = gpu.parse_arch(arch) if arch else None  # the same parser as doctor and install
     env = environment.probe(gpu_override=gpus)
     report = Report("hub", EnvironmentView.of(env), None, mode)

@@ -130,7 +130,7 @@ def _window_findings(th: kernels_hub.TransformersHub, use_hub: bool | None, used
 
 
 def _listing_lines(env: environment.Environment, dev: str, mode: str, source: str, used: bool,
-                   device: str | None, target: kernels_hub.Target | None) -> list[HubLine]:
+                   device: str | None, target: kernels_hub.HubSystem | None) -> list[HubLine]:
     listing = "offline" if settings.hub_offline() else "cache" if source == "cache" else "online"
     origin = "device-flag" if device else ("cuda-flag" if target is not None and target.cuda else "torch-build")
     items: list[HubLine] = [ListingLine(dev, origin, mode, listing, used)]
@@ -141,7 +141,7 @@ def _listing_lines(env: environment.Environment, dev: str, mode: str, source: st
 
 
 def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environment.Environment, dev: str, mode: str,
-          source: str, target: kernels_hub.Target | None) -> tuple[list[HubRow], dict[str, kernels_hub.Resolution]]:
+          source: str, target: kernels_hub.HubSystem | None) -> tuple[list[HubRow], dict[str, kernels_hub.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
     cap = gpu.capability_number(env)
     rows: list[HubRow] = []
@@ -174,7 +174,7 @@ def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environme
 def check(report: Report, env: environment.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: kernels_hub.Target | None = None) -> HubSection:
+          target: kernels_hub.HubSystem | None = None) -> HubSection:
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
     th = kernels_hub.transformers_hub()
     used, why = decide_use(th, use_hub)

@@ -24,7 +24,7 @@ from kernelcheck.install.plan_types import (
 
 
 def plan_extension(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                    target: wheels.Target) -> list[Step]:
+                    target: wheels.WheelFit) -> list[Step]:
     dist = pkg.install_distribution
     st = env.packages.get(pkg.name)
     torch_v = env.torch.version if env.torch else "(absent)"
@@ -68,7 +68,7 @@ def plan_extension(pkg: matrix.PackageInfo, env: Environment, opts: Options, can
 
 
 def _wheelhouse_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                     target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+                     target: wheels.WheelFit, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     dist = pkg.install_distribution
     best: tuple[wheels.WheelInfo, wheels.Decision] | None = None
     for w in sorted((w for w in cands.wheels if w.name.name == dist),
@@ -100,7 +100,7 @@ def _wheelhouse_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, c
 
 
 def _release_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                  target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+                  target: wheels.WheelFit, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     if cands.release_url and "release" in allowed:
         name = cands.release_url.rsplit("/", 1)[-1]
         if cands.release_status == "exists":
@@ -118,7 +118,7 @@ def _release_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cand
 
 
 def _build_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                target: wheels.Target, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
+                target: wheels.WheelFit, allowed: tuple[str, ...], rejected: list[Rejected]) -> Step | None:
     if "build" not in allowed:
         return None
     blocker = _build_blockers(pkg, env, opts, cands, target)
@@ -148,7 +148,7 @@ def _build_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands:
 
 
 def _build_blockers(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
-                    target: wheels.Target) -> tuple[RejectKind, str] | None:
+                    target: wheels.WheelFit) -> tuple[RejectKind, str] | None:
     if not cands.sdist:
         return RejectKind.NO_SDIST, (cands.sdist_error
                                      or "no sdist: pass --sdist FILE or put the .tar.gz in the wheelhouse")

@@ -37,8 +37,8 @@ from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the pl
     StepKind,
     pip_cmd,
     sm_tag,
-    target_of,
     version_text,
+    wheel_fit,
 )
 from kernelcheck.integrations import fla_dispatch
 
@@ -406,7 +406,7 @@ def make_plan(env: Environment, packages: tuple[str, ...], opts: Options,
     """Ordered steps for the kernel packages `packages` (import names) of a model. Pure: the matrix is the one
     `opts` carries."""
     m = opts.matrix
-    target = target_of(env, opts)
+    target = wheel_fit(env, opts)
     steps: list[Step] = []
     for name in packages:
         pkg = m.packages[name]

@@ -68,7 +68,7 @@ class Candidates:
 @dataclass(frozen=True)
 class Plan:
     steps: tuple[Step, ...]
-    target: wheels.Target
+    target: wheels.WheelFit
     blocked: bool  # a step needs a pinned package changed: nothing is executed
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -85,11 +85,11 @@ class Plan:
         return Verdict.READY
 
 
-def target_of(env: Environment, opts: Options) -> wheels.Target:
+def wheel_fit(env: Environment, opts: Options) -> wheels.WheelFit:
     t = env.torch
     cuda_major = int(t.cuda.split(".")[0]) if t and t.cuda else None
     mm = torch_minor(t.version if t else None) or "?"
-    return wheels.Target(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
+    return wheels.WheelFit(env.python_tag, env.platform, mm, cuda_major, t.cxx11abi if t else None, opts.arches)
 
 
 def version_text(v: str | None) -> Version | None:

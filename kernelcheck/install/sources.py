@@ -25,7 +25,7 @@ from kernelcheck.core import matrix, settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, target_of
+from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, wheel_fit
 from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
 from kernelcheck.report.progress import working
 
@@ -366,7 +366,7 @@ def _trials(ctx: _Ctx, pkg: matrix.PackageInfo, own: list[wheels.WheelInfo]) -> 
     env = ctx.env
     if not (env.torch and env.torch.cuda and pkg.extension):
         return {}
-    target = target_of(env, ctx.opts)
+    target = wheel_fit(env, ctx.opts)
     out = {}
     for w in own:
         if w.build is not None or not w.so_arches or w.error:
@@ -435,7 +435,7 @@ def _release(ctx: _Ctx, pkg: matrix.PackageInfo,
              version: str | None) -> tuple[str | None, str | None, RejectKind | None]:
     """The release wheel's URL, its status and why it is not taken (the status's kind)."""
     env, opts = ctx.env, ctx.opts
-    target = target_of(env, opts)
+    target = wheel_fit(env, opts)
     if pkg.release_wheel and version and target.cuda_major is not None:
         url = pkg.release_wheel.format(version=version, cuda_major=target.cuda_major, torch_mm=target.torch_mm,
                                        cxx11abi=str(bool(target.cxx11abi)).upper(), py=env.python_tag[2:],

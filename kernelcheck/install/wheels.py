@@ -65,7 +65,7 @@ class BuildTag:
 
 
 @dataclass(frozen=True)
-class Target:
+class WheelFit:
     """The environment a compiled wheel must fit."""
 
     python_tag: str  # cp311
@@ -300,7 +300,7 @@ def tag_decision(filename: str, python_tag: str, platform: str,
     return f"ABI tag {', '.join(sorted(abis))} ({shown}) does not fit {python_tag} on {platform}"
 
 
-def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str | None) -> Decision | None:
+def file_and_tags_failure(info: WheelInfo, target: WheelFit, expected_sha256: str | None) -> Decision | None:
     """The rejection of a wheel for its file (corrupt, renamed), its sha256 or its tags; None when they fit."""
     cand = info.name.filename
     if info.error:
@@ -312,7 +312,7 @@ def file_and_tags_failure(info: WheelInfo, target: Target, expected_sha256: str 
     return Decision(cand, False, why, kind=RejectKind.WHEEL_TAGS) if why else None
 
 
-def _build_mismatch(b: BuildTag, target: Target) -> tuple[RejectKind, str] | None:
+def _build_mismatch(b: BuildTag, target: WheelFit) -> tuple[RejectKind, str] | None:
     if b.torch_mm != target.torch_mm:
         return RejectKind.TORCH_MINOR, (f"built for torch {b.torch_mm}, installed torch is {target.torch_mm} "
                                         "(extensions are tied to one torch minor: C++ ABI)")
@@ -330,7 +330,7 @@ def extension_members(info: WheelInfo, extension: str = "") -> list[str]:
         or list(info.so_arches)
 
 
-def _arch_failure(info: WheelInfo, target: Target, members: list[str]) -> tuple[RejectKind, str] | None:
+def _arch_failure(info: WheelInfo, target: WheelFit, members: list[str]) -> tuple[RejectKind, str] | None:
     for cap in target.arches:
         for m in members:
             got = info.so_arches[m]
@@ -344,7 +344,7 @@ def _arch_failure(info: WheelInfo, target: Target, members: list[str]) -> tuple[
     return None
 
 
-def match(info: WheelInfo, target: Target, expected_sha256: str | None = None,
+def match(info: WheelInfo, target: WheelFit, expected_sha256: str | None = None,
           extension: str = "", trial: TrialImport | None = None) -> Decision:
     """Accept or reject a wheel for `target`, with the first reason it fails.
 

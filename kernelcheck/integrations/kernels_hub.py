@@ -173,7 +173,7 @@ def api() -> kernels_api.KernelsApi:
     return got
 
 
-def _decide(variants: list[Any], target: Target | None) -> tuple[list[VariantDecision], list[kernels_api.Decision],
+def _decide(variants: list[Any], target: HubSystem | None) -> tuple[list[VariantDecision], list[kernels_api.Decision],
                                                                    list[kernels_api.Decision]]:
     """kernels' resolver on a list of kernels variants; returns (decisions, accepted, rejected), kernels' order."""
     trace = api().resolve(variants, target.system() if target is not None else None)
@@ -185,7 +185,7 @@ def _decide(variants: list[Any], target: Target | None) -> tuple[list[VariantDec
 
 
 @dataclass(frozen=True)
-class Target:
+class HubSystem:
     """The system to resolve for, when it is not this one (a docker build stage for another torch/CUDA).
     Fields left None are taken from this machine."""
 
@@ -206,7 +206,7 @@ class Target:
                                   cxx11abi=self.cxx11abi, cpu=self.cpu, os=self.os)
 
 
-def _system(target: Target | None = None) -> dict[str, Any]:
+def _system(target: HubSystem | None = None) -> dict[str, Any]:
     """This machine as kernels sees it, or the `target` (for the nearest-variant ranking)."""
     if target is not None and (target.torch or target.cuda is not None):
         base = _system()
@@ -231,7 +231,7 @@ def _system(target: Target | None = None) -> dict[str, Any]:
             **api().this_system()}
 
 
-def _nearest(rejected: list[kernels_api.Decision], target: Target | None = None) -> tuple[str | None, str | None]:
+def _nearest(rejected: list[kernels_api.Decision], target: HubSystem | None = None) -> tuple[str | None, str | None]:
     return nearest(rejected, _system(target)) if rejected else (None, None)
 
 
@@ -280,7 +280,7 @@ def _check_variant(meta_path: Path, variant: str, env: environment.Environment |
 
 
 def _local_resolution(repo_id: str, version: int | None, revision: str | None, path: Path,
-                      env: environment.Environment | None, target: Target | None) -> Resolution:
+                      env: environment.Environment | None, target: HubSystem | None) -> Resolution:
     """LOCAL_KERNELS answers first (kernels reads it before the Hub and the cache)."""
     variants = api().list_local(path)
     base = path
@@ -300,7 +300,7 @@ def _local_resolution(repo_id: str, version: int | None, revision: str | None, p
 
 def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | None = None,
                  source: str = "auto", env: environment.Environment | None = None,
-                 target: Target | None = None) -> Resolution:
+                 target: HubSystem | None = None) -> Resolution:
     """Which variant of `repo_id` kernels would load here, listed the way kernels would list it.
 
     source: "auto" follows kernels (LOCAL_KERNELS, then the HF cache when offline or the Hub when online;
@@ -317,7 +317,7 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
 
 
 def _resolve(repo_id: str, version: int | None, revision: str | None, source: str,
-             env: environment.Environment | None, target: Target | None) -> Resolution:
+             env: environment.Environment | None, target: HubSystem | None) -> Resolution:
     api()  # the adapter first: an unknown layout is said once, before any listing
     notes: list[str] = []
     locals_ = local_kernels()
@@ -355,7 +355,7 @@ def _kernels_says(repo_id: str, version: int | None) -> str:
 
 
 def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
-                      env: environment.Environment | None, target: Target | None, notes: list[str]) -> Resolution:
+                      env: environment.Environment | None, target: HubSystem | None, notes: list[str]) -> Resolution:
     hub_note = notes[0] if notes else None  # _resolve's only note: the Hub could not be asked
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
@@ -428,7 +428,7 @@ def _hub_versions(api: Any, repo_id: str) -> dict[int, Any]:
 
 
 def _resolve_hub(repo_id: str, version: int | None, revision: str | None,
-                 env: environment.Environment | None, target: Target | None) -> Resolution:
+                 env: environment.Environment | None, target: HubSystem | None) -> Resolution:
     hub = hub_api()
     ref, commit = revision, None
     if version is not None:

@@ -12,8 +12,8 @@ from typing import Any
 from kernelcheck.core import environment
 from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
 from kernelcheck.integrations.kernels_hub import (
+    HubSystem,
     Resolution,
-    Target,
     api,
     hub_api,
     incomplete_snapshot,
@@ -119,7 +119,7 @@ def _download_step(repo: HubRepo, r: Resolution, spec: str, say: Callable[[str],
 
 def prefetch(repos: list[HubRepo], *, env: environment.Environment | None = None,
              lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
-             progress: Callable[[str], None] | None = None, target: Target | None = None,
+             progress: Callable[[str], None] | None = None, target: HubSystem | None = None,
              offline_only: bool = False) -> list[Step]:
     """Pre-download the variant kernels would choose here for each repo, then write a kernels lock.
 
@@ -269,7 +269,7 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
                    env: environment.Environment | None = None,
                    progress: Callable[[str], None] | None = None,
-                   target: Target | None = None, offline_only: bool = False) -> list[Step]:
+                   target: HubSystem | None = None, offline_only: bool = False) -> list[Step]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
     model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine

@@ -18,7 +18,7 @@ from kernelcheck.install import build, plan, sources, wheels
 from tests.kcfixtures import PY_TAG, make_wheel, pypi_wheels
 from tests.unit.test_install_plan import env, steps_of
 
-HOST = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
+HOST = wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
 
 
 def _real(name: str) -> wheels.WheelInfo:

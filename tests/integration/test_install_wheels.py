@@ -16,7 +16,7 @@ from kernelcheck.install import build, wheels
 from tests.kcfixtures import PY_TAG, causal_conv1d_wheel, extension_so, have_nvcc, tiny_sdist
 
 needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH")
-TARGET = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
+TARGET = wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
 
 
 @needs_nvcc
@@ -73,7 +73,7 @@ def test_match_accepts_the_right_wheel_and_says_why_each_other_is_rejected(tmp_p
     d = wheels.match(wheels.inspect_wheel(bad), TARGET)
     assert not d.accepted and d.kind == RejectKind.WHEEL_FILE
     # a CPU torch can load no CUDA extension
-    cpu = wheels.Target(PY_TAG, "linux_x86_64", "2.14", None, True, ("9.0",))
+    cpu = wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ("9.0",))
     assert wheels.match(good, cpu).kind == RejectKind.CPU_TORCH
 
 

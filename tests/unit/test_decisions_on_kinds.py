@@ -155,7 +155,7 @@ def test_an_unlabelled_compiled_wheel_without_a_trial_says_it_needs_one_as_a_fie
                                            files={f"causal_conv1d_cuda{suffix}": b"not elf"}))
     assert info is not None
     gpu = wheels.WheelInfo(**{**info.__dict__, "so_arches": {k: ("sm_90",) for k in info.so_arches}})
-    host = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
+    host = wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
     untried = wheels.match(gpu, host, extension="causal_conv1d_cuda")
     assert (untried.accepted, untried.needs_trial) == (False, True)
     tried = wheels.match(gpu, host, extension="causal_conv1d_cuda",

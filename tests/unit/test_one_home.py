@@ -14,7 +14,7 @@ from kernelcheck.core.gpu import default_device
 from kernelcheck.fleet import table
 from kernelcheck.install import plan_types
 from kernelcheck.install.plan import Options
-from kernelcheck.integrations.kernels_hub import Target
+from kernelcheck.integrations.kernels_hub import HubSystem
 from tests.environments import make_env
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kernelcheck"
@@ -74,18 +74,18 @@ def test_torch_major_minor_has_one_spelling(version: str | None, mm: str | None)
 
 
 def test_the_install_target_and_the_manifest_read_torch_minor_from_the_one_helper() -> None:
-    target = plan_types.target_of(make_env(torch="2.11.0+cu130"), Options())
+    target = plan_types.wheel_fit(make_env(torch="2.11.0+cu130"), Options())
     assert target.torch_mm == "2.11"
-    assert plan_types.target_of(make_env(torch="2.13.0+cpu", cuda=None), Options()).torch_mm == "2.13"
+    assert plan_types.wheel_fit(make_env(torch="2.13.0+cpu", cuda=None), Options()).torch_mm == "2.13"
 
 
 @pytest.mark.parametrize("torch,cuda,device,target,want", [
     ("2.11.0+cu130", "13.0", None, None, "cuda"),
     ("2.13.0+cpu", None, None, None, "cpu"),
-    ("2.13.0+cpu", None, None, Target(torch="2.11", cuda="13.0"), "cuda"),  # planning a GPU image on a CPU box
-    ("2.13.0+cpu", None, None, Target(torch="2.11", cuda=""), "cpu"),       # a CPU target build
-    ("2.11.0+cu130", "13.0", "xpu", Target(cuda="13.0"), "xpu"),             # the user's --device wins
+    ("2.13.0+cpu", None, None, HubSystem(torch="2.11", cuda="13.0"), "cuda"),  # planning a GPU image on a CPU box
+    ("2.13.0+cpu", None, None, HubSystem(torch="2.11", cuda=""), "cpu"),       # a CPU target build
+    ("2.11.0+cu130", "13.0", "xpu", HubSystem(cuda="13.0"), "xpu"),             # the user's --device wins
 ])
 def test_the_job_device_default_is_decided_once(torch: str, cuda: str | None, device: str | None,
-                                                 target: Target | None, want: str) -> None:
+                                                 target: HubSystem | None, want: str) -> None:
     assert default_device(make_env(None, torch=torch, cuda=cuda), device, target) == want

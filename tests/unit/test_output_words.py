@@ -39,7 +39,7 @@ def test_an_install_with_nothing_to_change_says_so_once() -> None:
     report = Report("install", env, before.model, "train")
     keep = plan_types.Step("causal-conv1d", "keep", "installed", "causal-conv1d==1.7.0", "already installed",
                            kind=plan_types.StepKind.INSTALLED)
-    target = wheels.Target("cp311", "linux_x86_64", "2.14", 13, True, ("9.0",))
+    target = wheels.WheelFit("cp311", "linux_x86_64", "2.14", 13, True, ("9.0",))
     plan = plan_types.Plan((keep,), target, blocked=False)
     rep, code = command._unchanged(report, before, plan, "--arch")
     text = command.render(rep, code, dry_run=False)

@@ -134,7 +134,7 @@ def test_dependency_kinds_name_the_dependency(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- why a candidate was rejected
 
-TARGET = wheels.Target(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
+TARGET = wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", 13, True, ("9.0",))
 SO = "causal_conv1d_cuda.so"
 
 
@@ -159,11 +159,11 @@ OTHER_PY = "cp312" if PY_TAG != "cp312" else "cp311"
     (_info(arches=("compute_90",)), TARGET, RejectKind.PTX_ONLY, "has only PTX for sm_90"),
     (_info(py=OTHER_PY), TARGET, RejectKind.WHEEL_TAGS, f"built for {OTHER_PY}"),
     (_info(error="corrupt wheel: BadZipFile: x"), TARGET, RejectKind.WHEEL_FILE, "corrupt wheel"),
-    (_info(), wheels.Target(PY_TAG, "linux_x86_64", "2.14", None, True, ("9.0",)), RejectKind.CPU_TORCH,
+    (_info(), wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ("9.0",)), RejectKind.CPU_TORCH,
      "torch here is a CPU build"),
     (_info(local=""), TARGET, RejectKind.NEEDS_TRIAL, "no trial import"),
 ])
-def test_a_rejected_wheel_says_what_does_not_fit(info: wheels.WheelInfo, target: wheels.Target, kind: RejectKind,
+def test_a_rejected_wheel_says_what_does_not_fit(info: wheels.WheelInfo, target: wheels.WheelFit, kind: RejectKind,
                                                  words: str) -> None:
     d = wheels.match(info, target, extension="causal_conv1d_cuda")
     assert not d.accepted and d.kind == kind and words in d.reason, d.reason
