@@ -112,3 +112,21 @@ def test_an_install_plan_with_rejected_candidates_and_a_hub_plan_read_back_typed
                                                ["package", "action", "source", "spec", "reason", "command"]]
     assert data["plan"][0]["rejected"] == [{"candidate": "torch29-cu128", "reason": "Torch version"}]
     assert json.loads(render_json(inst))["plan"][0]["rejected"][1]["kind"] == "release-missing"
+
+
+def test_the_h200s_step_report_reads_back_and_its_lines_are_made_again_from_its_values() -> None:
+    """The real `verify --model qwen3.8-27b --step --tokens 8192` report of the H200 (docs/gpu/session8, step4:
+    2.73x at 4 layers), recorded before the step section was typed: its JSON reads back byte for byte, and the
+    step lines it printed are made again, word for word, from the typed values."""
+    from kernelcheck.report import live_text
+    from kernelcheck.report.step import PathMeasured, StepSection
+    from kernelcheck.verify.step import live_items
+
+    raw = (DATA / "verify_step_h200.json").read_text()
+    data = json.loads(raw)
+    rep = Report.from_json(data)
+    assert json.loads(render_json(rep)) == data
+    assert isinstance(rep.step, StepSection) and rep.step.tokens == 8192
+    assert isinstance(rep.step.fast, PathMeasured) and isinstance(rep.step.reference, PathMeasured)
+    assert round(rep.step.reference.step_ms / rep.step.fast.step_ms, 2) == 2.73
+    assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
