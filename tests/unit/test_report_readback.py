@@ -17,6 +17,7 @@ from kernelcheck.report.terminal import PIPED_WIDTH, Terminal, present
 from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan, render_text
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
+REPO_DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def sample(name: str) -> tuple[str, str]:
@@ -130,3 +131,24 @@ def test_the_h200s_step_report_reads_back_and_its_lines_are_made_again_from_its_
     assert isinstance(rep.step.fast, PathMeasured) and isinstance(rep.step.reference, PathMeasured)
     assert round(rep.step.reference.step_ms / rep.step.fast.step_ms, 2) == 2.73
     assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
+
+
+def test_every_report_of_the_h200_differential_reads_back_typed_and_renders() -> None:
+    """The 16 doctor and verify reports the H200 printed in docs/gpu/session10 (4 rows x 2 modes, real GPUs,
+    drivers, nvcc, kernel packages, Hub sections, live lines) read back typed, write the same JSON, decide the
+    exit code each printed, and render."""
+    import tarfile
+
+    with tarfile.open(REPO_DOCS / "gpu" / "session10" / "differential-2ef81b4.tgz") as tar:
+        members = [m for m in tar.getmembers() if m.name.endswith(("doctor-train.json", "doctor-infer.json",
+                                                                     "verify-train.json", "verify-infer.json"))]
+        assert len(members) == 16
+        for m in members:
+            fh = tar.extractfile(m)
+            assert fh is not None
+            data = json.loads(fh.read())
+            rep = Report.from_json(data)
+            assert rep.environment is not None and rep.environment.gpus[0].capability.sm == "sm_90", m.name
+            assert json.loads(render_json(rep)) == data, m.name
+            assert rep.exit_code == data["exit_code"], m.name  # decided again from the typed statuses
+            assert render_text(rep, verbose=False)  # the typed values render (the wording: the samples above)
