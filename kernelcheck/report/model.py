@@ -26,6 +26,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
 from kernelcheck.report import hub_text, live_text
 from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
 from kernelcheck.report.live import LiveLine
+from kernelcheck.report.live_details import LiveDetails
 from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
 from kernelcheck.report.step import StepSection
 
@@ -102,7 +103,7 @@ class LiveSection:
     ran: bool
     items: list[LiveLine]
     step: bool = False  # verify --step: the step section holds the details
-    details: dict[str, Any] | None = None  # device, dtype, shape, tokens, model, ..., timing (a full run)
+    details: LiveDetails | None = None  # a full run: device, dtype, shape, tokens, model, ..., timing
     captured_output: str | None = None
 
     @property
@@ -113,7 +114,8 @@ class LiveSection:
         out: dict[str, Any] = {"ran": self.ran}
         if self.step:
             out["step"] = True
-        out.update(self.details or {})
+        if self.details is not None:
+            out.update(self.details.to_json())
         out["lines"] = self.lines
         if self.details is not None:
             out["captured_output"] = self.captured_output
@@ -121,11 +123,10 @@ class LiveSection:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LiveSection:
-        """A section read back: its lines as they were printed."""
-        details = {k: v for k, v in data.items() if k not in ("ran", "step", "lines", "captured_output")}
+        """A section read back: its lines as they were printed, a full run's details typed (LiveDetails)."""
         full = "captured_output" in data  # a full run: its details, then the captured output
         return cls(data["ran"], [PrintedLine(t) for t in data["lines"]], bool(data.get("step")),
-                   details if full else None, data.get("captured_output"))
+                   LiveDetails.from_json(data) if full else None, data.get("captured_output"))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
+from kernelcheck.report.live_details import LiveDetails, LiveModel, TritonCacheState, comparison
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers
@@ -292,20 +293,14 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
             "verify-cpu", Severity.INFO,
             "no CUDA GPU here: the layers ran on the CPU, where every fast function runs its torch reference (or is "
             "unsupported). The evidence shows the torch path; run verify on the GPU machine to prove the fast path."))
-    report.live = LiveSection(ran=True, details={
-        "device": run.built.device,
-        "dtype": run.built.dtype,
-        "shape": shape,
-        "tokens": run.tokens,
-        "model": run.built.to_json(),
-        "fast_functions": fast,
-        "forced_torch_after_failure": sorted(run.forced),
-        "steps": {n: step_json(tr, run.built.device) for n, tr in run.traces.items()},
-        "reference_comparison": run.model_compare,
-        "benchmark": run.benchmark,
-        "triton_cache": run.triton,
-        "timing": run.timing,
-    }, items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
+    b = run.built
+    report.live = LiveSection(ran=True, details=LiveDetails(
+        b.device, b.dtype, shape, run.tokens,
+        LiveModel(b.model_type, b.model_class, b.shape, list(b.layer_types), b.device, b.dtype, b.parameters,
+                   b.overrides, b.attn_implementation),
+        fast, sorted(run.forced), {n: step_json(tr, b.device) for n, tr in run.traces.items()},
+        comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), run.timing,
+    ), items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)
 
 

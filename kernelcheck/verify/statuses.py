@@ -22,6 +22,14 @@ from kernelcheck.report.live import (
     TimingLine,
     TritonCacheLine,
 )
+from kernelcheck.report.live_details import (
+    Compared,
+    Comparison,
+    ComparisonError,
+    ComparisonSkipped,
+    ProfiledStep,
+    comparison,
+)
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.verify import evidence
 from kernelcheck.verify.steps import (
@@ -185,16 +193,16 @@ def model_findings(run: LiveRun, report: Report) -> list[Finding]:
     return out
 
 
-def _comparison(mc: dict[str, Any]) -> list[LiveLine]:
+def comparison_lines(mc: Comparison) -> list[LiveLine]:
     """The reference comparison: skipped, the rel_err per step against the tolerance, or its error."""
-    if mc.get("skipped"):
-        return [ComparisonSkippedLine(mc["skipped"])]
-    if "tolerance" in mc:
-        return [ComparisonLine(mc["tolerance"], tuple(
-            PassError(s, v["logits"]["rel_err"], (v.get("grads") or {}).get("rel_err"), "grads" in v)
-            for s, v in mc.items() if isinstance(v, dict)), bool(mc.get("ok")))]
-    if mc.get("error"):
-        return [ComparisonFailedLine(mc["error"])]
+    if isinstance(mc, ComparisonSkipped) and mc.skipped:
+        return [ComparisonSkippedLine(mc.skipped)]
+    if isinstance(mc, Compared):
+        return [ComparisonLine(mc.tolerance, tuple(
+            PassError(s, v.logits.rel_err, None if v.grads is None else v.grads.rel_err, v.grads is not None)
+            for s, v in mc.steps.items()), bool(mc.ok))]
+    if isinstance(mc, ComparisonError) and mc.error:
+        return [ComparisonFailedLine(mc.error)]
     return []
 
 
@@ -229,15 +237,15 @@ def live_items(run: LiveRun) -> list[LiveLine]:
     tc = run.triton
     if tc:
         out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
-    out.extend(_comparison(run.model_compare))
+    out.extend(comparison_lines(comparison(run.model_compare)))
     out.extend(_benchmark(run.benchmark, b.device))
     out.append(TimingLine(tuple(run.timing.items())))
     return out
 
 
-def step_json(tr: evidence.StepTrace, device: str) -> dict[str, Any]:
-    d = tr.stats.to_json()
+def step_json(tr: evidence.StepTrace, device: str) -> ProfiledStep:
+    """One profiled step's typed statistics (the live section's `steps`) and the trace's reading of it."""
     said = live_text.launch(evidence.launch_line(tr, device))
-    d.update({"launch_bound": tr.launch_bound, "launch_bound_sentence": said,
-              "fast_packages": list(tr.fast_packages), "fallback_signatures": list(tr.fallbacks)})
-    return d
+    return ProfiledStep.from_json({**tr.stats.to_json(), "launch_bound": tr.launch_bound,
+                                   "launch_bound_sentence": said, "fast_packages": list(tr.fast_packages),
+                                   "fallback_signatures": list(tr.fallbacks)})

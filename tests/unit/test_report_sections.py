@@ -6,6 +6,7 @@ import json
 
 from kernelcheck.core.plan_step import Step, StepKind
 from kernelcheck.report.hub import PrintedLine, UseLine
+from kernelcheck.report.live_details import LiveDetails, LiveModel, NotCompared, TritonCacheState
 from kernelcheck.report.model import (
     Before,
     Bindings,
@@ -35,8 +36,11 @@ def test_doctor_sections_follow_the_findings_in_order():
     r.needs = Needs(["chunk_gated_delta_rule"], ["fla"], "sdpa")
     r.bindings = Bindings("decorator", "transformers.models.qwen3_5.modeling_qwen3_5")
     r.hub = hub()
-    r.live = LiveSection(ran=True, details={"device": "cpu", "timing": {"total_s": 1.0}}, items=[PrintedLine("built")],
-                         captured_output=None)
+    model = LiveModel("qwen3_5_text", "Qwen3_5ForCausalLM", "tiny", ["linear_attention"], "cpu", "float32", 10, {},
+                      "sdpa")
+    details = LiveDetails("cpu", "float32", "tiny", 128, model, [], [], {}, NotCompared(), None,
+                          TritonCacheState("/c", 0, 0, 0, False), {"total_s": 1.0})
+    r.live = LiveSection(ran=True, details=details, items=[PrintedLine("built")], captured_output=None)
     r.packing = PackingSection(None, True, {"chunk_gated_delta_rule": False},
                                (ModeOutcome("none", "correct", "one sequence per row", None),), True, "ref")
     data = json.loads(render_json(r))
@@ -46,7 +50,10 @@ def test_doctor_sections_follow_the_findings_in_order():
     assert data["bindings"] == {"regime": "decorator", "module": "transformers.models.qwen3_5.modeling_qwen3_5"}
     assert list(data["hub"]) == ["lines", "used", "why", "device", "mode", "offline", "transformers", "mapping",
                                  "names", "repos"]
-    assert list(data["live"]) == ["ran", "device", "timing", "lines", "captured_output"]
+    assert list(data["live"]) == ["ran", "device", "dtype", "shape", "tokens", "model", "fast_functions",
+                                  "forced_torch_after_failure", "steps", "reference_comparison", "benchmark",
+                                  "triton_cache", "timing", "lines", "captured_output"]
+    assert data["live"]["model"]["class"] == "Qwen3_5ForCausalLM" and data["live"]["reference_comparison"] == {}
     text = render_text(r)
     assert "hub: Hub kernels are not used: use_kernels is off." in text and "live (verify)\n  built" in text
 

@@ -38,8 +38,11 @@ from kernelcheck.verify.steps import LiveRun
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 STEP_JSON = json.loads((DATA / "verify_step.json").read_text())["step"]
-MC = {"train": {"logits": {"rel_err": 0.001, "ok": True}, "grads": {"rel_err": 0.5, "ok": False}, "ok": False},
-      "decode": {"logits": {"rel_err": None, "ok": False}, "ok": False}, "tolerance": 0.02, "ok": False}
+MC = {"train": {"logits": {"rel_err": 0.001, "max_abs_err": 0.002, "ok": True},
+                "grads": {"rel_err": 0.5, "worst_parameter": "w", "worst_parameter_rel_err": 0.9, "parameters": 2,
+                          "ok": False}, "ok": False},
+      "decode": {"logits": {"rel_err": None, "max_abs_err": None, "ok": False}, "ok": False}, "tolerance": 0.02,
+      "ok": False}  # verify/compare.compare_results's keys
 BENCH = {"layer": "GDN", "tokens": 64, "pass": "forward",
          "passes": {"forward": {"fast": {"ms": 1.5, "kernels": 4, "cpu_ops": 30, "gpu_busy_fraction": 0.5,
                                          "launch_bound": False},

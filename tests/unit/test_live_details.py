@@ -1,0 +1,99 @@
+"""The live section's details are typed (report/live_details.py): real verify reports (tests/data/reports/verify.json
+on a CPU, the H200's in docs/gpu/session10) read back into LiveDetails, write the same JSON in the same key order,
+and the comparison line they printed is made again from the typed comparison (verify/statuses.comparison_lines)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.report import live_text
+from kernelcheck.report.live import ComparisonFailedLine, ComparisonLine
+from kernelcheck.report.live_details import (
+    Compared,
+    ComparisonError,
+    ComparisonSkipped,
+    LiveDetails,
+    NotCompared,
+    ProfiledStep,
+    comparison,
+)
+from kernelcheck.report.model import Report, render_json
+from kernelcheck.verify.statuses import comparison_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def h200_verify_reports() -> dict[str, dict]:
+    with tarfile.open(ROOT / "docs" / "gpu" / "session10" / "differential-2ef81b4.tgz") as tar:
+        out = {}
+        for m in tar.getmembers():
+            if m.name.endswith(("verify-train.json", "verify-infer.json")):
+                fh = tar.extractfile(m)
+                assert fh is not None
+                out[m.name] = json.loads(fh.read())
+    assert len(out) == 8
+    return out
+
+
+def test_the_cpu_verify_report_reads_back_into_typed_details_in_the_same_key_order() -> None:
+    raw = (ROOT / "tests" / "data" / "reports" / "verify.json").read_text()
+    data = json.loads(raw)
+    rep = Report.from_json(data)
+    assert rep.live is not None and isinstance(rep.live.details, LiveDetails)
+    d = rep.live.details
+    assert (d.device, d.dtype, d.shape, d.tokens) == ("cpu", "float32", "tiny", 128)
+    assert d.model.model_class == "Qwen3_5ForCausalLM" and d.model.layers == ["linear_attention", "full_attention"]
+    assert list(d.steps) == ["train", "prefill", "decode"]
+    assert all(isinstance(s, ProfiledStep) for s in d.steps.values())
+    assert d.steps["train"].cpu_ops == 3559 and d.steps["train"].kernels == 0 and not d.steps["train"].launch_bound
+    assert isinstance(d.reference_comparison, ComparisonSkipped) and d.benchmark is None
+    assert d.triton_cache.cache_dir == "/root/.triton/cache" and not d.triton_cache.cold
+    assert list(d.timing)[0] == "static_s" and d.timing["total_s"] == 5.562
+    assert json.dumps(rep.live.to_json()) == json.dumps(data["live"])  # the key order too
+    assert render_json(rep) + "\n" == raw
+
+
+def test_the_h200_verify_reports_hold_their_comparison_typed_and_its_line_is_made_again() -> None:
+    for name, data in h200_verify_reports().items():
+        rep = Report.from_json(data)
+        assert rep.live is not None and rep.live.details is not None, name
+        d = rep.live.details
+        assert d.device == "cuda:0" and d.dtype == "bfloat16", name
+        assert json.dumps(rep.live.to_json()) == json.dumps(data["live"]), name
+        made = live_text.lines(comparison_lines(d.reference_comparison))
+        assert len(made) == 1 and made[0] in data["live"]["lines"], name
+        if name.endswith("baseline/verify-train.json"):
+            c = d.reference_comparison
+            assert isinstance(c, Compared) and c.ok and c.tolerance == 0.05
+            assert list(c.steps) == ["train", "prefill", "decode"]
+            grads = c.steps["train"].grads
+            assert grads is not None and grads.worst_parameter == "model.layers.0.linear_attn.A_log"
+            assert c.steps["prefill"].grads is None and c.steps["prefill"].logits.rel_err == 0.0042
+            assert d.steps["train"].kernels > 0 and d.triton_cache.entries_before == 240
+
+
+@pytest.mark.parametrize("data, kind", [
+    ({"skipped": "every function ran its torch reference: the run is the reference"}, ComparisonSkipped),
+    ({"error": "the torch reference run failed: RuntimeError: boom", "ok": None}, ComparisonError),
+    ({}, NotCompared),
+    ({"decode": {"logits": {"rel_err": None, "max_abs_err": None, "ok": False}, "ok": False}, "tolerance": 0.02,
+      "ok": False}, Compared),
+])
+def test_each_comparison_shape_reads_back_as_its_type_and_writes_the_same_json(data: dict, kind: type) -> None:
+    typed = comparison(data)
+    assert isinstance(typed, kind)
+    assert json.dumps(typed.to_json()) == json.dumps(data)
+
+
+def test_the_comparison_lines_read_the_typed_values() -> None:
+    [failed] = comparison_lines(comparison({"error": "the torch reference run failed: boom", "ok": None}))
+    assert isinstance(failed, ComparisonFailedLine) and failed.error == "the torch reference run failed: boom"
+    assert comparison_lines(NotCompared()) == []
+    [line] = comparison_lines(comparison({"train": {"logits": {"rel_err": 0.3, "max_abs_err": 1.0, "ok": False},
+                                                    "ok": False}, "tolerance": 0.05, "ok": False}))
+    assert isinstance(line, ComparisonLine) and line.tolerance == 0.05 and not line.ok
+    assert [(p.step, p.logits_rel_err, p.has_grads) for p in line.passes] == [("train", 0.3, False)]
