@@ -8,8 +8,9 @@ by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines
 An assert that IS the one test of some wording is kept and marked with a trailing comment on one of its lines,
 `# wording: WHY` (MARK), WHY saying whose words it tests: `renderer test` (a text renderer's test, the exit-2
 message of bad input), `the docs' text` (what a document says), `the example's own words` (what a shipped example
-script prints). Marked asserts are reported apart, not among the ones to convert; mark only an assert whose
-purpose is to test that wording, once.
+script prints), `the help text`, or another project's own message (`kernels' own message`: what the real
+package says, quoted by the test to prove that package really behaved so). Marked asserts are reported apart, not
+among the ones to convert; mark only an assert whose purpose is to test that wording, once.
 
 A literal looked for in a `fix` (`f["fix"]`, `finding.fix`) that is a command or a piece of one (COMMAND: it starts
 with a command word or `--`, or holds a requirement spec `name==1.2`, an assignment `VAR=0` or a path/URL) reads the
@@ -68,7 +69,9 @@ def _command_in_fix(c: ast.Compare) -> bool:
 # `"Traceback" not in stderr` guards against a crash, `"UserWarning" not in stderr` against another library's noise
 # reaching the user (a warning, huggingface_hub's retries); they read no message's wording
 CRASH = frozenset({"Traceback", "internal error", "Aborted!", "BrokenPipe", "UserWarning", "Retrying",
-                   "thrown while requesting"})
+                   "thrown while requesting", "USDT", "profiler_start", "[transformers]", "falling back",
+                   "install `flash-linear-attention`",
+                   "stopped before a verdict"})  # an interruption (core/errors.Interrupted) is a crash here too
 
 
 def _matches_wording(test: ast.expr) -> bool:

@@ -22,8 +22,8 @@ from tests.unit.test_trace_step import (  # noqa: F401 - helpers and fixtures of
 def test_trace_text_prints_phases_and_layer_types():
     proc = _kc("trace", str(STEP))
     assert proc.returncode == 0, proc.stderr
-    assert "phases per step (marked by kernelcheck): forward" in proc.stdout
-    assert "layer type linear_attention (3 layers)" in proc.stdout
+    assert "phases per step (marked by kernelcheck): forward" in proc.stdout  # wording: renderer test
+    assert "layer type linear_attention (3 layers)" in proc.stdout  # wording: renderer test
 
 
 @pytest.mark.integration  # runs `python -m kernelcheck trace`
@@ -50,15 +50,15 @@ def test_annotate_refuses_to_overwrite_its_input(tmp_path):
     src = tmp_path / "t.json.gz"
     src.write_bytes((GPU / "gdn_fast.json.gz").read_bytes())
     proc = _kc("trace", str(src), "--annotate", str(src))
-    assert proc.returncode == 2 and "the input trace" in proc.stderr
+    assert proc.returncode == 2 and "the input trace" in proc.stderr  # wording: renderer test
 
 
 @pytest.mark.integration  # runs `python -m kernelcheck trace`
 def test_launch_delay_is_in_ms_and_a_deep_queue_is_called_good():
     proc = _kc("trace", str(GPU / "gdn_fast.json.gz"))
-    assert "launch delay:" in proc.stdout and " ms" in proc.stdout
+    assert "launch delay:" in proc.stdout and " ms" in proc.stdout  # wording: renderer test
     text = proc.stdout
-    assert ("GOOD" in text) or ("queue was nearly empty" in text)
+    assert ("GOOD" in text) or ("queue was nearly empty" in text)  # wording: renderer test
 
 
 @pytest.mark.integration
@@ -70,7 +70,7 @@ def test_a_damaged_gzip_trace_is_bad_input_not_a_crash(tmp_path):
     bad.write_bytes(bytes(raw))
     proc = _kc("trace", str(bad))
     assert proc.returncode == 2, proc.stderr
-    assert "damaged or truncated" in proc.stderr and "Traceback" not in proc.stderr
+    assert "damaged or truncated" in proc.stderr and "Traceback" not in proc.stderr  # wording: renderer test
 
 
 @pytest.mark.integration

@@ -146,12 +146,12 @@ def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path
     proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
                            "--tokens", "16"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 3, proc.stderr
-    assert "whole training step" in proc.stdout and "tok/s" in proc.stdout
-    assert "projection (bound path)" in proc.stdout
+    assert "whole training step" in proc.stdout and "tok/s" in proc.stdout  # wording: renderer test
+    assert "projection (bound path)" in proc.stdout  # wording: renderer test
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr
     assert "install `flash-linear-attention`" not in proc.stderr
-    assert "--verbose shows it" in proc.stdout
-    assert "warm: nothing compiled" in proc.stdout  # a CPU compiles no Triton kernel
+    assert "--verbose shows it" in proc.stdout  # wording: renderer test
+    assert "warm: nothing compiled" in proc.stdout  # wording: renderer test; a CPU compiles no Triton kernel
 
 
 def test_the_whole_step_trace_it_keeps_reads_back_with_phases_and_layer_types(step_run):
