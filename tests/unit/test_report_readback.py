@@ -1,8 +1,9 @@
 """A report's JSON reads back typed (Report.from_json): to_json(from_json(x)) == x for real reports, and the text
-renderers (report/text.py) give from those values what the command printed. The samples in tests/data/reports/ are
-real `--json` and text outputs of doctor, hub, install --dry-run, verify, verify --step and trace (`-o FILE.json`:
-the JSON and the text of one run; trace_fallback: `kernelcheck trace tests/data/gpu/gdn_fallback.json.gz`) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100
-columns)."""
+renderers (report/text.py; trace/render.py for trace) give from those values what the command printed. The samples
+in tests/data/reports/ are real `--json` and text outputs of doctor, hub, install --dry-run, verify, verify --step
+and trace (`-o FILE.json`: the JSON and the text of one run; trace_fallback: `kernelcheck trace
+tests/data/gpu/gdn_fallback.json.gz`) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0,
+piped: 100 columns)."""
 
 from __future__ import annotations
 
