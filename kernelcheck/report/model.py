@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,6 +28,7 @@ from kernelcheck.report.live import LiveLine
 from kernelcheck.report.live_details import LiveDetails
 from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
 from kernelcheck.report.step import StepSection
+from kernelcheck.report.trace import TraceSection
 
 
 @dataclass(frozen=True)
@@ -225,31 +225,6 @@ class Installed:
         after = data.get("doctor_after")
         return cls(data["installed"], data["manifest"], data["install_seconds"],
                    read_report(after) if after is not None else None, has_doctor_after="doctor_after" in data)
-
-
-@dataclass
-class TraceSection:
-    """trace: the file and its diagnosis (`trace`), the whole-trace `summary`, one row per step, the breakdown."""
-
-    trace: dict[str, Any]
-    summary: dict[str, Any]
-    steps: list[Mapping[str, Any]]
-    breakdown: Mapping[str, Any] | None = None
-    annotated: dict[str, Any] | None = None  # --annotate: the file written and its instant events
-
-    def to_json(self) -> dict[str, Any]:
-        trace = {**self.trace, **({"annotated": self.annotated} if self.annotated is not None else {})}
-        out: dict[str, Any] = {"trace": trace, "summary": self.summary, "steps": self.steps}
-        if self.breakdown:
-            out["breakdown"] = self.breakdown
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TraceSection:
-        """From the report's own keys (the section is merged into the report's JSON)."""
-        trace = dict(data["trace"])
-        annotated = trace.pop("annotated", None)
-        return cls(trace, data["summary"], data["steps"], data.get("breakdown"), annotated)
 
 
 # Report.sections_json's order: each typed section's JSON key after `findings`; "json": key -> section.to_json(),

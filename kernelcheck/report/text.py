@@ -17,6 +17,7 @@ from kernelcheck.report.model import (
     Report,
 )
 from kernelcheck.report.sections import EnvironmentView
+from kernelcheck.report.trace import StepRow
 
 _MARK = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "UNSUPPORTED"}
 _SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
@@ -142,7 +143,7 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
     if report.hub is not None:
         out.extend(_render_hub_unused(report.hub) if report.command != "hub" and report.hub.used is False
                    else _render_hub(report.hub))
-    if report.trace is not None and report.trace.summary:
+    if report.trace is not None:
         out.extend(_render_summary(report.trace.summary))
     if report.live is not None:
         out.extend(_render_live(report.live))
@@ -174,12 +175,8 @@ def _render_hub_unused(hub: HubSection) -> list[str]:
             "would load."]
 
 
-def _render_summary(summary: dict[str, Any]) -> list[str]:
-    out = ["summary"]
-    for k, v in summary.items():
-        if not isinstance(v, (dict, list)):
-            out.append(f"  {k}: {v}")
-    return out
+def _render_summary(summary: StepRow) -> list[str]:
+    return ["summary", *(f"  {k}: {v}" for k, v in summary.plain())]
 
 
 def _render_cache(proof: ImportProof | None) -> list[str]:

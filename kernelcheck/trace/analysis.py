@@ -33,6 +33,7 @@ from typing import Any
 from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
+from kernelcheck.report.trace import Annotated
 from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.reader import TraceReader
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
@@ -473,7 +474,8 @@ def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], No
 
         n = annotate_mod.annotate(path, annotate, a)
         if report.trace is not None:  # report_of always sets it
-            report.trace.annotated = {"file": str(annotate), "instant_events": n}
+            done = dataclasses.replace(report.trace.trace, annotated=Annotated(str(annotate), n))
+            report.trace = dataclasses.replace(report.trace, trace=done)
     return report
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelcheck.report.model import Finding
+from kernelcheck.report.trace import IdleGaps, KernelCount, KernelTotal, LaunchDelay, OpCount, StepRow
 
 
 @dataclass(frozen=True)
@@ -46,22 +47,25 @@ class StepStats:
             return None
         return min(1.0, self.gpu_busy_us / self.wall_us)
 
+    def row(self) -> StepRow:
+        """The step as the report gives it (report/trace.py): times rounded to ns, the busy fraction to 4 places."""
+        bf, g, d = self.busy_fraction, self.idle_gaps, self.launch_delay_us
+        return StepRow(
+            name=self.name, cpu_ops=self.cpu_ops, kernels=self.kernels, memcpy=self.memcpy, memset=self.memset,
+            launches=self.launches, gpu_busy_us=round(self.gpu_busy_us, 3), cpu_span_us=round(self.cpu_span_us, 3),
+            gpu_span_us=round(self.gpu_span_us, 3), wall_us=round(self.wall_us, 3),
+            gpu_busy_fraction=None if bf is None else round(bf, 4),
+            idle_gaps=IdleGaps(int(g["count"]), _r(g["total_us"]), _r(g["longest_us"])),
+            launch_delay_us=LaunchDelay(_r(d["p50"]), _r(d["p90"]), _r(d["max"]), int(d["count"])),
+            median_kernel_us=round(self.median_kernel_us, 3),
+            top_kernels_by_time=[KernelTotal(**k) for k in self.top_kernels_by_time],
+            top_kernels_by_count=[KernelCount(**k) for k in self.top_kernels_by_count],
+            top_ops_by_count=[OpCount(**o) for o in self.top_ops_by_count],
+            distinct_kernels=len(self.kernel_names),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        bf = self.busy_fraction
-        return {
-            "name": self.name, "cpu_ops": self.cpu_ops, "kernels": self.kernels, "memcpy": self.memcpy,
-            "memset": self.memset, "launches": self.launches,
-            "gpu_busy_us": round(self.gpu_busy_us, 3), "cpu_span_us": round(self.cpu_span_us, 3),
-            "gpu_span_us": round(self.gpu_span_us, 3), "wall_us": round(self.wall_us, 3),
-            "gpu_busy_fraction": None if bf is None else round(bf, 4),
-            "idle_gaps": {k: _r(v) for k, v in self.idle_gaps.items()},
-            "launch_delay_us": {k: _r(v) for k, v in self.launch_delay_us.items()},
-            "median_kernel_us": round(self.median_kernel_us, 3),
-            "top_kernels_by_time": [dict(k) for k in self.top_kernels_by_time],
-            "top_kernels_by_count": [dict(k) for k in self.top_kernels_by_count],
-            "top_ops_by_count": [dict(k) for k in self.top_ops_by_count],
-            "distinct_kernels": len(self.kernel_names),
-        }
+        return self.row().to_json()
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,12 @@ from kernelcheck.report.model import Finding, FunctionStatus, Report
 
 
 def test_a_short_launch_delay_says_the_gpu_waited_only_where_the_trace_is_launch_bound() -> None:
+    from types import SimpleNamespace
+
+    from kernelcheck.report.trace import LaunchDelay
     from kernelcheck.trace.render import _delay_lines
 
-    s = {"launch_delay_us": {"count": 40, "p50": 30.0, "p90": 60.0}}
+    s = SimpleNamespace(launch_delay_us=LaunchDelay(p50=30.0, p90=60.0, max=60.0, count=40))  # a StepRow's field
     busy = " ".join(_delay_lines(s, launch_bound=False))
     assert "waited for the CPU" not in busy and "not launch-bound" in busy
     assert "waited for the CPU" in " ".join(_delay_lines(s, launch_bound=True))

@@ -1,8 +1,9 @@
 """A report's JSON reads back typed (Report.from_json): to_json(from_json(x)) == x for real reports, and the text
-renderers (report/text.py) give from those values what the command printed. The samples in tests/data/reports/ are
-real `--json` and text outputs of doctor, hub, install --dry-run, verify and verify --step (`-o FILE.json`: the
-JSON and the text of one run) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0, piped: 100
-columns)."""
+renderers (report/text.py; trace/render.py for trace) give from those values what the command printed. The samples
+in tests/data/reports/ are real `--json` and text outputs of doctor, hub, install --dry-run, verify, verify --step
+and trace (`-o FILE.json`: the JSON and the text of one run; trace_fallback: `kernelcheck trace
+tests/data/gpu/gdn_fallback.json.gz`) on a CPU machine (HF_HUB_OFFLINE=1, NO_COLOR=1, KERNELCHECK_IMPORT_CACHE=0,
+piped: 100 columns)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kernelcheck.install import command as install_cmd
 from kernelcheck.report.model import ErrorReport, Installed, Report, read_report, render_json
 from kernelcheck.report.terminal import PIPED_WIDTH, Terminal, present
 from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan, render_text
+from kernelcheck.trace import render as trace_render
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 REPO_DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -28,12 +30,13 @@ def shown(text: str) -> str:
     return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
 
 
-@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub", "verify", "verify_step"])
+@pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub", "verify", "verify_step", "trace_fallback"])
 def test_a_report_reads_back_byte_for_byte_and_renders_as_printed(name: str) -> None:
     raw, text = sample(name)
     rep = Report.from_json(json.loads(raw))
     assert render_json(rep) + "\n" == raw
-    assert shown(render_text(rep, verbose=False)) == text
+    printed = trace_render.render_text(rep) if rep.command == "trace" else render_text(rep, verbose=False)
+    assert shown(printed) == text
 
 
 def test_the_install_dry_run_reads_back_and_its_verdict_line_comes_from_the_values() -> None:

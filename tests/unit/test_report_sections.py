@@ -82,14 +82,24 @@ def test_install_sections():
 
 
 def test_trace_sections_and_annotation():
+    import dataclasses
+
+    from kernelcheck.report.trace import Annotated, IdleGaps, LaunchDelay, StepRow, TraceFile
+
+    row = StepRow("s1", 1, 0, 0, 0, 0, 0.0, 1.0, 0.0, 1.0, None, IdleGaps(0, 0.0, 0.0), LaunchDelay(0.0, 0.0, 0.0, 0),
+                  0.0, [], [], [], 0)
+    file = TraceFile("t.json", 10, False, 3, True, [], None, "healthy", [], [], [], [])
     r = Report("trace", None, None, None)
-    r.trace = TraceSection({"file": "t.json", "diagnosis": "fast"}, {"steps": 1}, [{"name": "s1"}])
+    r.trace = TraceSection(file, dataclasses.replace(row, name="trace"), [row])
     assert list(json.loads(render_json(r))) == [*HEAD, "trace", "summary", "steps"]
-    r.trace.breakdown = {"phases": []}
-    r.trace.annotated = {"file": "out.json", "instant_events": 2}
+    r.trace = TraceSection(dataclasses.replace(file, annotated=Annotated("out.json", 2)), row, [row], {})
+    assert list(json.loads(render_json(r)))[len(HEAD):] == ["trace", "summary", "steps"]  # an empty breakdown: no key
+    r.trace = dataclasses.replace(r.trace, breakdown={"phases": {"forward": {}}})
     data = json.loads(render_json(r))
     assert list(data)[len(HEAD):] == ["trace", "summary", "steps", "breakdown"]
-    assert list(data["trace"]) == ["file", "diagnosis", "annotated"]
+    assert list(data["trace"])[-2:] == ["fallback_signatures", "annotated"]
+    assert data["trace"]["annotated"] == {"file": "out.json", "instant_events": 2}
+    assert Report.from_json(data).trace == r.trace
 
 
 def test_install_reads_back_the_doctor_json_it_ran():
