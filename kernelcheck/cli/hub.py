@@ -160,7 +160,7 @@ def _judge_repo(report: Any, section: Any, res: Any) -> None:
     from kernelcheck.report.hub import RepoCheckLines
     from kernelcheck.report.model import Finding
 
-    section.repos.append(res.to_json())
+    section.repos.append(res)
     section.items.append(RepoCheckLines(res))
     if res.error:
         report.findings.append(Finding(

@@ -22,7 +22,9 @@ from kernelcheck.core.status import Severity, Status
 from kernelcheck.integrations import kernels_hub
 from kernelcheck.report.hub import (
     HubLine,
+    HubMapEntry,
     HubRow,
+    HubTransformers,
     KernelsAbsentLine,
     LayoutUnknownLine,
     ListingLine,
@@ -216,12 +218,10 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
         device=dev,
         mode=mode,
         offline=settings.hub_offline(),
-        transformers={k: v for k, v in th.to_json().items() if k != "mapping"},
-        mapping=[{"name": e.name, "device": e.device, "modes": list(e.modes), "repo": e.repo.spec,
-                  "layer": e.repo.layer_name, "capability": e.capability}
-                 for e in th.mapping if e.name in names],
+        transformers=HubTransformers.of(th),
+        mapping=[HubMapEntry.of(e) for e in th.mapping if e.name in names],
         names=rows,
-        repos=[r.to_json() for r in resolutions.values()],
+        repos=list(resolutions.values()),
     )
     report.hub = section
     report.findings.extend(findings)

@@ -87,6 +87,13 @@ class Resolution:
         d["notes"] = list(self.notes)
         return d
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Resolution:
+        """A resolution a report printed (its JSON): `hub_unreachable` is not printed (it is one of the notes), so
+        it reads back as None and the JSON it writes is the same."""
+        return cls(**{**data, "decisions": tuple(VariantDecision(**x) for x in data["decisions"]),
+                      "notes": tuple(data["notes"])})
+
 
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")

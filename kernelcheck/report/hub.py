@@ -1,12 +1,79 @@
-"""The Hub section's typed values (hub/check.py and `kernelcheck hub --repo` fill them): one row per Hub name of
-the model, and the items the section's lines are made of. Their sentences are written in report/hub_text.py."""
+"""The Hub section's typed values (hub/check.py and `kernelcheck hub --repo` fill them): what transformers says
+(HubTransformers), its mapping entries for the model's names (HubMapEntry), one row per Hub name of the model
+(HubRow), the repositories resolved (kernels_hub.Resolution), and the items the section's lines are made of. Their
+sentences are written in report/hub_text.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.integrations.kernels_hub import MappingEntry, Resolution, TransformersHub
+
+
+@dataclass(frozen=True)
+class HubTransformers:
+    """What the installed transformers says about Hub kernels (TransformersHub without its mapping): its version,
+    the `kernels` window (">=a,<b", None when unread), USE_HUB_KERNELS, the use_kernels default and where each was
+    read; `unread`: what the static reader did not understand."""
+
+    transformers: str | None
+    kernels: str | None
+    window: str | None
+    window_source: str
+    window_met: bool
+    use_hub_kernels: str
+    use_hub_kernels_set: bool
+    hub_enabled_by_env: bool
+    use_kernels_default: bool | None
+    use_kernels_source: str
+    refuses_when_unusable: bool
+    mapping_source: str
+    error: str | None = None
+    unread: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, th: TransformersHub) -> HubTransformers:
+        return cls(th.transformers, th.kernels, th.window_text if th.window else None, th.window_source,
+                   th.window_met, th.use_hub_kernels, th.use_hub_kernels_set, th.hub_enabled_by_env,
+                   th.use_kernels_default, th.use_kernels_source, th.refuses_when_unusable, th.mapping_source,
+                   th.error, th.unread)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["unread"] = list(self.unread)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HubTransformers:
+        return cls(**{**data, "unread": tuple(data["unread"])})
+
+
+@dataclass(frozen=True)
+class HubMapEntry:
+    """One entry of transformers' Hub mapping for a name of the model: the repository spec (org/name@vN) and the
+    layer (or function) kernels loads from it, for a device, modes and capability range (min, max: 90 = sm_90)."""
+
+    name: str
+    device: str
+    modes: tuple[str, ...]
+    repo: str
+    layer: str
+    capability: tuple[int, int] | None = None
+
+    @classmethod
+    def of(cls, e: MappingEntry) -> HubMapEntry:
+        return cls(e.name, e.device, tuple(e.modes), e.repo.spec, e.repo.layer_name, e.capability)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "device": self.device, "modes": list(self.modes), "repo": self.repo,
+                "layer": self.layer, "capability": list(self.capability) if self.capability is not None else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HubMapEntry:
+        cap = data["capability"]
+        return cls(data["name"], data["device"], tuple(data["modes"]), data["repo"], data["layer"],
+                   (cap[0], cap[1]) if cap is not None else None)
 
 
 @dataclass

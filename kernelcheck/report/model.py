@@ -22,8 +22,9 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     Severity,
     worst,
 )
+from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report import hub_text, live_text
-from kernelcheck.report.hub import HubLine, HubRow, PrintedLine
+from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers, PrintedLine
 from kernelcheck.report.live import LiveLine
 from kernelcheck.report.live_details import LiveDetails
 from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
@@ -73,10 +74,10 @@ class HubSection:
     device: str
     mode: str
     offline: bool
-    transformers: dict[str, Any]
-    mapping: list[dict[str, Any]]
+    transformers: HubTransformers
+    mapping: list[HubMapEntry]
     names: list[HubRow]
-    repos: list[dict[str, Any]]
+    repos: list[Resolution]
 
     @property
     def lines(self) -> list[str]:
@@ -84,15 +85,17 @@ class HubSection:
 
     def to_json(self) -> dict[str, Any]:
         return {"lines": self.lines, "used": self.used, "why": self.why, "device": self.device, "mode": self.mode,
-                "offline": self.offline, "transformers": self.transformers, "mapping": self.mapping,
-                "names": [r.to_json() for r in self.names], "repos": self.repos}
+                "offline": self.offline, "transformers": self.transformers.to_json(),
+                "mapping": [e.to_json() for e in self.mapping], "names": [r.to_json() for r in self.names],
+                "repos": [r.to_json() for r in self.repos]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HubSection:
-        """A section read back: its lines as they were printed, its rows typed."""
+        """A section read back: its lines as they were printed, its values typed."""
         return cls([PrintedLine(t) for t in data["lines"]], data["used"], data["why"], data["device"], data["mode"],
-                   data["offline"], data["transformers"], data["mapping"],
-                   [HubRow.from_json(r) for r in data["names"]], data["repos"])
+                   data["offline"], HubTransformers.from_json(data["transformers"]),
+                   [HubMapEntry.from_json(e) for e in data["mapping"]], [HubRow.from_json(r) for r in data["names"]],
+                   [Resolution.from_json(r) for r in data["repos"]])
 
 
 @dataclass

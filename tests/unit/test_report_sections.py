@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kernelcheck.core.plan_step import Step, StepKind
-from kernelcheck.report.hub import PrintedLine, UseLine
+from kernelcheck.report.hub import HubTransformers, PrintedLine, UseLine
 from kernelcheck.report.live_details import LiveDetails, LiveModel, NotCompared, TritonCacheState
 from kernelcheck.report.model import (
     Before,
@@ -23,12 +23,13 @@ from kernelcheck.report.sections import ModeOutcome, PackingSection
 from kernelcheck.report.text import render_text
 from tests.environments import model_ref
 
+TRANSFORMERS = HubTransformers("5.24.0", None, None, "-", False, "YES", False, True, False, "-", True, "-")
 HEAD = ["schema", "command", "verdict", "exit_code", "environment", "model", "mode", "functions", "findings"]
 
 
 def hub(used: bool = False) -> HubSection:
     return HubSection([UseLine(used, "use_kernels is off")], used, "use_kernels is off", "cpu", "train", True,
-                      {"version": "5.24"}, [], [], [])
+                      TRANSFORMERS, [], [], [])
 
 
 def test_doctor_sections_follow_the_findings_in_order():
