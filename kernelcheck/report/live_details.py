@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kernelcheck.report.trace import StepRow
+
 
 @dataclass(frozen=True)
 class LiveModel:
@@ -39,39 +41,26 @@ class LiveModel:
 
 @dataclass(frozen=True)
 class ProfiledStep:
-    """One profiled step (train, prefill, decode, train-forward) as trace/results.StepStats wrote it (times in
-    microseconds, rounded), and the trace's reading of it: launch-bound, its sentence, the fast packages seen and
-    the fallback signatures matched."""
+    """One profiled step (train, prefill, decode, train-forward): its trace statistics as the trace report gives a
+    step (`stats`, report/trace.StepRow: trace/results.StepStats rounded), and the trace's reading of it:
+    launch-bound, its sentence, the fast packages seen and the ids of the fallback signatures matched. The JSON is
+    one flat object: the row's keys, then these."""
 
-    name: str
-    cpu_ops: int
-    kernels: int
-    memcpy: int
-    memset: int
-    launches: int
-    gpu_busy_us: float
-    cpu_span_us: float
-    gpu_span_us: float
-    wall_us: float
-    gpu_busy_fraction: float | None
-    idle_gaps: Mapping[str, float]  # {count, total_us, longest_us}, as trace/results.StepStats holds it
-    launch_delay_us: Mapping[str, float]  # {p50, p90, max, count}
-    median_kernel_us: float
-    top_kernels_by_time: list[Mapping[str, Any]]  # [{name, total_us, count}, ...]
-    top_kernels_by_count: list[Mapping[str, Any]]
-    top_ops_by_count: list[Mapping[str, Any]]  # CPU ops [{name, count}, ...]
-    distinct_kernels: int
+    stats: StepRow
     launch_bound: bool
     launch_bound_sentence: str
     fast_packages: list[str]
-    fallback_signatures: list[Mapping[str, Any]]  # {id, evidence, functions, package} (trace/verdicts.py)
+    fallback_signatures: list[str]  # the ids of the signatures matched (trace/verdicts.py; verify/evidence.StepTrace)
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**self.stats.to_json(), "launch_bound": self.launch_bound,
+                "launch_bound_sentence": self.launch_bound_sentence, "fast_packages": list(self.fast_packages),
+                "fallback_signatures": list(self.fallback_signatures)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProfiledStep:
-        return cls(**data)
+        return cls(StepRow.from_json({f.name: data[f.name] for f in fields(StepRow)}), data["launch_bound"],
+                   data["launch_bound_sentence"], list(data["fast_packages"]), list(data["fallback_signatures"]))
 
 
 @dataclass(frozen=True)

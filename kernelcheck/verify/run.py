@@ -29,7 +29,7 @@ from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import run_benchmark
 from kernelcheck.verify.compare import compare_results, direct_compare, isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
-from kernelcheck.verify.statuses import function_evidence, live_items, model_findings, observation, step_json
+from kernelcheck.verify.statuses import function_evidence, live_items, model_findings, observation, profiled_step
 from kernelcheck.verify.steps import (
     SHAPES,
     Failure,
@@ -298,7 +298,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         b.device, b.dtype, shape, run.tokens,
         LiveModel(b.model_type, b.model_class, b.shape, list(b.layer_types), b.device, b.dtype, b.parameters,
                    b.overrides, b.attn_implementation),
-        fast, sorted(run.forced), {n: step_json(tr, b.device) for n, tr in run.traces.items()},
+        fast, sorted(run.forced), {n: profiled_step(tr, b.device) for n, tr in run.traces.items()},
         comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), run.timing,
     ), items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)

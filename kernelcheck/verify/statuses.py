@@ -243,9 +243,7 @@ def live_items(run: LiveRun) -> list[LiveLine]:
     return out
 
 
-def step_json(tr: evidence.StepTrace, device: str) -> ProfiledStep:
+def profiled_step(tr: evidence.StepTrace, device: str) -> ProfiledStep:
     """One profiled step's typed statistics (the live section's `steps`) and the trace's reading of it."""
     said = live_text.launch(evidence.launch_line(tr, device))
-    return ProfiledStep.from_json({**tr.stats.to_json(), "launch_bound": tr.launch_bound,
-                                   "launch_bound_sentence": said, "fast_packages": list(tr.fast_packages),
-                                   "fallback_signatures": list(tr.fallbacks)})
+    return ProfiledStep(tr.stats.row(), tr.launch_bound, said, list(tr.fast_packages), list(tr.fallbacks))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from kernelcheck.report.live_details import (
     comparison,
 )
 from kernelcheck.report.model import Report, render_json
+from kernelcheck.report.trace import OpCount, StepRow
 from kernelcheck.verify.statuses import comparison_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +51,10 @@ def test_the_cpu_verify_report_reads_back_into_typed_details_in_the_same_key_ord
     assert d.model.model_class == "Qwen3_5ForCausalLM" and d.model.layers == ["linear_attention", "full_attention"]
     assert list(d.steps) == ["train", "prefill", "decode"]
     assert all(isinstance(s, ProfiledStep) for s in d.steps.values())
-    assert d.steps["train"].cpu_ops == 3559 and d.steps["train"].kernels == 0 and not d.steps["train"].launch_bound
+    train = d.steps["train"]
+    assert isinstance(train.stats, StepRow) and train.stats.name == "the train step"
+    assert train.stats.cpu_ops == 3559 and train.stats.kernels == 0 and not train.launch_bound
+    assert train.stats.top_ops_by_count[0] == OpCount("aten::as_strided", 338) and train.fallback_signatures == []
     assert isinstance(d.reference_comparison, ComparisonSkipped) and d.benchmark is None
     assert d.triton_cache.cache_dir == "/root/.triton/cache" and not d.triton_cache.cold
     assert list(d.timing)[0] == "static_s" and d.timing["total_s"] == 5.562
@@ -73,7 +78,29 @@ def test_the_h200_verify_reports_hold_their_comparison_typed_and_its_line_is_mad
             grads = c.steps["train"].grads
             assert grads is not None and grads.worst_parameter == "model.layers.0.linear_attn.A_log"
             assert c.steps["prefill"].grads is None and c.steps["prefill"].logits.rel_err == 0.0042
-            assert d.steps["train"].kernels > 0 and d.triton_cache.entries_before == 240
+            assert d.steps["train"].stats.kernels > 0 and d.triton_cache.entries_before == 240
+
+
+EXTRAS = ["launch_bound", "launch_bound_sentence", "fast_packages", "fallback_signatures"]
+
+
+def test_a_profiled_step_is_a_trace_step_row_and_its_reading_in_one_flat_object() -> None:
+    """One type for a step's statistics: ProfiledStep's JSON is StepRow's keys in their order, then its own four;
+    a field added to StepRow (the trace report's step) appears in the live section's steps too, and nowhere else."""
+    assert [f.name for f in fields(ProfiledStep)] == ["stats", *EXTRAS]
+    rows = [f.name for f in fields(StepRow)]
+    reports = [json.loads((ROOT / "tests" / "data" / "reports" / "verify.json").read_text()),
+               *h200_verify_reports().values()]
+    seen = 0
+    for data in reports:
+        for name, raw in data["live"]["steps"].items():
+            step = ProfiledStep.from_json(raw)
+            assert list(step.to_json()) == list(raw) == [*rows, *EXTRAS], name
+            assert json.dumps(step.to_json()) == json.dumps(raw), name
+            assert step.stats == StepRow.from_json({k: raw[k] for k in rows}), name
+            assert all(isinstance(i, str) for i in step.fallback_signatures), name  # signature ids
+            seen += 1
+    assert seen > 20
 
 
 @pytest.mark.parametrize("data, kind", [
@@ -97,3 +124,18 @@ def test_the_comparison_lines_read_the_typed_values() -> None:
                                                     "ok": False}, "tolerance": 0.05, "ok": False}))
     assert isinstance(line, ComparisonLine) and line.tolerance == 0.05 and not line.ok
     assert [(p.step, p.logits_rel_err, p.has_grads) for p in line.passes] == [("train", 0.3, False)]
+
+
+def test_a_profiled_step_holds_the_row_of_the_trace_analysis_and_the_ids_it_matched() -> None:
+    """verify's step (verify/statuses.profiled_step) is the same StepRow `kernelcheck trace` prints for a step."""
+    from kernelcheck.trace import analysis
+    from kernelcheck.verify.evidence import StepTrace
+    from kernelcheck.verify.statuses import profiled_step
+
+    an = analysis.analyze_file(ROOT / "tests" / "data" / "gpu" / "gdn_fallback.json.gz")
+    tr = StepTrace("train", (), an.summary, True, an.fast_packages, tuple(m.id for m in an.fallbacks))
+    step = profiled_step(tr, "cuda:0")
+    assert step.stats == an.summary.row() and step.launch_bound
+    assert step.fallback_signatures == ["fla-torch-fallback", "causal-conv1d-torch-fallback"]
+    assert step.launch_bound_sentence.startswith("train: ") and ProfiledStep.from_json(step.to_json()) == step
+    assert list(step.to_json()) == [*an.summary.to_json(), *EXTRAS]
