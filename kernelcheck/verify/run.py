@@ -20,7 +20,7 @@ from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
-from kernelcheck.report.live_details import LiveDetails, LiveModel, TritonCacheState, comparison
+from kernelcheck.report.live_details import LiveDetails, LiveModel, Timing, TritonCacheState, comparison
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers
@@ -299,7 +299,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         LiveModel(b.model_type, b.model_class, b.shape, list(b.layer_types), b.device, b.dtype, b.parameters,
                    b.overrides, b.attn_implementation),
         fast, sorted(run.forced), {n: profiled_step(tr, b.device) for n, tr in run.traces.items()},
-        comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), run.timing,
+        comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), Timing.from_json(run.timing),
     ), items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)
 

@@ -24,10 +24,17 @@ from kernelcheck.report.live import (
     ProjectionMethodLine,
     SpeedupLine,
     StepPathLine,
-    Timed,
     TimingLine,
     TritonCacheLine,
     WholeStepLine,
+)
+from kernelcheck.report.live_details import (
+    BenchmarkPass,
+    BenchmarkRan,
+    BenchmarkSkipped,
+    PathFailed,
+    PathTimed,
+    Timing,
 )
 from kernelcheck.report.step import Failed, PathMeasured, StepSection
 from kernelcheck.verify import evidence
@@ -43,16 +50,15 @@ MC = {"train": {"logits": {"rel_err": 0.001, "max_abs_err": 0.002, "ok": True},
                           "ok": False}, "ok": False},
       "decode": {"logits": {"rel_err": None, "max_abs_err": None, "ok": False}, "ok": False}, "tolerance": 0.02,
       "ok": False}  # verify/compare.compare_results's keys
-BENCH = {"layer": "GDN", "tokens": 64, "pass": "forward",
-         "passes": {"forward": {"fast": {"ms": 1.5, "kernels": 4, "cpu_ops": 30, "gpu_busy_fraction": 0.5,
-                                         "launch_bound": False},
-                                "reference": {"error": "RuntimeError: boom"}, "note": "n"}}}
+FORWARD = BenchmarkPass(PathTimed(1.5, 20, 4, 30, 0.5, False, []), PathFailed("RuntimeError: boom", ["f"]), note="n")
+BENCH = BenchmarkRan("GDN", 64, {"forward": FORWARD}, "forward")  # verify/bench.run_benchmark's value
+TIMING = {"static_s": 1.0, "build_s": 0.1, "first_pass_s": 0.5, "total_s": 2.0, "excluding_import_s": 1.0}
 
 
 def run(device: str = "cpu", **kw) -> LiveRun:
     built = BuiltModel(None, "qwen3_5", "Qwen3_5ForCausalLM", "tiny", ("linear_attention", "full_attention"),
                        device, "float32", 100_400)
-    r = LiveRun(built=built, tokens=128, mode="train", timing={"build_s": 0.1, "total_s": 2.0})
+    r = LiveRun(built=built, tokens=128, mode="train", timing=dict(TIMING))
     for k, v in kw.items():
         setattr(r, k, v)
     return r
@@ -69,9 +75,8 @@ def test_a_run_says_what_was_built_the_comparison_the_benchmark_and_the_time_in_
     assert cache == TritonCacheLine("/c", 0, 5, cold=True)
     assert cmp == ComparisonLine(0.02, (PassError("train", 0.001, 0.5, has_grads=True), PassError("decode", None)),
                                  ok=False)
-    assert bench == BenchmarkPassLines("GDN", "forward", 64, Timed(1.5, 4, 30, None, 0.5),
-                                       Timed(None, error="RuntimeError: boom"), None, None, "n")
-    assert timing == TimingLine((("build_s", 0.1), ("total_s", 2.0)))
+    assert bench == BenchmarkPassLines("GDN", "forward", 64, FORWARD)
+    assert timing == TimingLine(Timing(1.0, 0.1, 0.5, None, None, None, 2.0, 1.0))
 
 
 def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
@@ -85,7 +90,7 @@ def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
 
 def test_a_skipped_or_failed_comparison_and_a_skipped_benchmark_are_their_own_kinds() -> None:
     skipped = live_items(run(model_compare={"skipped": "every function ran its torch reference"},
-                             benchmark={"skipped": "no GDN layer"}))
+                             benchmark=BenchmarkSkipped("no GDN layer")))
     assert skipped[1:3] == [ComparisonSkippedLine("every function ran its torch reference"),
                             BenchmarkSkippedLine("no GDN layer")]
     failed = live_items(run(model_compare={"error": "the torch reference run failed: boom", "ok": None}))
