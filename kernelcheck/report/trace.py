@@ -116,21 +116,27 @@ class StepRow:
 @dataclass(frozen=True)
 class FallbackSignature:
     """A fallback signature the trace matched: its id, the distribution to install, the functions it stands for,
-    the steps it was seen in and the evidence in words (trace/verdicts.py)."""
+    the steps it was seen in and the evidence in words (trace/verdicts.py). `steps` None: a whole training step's
+    reading (report/step.PathMeasured), which has no profiler steps to name; no `steps` key then."""
 
     id: str
     package: str
     functions: list[str]
-    steps: list[str]
+    steps: list[str] | None
     evidence: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "package": self.package, "functions": list(self.functions),
-                "steps": list(self.steps), "evidence": self.evidence}
+        out: dict[str, Any] = {"id": self.id, "package": self.package, "functions": list(self.functions)}
+        if self.steps is not None:
+            out["steps"] = list(self.steps)
+        out["evidence"] = self.evidence
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FallbackSignature:
-        return cls(data["id"], data["package"], list(data["functions"]), list(data["steps"]), data["evidence"])
+        steps = data.get("steps")
+        return cls(data["id"], data["package"], list(data["functions"]), None if steps is None else list(steps),
+                   data["evidence"])
 
 
 @dataclass(frozen=True)

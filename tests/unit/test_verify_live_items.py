@@ -36,7 +36,8 @@ from kernelcheck.report.live_details import (
     PathTimed,
     Timing,
 )
-from kernelcheck.report.step import Failed, PathMeasured, StepSection
+from kernelcheck.report.step import Failed, LaunchDelayMs, PathMeasured, StepSection, WorkerCost
+from kernelcheck.report.trace import FallbackSignature
 from kernelcheck.verify import evidence
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify.layers import BuiltModel
@@ -101,6 +102,8 @@ def test_a_skipped_or_failed_comparison_and_a_skipped_benchmark_are_their_own_ki
 def test_the_step_section_types_each_path_and_reads_back_as_printed() -> None:
     step = StepSection.from_json(STEP_JSON)
     assert isinstance(step.fast, PathMeasured) and step.fast.layers == ["linear_attention"] * 3 + ["full_attention"]
+    assert isinstance(step.fast.cost, WorkerCost) and step.fast.cost.process_s >= step.fast.cost.total_s
+    assert isinstance(step.fast.launch_delay_ms, LaunchDelayMs) and step.fast.fallback_signatures == []
     assert step.speedup == 1.31 and step.kernel_ratio is None and step.cost.triton_cache.state == "warm"
     assert json.dumps(step.to_json(), indent=2) == json.dumps(STEP_JSON, indent=2)
     failed = StepSection.from_json({**STEP_JSON, "paths": {"fast": {"error": "boom"},
@@ -136,8 +139,22 @@ def test_step_findings_come_from_the_bound_path_values() -> None:
     ok = {"path": "reference"}
     assert [f.id for f in step_mod._findings({}, ok, 32, step.fast)] == ["verify-cpu"]
     gpu = dataclasses.replace(step.fast, device="cuda:0", launch_bound=True, fallback_signatures=[
-        {"id": "torch-gdn", "evidence": "e", "functions": ["chunk_gated_delta_rule"], "package": "fla"}])
+        FallbackSignature("torch-gdn", "fla", ["chunk_gated_delta_rule"], None, "e")])
     found = step_mod._findings({}, {"error": "boom"}, 32, gpu)
     assert [f.id for f in found] == ["verify-step-reference-failed", "step-torch-gdn", "step-launch-bound"]
     assert found[1].functions == ("chunk_gated_delta_rule",)
     assert [f.id for f in step_mod._findings({"error": "x"}, ok, 32, Failed("x"))] == ["verify-step-failed"]
+
+
+def test_the_h200_step_reads_back_with_its_fallback_signatures_typed_as_the_trace_reports() -> None:
+    """verify --step's whole-step signatures are report/trace.FallbackSignature values without `steps` (the worker
+    writes them with FallbackSignature.to_json); its cost and launch delay are typed; the JSON is unchanged."""
+    data = json.loads((DATA / "verify_step_h200.json").read_text())["step"]
+    step = StepSection.from_json(data)
+    ref = step.reference
+    assert isinstance(ref, PathMeasured) and [m.id for m in ref.fallback_signatures] == [
+        s["id"] for s in data["paths"]["reference"]["fallback_signatures"]] and ref.fallback_signatures
+    assert all(isinstance(m, FallbackSignature) and m.steps is None for m in ref.fallback_signatures)
+    assert list(ref.fallback_signatures[0].to_json()) == ["id", "package", "functions", "evidence"]
+    assert ref.cost.started_at < ref.cost.gate_passed_at < ref.cost.finished_at
+    assert json.dumps(step.to_json(), indent=2) == json.dumps(data, indent=2)
