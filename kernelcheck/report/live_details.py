@@ -6,7 +6,7 @@ the section's lines about them are made in report/live_text.py from report/live.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from kernelcheck.report.trace import StepRow
@@ -195,7 +195,7 @@ class PathTimed:
     forced_torch: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ report/live_text.py from these values."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from kernelcheck.report.trace import FallbackSignature
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 
 
 @dataclass(frozen=True)
@@ -20,18 +20,6 @@ class Failed:
 
     def to_json(self) -> dict[str, Any]:
         return {"error": self.error}
-
-
-@dataclass(frozen=True)
-class LaunchDelayMs:
-    """The whole step's kernel launch delay (ms; report/trace.LaunchDelay's percentiles, without the count)."""
-
-    p50: float
-    p90: float
-    max: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"p50": self.p50, "p90": self.p90, "max": self.max}
 
 
 @dataclass(frozen=True)
@@ -50,7 +38,7 @@ class WorkerCost:
     process_s: float
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -67,7 +55,7 @@ class PathMeasured:
     trace_verdict: str
     fallback_signatures: list[FallbackSignature]  # seen in the whole step (no profiler steps named: steps None)
     fast_packages: list[str]
-    launch_delay_ms: LaunchDelayMs
+    launch_delay_ms: LaunchDelay  # in ms, no count
     peak_memory_bytes: int
     peak_memory_kind: str
     implementations: list[str]
@@ -91,13 +79,13 @@ class PathMeasured:
         for f in fields(self):
             v = getattr(self, f.name)
             out[f.name] = ([m.to_json() for m in v] if f.name == "fallback_signatures"
-                           else v.to_json() if isinstance(v, (LaunchDelayMs, WorkerCost)) else v)
+                           else v.to_json() if isinstance(v, (LaunchDelay, WorkerCost)) else v)
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PathMeasured:
         """Also how verify/step.py types a worker's result (its keys are these)."""
-        return cls(**{**data, "launch_delay_ms": LaunchDelayMs(**data["launch_delay_ms"]),
+        return cls(**{**data, "launch_delay_ms": LaunchDelay(**data["launch_delay_ms"]),
                       "fallback_signatures": [FallbackSignature.from_json(m) for m in data["fallback_signatures"]],
                       "cost": WorkerCost(**data["cost"])})
 

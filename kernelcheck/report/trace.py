@@ -55,16 +55,20 @@ class IdleGaps:
 
 @dataclass(frozen=True)
 class LaunchDelay:
-    """Kernel start minus the end of its launch call (us): median, p90, max and how many launches were matched
-    (count 0: none was)."""
+    """Kernel start minus the end of its launch call: median, p90, max and how many launches were matched (count 0:
+    none was), in the unit of the field that holds it: a step row's `launch_delay_us` (us); verify --step's whole
+    step `launch_delay_ms` (ms, report/step.PathMeasured), without the count (None: no key)."""
 
     p50: float
     p90: float
     max: float
-    count: int
+    count: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"p50": self.p50, "p90": self.p90, "max": self.max, "count": self.count}
+        out: dict[str, Any] = {"p50": self.p50, "p90": self.p90, "max": self.max}
+        if self.count is not None:
+            out["count"] = self.count
+        return out
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ from kernelcheck.report.live import (
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.step import (
     Failed,
-    LaunchDelayMs,
     PathMeasured,
     Projection,
     StepCost,
@@ -48,7 +47,7 @@ from kernelcheck.report.step import (
     TritonCache,
     WorkerCost,
 )
-from kernelcheck.report.trace import FallbackSignature
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise, projection, steps
 
@@ -251,7 +250,7 @@ def _measured(r: dict[str, Any]) -> StepPath:
         cpu_ops_per_step=t["cpu_ops_per_step"], gpu_busy_fraction=t["gpu_busy_fraction"],
         launch_bound=bool(t["launch_bound_steps"]), trace_verdict=t["verdict"],
         fallback_signatures=[FallbackSignature.from_json(m) for m in t["fallback_signatures"]],
-        fast_packages=t["fast_packages"], launch_delay_ms=LaunchDelayMs(**t["launch_delay_ms"]),
+        fast_packages=t["fast_packages"], launch_delay_ms=LaunchDelay(**t["launch_delay_ms"]),
         peak_memory_bytes=r["peak_memory_bytes"],
         peak_memory_kind=r["peak_memory_kind"], implementations=r["implementations"],
         phases=r["breakdown"]["phases"], layer_types=r["breakdown"]["layer_types"],

@@ -36,8 +36,8 @@ from kernelcheck.report.live_details import (
     PathTimed,
     Timing,
 )
-from kernelcheck.report.step import Failed, LaunchDelayMs, PathMeasured, StepSection, WorkerCost
-from kernelcheck.report.trace import FallbackSignature
+from kernelcheck.report.step import Failed, PathMeasured, StepSection, WorkerCost
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 from kernelcheck.verify import evidence
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify.layers import BuiltModel
@@ -103,7 +103,7 @@ def test_the_step_section_types_each_path_and_reads_back_as_printed() -> None:
     step = StepSection.from_json(STEP_JSON)
     assert isinstance(step.fast, PathMeasured) and step.fast.layers == ["linear_attention"] * 3 + ["full_attention"]
     assert isinstance(step.fast.cost, WorkerCost) and step.fast.cost.process_s >= step.fast.cost.total_s
-    assert isinstance(step.fast.launch_delay_ms, LaunchDelayMs) and step.fast.fallback_signatures == []
+    assert isinstance(step.fast.launch_delay_ms, LaunchDelay) and step.fast.fallback_signatures == []
     assert step.speedup == 1.31 and step.kernel_ratio is None and step.cost.triton_cache.state == "warm"
     assert json.dumps(step.to_json(), indent=2) == json.dumps(STEP_JSON, indent=2)
     failed = StepSection.from_json({**STEP_JSON, "paths": {"fast": {"error": "boom"},
