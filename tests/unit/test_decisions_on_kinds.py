@@ -98,8 +98,8 @@ def test_a_second_live_observation_keeps_the_words_the_first_one_wrote() -> None
 
 
 def test_the_unsloth_note_goes_to_fla_functions_whose_cause_is_not_installed() -> None:
-    from kernelcheck.core.status import Cause, FunctionStatus
     from kernelcheck.core import matrix
+    from kernelcheck.core.status import Cause, FunctionStatus
     from kernelcheck.doctor.run import _UNSLOTH_NOTE, _unsloth_noted
 
     missing = FunctionStatus("chunk_gated_delta_rule", "fla-core", "fallback", "torch_chunk", "fla-core is absent",
