@@ -158,10 +158,10 @@ def _released_mamba_ssm_without_its_extension(root) -> None:
 def test_an_old_mamba_ssm_without_selective_scan_cuda_is_named_by_its_import_error(tmp_path, monkeypatch):
     """The probe's own text of the real failure (Python's ModuleNotFoundError for `import selective_scan_cuda`)
     matches the [[import_error]] rule, and doctor's finding and the function's fix come from it."""
+    import sys
+
     from kernelcheck.core import environment
     from kernelcheck.doctor.run import environment_findings
-
-    import sys
 
     _released_mamba_ssm_without_its_extension(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
