@@ -83,20 +83,23 @@ def max_jobs(cores: int | None = None, mem_bytes: int | None = None, per_job: in
 def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
     """Rewrite a setup.py's hard-coded `-gencode` pairs to exactly `arches` ("9.0" -> sm_90).
 
-    The first pair becomes the target list (it is unconditional upstream: sm_75), every later pair
-    is replaced by `pass`, so conditional blocks stay valid Python. Raises BuildFailed when the file has
-    no such pairs (then TORCH_CUDA_ARCH_LIST alone decides, and the caller is told).
+    The first pair of the least indentation becomes the target list (the unconditional one upstream: sm_75;
+    mamba-ssm 2.2.6-2.3.1 open with sm_53..sm_72 under `if bare_metal_version <= Version("12.9")`, which nvcc 13
+    skips), every other pair is replaced by `pass`, so conditional blocks stay valid Python. Raises BuildFailed
+    when the file has no such pairs (then TORCH_CUDA_ARCH_LIST alone decides, and the caller is told).
     """
     pairs = list(_PAIR.finditer(setup_py))
     if not pairs:
         raise BuildFailed("setup.py has no `-gencode` list to rewrite")
     sms = tuple(str(gpu.cap_to_sm(a)) for a in arches)
     removed = tuple(f"sm_{m['b']}" for m in pairs if m["b"] not in sms)
+    outer = min(len(m["indent"].expandtabs()) for m in pairs)
+    first = next(i for i, m in enumerate(pairs) if len(m["indent"].expandtabs()) == outer)
     out, last = [], 0
     for i, m in enumerate(pairs):
         out.append(setup_py[last:m.start()])
         ind, var = m["indent"], m["var"]
-        if i == 0:
+        if i == first:
             lines = [f'{ind}{var}.append("-gencode")\n{ind}{var}.append("arch=compute_{s},code=sm_{s}")' for s in sms]
             out.append("\n".join(lines) + "  # kernelcheck: target arches only")
         else:

@@ -124,3 +124,23 @@ def test_a_bad_build_env_is_bad_input_naming_the_key(value: object):
     with pytest.raises(BadInput) as got:
         matrix.packages_from({"toy_ssm": entry}, Path("/etc/kc/packages.toml"))
     assert "[toy_ssm] build_env: must be a table of environment variables" in str(got.value)
+
+
+def test_the_target_arches_go_where_the_unconditional_gencode_list_is():
+    """mamba-ssm 2.2.6.post3 to 2.3.1 open their list with sm_53..sm_72 under a condition nvcc 13 skips (setup.py
+    lines 175-183); the target must replace the unconditional sm_75 that follows, or nvcc 13 builds no -gencode."""
+    text = ('if True:\n'
+            '        if bare_metal_version <= Version("12.9"):\n'
+            '            cc_flag.append("-gencode")\n'
+            '            cc_flag.append("arch=compute_53,code=sm_53")\n'
+            '        cc_flag.append("-gencode")\n'
+            '        cc_flag.append("arch=compute_75,code=sm_75")\n'
+            '        if bare_metal_version >= Version("11.8"):\n'
+            '            cc_flag.append("-gencode")\n'
+            '            cc_flag.append("arch=compute_90,code=sm_90")\n')
+    got = build.patch_gencode(text, ("9.0",))
+    scope: dict = {"cc_flag": [], "Version": lambda v: tuple(int(x) for x in v.split(".")),
+                   "bare_metal_version": (13, 0)}
+    exec(compile(got.text, "setup.py", "exec"), scope)
+    assert scope["cc_flag"] == ["-gencode", "arch=compute_90,code=sm_90"]
+    assert got.kept == ("sm_90",) and got.removed == ("sm_53", "sm_75")
