@@ -112,7 +112,8 @@ def test_a_build_whose_wheel_lacks_the_extension_fails_before_the_wheelhouse(tmp
     with pytest.raises(BuildFailed) as got:
         build._require_extension(bare, "selective_scan_cuda", "MAMBA", (("MAMBA_KEEP_CUDA_BUILD", "TRUE"),),
                                  tmp_path / "log")
-    assert "selective_scan_cuda" in str(got.value) and "MAMBA_KEEP_CUDA_BUILD=TRUE" in str(got.value)
+    message = str(got.value)  # the one test of this failure's words: install prints them as they are
+    assert "selective_scan_cuda" in message and "MAMBA_KEEP_CUDA_BUILD=TRUE" in message  # wording: renderer test
     build._require_extension(_mamba_wheel(tmp_path / "b", with_extension=True), "selective_scan_cuda", "MAMBA",
                              (), tmp_path / "log")
 
@@ -123,7 +124,7 @@ def test_a_bad_build_env_is_bad_input_naming_the_key(value: object):
              "probe_modules": ["toy_ssm"], "devices": ["cuda"], "kind": "cuda-extension", "build_env": value}
     with pytest.raises(BadInput) as got:
         matrix.packages_from({"toy_ssm": entry}, Path("/etc/kc/packages.toml"))
-    assert "[toy_ssm] build_env: must be a table of environment variables" in str(got.value)
+    assert "[toy_ssm] build_env: must be a table of environment variables" in str(got.value)  # wording: renderer test
 
 
 def test_the_target_arches_go_where_the_unconditional_gencode_list_is():
