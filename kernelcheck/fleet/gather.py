@@ -31,7 +31,7 @@ from kernelcheck.core.errors import FleetFailure
 from kernelcheck.core.status import EXIT_BROKEN
 from kernelcheck.fleet import summary
 from kernelcheck.fleet.ranks import RankInfo
-from kernelcheck.fleet.record import BadRecord, RankRecord
+from kernelcheck.fleet.record import RankRecord
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def read_blobs(blobs: list[bytes]) -> tuple[list[RankRecord], dict[int, str]]:
     for r, blob in enumerate(blobs):
         try:
             records.append(summary.unpack(blob))
-        except BadRecord as exc:
+        except ValueError as exc:  # summary.unpack: not a record this kernelcheck reads
             bad[r] = str(exc)[:120]
     return records, bad
 

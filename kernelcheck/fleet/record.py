@@ -14,10 +14,6 @@ from kernelcheck.core.status import Status, Verdict
 ENV_KEYS = ("python", "platform", "triton", "transformers", "kernels", "driver", "nvcc")
 
 
-class BadRecord(ValueError):
-    """A gathered record this kernelcheck cannot read (another version's, or not a record)."""
-
-
 def text(value: Any) -> str | None:
     """A recorded word or version: None stays None, anything else its str (a hand-made report's 3.12 is "3.12")."""
     return None if value is None else value if isinstance(value, str) else str(value)
@@ -153,11 +149,12 @@ class RankRecord:
 
     @classmethod
     def from_json(cls, data: Any) -> RankRecord:
-        """A record as a rank sent it, typed; BadRecord when it is not one this kernelcheck reads."""
+        """A record as a rank sent it, typed; ValueError when it is not one this kernelcheck reads (another
+        version's, or not a record)."""
         try:
             return cls._read(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadRecord(f"{type(exc).__name__}: {exc}") from None
+            raise ValueError(f"not a record: {type(exc).__name__}: {exc}") from None
 
     @classmethod
     def _read(cls, data: Mapping[str, Any]) -> RankRecord:

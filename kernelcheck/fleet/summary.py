@@ -97,12 +97,12 @@ def pack(rec: record.RankRecord) -> bytes:
 
 
 def unpack(blob: bytes) -> record.RankRecord:
-    """A gathered blob read back, once, where it arrives: record.BadRecord when it is not a record this
-    kernelcheck reads."""
+    """A gathered blob read back, once, where it arrives: ValueError when it is not a record this kernelcheck
+    reads."""
     try:
         data = json.loads(zlib.decompress(blob))
     except (zlib.error, ValueError, TypeError) as exc:
-        raise record.BadRecord(f"not a packed record ({exc})") from None
+        raise ValueError(f"not a packed record ({exc})") from None
     return record.RankRecord.from_json(data)
 
 
