@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kernelcheck import __version__
@@ -126,7 +127,30 @@ def _span(recs: list[RankRecord], limit: int = 12) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def differences(records: list[RankRecord]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FieldDiff:
+    """One fingerprint field where an odd group differs from the largest: its value there and in the others."""
+
+    field: str
+    value: str
+    others: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"field": self.field, "value": self.value, "others": self.others}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A group that is not the largest: its ranks' labels and the fields where it differs."""
+
+    ranks: list[str]
+    fields: list[FieldDiff]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranks": list(self.ranks), "fields": [f.to_json() for f in self.fields]}
+
+
+def differences(records: list[RankRecord]) -> list[Difference]:
     """One entry per group that is not the largest: who, and each field where it differs from the largest."""
     gs = groups(records)
     if len(gs) < 2:
@@ -135,9 +159,9 @@ def differences(records: list[RankRecord]) -> list[dict[str, Any]]:
     out = []
     for g in gs[1:]:
         fp = fingerprint(g[0])
-        fields = [{"field": k, "value": fp.get(k, "absent"), "others": ref.get(k, "absent")}
+        fields = [FieldDiff(k, fp.get(k, "absent"), ref.get(k, "absent"))
                   for k in OrderedDict.fromkeys([*ref, *fp]) if fp.get(k) != ref.get(k)]
-        out.append({"ranks": [label(r) for r in g], "fields": fields})
+        out.append(Difference([label(r) for r in g], fields))
     return out
 
 
@@ -199,8 +223,8 @@ def render_text(command: str, records: list[RankRecord], missing: dict[int, Miss
         if gs and diffs:
             out.append(f"  {len(gs[0])} agree: {_span(gs[0])}")
         for d in diffs:
-            out.append(f"  ODD {', '.join(d['ranks'][:12])}" + (" ..." if len(d["ranks"]) > 12 else "") + ":")
-            out += [f"      {f['field']}: {f['value']}   (others: {f['others']})" for f in d["fields"]]
+            out.append(f"  ODD {', '.join(d.ranks[:12])}" + (" ..." if len(d.ranks) > 12 else "") + ":")
+            out += [f"      {f.field}: {f.value}   (others: {f.others})" for f in d.fields]
         for r, m in sorted(missing.items()):
             out.append(f"  MISSING rank {r}: {missing_reason(m)}")
     if message:
@@ -230,7 +254,7 @@ def to_json(command: str, records: list[RankRecord], missing: dict[int, Missing]
         "verdict": _verdict(code), "exit_code": code,
         "size": len(records) + len(missing), "message": message,
         "groups": [[label(r) for r in g] for g in gs],
-        "differences": differences(records),
+        "differences": [d.to_json() for d in differences(records)],
         "missing": [{"rank": r, "reason": missing_reason(m), "kind": m.kind} for r, m in sorted(missing.items())],
         "ranks": [r.to_json() for r in sorted(records, key=_label_key)],
         **(extra or {}),

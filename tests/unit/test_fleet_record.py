@@ -166,3 +166,13 @@ def test_rank_0_names_a_rank_that_died_in_the_gather_as_died(monkeypatch: pytest
     out = gather.gate(summary.summarise(_real("doctor_train.json"), rank=0), info, 0.01, table.fleet_code)
     assert out.exit_code == EXIT_BROKEN and {r: m.kind for r, m in out.missing.items()} == {2: DIED}
     assert out.readers == 1
+
+
+def test_differences_are_typed_fields_of_the_odd_group() -> None:
+    train, infer = _real("doctor_train.json"), _real("doctor_infer.json")
+    recs = [summary.summarise(d, label=n) for n, d in (("a", train), ("b", infer), ("c", train))]
+    (odd,) = table.differences(recs)
+    assert odd.ranks == ["b"]
+    mode = next(f for f in odd.fields if f.field == "mode")
+    assert (mode.value, mode.others) == (infer["mode"], train["mode"])
+    assert table.to_json("compare", recs, {}, EXIT_FALLBACK)["differences"] == [odd.to_json()]
