@@ -2,8 +2,9 @@
 
 A full doctor report is ~12 KB of JSON (verify adds per-layer evidence); what decides whether two
 ranks run the same kernels is much less: versions, GPUs, which kernel packages import, each
-function's status and implementation, the verdict, the findings' ids. `summarise` keeps those (long
-reasons cut to a line), `pack` compresses the JSON (zlib), so a rank sends 1-2 KB. `check_report`
+function's status and implementation, the verdict, the findings' ids. `summarise` reads those once from
+the report's JSON into a typed record (record.RankRecord; long reasons cut to a line), `pack` compresses the
+record's JSON (zlib), so a rank sends 1-2 KB, and `unpack` reads a gathered one back typed. `check_report`
 validates a report read from a file: the schema it names and the keys a record needs; extra keys are
 fine (newer kernelcheck versions add sections).
 """
