@@ -138,7 +138,7 @@ def test_a_rank_that_never_starts_is_named_after_the_timeout():
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [4, 4]
     fleet = json.loads(outs[0][0])
-    assert fleet["size"] == 3 and [(m["rank"], m["kind"]) for m in fleet["missing"]] == [(2, NEVER_JOINED)]
+    assert fleet["exit_code"] == 4 and [(m["rank"], m["kind"]) for m in fleet["missing"]] == [(2, NEVER_JOINED)]
     assert fleet["message"] and fleet["message"] in outs[0][1]  # rank 0 says it on stderr too
     assert time.monotonic() - t0 < 40
 
