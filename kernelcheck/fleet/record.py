@@ -79,7 +79,7 @@ class RecordFunction:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordFunction:
-        return cls(str(data["name"]), text(data.get("package")), _status(data.get("status")),
+        return cls(str(data["name"]), text(data.get("package")), Status(data.get("status")),
                    text(data.get("implementation")), data.get("used", True), text(data.get("reason")))
 
 
@@ -173,10 +173,6 @@ class RankRecord:
                    mode=text(data.get("mode")), environment=RecordEnvironment.from_json(data.get("environment") or {}),
                    functions=tuple(RecordFunction.from_json(f) for f in _objects(data, "functions")),
                    findings=tuple(RecordFinding.from_json(f) for f in _objects(data, "findings")))
-
-
-def _status(value: Any) -> Status:
-    return Status(value)
 
 
 def _objects(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
