@@ -79,7 +79,7 @@ class RecordFunction:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordFunction:
-        return cls(str(data["name"]), text(data.get("package")), Status(data.get("status")),
+        return cls(str(data["name"]), text(data.get("package")), Status(data["status"]),
                    text(data.get("implementation")), data.get("used", True), text(data.get("reason")))
 
 
