@@ -136,16 +136,19 @@ def test_the_h200s_step_report_reads_back_and_its_lines_are_made_again_from_its_
     assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
 
 
-def test_every_report_of_the_h200_differential_reads_back_typed_and_renders() -> None:
-    """The 16 doctor and verify reports the H200 printed in docs/gpu/session10 (4 rows x 2 modes, real GPUs,
-    drivers, nvcc, kernel packages, Hub sections, live lines) read back typed, write the same JSON, decide the
-    exit code each printed, and render."""
+@pytest.mark.parametrize(("archive", "count"), [("session10/differential-2ef81b4.tgz", 16),
+                                                ("session11/differential-0af8bbf-h100.tgz", 44)])
+def test_every_report_of_the_gpu_differential_reads_back_typed_and_renders(archive: str, count: int) -> None:
+    """The doctor and verify reports the GPU machines printed: docs/gpu/session10 (H200, 4 rows x 2 modes) and
+    docs/gpu/session11 (H100, all 11 rows x 2 modes, after the typed benchmark/timing/StepRow change): real GPUs,
+    drivers, nvcc, kernel packages, Hub sections, live lines. Each reads back typed, writes the same JSON, decides
+    the exit code it printed, and renders."""
     import tarfile
 
-    with tarfile.open(REPO_DOCS / "gpu" / "session10" / "differential-2ef81b4.tgz") as tar:
+    with tarfile.open(REPO_DOCS / "gpu" / archive) as tar:
         members = [m for m in tar.getmembers() if m.name.endswith(("doctor-train.json", "doctor-infer.json",
                                                                      "verify-train.json", "verify-infer.json"))]
-        assert len(members) == 16
+        assert len(members) == count
         for m in members:
             fh = tar.extractfile(m)
             assert fh is not None
