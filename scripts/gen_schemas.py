@@ -58,7 +58,8 @@ DEFS: S = {
     "function": obj({"name": STR, "package": STR, "status": STATUS, "implementation": opt(STR), "reason": opt(STR),
                      "fix": opt(STR)}, {"used": BOOL, "phase": opt(STR), "evidence": opt(OBJ)}),
     "finding": obj({"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9:_.-]*$"}, "severity": SEVERITY,
-                    "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)}),
+                    "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)},
+                   {"decorators": arr(STR)}),
 }
 REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.report.step import Failed, Projection
 from kernelcheck.trace import analysis as tr
 from kernelcheck.verify import projection
 
@@ -64,7 +65,11 @@ def test_on_a_gpu_the_optimizer_share_is_its_kernel_time_not_the_cpu_waiting_for
 def test_a_layer_type_that_was_not_built_cannot_be_projected():
     r = _result(200.0, 200.0, 10.0)
     del r["breakdown"]["layer_types"]["full_attention"]
-    assert "full_attention" in projection.project(r)["error"]
+    got = projection.project(r)
+    assert got["missing_layer_types"] == ["full_attention"] and got["error"]
+    typed = Projection.from_json(projection.compare(r, r))  # read back typed, as the report holds it
+    assert isinstance(typed.fast, Failed) and typed.fast.missing_layer_types == ("full_attention",)
+    assert typed.to_json()["fast"] == got and typed.projected_speedup is None
 
 
 @pytest.fixture(scope="module")
