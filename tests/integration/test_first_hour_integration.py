@@ -30,7 +30,7 @@ def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_plans_the_fla_640_
     assert steps["apache-tvm-ffi"]["spec"] == "apache-tvm-ffi==0.1.12"  # tilelang's known-good window (matrix)
     assert "torch" not in steps  # the target's torch is never planned, only held
     assert not home.exists()  # no wheelhouse, nothing else: the downloads went to a temporary folder
-    assert "removed at the end" in res.stderr
+    assert "removed at the end" in res.stderr  # wording: renderer test
     tmp = res.stderr.split("go to ", 1)[1].split(" ", 1)[0]
     assert not Path(tmp).exists()
 

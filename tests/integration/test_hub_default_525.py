@@ -73,7 +73,7 @@ def test_offline_with_an_empty_cache_is_broken_and_names_the_prefetch_and_use_hu
     assert repo["version"] == 3 and repo["chosen"] is None
     # kernels' own offline version lookup, word for word what the real kernels 0.19.1 raises for the job's load
     real = _program("hub_get_kernel", "kernels-community/fla", "3", stack=stack, env=_offline(tmp_path))
-    assert "FAILED ValueError" in real.stdout, (real.stdout, real.stderr[-2000:])
+    assert "FAILED ValueError" in real.stdout, (real.stdout, real.stderr[-2000:])  # wording: kernels' own message
     said = real.stdout.split("FAILED ValueError ", 1)[1].strip()
     assert said.startswith("Version 3 of 'kernels-community/fla' is not available in the local cache")
     assert repo["kernels_error"] == f"kernels' own lookup raises ValueError: {said}"

@@ -143,7 +143,8 @@ def test_wheelhouse_install_offline_picks_the_matching_wheel(cuda_venv: Path, tm
     same = kc(_py(scratch), ["install", "--model", MODEL, "--wheelhouse", str(wh), "--arch", "9.0", "--offline"])
     lines = same.stdout.splitlines()
     assert lines[-1].startswith("verdict (nothing to change)"), same.stdout[-3000:]
-    assert sum(ln.startswith("verdict") for ln in lines) == 1 and "installed for" not in same.stdout
+    assert sum(ln.startswith("verdict") for ln in lines) == 1 \
+        and "installed for" not in same.stdout  # wording: renderer test
     # doctor explains a manifest that no longer fits (built for another torch minor)
     entry["torch_mm"] = "2.11"
     Path(data["manifest"]).write_text(json.dumps(man))
@@ -160,7 +161,8 @@ def test_build_for_one_arch_then_reuse_without_rebuild(cuda_venv: Path, tmp_path
             "--wheelhouse", str(wh)]
     res = kc(_py(scratch), [*args, "--source", "build", "--sdist", str(sd)])
     assert res.returncode == 3, res.stdout[-3000:] + res.stderr[-3000:]  # post-install doctor: FALLBACK (no GPU here)
-    assert "dropped upstream sm_75, sm_80" in res.stdout and "[2/2]" in res.stdout  # visible progress
+    assert "dropped upstream sm_75, sm_80" in res.stdout \
+        and "[2/2]" in res.stdout  # wording: renderer test; visible progress
     built = [p for p in wh.glob("causal_conv1d-*.whl")]
     assert len(built) == 1
     info = wheels.inspect_wheel(built[0])

@@ -301,11 +301,12 @@ def test_an_interrupted_install_leaves_the_environment_before_or_complete(point,
     assert not (s.site / ".kernelcheck-txn").exists(), "a journal was left: the rollback did not finish"
     if now.files == before.files:
         assert now.freeze == before.freeze and now.manifest == before.manifest
-        assert "nothing was changed" in run.stderr or "rolled back" in run.stderr, run.stderr[-2000:]
+        assert "nothing was changed" in run.stderr or "rolled back" in run.stderr, \
+            run.stderr[-2000:]  # wording: renderer test
     else:
         assert now.files == completed.files, _diff(now.files, before.files, completed.files)
         assert now.freeze == completed.freeze and now.manifest == completed.manifest == {"fla", "einops"}
-        assert "the install had completed" in run.stderr, run.stderr[-2000:]
+        assert "the install had completed" in run.stderr, run.stderr[-2000:]  # wording: renderer test
     data = json.loads(run.stdout)  # --json: still one object, saying why there is no verdict
     assert data["exit_code"] == EXIT[sig] and data["verdict"] is None and "interrupted" in data["error"]
 
@@ -397,7 +398,8 @@ def test_an_interrupted_build_ends_every_compiler_and_changes_nothing(sig, how, 
             "build", "--sdist", str(_real_sdist()), "--wheelhouse", str(wh), "--jobs", "2", "--json"]
     run = _interrupt(python, args, sig, how, first_compiler, tmp_path, tmp=tmp, timeout=240)
     _assert_interrupted(run, sig)
-    assert "building causal_conv1d-1.7.0.tar.gz" in run.stderr  # the signal came during the compile
+    # the signal came during the compile
+    assert "building causal_conv1d-1.7.0.tar.gz" in run.stderr  # wording: renderer test
     assert _temp_left(tmp) == [], f"build/install folders left: {_temp_left(tmp)}"
     now = _state(scratch, python, site)
     assert now.files == before.files and now.freeze == before.freeze and now.manifest is None

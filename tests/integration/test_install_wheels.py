@@ -47,7 +47,7 @@ def test_match_accepts_the_right_wheel_and_says_why_each_other_is_rejected(tmp_p
     good = wheels.inspect_wheel(causal_conv1d_wheel(tmp_path / "good"))
     d = wheels.match(good, TARGET, extension="causal_conv1d_cuda")
     assert d.accepted, d.reason
-    assert "sm_90" in d.reason and "torch 2.14" in d.reason
+    assert "sm_90" in d.reason and "torch 2.14" in d.reason  # wording: renderer test
 
     cases = [
         (RejectKind.TORCH_MINOR, causal_conv1d_wheel(tmp_path / "t", local="cu13torch2.13cxx11abiTRUE")),

@@ -71,7 +71,7 @@ def test_fla_made_unimportable_after_a_cached_success_is_reported_broken_and_nev
         _, rep = run_json(MODEL, mine, shared, env=env)
         fla = rep["environment"]["packages"]["fla"]
         assert fla["installed"] is True and fla["imports"] is False
-        assert "kc-test: fla broken after the proof" in fla["error"]
+        assert "kc-test: fla broken after the proof" in fla["error"]  # wording: the broken fla's own message
         assert function(rep, "chunk_gated_delta_rule")["status"] != "fast"
         assert rep["import_proof"] == {"source": "proven", "cache": "not stored", "file": None, "proven_at": None}
 

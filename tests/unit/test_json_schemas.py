@@ -75,7 +75,8 @@ def test_a_cache_hit_is_a_note_not_a_finding() -> None:
     r.import_proof = ImportProof("cache", "hit", "/c/proof.json", "2026-12-03T18:00:00Z")
     data = r.to_json()
     assert [f["id"] for f in data["findings"]] == ["torch-cpu-build"] and data["import_proof"]["cache"] == "hit"
-    assert any(ln.startswith("cache: ") and "2026-12-03T18:00:00Z" in ln for ln in render_text(r).splitlines())
+    assert any(ln.startswith("cache: ") \
+        and "2026-12-03T18:00:00Z" in ln for ln in render_text(r).splitlines())  # wording: renderer test
 
 
 # --- every command, run as a user runs it ---------------------------------------------------------------------
