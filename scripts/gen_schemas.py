@@ -70,7 +70,7 @@ STEP_KIND = {"enum": [k.value for k in StepKind if k != StepKind.HUB]}
 REJECT_KIND = {"enum": [k.value for k in RejectKind if k != RejectKind.HUB_VARIANT]}
 PLAN_STEP = obj({"package": STR, "action": STR, "source": STR, "spec": opt(STR), "reason": STR},
                 {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}, {"kind": REJECT_KIND})),
-                 "kind": STEP_KIND})
+                 "kind": STEP_KIND, "rules": arr(STR)})
 IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]}, "cache": {"enum": ["off", "hit", "stored", "not stored"]},
                     "file": opt(STR), "proven_at": opt(STR)}, closed=True)
 PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": OBJ,

@@ -42,8 +42,11 @@ def test_the_shipped_schema_files_are_valid_json_schema() -> None:
 
 
 def test_the_schema_files_ship_in_the_package() -> None:
-    text = (REPO / "pyproject.toml").read_text()
-    assert '"kernelcheck.schemas"' in text and '"kernelcheck.schemas" = ["*.json"]' in text
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "kernelcheck.schemas" in setuptools["packages"]
+    assert setuptools["package-data"]["kernelcheck.schemas"] == ["*.json"]
 
 
 def _report(command: str) -> Report:
