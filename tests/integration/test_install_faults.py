@@ -130,7 +130,7 @@ def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Pa
         and "Traceback" not in said, said[-2000:]  # wording: renderer test (exit-2 message)
     assert "python -m ensurepip" in res.stderr \
         and "Nothing was planned or changed" in res.stderr  # wording: renderer test (exit-2 message)
-    assert "rolled its own changes back" not in said  # the old claim, although pip never ran
+    assert "rolled its own changes back" not in said  # wording: renderer test; the old claim, although pip never ran
 
 
 def test_install_one_package_for_an_arch_exits_as_the_doctor_it_prints(tmp_path: Path):

@@ -56,7 +56,7 @@ def test_token_budget_on_jsonl_input_ids_matches_an_independent_count(tmp_path: 
     assert (p["real_tokens"], p["padded_tokens"], p["steps"]) == (sum(lengths), padded, steps)
     assert p["packing_speedup_bound"] == round(padded / sum(lengths), 4)
     code, text = _run(str(f))
-    assert f"{padded - sum(lengths):,} padding" in text and "packing      at most" in text
+    assert f"{padded - sum(lengths):,} padding" in text and "packing      at most" in text  # wording: renderer test
 
 
 def test_packing_rule_has_no_padding(tmp_path: Path) -> None:
