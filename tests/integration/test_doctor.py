@@ -302,7 +302,10 @@ def test_json_error_object_on_bad_input():
     res = run(["doctor", "--model", "nope-model", "--json"])
     assert res.returncode == 2
     data = json.loads(res.stdout)
-    assert data["exit_code"] == 2 and "Unknown model" in data["error"]  # wording: renderer test
+    assert data["schema"] == "kernelcheck.error/1" and data["verdict"] is None
+    # the paragraph the terminal shows (its words: test_unknown_alias_suggests_closest)
+    assert data["exit_code"] == 2 and _bad(["doctor", "--model", "nope-model"]).strip() == \
+        f"kernelcheck doctor: {data['error']}"
 
 
 def test_no_torch_installed_at_all(tmp_path):

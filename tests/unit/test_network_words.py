@@ -42,8 +42,8 @@ def test_a_slow_hub_is_still_a_wait_that_ran_out() -> None:
     line = "'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\"))'"
     with pytest.raises(TimeoutError) as exc:
         models.bounded(_retrying_like_huggingface_hub(line, 2.0), "config.json of a/b", 0.5)
-    assert not isinstance(exc.value, errors.UnresolvedHost) \
-        and "no answer within 0.5 s" in str(exc.value)  # wording: renderer test
+    # a wait that ran out, not a name that did not resolve (its words: tests/integration/test_doctor.py)
+    assert not isinstance(exc.value, errors.UnresolvedHost)
 
 
 def _kc(args: list[str], tmp_path) -> tuple[int, str, str]:
