@@ -11,6 +11,7 @@ import pytest
 
 from kernelcheck import __version__
 from tests.envs import TF525, function, run, run_json, site
+from tests.unit.test_report_readback import rendered
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,17 +41,20 @@ def test_headline_cpu_json_lists_four_non_fast_functions_and_exits_3():
     assert {f["id"] for f in rep["findings"]} >= {"torch-cpu-build"}
 
 
-def test_text_report_is_readable_one_line_per_function():
-    res = run(["doctor", "--model", "Qwen/Qwen3.8-27B", "--mode", "infer"])
+def test_text_report_is_readable_one_line_per_function(tmp_path):
+    res = run(["doctor", "--model", "Qwen/Qwen3.8-27B", "--mode", "infer", "-o", str(tmp_path / "r.json")],
+              env={"COLUMNS": "100"})  # piped, as a person's pipe is (the width rendered() wraps to)
     assert res.returncode == 3, res.stderr
+    rep = json.loads((tmp_path / "r.json").read_text())  # the same run's values
     out = res.stdout
     for name in GDN:
         line = next(line for line in out.splitlines() if f" {name} " in line)
         assert line.strip().startswith("FALLBACK"), line
-    assert "why: flash-linear-attention is not installed" in out  # wording: renderer test
-    assert "fix: kernelcheck install --model Qwen/Qwen3.8-27B" in out  # wording: renderer test
-    assert "verdict: FALLBACK" in out and "(exit 3)" in out  # wording: renderer test
-    assert "not used in this mode" not in out  # wording: renderer test; infer uses prefill and decode
+        fn = function(rep, name)
+        assert (fn["status"], fn["used"]) == ("fallback", True)  # infer uses prefill and decode
+        assert fn["fix"].startswith("kernelcheck install --model Qwen/Qwen3.8-27B")
+    # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)
+    assert out == rendered(rep)
     assert "Traceback" not in res.stderr
 
 
