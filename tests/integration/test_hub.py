@@ -135,7 +135,7 @@ def test_doctor_reports_the_miss_with_every_reason_and_the_nearest_build(tmp_pat
     assert res.returncode == 3
     nearest = "NO BUILD for this torch/CUDA (nearest: torch210-cxx11-cu128-x86_64-linux)"
     assert nearest in res.stdout  # wording: renderer test
-    assert "rejected torch29-cxx11-cu126-x86_64-linux: Torch version (2.9)" in res.stdout  # wording: renderer test
+    # (each rejected build is a line too, from the decisions above: worded in tests/unit/test_hub_text.py)
 
 
 def test_rejection_reasons_are_kernels_own(tmp_path: Path) -> None:
