@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "kernelcheck" / "schemas"
 sys.path.insert(0, str(ROOT))
 from kernelcheck.core.plan_step import RejectKind, StepKind  # noqa: E402 - the kinds' one home
+from kernelcheck.fleet.gather import KINDS as MISSING_KINDS  # noqa: E402 - why a rank is missing: its one home
 
 S = dict[str, Any]
 STR, INT, BOOL, NUM = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}, {"type": "number"}
@@ -129,7 +130,8 @@ def kinds() -> dict[str, S]:
         "fleet": {**obj({"schema": {"const": "kernelcheck.fleet/1"}, "command": STR, "kernelcheck": STR,
                          "verdict": opt(VERDICT), "exit_code": INT, "size": INT, "message": opt(STR),
                          "groups": arr(arr(STR)), "differences": arr(OBJ),
-                         "missing": arr(obj({"rank": INT, "reason": STR})), "ranks": arr(OBJ)}),
+                         "missing": arr(obj({"rank": INT, "reason": STR},
+                                            {"kind": {"enum": list(MISSING_KINDS)}})), "ranks": arr(OBJ)}),
                   "title": "kernelcheck compare --json, doctor/verify --all-ranks --json"},
         "forecast": {**obj({"schema": {"const": "kernelcheck.forecast/1"}, "command": {"const": "doctor --upgrade"},
                             "specs": arr(STR), "verdict": VERDICT, "exit_code": {"enum": [0, 3, 4]},

@@ -14,8 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 HERE = Path(__file__).resolve().parent
+# The fuzzers (hypothesis) explore anew on every local run and keep what fails in .hypothesis/; under CI (CI=true)
+# they run the same derandomized examples every time, so a gate's result never depends on the draw. A case a local
+# run finds is pinned with @example next to its test.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 # This checkout first (also in git worktrees): its kernelcheck, and the test helpers as the package `tests`
 # (`from tests import envs`, `from tests.kcfixtures import ...`).
 sys.path.insert(0, str(HERE.parent))

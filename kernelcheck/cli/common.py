@@ -78,11 +78,10 @@ def mode_option(fn: F) -> F:
 DEVICE_CHOICE = click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"])  # kernels' device types
 
 
-def device_option(dest: str) -> Callable[[F], F]:
-    """--device TYPE: the device type the job's model runs on, for the Hub mapping (doctor and hub alike; doctor
-    also takes its earlier name --hub-device)."""
-    names = ("--device", "--hub-device") if dest == "hub_device" else ("--device",)
-    return click.option(*names, dest, type=DEVICE_CHOICE, default=None,
+def device_option(dest: str, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """--device TYPE: the device type the job's model runs on, for the Hub mapping (doctor and hub alike), stored
+    as `dest`; `aliases`: its other spellings (doctor's earlier name --hub-device)."""
+    return click.option("--device", *aliases, dest, type=DEVICE_CHOICE, default=None,
                         help="Device type the job runs on, for the Hub mapping (default: from the torch build: cuda "
                              "for CUDA builds, else cpu).")
 

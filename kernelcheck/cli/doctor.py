@@ -26,7 +26,7 @@ from kernelcheck.report.model import Finding, Report
 @click.option("--hub/--no-hub", "hub", default=None,
               help="--hub: the job loads with use_kernels=True (Kernel Hub); --no-hub: skip the Hub section. "
                    "Default: what the installed transformers does. See `kernelcheck hub --help`.")
-@device_option("hub_device")
+@device_option("hub_device", aliases=("--hub-device",))
 @click.option("--arch", default=None, metavar="9.0[,10.0...]",
               help="Check for these GPUs instead of the ones found here: for docker build stages and other "
                    "machines without a GPU (see docs/pipelines.md).")

@@ -16,13 +16,16 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kernelcheck import schemas
 from kernelcheck.core.errors import BadInput, FleetError, FleetFailure, KernelcheckError
 from kernelcheck.core.status import EXIT_CODE, EXIT_INTERNAL, EXIT_USAGE, WORDS
+
+if TYPE_CHECKING:
+    from kernelcheck.fleet.record import RankRecord
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +121,7 @@ class _Known:
         os._exit(self.code if self.code is not None else 143)
 
 
-def _gate_and_print(command: str, record: dict[str, Any], info: Any, timeout: float, kwargs: dict[str, Any],
+def _gate_and_print(command: str, record: RankRecord, info: Any, timeout: float, kwargs: dict[str, Any],
                     known: _Known) -> int:
     from kernelcheck.fleet import gather, table
 

@@ -78,6 +78,8 @@ class PackageInfo:
     env_prefix: str = ""
     reference: str = ""
     skip_reason: str = ""  # why the other distributions in `distributions` are not installed
+    # variables a source build sets beyond {env_prefix}_FORCE_BUILD (mamba-ssm: MAMBA_KEEP_CUDA_BUILD), as pairs
+    build_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,8 @@ STACK_KEYS = ("torch", "triton", "transformers", "nvcc", "kernels")  # Environme
 _PACKAGE_TEXT = ("title", "install_distribution", "kind")
 _PACKAGE_LISTS = ("distributions", "probe_modules", "devices")
 _PACKAGE_OPTIONAL = {"needs": list, "extension": str, "release_wheel": str, "env_prefix": str, "reference": str,
-                     "skip_reason": str}
+                     "skip_reason": str, "build_env": dict}
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 _IMPORT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FUNCTION_KEYS = {"package": str, "phase": str, "backward": bool, "module": str, "torch_fallback": str}
 _PHASES = ("prefill", "decode")
@@ -252,9 +255,16 @@ def _optional_problem(d: dict[str, Any]) -> tuple[str, str] | None:
         if key not in _PACKAGE_OPTIONAL:
             known = ", ".join((*_PACKAGE_TEXT, *_PACKAGE_LISTS, *_PACKAGE_OPTIONAL))
             return key, f"not a key kernelcheck knows (known: {known})"
-        if not (_strings(v) if _PACKAGE_OPTIONAL[key] is list else isinstance(v, str)):
+        if _PACKAGE_OPTIONAL[key] is dict:
+            if not _env_table(v):
+                return key, "must be a table of environment variables (NAME_IN_CAPITALS = \"value\")"
+        elif not (_strings(v) if _PACKAGE_OPTIONAL[key] is list else isinstance(v, str)):
             return key, f"must be {'a list of strings' if _PACKAGE_OPTIONAL[key] is list else 'a string'}"
     return None
+
+
+def _env_table(v: Any) -> bool:
+    return isinstance(v, dict) and all(_ENV_NAME.match(k) and isinstance(x, str) for k, x in v.items())
 
 
 def packages_from(table: dict[str, Any], source: Path) -> dict[str, PackageInfo]:
@@ -263,7 +273,8 @@ def packages_from(table: dict[str, Any], source: Path) -> dict[str, PackageInfo]
     for name, d in table.items():
         if (problem := _package_problem(name, d)) is not None:
             raise _bad(source, f"[{name}] {problem[0]}".rstrip(), problem[1])
-        typed: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        typed: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else tuple(v.items()) if isinstance(v, dict)
+                                 else v for k, v in d.items()}
         out[name] = PackageInfo(name=name, **typed)
     return out
 

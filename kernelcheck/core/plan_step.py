@@ -57,6 +57,7 @@ class RejectKind(StrEnum):
     CUDA_MAJOR = "cuda-major"  # built for another CUDA major
     CXX11ABI = "cxx11abi"  # built with the other C++ ABI
     GPU_ARCH = "gpu-arch"  # its extension carries no code that runs on a target GPU
+    NO_EXTENSION = "no-extension"  # a CUDA-extension package's wheel without its extension module (mamba#977)
     PTX_ONLY = "ptx-only"  # only PTX for a target GPU: the driver would JIT-compile it
     NEEDS_TRIAL = "needs-trial"  # unlabelled compiled wheel and no trial import was run
     TRIAL_FAILED = "trial-failed"  # the trial import against the installed torch failed

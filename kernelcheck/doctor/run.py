@@ -35,9 +35,10 @@ def _unbound_status(fn: str, dist: str, b: transformers.Binding, env: environmen
 
 def function_statuses(
     needs: models.Needs, result: transformers.BindingResult, env: environment.Environment,
-    mode: str, query: str | None, attr: AttrCheck = attr_in_process,
+    mode: str, query: str | None, m: matrix.Matrix, attr: AttrCheck = attr_in_process,
 ) -> list[FunctionStatus]:
-    m = matrix.load()
+    """Each bound function's first status, from what transformers binds and the matrix `m` (its packages,
+    functions and transformers regimes): no load here, the caller passes the matrix it decides with."""
     out = []
     in_prefill = source_notes.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
@@ -78,8 +79,8 @@ def _checks_device_per_call(env: environment.Environment, m: matrix.Matrix) -> b
     return not any(rules_mod.version_in(env.transformers, r) for r in ranges)
 
 
-def _attention_status(needs: models.Needs, env: environment.Environment, query: str | None) -> FunctionStatus:
-    m = matrix.load()
+def _attention_status(needs: models.Needs, env: environment.Environment, query: str | None,
+                      m: matrix.Matrix) -> FunctionStatus:
     impl = needs.attn_implementation
     if not needs.attention_package:
         return FunctionStatus(f"attention:{impl}", "torch", Status.FAST,
@@ -103,7 +104,7 @@ def _attention_status(needs: models.Needs, env: environment.Environment, query: 
     return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.FAST, pkg.name, None, None, "attention")
 
 
-def environment_findings(env: environment.Environment) -> list[Finding]:
+def environment_findings(env: environment.Environment, m: matrix.Matrix) -> list[Finding]:
     out = []
     if env.torch and not env.torch.cuda:
         out.append(Finding("torch-cpu-build", Severity.INFO,
@@ -114,7 +115,7 @@ def environment_findings(env: environment.Environment) -> list[Finding]:
                            "GPU is visible (driver missing, CUDA_VISIBLE_DEVICES empty, or a build machine)."))
     for name, st in env.packages.items():
         if st.installed and not st.imports:
-            rule = rules_mod.match_import_error(st.error or "", matrix.load())
+            rule = rules_mod.match_import_error(st.error or "", m)
             fill = import_error_fill(env, st.distribution or name, name, None)
             out.append(Finding(rule.id if rule else f"{name}-import-fails", Severity.WARNING,
                                (rule.message.format(**fill) + " " if rule else "")
@@ -184,8 +185,9 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
+    m = matrix.load()  # the one matrix every decision of this run reads (passed down, never loaded again)
     started: list[imports.ImportProbe] = []
-    single = _single_sequence(query) if isolate and not exact and env is None and hasattr(os, "fork") else None
+    single = _single_sequence(query, m) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
         if single is not None:  # fork the children once torch is imported, before any CUDA call
             ticker = Ticker("doctor: importing torch").start()  # stopped (its thread joined) before the fork
@@ -198,7 +200,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 env = environment.probe(packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
-        report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None)
+        report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None, m)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof
         return report
@@ -207,14 +209,14 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
             probe.close()
 
 
-def _single_sequence(query: str | None) -> bool | None:
+def _single_sequence(query: str | None, m: matrix.Matrix) -> bool | None:
     """Whether one import child must run doctor's whole sequence (a modeling module is imported: transformers
     <= 5.14, or newer than tested); None where doctor stops with bad input before any import (a model but no
     transformers)."""
     version = environment.dist_version("transformers")
     if query is not None and not version:
         return None
-    return query is not None and (transformers.detect_regime() != "decorator" or _newer_than_tested(version))
+    return query is not None and (transformers.detect_regime() != "decorator" or _newer_than_tested(version, m))
 
 
 def _with_packages(env: environment.Environment,
@@ -225,13 +227,13 @@ def _with_packages(env: environment.Environment,
 
 
 def _bind(model: models.ResolvedModel, report: Report, env: environment.Environment, exact: bool,
-          probe: imports.ImportProbe | None) -> transformers.BindingResult:
+          probe: imports.ImportProbe | None, m: matrix.Matrix) -> transformers.BindingResult:
     """What transformers binds, read as before; with `probe`, every import in it runs in the children."""
     spec = model.spec
-    newer = not exact and _newer_than_tested(env.transformers)
+    newer = not exact and _newer_than_tested(env.transformers, m)
     if probe is None:
         result = transformers.bind(spec.module, spec.functions, exact=exact)
-        return _cross_check(report, result, spec, env) if newer else result
+        return _cross_check(report, result, spec, env, m) if newer else result
     read = transformers.read_static(spec.module)
     lazy = transformers.bind_lazy(spec.module, spec.functions) if read is None else None
     if lazy is not None:  # <= 5.14 Mamba family: read from source; the child only probes the packages
@@ -248,7 +250,7 @@ def _bind(model: models.ResolvedModel, report: Report, env: environment.Environm
     probe.send()
     result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
               else probe.exact(0))
-    return _cross_check(report, result, spec, env, probe.exact(1 if read is None else 0)) if newer else result
+    return _cross_check(report, result, spec, env, m, probe.exact(1 if read is None else 0)) if newer else result
 
 
 def _require_torch(env: environment.Environment) -> None:
@@ -266,14 +268,15 @@ def _require_torch(env: environment.Environment) -> None:
 
 
 def _environment_only(report: Report, env: environment.Environment, mode: str, hub: bool | None,
-                      hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None) -> Report:
+                      hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None,
+                      m: matrix.Matrix) -> Report:
     """Fill the report of a doctor run without a model: environment, packages and runtime findings only."""
     if probe is not None:
         probe.plan_packages()
         probe.send()
     env = _with_packages(env, probe)
     report.environment = EnvironmentView.of(env)
-    report.findings.extend(environment_findings(env))
+    report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
     report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else ""))
@@ -290,14 +293,14 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
 
 
 def _doctor(query: str | None, mode: str, env: environment.Environment | None, exact: bool, hub: bool | None,
-            hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None) -> Report:
+            hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None, m: matrix.Matrix) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
     env = env or environment.probe(packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
     if query is None:
-        return _environment_only(report, env, mode, hub, hub_device, hub_source, probe)
+        return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")
@@ -308,17 +311,17 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
         if probe is not None:
             probe.plan_packages()
             probe.send()
-        return _too_old_report(report, model, env, too_old, mode, probe)
-    result = submodel.restrict(model, _bind(model, report, env, exact, probe), report.findings)
+        return _too_old_report(report, model, env, too_old, mode, m, probe)
+    result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings)
     env = _with_packages(env, probe)
     report.environment = EnvironmentView.of(env)
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
-    _function_section(report, model, result, needs, env, mode, query,
+    _function_section(report, model, result, needs, env, mode, query, m,
                       probe.attr if probe is not None else attr_in_process)
-    report.functions.append(_attention_status(needs, env, query))
-    report.findings.extend(environment_findings(env))
+    report.functions.append(_attention_status(needs, env, query, m))
+    report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
@@ -326,10 +329,10 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
-        report.functions = _unsloth_noted(report.functions)
+        report.functions = _unsloth_noted(report.functions, m)
     bound = _bound(report, result)
     report.backends, backend_findings = backends.section(env, report.functions, mode)  # fast ones, pre-rules
-    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query))
+    report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query, m))
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
     if hub is not False:
@@ -341,28 +344,28 @@ _UNSLOTH_NOTE = (" (note: a job that imports unsloth first runs unsloth_zoo's bu
                  "instead; see unsloth-replaces-fla)")
 
 
-def _unsloth_noted(functions: list[FunctionStatus]) -> list[FunctionStatus]:
+def _unsloth_noted(functions: list[FunctionStatus], m: matrix.Matrix) -> list[FunctionStatus]:
     """fla-core's functions that fall back because fla-core is not installed get the unsloth note: a job that
     imports unsloth first has unsloth_zoo's bundled fla instead (decided on the cause, not on the words)."""
-    fla = matrix.load().packages["fla"].install_distribution  # what unsloth_zoo's bundle stands in for
+    fla = m.packages["fla"].install_distribution  # what unsloth_zoo's bundle stands in for
     return [decide.decide(fs, notes=(_UNSLOTH_NOTE,)) if fs.package == fla and fs.reason
             and fs.cause == Cause.NOT_INSTALLED else fs for fs in functions]
 
 
 def _function_section(report: Report, model: models.ResolvedModel, result: transformers.BindingResult,
-                      needs: models.Needs, env: environment.Environment, mode: str, query: str,
+                      needs: models.Needs, env: environment.Environment, mode: str, query: str, m: matrix.Matrix,
                       attr: AttrCheck = attr_in_process) -> None:
     """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
     if result.module_error:
         report.findings.append(Finding(
             "modeling-import-fails", Severity.BROKEN,
             f"`import {result.module}` fails: {result.module_error}. transformers cannot build this model here.",
-            _module_error_fix(result.module_error, env, query),
+            _module_error_fix(result.module_error, env, query, m),
         ))
         for fn in needs.functions:
-            info = matrix.load().functions.get(fn)
+            info = m.functions.get(fn)
             report.functions.append(FunctionStatus(
-                fn, matrix.load().packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
+                fn, m.packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
                 f"the modeling module does not import: {result.module_error}", None, info.phase if info else ""))
     elif result.regime == "lazy-kernel":
         from kernelcheck.doctor.lazy import lazy_statuses
@@ -371,7 +374,7 @@ def _function_section(report: Report, model: models.ResolvedModel, result: trans
         report.functions.extend(lazy_fns)
         report.findings.extend(lazy_findings)
     else:
-        report.functions.extend(function_statuses(needs, result, env, mode, query, attr))
+        report.functions.extend(function_statuses(needs, result, env, mode, query, m, attr))
 
 
 def _bound(report: Report, result: transformers.BindingResult) -> frozenset[str]:
@@ -381,14 +384,14 @@ def _bound(report: Report, result: transformers.BindingResult) -> frozenset[str]
 
 
 def _apply_rules(report: Report, bound: frozenset[str], env: environment.Environment, mode: str,
-                 query: str) -> list[decide.RuleEvidence]:
+                 query: str, m: matrix.Matrix) -> list[decide.RuleEvidence]:
     """Known breakages (matrix/breakages.toml) as findings; the certain hits, for the decider to raise the
     functions they name."""
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
                             functions=tuple(f.name for f in report.functions if f.used),
                             fla_dispatch=fla_dispatch.backends)
     certain = []
-    for hit in rules_mod.evaluate(facts, matrix.load()):
+    for hit in rules_mod.evaluate(facts, m):
         sev = hit.rule.severity if hit.certain else Severity.WARNING
         msg = hit.message if hit.certain else f"may apply (could not confirm every condition): {hit.message}"
         report.findings.append(Finding(hit.rule.id, sev, msg, hit.fix, hit.rule.reference, hit.rule.functions))
@@ -398,8 +401,8 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment.Environ
     return certain
 
 
-def _newer_than_tested(version: str | None) -> bool:
-    tested = matrix.load().transformers.get("tested_through")
+def _newer_than_tested(version: str | None, m: matrix.Matrix) -> bool:
+    tested = m.transformers.get("tested_through")
     if not version or not tested:
         return False
     have, top = rules_mod.base_version(version), rules_mod.base_version(tested)
@@ -407,12 +410,12 @@ def _newer_than_tested(version: str | None) -> bool:
 
 
 def _cross_check(report: Report, static: transformers.BindingResult, spec: matrix.ModelType,
-                 env: environment.Environment,
+                 env: environment.Environment, m: matrix.Matrix,
                  exact: transformers.BindingResult | None = None) -> transformers.BindingResult:
     """transformers newer than any the tests cover: import the modeling module (here, or `exact` from the import
     children) and compare what it really bound with the static reading; the imported answer wins, every
     difference is a warning."""
-    tested = matrix.load().transformers.get("tested_through")
+    tested = m.transformers.get("tested_through")
     exact = exact or transformers.bind_exact(spec.module, spec.functions)
     view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
     diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
@@ -445,8 +448,8 @@ def _too_old(model: models.ResolvedModel, env: environment.Environment) -> Findi
 
 
 def _too_old_report(report: Report, model: models.ResolvedModel, env: environment.Environment,
-                    finding: Finding, mode: str, probe: imports.ImportProbe | None = None) -> Report:
-    m = matrix.load()
+                    finding: Finding, mode: str, m: matrix.Matrix,
+                    probe: imports.ImportProbe | None = None) -> Report:
     env = _with_packages(env, probe)
     report.environment = EnvironmentView.of(env)
     report.findings.append(finding)
@@ -457,7 +460,7 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
             f"transformers {env.transformers} has no {model.model_type} model (it arrives in {model.spec.since})",
             finding.fix, info.phase if info else "", used=not (mode == Mode.TRAIN and info is not None
                                                                and info.phase == "decode")))
-    report.findings.extend(environment_findings(env))
+    report.findings.extend(environment_findings(env, m))
     return report
 
 
@@ -468,8 +471,8 @@ def _hub_check(report: Report, env: environment.Environment, module: str | None,
     hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
 
 
-def _module_error_fix(error: str, env: environment.Environment, query: str) -> str | None:
-    rule = rules_mod.match_import_error(error, matrix.load())
+def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:
+    rule = rules_mod.match_import_error(error, m)
     if rule:
         return rule.fix.format(**import_error_fill(env, "the failing package", "", query))
     return "reinstall the package named in the error, or remove it to get the (slow) torch path"

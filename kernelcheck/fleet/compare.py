@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import click
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.paths import regular_file
 from kernelcheck.fleet import report_check, summary
+from kernelcheck.fleet.gather import NO_REPORT, Missing
+from kernelcheck.fleet.record import RankRecord
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def _once(out: list[Path]) -> list[Path]:
     return out
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> RankRecord:
     """One file as a fleet record labelled by its file name."""
     try:
         data = json.loads(path.read_text())
@@ -59,16 +60,14 @@ def load(path: Path) -> dict[str, Any]:
         raise BadInput(f"compare: {path} is not JSON ({exc.msg} at line {exc.lineno}): pass the stdout of "
                        "`kernelcheck doctor --json`, not its text output or a log.") from None
     data = report_check.check_fields(summary.check_report(data, str(path)), str(path))
-    rec = summary.summarise(data)
-    rec["label"] = path.stem
-    return rec
+    return summary.summarise(data, label=path.stem)  # read once, here: the table takes the record's fields
 
 
-def collect(paths: list[str], expect: int | None = None) -> tuple[list[dict[str, Any]], dict[int, str]]:
+def collect(paths: list[str], expect: int | None = None) -> tuple[list[RankRecord], dict[int, Missing]]:
     """Records from the files, and, with `expect`, the count of reports that never arrived as missing."""
     records = [load(p) for p in report_files(paths)]
-    missing: dict[int, str] = {}
+    missing: dict[int, Missing] = {}
     if expect is not None and len(records) < expect:
         for i in range(len(records), expect):
-            missing[i] = f"no report (expected {expect}, found {len(records)})"
+            missing[i] = Missing(NO_REPORT, expected=expect, found=len(records))
     return records, missing

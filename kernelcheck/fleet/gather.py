@@ -31,18 +31,41 @@ from kernelcheck.core.errors import FleetFailure
 from kernelcheck.core.status import EXIT_BROKEN
 from kernelcheck.fleet import summary
 from kernelcheck.fleet.ranks import RankInfo
+from kernelcheck.fleet.record import RankRecord
 
 log = logging.getLogger(__name__)
 
 _SLACK_S = 5.0
+
+# Why a rank is missing from the fleet: the kind a decision or a test reads (the JSON's missing[].kind); the words
+# for a person are table.py's (missing[].reason).
+NEVER_JOINED = "never_joined"  # it did not join within the timeout (not started, crashed, or still checking)
+DIED = "died"  # it joined, then died or hung during the gather
+UNREADABLE = "unreadable"  # it sent a record this kernelcheck cannot read (another version's)
+NO_REPORT = "no_report"  # compare --expect N: fewer report files than N
+KINDS = (NEVER_JOINED, DIED, UNREADABLE, NO_REPORT)
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A rank without a record: why (`kind`, one of KINDS), and for NO_REPORT how many reports were expected and
+    found."""
+
+    kind: str
+    expected: int | None = None
+    found: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"missing kind {self.kind!r} is not one of {', '.join(KINDS)}")
 
 
 @dataclass
 class Outcome:
     exit_code: int
     message: str | None = None  # why the gate failed as a whole (missing / dead ranks, no verdict)
-    records: list[dict[str, Any]] = field(default_factory=list)  # rank 0 only: one per rank that reported
-    missing: dict[int, str] = field(default_factory=dict)  # rank 0 only: rank -> "never joined" | "died ..."
+    records: list[RankRecord] = field(default_factory=list)  # rank 0 only: one per rank that reported
+    missing: dict[int, Missing] = field(default_factory=dict)  # rank 0 only: rank -> why it has no record
     timings: dict[str, float] = field(default_factory=dict)
     store: Any = None
 
@@ -171,25 +194,60 @@ def _await_verdict(store: Any, info: RankInfo, seconds: float, said: Said | None
     return Outcome(int(got["exit_code"]), got.get("message"))
 
 
-def _root_failure(store: Any, info: RankInfo, deadline: float) -> tuple[str, dict[int, str]]:
+def _root_failure(store: Any, info: RankInfo, deadline: float) -> tuple[str, dict[int, Missing]]:
     dead = _dead_after_failure(store, info, deadline)
     if not dead:
         return "the gather failed on rank 0 while every rank finished its part (see rank 0's log)", {}
-    return (f"rank {_ranks(dead)} joined but died or hung during the gather (no answer within the timeout)",
-            {r: "died during the gather" for r in dead})
+    return died_message(dead), {r: Missing(DIED) for r in dead}
 
 
-def gate(record: dict[str, Any], info: RankInfo, timeout: float,
-         decide: Callable[[list[dict[str, Any]], dict[int, str]], int], said: Said | None = None) -> Outcome:
+def never_joined_message(ranks: list[int], world_size: int, timeout: float) -> str:
+    return (f"rank {_ranks(ranks)} of {world_size} never joined within {timeout:g} s (not started, crashed "
+            "before reporting, or its check took longer than --timeout)")
+
+
+def died_message(ranks: list[int]) -> str:
+    return f"rank {_ranks(ranks)} joined but died or hung during the gather (no answer within the timeout)"
+
+
+def unreadable_message(ranks: dict[int, str]) -> str:
+    return (f"rank {_ranks(sorted(ranks))} sent a record this kernelcheck cannot read ("
+            + "; ".join(f"rank {r}: {why}" for r, why in sorted(ranks.items())[:3])
+            + "): run one kernelcheck version on every rank (pin it in the image)")
+
+
+def read_blobs(blobs: list[bytes]) -> tuple[list[RankRecord], dict[int, str]]:
+    """The gathered blobs read back, once, here: the records, and the ranks whose blob is not one (why)."""
+    records: list[RankRecord] = []
+    bad: dict[int, str] = {}
+    for r, blob in enumerate(blobs):
+        try:
+            records.append(summary.unpack(blob))
+        except ValueError as exc:  # summary.unpack: not a record this kernelcheck reads
+            bad[r] = str(exc)[:120]
+    return records, bad
+
+
+Decide = Callable[[list[RankRecord], dict[int, Missing]], int]
+
+
+def gate(record: RankRecord, info: RankInfo, timeout: float, decide: Decide, said: Said | None = None) -> Outcome:
     """Run the three phases; `decide(records, missing)` (rank 0) turns the records into the fleet's exit code;
     `said(code, message)` is called on every rank as soon as it knows the fleet's verdict."""
     out = _gate(record, info, timeout, decide, said)
-    out.readers = max(0, info.world_size - 1 - len(out.missing))
+    gone = sum(1 for m in out.missing.values() if m.kind in (NEVER_JOINED, DIED))  # the others read the verdict
+    out.readers = max(0, info.world_size - 1 - gone)
     return out
 
 
-def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
-          decide: Callable[[list[dict[str, Any]], dict[int, str]], int], said: Said | None) -> Outcome:
+def _fail(store: Any, info: RankInfo, said: Said | None, msg: str, missing: dict[int, Missing]) -> Outcome:
+    """Rank 0: the fleet is broken as a whole (ranks never joined or died): say it, publish it."""
+    _say(said, EXIT_BROKEN, msg)
+    _publish(store, info, EXIT_BROKEN, msg, gone=len(missing))
+    return Outcome(EXIT_BROKEN, msg, missing=missing, store=store)
+
+
+def _gate(record: RankRecord, info: RankInfo, timeout: float, decide: Decide, said: Said | None) -> Outcome:
     t0 = time.perf_counter()
     store = open_store(info, timeout)
     missing = _join(store, info, timeout)
@@ -200,11 +258,8 @@ def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
                                         "check took longer than --timeout.")
         return _await_verdict(store, info, _SLACK_S + 2, said)
     if missing:
-        msg = (f"rank {_ranks(missing)} of {info.world_size} never joined within {timeout:g} s (not started, crashed "
-               "before reporting, or its check took longer than --timeout)")
-        _say(said, EXIT_BROKEN, msg)
-        _publish(store, info, EXIT_BROKEN, msg, gone=len(missing))
-        return Outcome(EXIT_BROKEN, msg, missing={r: "never joined" for r in missing}, store=store)
+        return _fail(store, info, said, never_joined_message(missing, info.world_size, timeout),
+                     {r: Missing(NEVER_JOINED) for r in missing})
     deadline = time.monotonic() + timeout + _SLACK_S
     blobs = _gather_records(store, info, summary.pack(record), timeout)
     t_gather = time.perf_counter()
@@ -214,15 +269,15 @@ def _gate(record: dict[str, Any], info: RankInfo, timeout: float,
         return out
     if blobs is None:
         msg, dead = _root_failure(store, info, deadline)
-        _say(said, EXIT_BROKEN, msg)
-        _publish(store, info, EXIT_BROKEN, msg, gone=len(dead))
-        return Outcome(EXIT_BROKEN, msg, missing=dead, store=store)
-    records = [summary.unpack(b) for b in blobs]
-    code = decide(records, {})
-    _say(said, code, None)
-    _publish(store, info, code, None)
+        return _fail(store, info, said, msg, dead)
+    records, bad = read_blobs(blobs)
+    unread = {r: Missing(UNREADABLE) for r in bad}
+    code = decide(records, unread)
+    message = unreadable_message(bad) if bad else None
+    _say(said, code, message)
+    _publish(store, info, code, message)
     _destroy()
-    return Outcome(code, None, records=records, store=store,
+    return Outcome(code, message, records=records, missing=unread, store=store,
                    timings={"join_s": t_join - t0, "gather_s": t_gather - t_join,
                             "bytes_per_rank_max": float(max(len(b) for b in blobs))})
 

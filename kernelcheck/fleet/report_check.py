@@ -68,6 +68,9 @@ def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
         if not isinstance(data["error"], str):
             raise _bad(source, "error", data["error"], "a string")
         _exit_code(data, source, _ERROR_EXITS)
+        if data.get("environment"):  # a stopped run that recorded where it ran: the record reads its fields too
+            _environment(data["environment"], source)
+            _body(data, source)
         return data
     verdict = data.get("verdict")
     if not isinstance(verdict, str) or verdict not in _VERDICT_EXIT:
@@ -76,9 +79,14 @@ def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
     if code != _VERDICT_EXIT[verdict]:
         raise _bad(source, "exit_code", code, f"{_VERDICT_EXIT[verdict]} (the exit code of verdict {verdict!r})")
     _environment(data.get("environment"), source)
+    _body(data, source)
+    return data
+
+
+def _body(data: dict[str, Any], source: str) -> None:
+    """The model, mode, functions and findings a record reads (summary.summarise)."""
     for key in ("model", "mode"):
         if data.get(key) is not None and not isinstance(data[key], dict if key == "model" else str):
             raise _bad(source, key, data[key], "an object" if key == "model" else "a string")
     _functions(data, source)
     _records(data, "findings", source)
-    return data

@@ -2,8 +2,9 @@
 
 A full doctor report is ~12 KB of JSON (verify adds per-layer evidence); what decides whether two
 ranks run the same kernels is much less: versions, GPUs, which kernel packages import, each
-function's status and implementation, the verdict, the findings' ids. `summarise` keeps those (long
-reasons cut to a line), `pack` compresses the JSON (zlib), so a rank sends 1-2 KB. `check_report`
+function's status and implementation, the verdict, the findings' ids. `summarise` reads those once from
+the report's JSON into a typed record (record.RankRecord; long reasons cut to a line), `pack` compresses the
+record's JSON (zlib), so a rank sends 1-2 KB, and `unpack` reads a gathered one back typed. `check_report`
 validates a report read from a file: the schema it names and the keys a record needs; extra keys are
 fine (newer kernelcheck versions add sections).
 """
@@ -12,23 +13,28 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 from kernelcheck import __version__, schemas
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Status, Verdict
+from kernelcheck.fleet import record
+
+DISPATCH_ENV = "dispatch-env"  # doctor's finding that named the dispatch variables before the environment held them
 
 REQUIRED = ("command", "verdict", "exit_code", "environment", "functions")
 _REASON_CHARS = 160
-_ENV_KEYS = ("python", "platform", "triton", "transformers", "kernels", "driver", "nvcc")
 
 
-def _cut(text: Any) -> Any:
-    if isinstance(text, str) and len(text) > _REASON_CHARS:
+def _cut(text: Any) -> str | None:
+    text = record.text(text)
+    if text is not None and len(text) > _REASON_CHARS:
         return text[: _REASON_CHARS - 3] + "..."
     return text
 
 
-def _packages(env: dict[str, Any]) -> dict[str, str | None]:
+def _packages(env: Mapping[str, Any]) -> dict[str, str | None]:
     """{import name: "dist version" | "dist version (import fails)" | None (absent)}."""
     out: dict[str, str | None] = {}
     for name, st in (env.get("packages") or {}).items():
@@ -40,7 +46,7 @@ def _packages(env: dict[str, Any]) -> dict[str, str | None]:
     return out
 
 
-def _dispatch(env: dict[str, Any], findings: list[Any]) -> dict[str, str]:
+def _dispatch(env: Mapping[str, Any], findings: list[Any]) -> dict[str, str]:
     """The variables that change which kernel runs (FLA_*, TRANSFORMERS_*, USE_HUB_KERNELS, LOCAL_KERNELS) as
     the report's environment recorded them. A report from before they were recorded there still has doctor's
     dispatch-env finding: then its message stands for them, so two ranks that differ are never "all agree"."""
@@ -50,56 +56,55 @@ def _dispatch(env: dict[str, Any], findings: list[Any]) -> dict[str, str]:
     got = dispatch_variables({str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {})
     if not got:
         for f in findings:
-            if isinstance(f, dict) and f.get("id") == "dispatch-env":
-                got = {"dispatch-env": str(_cut(f.get("message")))}
+            if isinstance(f, dict) and f.get("id") == DISPATCH_ENV:
+                got = {DISPATCH_ENV: str(_cut(f.get("message")))}
     return got
 
 
-def _environment(env: dict[str, Any], findings: list[Any] | None = None) -> dict[str, Any]:
+def _environment(env: Mapping[str, Any], findings: list[Any]) -> record.RecordEnvironment:
     torch = env.get("torch") or {}
-    return {
-        **{k: env.get(k) for k in _ENV_KEYS},
-        "torch": {"version": torch.get("version"), "cuda": torch.get("cuda")} if torch else None,
-        "gpus": [{"name": g.get("name"), "capability": g.get("capability")} for g in env.get("gpus") or []],
-        "packages": _packages(env),
-        "dispatch": _dispatch(env, findings or []),
-    }
+    return record.RecordEnvironment(
+        {k: record.text(env.get(k)) for k in record.ENV_KEYS},
+        record.TorchBrief(record.text(torch.get("version")), record.text(torch.get("cuda"))) if torch else None,
+        tuple(record.GpuBrief(record.text(g.get("name")), record.text(g.get("capability")))
+              for g in env.get("gpus") or []),
+        _packages(env), _dispatch(env, findings))
 
 
-def summarise(report: dict[str, Any], rank: int | None = None, host: str | None = None) -> dict[str, Any]:
-    """The record one rank contributes: a subset of the report schema plus where it ran."""
+def summarise(report: Mapping[str, Any], rank: int | None = None, host: str | None = None,
+              label: str | None = None) -> record.RankRecord:
+    """The record one rank contributes, read once from its report's JSON (compare's files are checked first:
+    report_check): a subset of the report schema plus where it ran, as typed values."""
+    head: dict[str, Any] = {"schema": record.text(report.get("schema")), "command": record.text(report.get("command")),
+            "kernelcheck": record.text(report.get("kernelcheck")) or __version__, "rank": rank, "host": host,
+            "label": label}
     if report.get("error") is not None and not report.get("environment"):
-        return {"schema": report.get("schema"), "command": report.get("command"), "verdict": None,
-                "exit_code": report.get("exit_code", 1), "error": _cut(report["error"]),
-                "rank": rank, "host": host, "kernelcheck": report.get("kernelcheck", __version__)}
-    model = report.get("model") or {}
-    return {
-        "schema": report.get("schema"),
-        "kernelcheck": report.get("kernelcheck", __version__),
-        "command": report.get("command"),
-        "verdict": report.get("verdict"),
-        "exit_code": report.get("exit_code"),
-        "rank": rank,
-        "host": host,
-        "model": ({"id": model.get("id") or model.get("query"), "model_type": model.get("model_type")}
-                  if model else None),
-        "mode": report.get("mode"),
-        "environment": _environment(report.get("environment") or {}, report.get("findings") or []),
-        "functions": [{"name": f.get("name"), "package": f.get("package"), "status": f.get("status"),
-                       "implementation": f.get("implementation"), "used": f.get("used", True),
-                       "reason": _cut(f.get("reason"))} for f in report.get("functions") or []],
-        "findings": [{"id": f.get("id"), "severity": f.get("severity"), "message": _cut(f.get("message"))}
-                     for f in report.get("findings") or []],
-    }
+        return record.RankRecord(exit_code=report.get("exit_code", 1), error=_cut(report["error"]), **head)
+    model, verdict = report.get("model") or {}, report.get("verdict")
+    findings = report.get("findings") or []
+    return record.RankRecord(
+        exit_code=report["exit_code"], verdict=Verdict(verdict) if verdict is not None else None, **head,
+        model=record.RecordModel(model.get("id") or model.get("query"), model.get("model_type")) if model else None,
+        mode=report.get("mode"), environment=_environment(report.get("environment") or {}, findings),
+        functions=tuple(record.RecordFunction(f.get("name"), f.get("package"), Status(f.get("status")),
+                                              f.get("implementation"), f.get("used", True), _cut(f.get("reason")))
+                        for f in report.get("functions") or []),
+        findings=tuple(record.RecordFinding(f.get("id"), f.get("severity"), _cut(f.get("message")))
+                       for f in findings))
 
 
-def pack(record: dict[str, Any]) -> bytes:
-    return zlib.compress(json.dumps(record, separators=(",", ":"), default=str).encode(), 6)
+def pack(rec: record.RankRecord) -> bytes:
+    return zlib.compress(json.dumps(rec.to_json(), separators=(",", ":"), default=str).encode(), 6)
 
 
-def unpack(blob: bytes) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(zlib.decompress(blob))
-    return out
+def unpack(blob: bytes) -> record.RankRecord:
+    """A gathered blob read back, once, where it arrives: ValueError when it is not a record this kernelcheck
+    reads."""
+    try:
+        data = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError, TypeError) as exc:
+        raise ValueError(f"not a packed record ({exc})") from None
+    return record.RankRecord.from_json(data)
 
 
 # what compare reads: doctor and verify reports, the error record a stopped run leaves, and 0.1's one id

@@ -8,6 +8,8 @@ reference; every other group is named with its ranks and hosts and the fields wh
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kernelcheck import __version__
@@ -22,99 +24,133 @@ from kernelcheck.core.status import (
     verdict_of_exit,
     worst_exit,
 )
+from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, Missing
+from kernelcheck.fleet.record import GpuBrief, RankRecord, RecordEnvironment
+from kernelcheck.fleet.summary import DISPATCH_ENV
 
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
 
 
-def fleet_code(records: list[dict[str, Any]], missing: dict[int, str]) -> int:
+def fleet_code(records: Iterable[RankRecord], missing: dict[int, Missing]) -> int:
     """The code every rank exits with: the worst rank's, and broken when a rank is missing or nothing reported."""
-    if missing or not records:
+    codes = [r.exit_code for r in records]
+    if missing or not codes:
         return EXIT_BROKEN
-    return worst_exit(int(r.get("exit_code", 1)) for r in records)
+    return worst_exit(codes)
 
 
-def _gpu(env: dict[str, Any]) -> str:
-    gpus = env.get("gpus") or []
+# why a rank is missing, in words: the JSON's missing[].reason and the table's MISSING lines
+_MISSING_WORDS = {NEVER_JOINED: "never joined", DIED: "died during the gather",
+                  UNREADABLE: "sent a record this kernelcheck cannot read",
+                  NO_REPORT: "no report (expected {expected}, found {found})"}
+
+
+def missing_reason(m: Missing) -> str:
+    return _MISSING_WORDS[m.kind].format(expected=m.expected, found=m.found)
+
+
+def _gpu(gpus: tuple[GpuBrief, ...]) -> str:
     if not gpus:
         return "none"
     names: dict[str, int] = {}
     for g in gpus:
-        key = f"{g.get('name')} {sm_name(g.get('capability') or '?')}"
+        key = f"{g.name} {sm_name(g.capability or '?')}"
         names[key] = names.get(key, 0) + 1
     return ", ".join(f"{n}x {k}" if n > 1 else k for k, n in names.items())
 
 
-def _torch(env: dict[str, Any]) -> str:
-    t = env.get("torch") or {}
-    if not t:
+def _torch(env: RecordEnvironment) -> str:
+    t = env.torch
+    if t is None:
         return "absent"
-    return f"{t.get('version')}" + (f" cu{t['cuda']}" if t.get("cuda") else "")
+    return f"{t.version}" + (f" cu{t.cuda}" if t.cuda else "")
 
 
-def _packages(env: dict[str, Any]) -> str:
-    got = [v for v in (env.get("packages") or {}).values() if v]
+def _packages(env: RecordEnvironment) -> str:
+    got = [v for v in env.packages.values() if v]
     return ", ".join(got) if got else "none"
 
 
-def _dispatch(env: dict[str, Any]) -> str:
-    got = env.get("dispatch") or {}
-    if not isinstance(got, dict) or not got:
+def _dispatch(env: RecordEnvironment) -> str:
+    if not env.dispatch:
         return "none"
-    return ", ".join(v if k == "dispatch-env" else f"{k}={v}" for k, v in got.items())
+    return ", ".join(v if k == DISPATCH_ENV else f"{k}={v}" for k, v in env.dispatch.items())
 
 
-def fingerprint(rec: dict[str, Any]) -> OrderedDict[str, str]:
+def fingerprint(rec: RankRecord) -> OrderedDict[str, str]:
     """The fields compared across ranks, in the order differences are told."""
     fp: OrderedDict[str, str] = OrderedDict()
-    if rec.get("error") is not None and rec.get("verdict") is None:
-        fp["error"] = str(rec["error"])
-        fp["verdict"] = f"error (exit {rec.get('exit_code')})"
+    if rec.stopped:
+        fp["error"] = str(rec.error)
+        fp["verdict"] = f"error (exit {rec.exit_code})"
         return fp
-    env = rec.get("environment") or {}
-    fp["kernelcheck"] = str(rec.get("kernelcheck") or "?")
-    fp["GPU"] = _gpu(env)
-    fp["driver"] = str(env.get("driver") or "none")
-    fp["python"] = str(env.get("python"))
+    env = rec.environment
+    fp["kernelcheck"] = rec.kernelcheck or "?"
+    fp["GPU"] = _gpu(env.gpus)
+    fp["driver"] = env.version("driver") or "none"
+    fp["python"] = str(env.version("python"))
     fp["torch"] = _torch(env)
     for k in ("triton", "transformers", "kernels"):
-        fp[k] = str(env.get(k) or "absent")
+        fp[k] = env.version(k) or "absent"
     fp["kernel packages"] = _packages(env)
     fp["dispatch variables"] = _dispatch(env)
-    fp["model"] = str((rec.get("model") or {}).get("id"))
-    fp["mode"] = str(rec.get("mode"))
-    for f in rec.get("functions") or []:
-        fp[f"{f['name']}"] = f"{f.get('status')} ({f.get('implementation')})"
-    fp["verdict"] = str(rec.get("verdict"))
+    fp["model"] = str(rec.model.id if rec.model is not None else None)
+    fp["mode"] = str(rec.mode)
+    for f in rec.functions:
+        fp[f"{f.name}"] = f"{f.status} ({f.implementation})"
+    fp["verdict"] = str(rec.verdict)
     return fp
 
 
-def groups(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def groups(records: list[RankRecord]) -> list[list[RankRecord]]:
     """Ranks with identical fingerprints, largest group first (ties: lowest rank first)."""
-    by: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}
+    by: dict[tuple[tuple[str, str], ...], list[RankRecord]] = {}
     for rec in records:
         by.setdefault(tuple(fingerprint(rec).items()), []).append(rec)
     return sorted(by.values(), key=lambda g: (-len(g), _label_key(g[0])))
 
 
-def _label_key(rec: dict[str, Any]) -> tuple[int, str]:
-    r = rec.get("rank")
-    return (r if isinstance(r, int) else 1 << 30, str(rec.get("label") or ""))
+def _label_key(rec: RankRecord) -> tuple[int, str]:
+    return (rec.rank if rec.rank is not None else 1 << 30, rec.label or "")
 
 
-def label(rec: dict[str, Any]) -> str:
+def label(rec: RankRecord) -> str:
     """`rank 2 (node03)` for gathered records, the file's name for compared ones."""
-    if rec.get("rank") is not None:
-        return f"rank {rec['rank']}" + (f" ({rec['host']})" if rec.get("host") else "")
-    return str(rec.get("label") or rec.get("host") or "?")
+    if rec.rank is not None:
+        return f"rank {rec.rank}" + (f" ({rec.host})" if rec.host else "")
+    return rec.label or rec.host or "?"
 
 
-def _span(recs: list[dict[str, Any]], limit: int = 12) -> str:
+def _span(recs: list[RankRecord], limit: int = 12) -> str:
     names = [label(r) for r in recs]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def differences(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FieldDiff:
+    """One fingerprint field where an odd group differs from the largest: its value there and in the others."""
+
+    field: str
+    value: str
+    others: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"field": self.field, "value": self.value, "others": self.others}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A group that is not the largest: its ranks' labels and the fields where it differs."""
+
+    ranks: list[str]
+    fields: list[FieldDiff]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranks": list(self.ranks), "fields": [f.to_json() for f in self.fields]}
+
+
+def differences(records: list[RankRecord]) -> list[Difference]:
     """One entry per group that is not the largest: who, and each field where it differs from the largest."""
     gs = groups(records)
     if len(gs) < 2:
@@ -123,27 +159,27 @@ def differences(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for g in gs[1:]:
         fp = fingerprint(g[0])
-        fields = [{"field": k, "value": fp.get(k, "absent"), "others": ref.get(k, "absent")}
+        fields = [FieldDiff(k, fp.get(k, "absent"), ref.get(k, "absent"))
                   for k in OrderedDict.fromkeys([*ref, *fp]) if fp.get(k) != ref.get(k)]
-        out.append({"ranks": [label(r) for r in g], "fields": fields})
+        out.append(Difference([label(r) for r in g], fields))
     return out
 
 
-def _row(rec: dict[str, Any], functions: list[str]) -> list[str]:
+def _row(rec: RankRecord, functions: list[str]) -> list[str]:
     fp = fingerprint(rec)
-    if "error" in fp:
+    if rec.stopped:
         return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {fp['error'][:60]}"]
-    statuses = {f["name"]: f.get("status", "?") for f in rec.get("functions") or []}
+    statuses: dict[str, str] = {f.name: f.status for f in rec.functions}
     marks = [s if s == Status.FAST else s.upper() for s in (statuses.get(n, "-") for n in functions)]
     return [label(rec), fp["GPU"], fp["driver"], fp["torch"], fp["triton"], fp["transformers"],
-            fp["kernel packages"], *marks, str(rec.get("verdict")).upper()]
+            fp["kernel packages"], *marks, str(rec.verdict).upper()]
 
 
-def _function_names(records: list[dict[str, Any]]) -> list[str]:
+def _function_names(records: list[RankRecord]) -> list[str]:
     names: OrderedDict[str, None] = OrderedDict()
     for rec in records:
-        for f in rec.get("functions") or []:
-            names[f["name"]] = None
+        for f in rec.functions:
+            names[f.name] = None
     return list(names)
 
 
@@ -152,7 +188,7 @@ def _grid(rows: list[list[str]]) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def table_lines(records: list[dict[str, Any]], missing: dict[int, str]) -> list[str]:
+def table_lines(records: list[RankRecord], missing: dict[int, Missing]) -> list[str]:
     functions = _function_names(records)
     head = ["rank", "GPU", "driver", "torch", "triton", "transformers", "kernel packages",
             *[f"F{i + 1}" for i in range(len(functions))], "verdict"]
@@ -164,13 +200,14 @@ def table_lines(records: list[dict[str, Any]], missing: dict[int, str]) -> list[
             row = _row(g[0], functions)
             row[0] = f"{len(g)} ranks: {_span(g, 4)}"
             rows.append(row)
-    rows += [[f"rank {r}", *(["-"] * (len(head) - 2)), f"MISSING: {why}"] for r, why in sorted(missing.items())]
+    rows += [[f"rank {r}", *(["-"] * (len(head) - 2)), f"MISSING: {missing_reason(m)}"]
+             for r, m in sorted(missing.items())]
     out = _grid(rows)
     out += [f"  F{i + 1} = {n}" for i, n in enumerate(functions)]
     return out
 
 
-def render_text(command: str, records: list[dict[str, Any]], missing: dict[int, str], code: int,
+def render_text(command: str, records: list[RankRecord], missing: dict[int, Missing], code: int,
                 message: str | None = None) -> str:
     total = len(records) + len(missing)
     out = [f"kernelcheck {command} --all-ranks · {total} ranks" if command != "compare"
@@ -186,10 +223,10 @@ def render_text(command: str, records: list[dict[str, Any]], missing: dict[int, 
         if gs and diffs:
             out.append(f"  {len(gs[0])} agree: {_span(gs[0])}")
         for d in diffs:
-            out.append(f"  ODD {', '.join(d['ranks'][:12])}" + (" ..." if len(d["ranks"]) > 12 else "") + ":")
-            out += [f"      {f['field']}: {f['value']}   (others: {f['others']})" for f in d["fields"]]
-        for r, why in sorted(missing.items()):
-            out.append(f"  MISSING rank {r}: {why}")
+            out.append(f"  ODD {', '.join(d.ranks[:12])}" + (" ..." if len(d.ranks) > 12 else "") + ":")
+            out += [f"      {f.field}: {f.value}   (others: {f.others})" for f in d.fields]
+        for r, m in sorted(missing.items()):
+            out.append(f"  MISSING rank {r}: {missing_reason(m)}")
     if message:
         out.append(f"fleet: {message}")
     words = {EXIT_READY: "READY: every rank will run the fast kernels",
@@ -209,7 +246,7 @@ def _verdict(code: int) -> str | None:
         return None
 
 
-def to_json(command: str, records: list[dict[str, Any]], missing: dict[int, str], code: int,
+def to_json(command: str, records: list[RankRecord], missing: dict[int, Missing], code: int,
             message: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     gs = groups(records)
     return {
@@ -217,8 +254,8 @@ def to_json(command: str, records: list[dict[str, Any]], missing: dict[int, str]
         "verdict": _verdict(code), "exit_code": code,
         "size": len(records) + len(missing), "message": message,
         "groups": [[label(r) for r in g] for g in gs],
-        "differences": differences(records),
-        "missing": [{"rank": r, "reason": why} for r, why in sorted(missing.items())],
-        "ranks": sorted(records, key=_label_key),
+        "differences": [d.to_json() for d in differences(records)],
+        "missing": [{"rank": r, "reason": missing_reason(m), "kind": m.kind} for r, m in sorted(missing.items())],
+        "ranks": [r.to_json() for r in sorted(records, key=_label_key)],
         **(extra or {}),
     }

@@ -9,6 +9,7 @@ The exit code is the after-verdict's (with --if-worse: only when it is worse tha
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,6 +25,9 @@ from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
 from kernelcheck.forecast.diff import Diff, diff
 from kernelcheck.forecast.resolve import Change, Index, resolve
+from kernelcheck.report.model import Report, read_report
+
+log = logging.getLogger(__name__)
 
 SCHEMA = schemas.schema_id("forecast")
 
@@ -32,8 +36,8 @@ SCHEMA = schemas.schema_id("forecast")
 class Forecast:
     specs: list[str]
     changes: list[Change]
-    before: dict[str, Any]
-    after: dict[str, Any]
+    before: Report  # doctor's report in this environment, read once from the fresh process's stdout
+    after: Report  # doctor's report over the overlay (the same report when pip changes nothing)
     diff: Diff
     drift: list[drift_mod.Drift] = field(default_factory=list)
     if_worse: bool = False
@@ -48,7 +52,8 @@ class Forecast:
         return {"schema": SCHEMA, "command": "doctor --upgrade", "specs": self.specs,
                 "verdict": self.diff.verdict_after, "exit_code": self.exit_code,
                 "changes": [c.__dict__ for c in self.changes], "diff": self.diff.to_json(),
-                "torch_drift": [d.to_json() for d in self.drift], "before": self.before, "after": self.after}
+                "torch_drift": [d.to_json() for d in self.drift], "before": self.before.to_json(),
+                "after": self.after.to_json()}
 
 
 def _pythonpath(overlay: Path | None) -> str:
@@ -61,7 +66,7 @@ def _pythonpath(overlay: Path | None) -> str:
     return os.pathsep.join(parts)
 
 
-def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> dict[str, Any]:
+def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> Report:
     env = dict(os.environ, PYTHONPATH=_pythonpath(overlay), KERNELCHECK_IMPORT_CACHE="0")
     env.pop("KERNELCHECK_DEBUG", None)
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--json", *args]
@@ -71,11 +76,8 @@ def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> dict[s
     except subprocess.TimeoutExpired:
         raise KernelcheckError(f"doctor {'over the overlay ' if overlay else ''}did not finish within "
                                f"{timeout:.0f} s.") from None
-    try:
-        report = json.loads(res.stdout)
-    except ValueError:
-        report = None
-    if not isinstance(report, dict) or "verdict" not in report:
+    report = read_doctor(res.stdout)
+    if report is None:
         tail = " ".join(res.stderr.strip().splitlines()[-2:])[:500]
         where = "after the upgrade (over the overlay)" if overlay else "in this environment"
         err = KernelcheckError(f"doctor {where} gave no report (exit {res.returncode}): {tail}")
@@ -84,19 +86,32 @@ def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> dict[s
     return report
 
 
-def _torch_versions(before: dict[str, Any], after: dict[str, Any]) -> tuple[str | None, str | None]:
-    def v(r: dict[str, Any]) -> str | None:
-        t = (r.get("environment") or {}).get("torch") or {}
-        return t.get("version") if isinstance(t, dict) else None
+def read_doctor(stdout: str) -> Report | None:
+    """doctor's --json stdout read once, typed (report/model.read_report); None when it holds no report: not JSON,
+    not an object, the error a doctor stopped on (no verdict), or a report this kernelcheck cannot read."""
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("verdict") is None:
+        return None
+    try:
+        report = read_report(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.info("doctor's report does not read back: %s: %s", type(exc).__name__, exc)
+        return None
+    return report if isinstance(report, Report) else None
 
-    return v(before), v(after)
+
+def _torch_version(report: Report) -> str | None:
+    env = report.environment
+    return env.torch.version if env is not None and env.torch is not None else None
 
 
-def _drift(changes: list[Change], before: dict[str, Any], after: dict[str, Any], overlay: Path) -> list[
-        drift_mod.Drift]:
+def _drift(changes: list[Change], before: Report, after: Report, overlay: Path) -> list[drift_mod.Drift]:
     from kernelcheck.core import manifest, matrix
 
-    tb, ta = _torch_versions(before, after)
+    tb, ta = _torch_version(before), _torch_version(after)
     if torch_minor(tb) == torch_minor(ta):
         return []
     m = matrix.load()
@@ -105,7 +120,7 @@ def _drift(changes: list[Change], before: dict[str, Any], after: dict[str, Any],
     exts = [e for e in drift_mod.installed_extensions(dists, manifest.read()["packages"]) if e.distribution
             not in changed]
     missing = {e.distribution: drift_mod.missing_symbols(e, overlay / "torch" / "lib") for e in exts}
-    return drift_mod.judge(exts, tb, ta, (after.get("environment") or {}).get("transformers"), missing)
+    return drift_mod.judge(exts, tb, ta, after.environment.transformers if after.environment else None, missing)
 
 
 def run(specs: Sequence[str], doctor_args: Sequence[str], index: Index, if_worse: bool = False,

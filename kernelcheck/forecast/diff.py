@@ -1,4 +1,4 @@
-"""Compare two doctor reports (JSON objects): the verdicts, each function whose status or implementation
+"""Compare two doctor reports (typed: report/model.Report): the verdicts, each function whose status or implementation
 changes, and the findings that appear or go. Pure: reports in, a Diff out."""
 
 from __future__ import annotations
@@ -6,22 +6,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernelcheck.core.status import VERDICT_RANK
+from kernelcheck.core.status import VERDICT_RANK, FunctionStatus, Status, Verdict
+from kernelcheck.report.model import Report
 
 
 @dataclass(frozen=True)
 class FunctionChange:
     name: str
-    before_status: str | None
-    after_status: str | None
+    before_status: Status | None  # None: the report does not list the function (not needed)
+    after_status: Status | None
     before_implementation: str | None
     after_implementation: str | None
 
 
 @dataclass(frozen=True)
 class Diff:
-    verdict_before: str
-    verdict_after: str
+    verdict_before: Verdict
+    verdict_after: Verdict
     exit_before: int
     exit_after: int
     functions: list[FunctionChange] = field(default_factory=list)
@@ -43,22 +44,22 @@ class Diff:
         return out
 
 
-def _functions(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {f["name"]: f for f in report.get("functions", []) if isinstance(f, dict) and "name" in f}
+def _functions(report: Report) -> dict[str, FunctionStatus]:
+    return {f.name: f for f in report.functions}
 
 
-def _finding_ids(report: dict[str, Any]) -> set[str]:
-    return {f["id"] for f in report.get("findings", []) if isinstance(f, dict) and "id" in f}
+def _path(f: FunctionStatus | None) -> tuple[Status | None, str | None]:
+    """What a function runs: its status and implementation (None, None: not listed, so not needed)."""
+    return (Status(f.status), f.implementation) if f is not None else (None, None)
 
 
-def diff(before: dict[str, Any], after: dict[str, Any]) -> Diff:
+def diff(before: Report, after: Report) -> Diff:
     fb, fa = _functions(before), _functions(after)
     changes = []
     for name in sorted(set(fb) | set(fa)):
-        b, a = fb.get(name, {}), fa.get(name, {})
-        if (b.get("status"), b.get("implementation")) != (a.get("status"), a.get("implementation")):
-            changes.append(FunctionChange(name, b.get("status"), a.get("status"), b.get("implementation"),
-                                          a.get("implementation")))
-    ib, ia = _finding_ids(before), _finding_ids(after)
-    return Diff(str(before.get("verdict")), str(after.get("verdict")), int(before.get("exit_code", 1)),
-                int(after.get("exit_code", 1)), changes, sorted(ia - ib), sorted(ib - ia))
+        (sb, ib), (sa, ia) = _path(fb.get(name)), _path(fa.get(name))
+        if (sb, ib) != (sa, ia):
+            changes.append(FunctionChange(name, sb, sa, ib, ia))
+    gone, new = {f.id for f in before.findings}, {f.id for f in after.findings}
+    return Diff(Verdict(before.verdict), Verdict(after.verdict), before.exit_code, after.exit_code, changes,
+                sorted(new - gone), sorted(gone - new))

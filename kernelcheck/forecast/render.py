@@ -42,12 +42,12 @@ def render_text(fc: Forecast) -> str:
         if f.before_implementation != f.after_implementation and f.after_implementation:
             line += f" (now {f.after_implementation})"
         lines.append(line)
-    after_findings = {x.get("id"): x for x in fc.after.get("findings", []) if isinstance(x, dict)}
+    after_findings = {x.id: x for x in fc.after.findings}
     for fid in d.findings_added:
-        x = after_findings.get(fid, {})
-        lines.append(f"  new finding [{x.get('severity', '?')}] {fid}: {x.get('message', '')}")
-        if x.get("fix"):
-            lines.append(f"    fix: {x['fix']}")
+        x = after_findings[fid]
+        lines.append(f"  new finding [{x.severity}] {fid}: {x.message}")
+        if x.fix:
+            lines.append(f"    fix: {x.fix}")
     if d.findings_removed:
         lines.append("  findings that go: " + ", ".join(d.findings_removed))
     for t in fc.drift:

@@ -222,7 +222,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
                 Path(step.artifact), arches=t.arches, wheelhouse=wheelhouse, env_prefix=pkg.env_prefix,
                 torch_mm=t.torch_mm, cuda_major=t.cuda_major or 0, cxx11abi=bool(t.cxx11abi), jobs=jobs,
                 progress=log, cuda_home=env.cuda_home, constraints=constraints, overlay_from=wheelhouse,
-                offline=offline)
+                offline=offline, package_env=pkg.build_env, extension=pkg.extension)
             log(f"  built {Path(built.path).name} in {built.seconds:.0f} s, GPU code {', '.join(built.arches)}, "
                 f"sha256 {built.sha256[:16]}...")
             path, expected = Path(built.path), built.sha256

@@ -83,20 +83,23 @@ def max_jobs(cores: int | None = None, mem_bytes: int | None = None, per_job: in
 def patch_gencode(setup_py: str, arches: tuple[str, ...]) -> PatchResult:
     """Rewrite a setup.py's hard-coded `-gencode` pairs to exactly `arches` ("9.0" -> sm_90).
 
-    The first pair becomes the target list (it is unconditional upstream: sm_75), every later pair
-    is replaced by `pass`, so conditional blocks stay valid Python. Raises BuildFailed when the file has
-    no such pairs (then TORCH_CUDA_ARCH_LIST alone decides, and the caller is told).
+    The first pair of the least indentation becomes the target list (the unconditional one upstream: sm_75;
+    mamba-ssm 2.2.6-2.3.1 open with sm_53..sm_72 under `if bare_metal_version <= Version("12.9")`, which nvcc 13
+    skips), every other pair is replaced by `pass`, so conditional blocks stay valid Python. Raises BuildFailed
+    when the file has no such pairs (then TORCH_CUDA_ARCH_LIST alone decides, and the caller is told).
     """
     pairs = list(_PAIR.finditer(setup_py))
     if not pairs:
         raise BuildFailed("setup.py has no `-gencode` list to rewrite")
     sms = tuple(str(gpu.cap_to_sm(a)) for a in arches)
     removed = tuple(f"sm_{m['b']}" for m in pairs if m["b"] not in sms)
+    outer = min(len(m["indent"].expandtabs()) for m in pairs)
+    first = next(i for i, m in enumerate(pairs) if len(m["indent"].expandtabs()) == outer)
     out, last = [], 0
     for i, m in enumerate(pairs):
         out.append(setup_py[last:m.start()])
         ind, var = m["indent"], m["var"]
-        if i == 0:
+        if i == first:
             lines = [f'{ind}{var}.append("-gencode")\n{ind}{var}.append("arch=compute_{s},code=sm_{s}")' for s in sms]
             out.append("\n".join(lines) + "  # kernelcheck: target arches only")
         else:
@@ -231,11 +234,46 @@ def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], sta
     done.set()
 
 
+def switches(env_prefix: str, package_env: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The variables that make an upstream setup.py build its CUDA extension from source, in order:
+    `{PREFIX}_FORCE_BUILD=TRUE` (never guess/download a release wheel: offline it raises an uncaught URLError),
+    `{PREFIX}_SKIP_CUDA_BUILD=FALSE` (a TRUE left in the environment, as for a `pip download` of the sdist, would
+    build a wheel without the extension), then the package's own `build_env` of matrix/packages.toml (mamba-ssm:
+    MAMBA_KEEP_CUDA_BUILD=TRUE, without which its main builds no selective_scan_cuda since mamba#977)."""
+    out = {f"{env_prefix}_FORCE_BUILD": "TRUE", f"{env_prefix}_SKIP_CUDA_BUILD": "FALSE"} if env_prefix else {}
+    out.update(package_env)
+    return out
+
+
+def build_environ(base: dict[str, str], *, env_prefix: str, package_env: tuple[tuple[str, str], ...] = (),
+                  arches: tuple[str, ...], torch_mm: str, cuda_major: int, cxx11abi: bool, jobs: int, tmp: Path,
+                  cuda_home: str | None = None, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `pip wheel` of a source build runs with (pure: `base` is the caller's os.environ)."""
+    env = dict(base)
+    env.update(switches(env_prefix, package_env))
+    env.update({
+        f"{env_prefix}_LOCAL_VERSION": wheels.local_version(cuda_major, torch_mm, cxx11abi),
+        "TORCH_CUDA_ARCH_LIST": ";".join(arches),  # for any extension torch adds flags to
+        "MAX_JOBS": str(jobs),
+        "PIP_NO_INPUT": "1",
+        # pip's own temp folders (its copy of the source tree, objects ...) inside the build folder: a pip
+        # ended by a signal cannot clean them up, and they go with the build folder
+        "TMPDIR": str(tmp / "tmp"),
+    })
+    if cxx11abi:
+        env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
+    if cuda_home and not env.get("CUDA_HOME"):
+        env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
+    env.update(extra_env or {})
+    return env
+
+
 def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_prefix: str, torch_mm: str,
                 cuda_major: int, cxx11abi: bool, python: str = sys.executable, jobs: int | None = None,
                 progress: Callable[[str], None] = print, extra_env: dict[str, str] | None = None,
                 cuda_home: str | None = None, constraints: Path | None = None, overlay_from: Path | None = None,
-                offline: bool = True) -> BuiltWheel:
+                offline: bool = True, package_env: tuple[tuple[str, str], ...] = (),
+                extension: str = "") -> BuiltWheel:
     """Build `sdist` for `arches` against the installed torch; the wheel lands in `wheelhouse`."""
     wheelhouse.mkdir(parents=True, exist_ok=True)
     logs = wheelhouse / "logs"
@@ -250,24 +288,11 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
         progress(f"  patched setup.py: -gencode {', '.join(patch.kept)} only"
                  + (f" (dropped upstream {', '.join(patch.removed)})" if patch.removed else "")
                  + (f"; {', '.join(std)} -> -std=c++20 for torch {torch_mm}" if std else ""))
-        env = dict(os.environ)
+        env = build_environ(dict(os.environ), env_prefix=env_prefix, package_env=package_env, arches=arches,
+                            torch_mm=torch_mm, cuda_major=cuda_major, cxx11abi=cxx11abi, jobs=jobs, tmp=Path(tmp),
+                            cuda_home=cuda_home, extra_env=extra_env)
         _with_overlay(env, provision_overlay(Path(tmp) / "overlay", overlay_from, offline, python, log=progress))
-        env.update({
-            f"{env_prefix}_FORCE_BUILD": "TRUE",  # never guess/download a release wheel (offline URLError)
-            f"{env_prefix}_LOCAL_VERSION": wheels.local_version(cuda_major, torch_mm, cxx11abi),
-            "TORCH_CUDA_ARCH_LIST": ";".join(arches),  # for any extension torch adds flags to
-            "MAX_JOBS": str(jobs),
-            "PIP_NO_INPUT": "1",
-            # pip's own temp folders (its copy of the source tree, objects ...) inside the build folder: a pip
-            # ended by a signal cannot clean them up, and they go with the build folder
-            "TMPDIR": str(Path(tmp) / "tmp"),
-        })
         (Path(tmp) / "tmp").mkdir()
-        if cxx11abi:
-            env[f"{env_prefix}_FORCE_CXX11_ABI"] = "TRUE"
-        if cuda_home and not env.get("CUDA_HOME"):
-            env["CUDA_HOME"] = cuda_home  # torch guesses it from nvcc on PATH, which may be a wrapper script
-        env.update(extra_env or {})
         out_dir = Path(tmp) / "dist"
         sm = "_".join(str(gpu.cap_to_sm(a)) for a in arches)
         log_path = logs / f"{sdist.name.removesuffix('.tar.gz')}-sm{sm}.log"
@@ -295,6 +320,7 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
             raise BuildFailed(f"building {sdist.name} failed after {seconds:.0f} s (pip exit {rc}); nothing was "
                               f"installed. Last lines of {log_path}:\n" + "\n".join(tail))
+        _require_extension(built[0], extension, env_prefix, package_env, log_path)
         dest = wheelhouse / built[0].name
         tmp_dest = wheelhouse / f".{built[0].name}.tmp"
         shutil.copyfile(built[0], tmp_dest)
@@ -306,6 +332,20 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
                "max_jobs": jobs, "sha256": info.sha256 if info else "", "date": time.strftime("%Y-%m-%d")}
     write_sidecar(dest, sidecar)
     return BuiltWheel(str(dest), info.sha256 if info else "", found, seconds, jobs, str(log_path), patch)
+
+
+def _require_extension(wheel: Path, extension: str, env_prefix: str, package_env: tuple[tuple[str, str], ...],
+                       log_path: Path) -> None:
+    """A build that produced a wheel without the package's extension module (upstream skipped it: mamba-ssm's main
+    since mamba#977 without MAMBA_KEEP_CUDA_BUILD) fails here, before the wheel reaches the wheelhouse."""
+    if not extension:
+        return
+    info = wheels.inspect_wheel(wheel)
+    if info is not None and wheels.has_extension(info, extension):
+        return
+    keep = " ".join(f"{k}={v}" for k, v in switches(env_prefix, package_env).items())
+    raise BuildFailed(f"building {wheel.name} produced no {extension} extension module (the setup.py skipped its "
+                      f"CUDA build although the build ran with {keep}); nothing was installed. Build log: {log_path}")
 
 
 def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:

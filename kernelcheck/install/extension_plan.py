@@ -9,7 +9,7 @@ from packaging.version import Version
 from kernelcheck.core import gpu, matrix
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Severity
-from kernelcheck.install import wheels
+from kernelcheck.install import build, wheels
 from kernelcheck.install.plan_types import (
     Candidates,
     Options,
@@ -136,12 +136,13 @@ def _build_step(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands:
         " (ninja is missing: the compile runs serially)"
     std = " -std=c++20 (torch >= 2.14 headers need it)" if version_text(target.torch_mm + ".0") and \
         (version_text(target.torch_mm + ".0") or Version("0")) >= Version("2.14") else ""
+    switches = " ".join(f"{k}={v}" for k, v in build.switches(pkg.env_prefix, pkg.build_env).items())
     return Step(dist, "build", "build", name.removesuffix(".tar.gz"),
                 f"no matching wheel: build {name} ({cands.sdist_origin}) for {sm_tag(opts.arches)} only "
                 f"(from {opts.arch_origin}) against the installed torch {env.torch.version if env.torch else '?'} "
                 f"with nvcc {env.nvcc}, --no-build-isolation; the wheel is kept in the wheelhouse for reuse"
                 f"{tools}{ninja}",
-                f"{dist.upper().replace('-', '_')}_FORCE_BUILD=TRUE MAX_JOBS=<cores/memory> "
+                f"{switches} MAX_JOBS=<cores/memory> "
                 f"pip wheel --no-build-isolation --no-deps {name}  (-gencode rewritten to "
                 f"{sm_tag(opts.arches)}{std})", tuple(rejected), sdist, "",
                 tuple(f"sm_{gpu.cap_to_sm(a)}" for a in opts.arches), pkg.name, kind=StepKind.SOURCE_BUILD)

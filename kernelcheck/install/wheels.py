@@ -330,6 +330,11 @@ def extension_members(info: WheelInfo, extension: str = "") -> list[str]:
         or list(info.so_arches)
 
 
+def has_extension(info: WheelInfo, extension: str) -> bool:
+    """Whether the wheel carries the compiled module `extension` (selective_scan_cuda.cpython-312-....so)."""
+    return any(Path(m).name.startswith(extension + ".") for m in info.so_arches)
+
+
 def _arch_failure(info: WheelInfo, target: WheelFit, members: list[str]) -> tuple[RejectKind, str] | None:
     for cap in target.arches:
         for m in members:
@@ -356,6 +361,10 @@ def match(info: WheelInfo, target: WheelFit, expected_sha256: str | None = None,
     cand = info.name.filename
     if (unfit := file_and_tags_failure(info, target, expected_sha256)) is not None:
         return unfit
+    if extension and not has_extension(info, extension):  # built without it (mamba#977, *_SKIP_CUDA_BUILD)
+        return Decision(cand, False, f"the wheel carries no {extension} extension module (its build skipped the CUDA "
+                        "extension): the package would import and its kernels would fail or fall back",
+                        kind=RejectKind.NO_EXTENSION)
     if not any(info.so_arches.values()):  # no GPU code: its tags decide
         return Decision(cand, True, "pure Python wheel" if not info.name.abi_tag.startswith("cp")
                         and info.name.abi_tag != "abi3" else f"tags {info.name.python_tag}-{info.name.abi_tag}-"

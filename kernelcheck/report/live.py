@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelcheck.report.hub import PrintedLine
+from kernelcheck.report.live_details import BenchmarkPass, Timing
 from kernelcheck.report.step import PathMeasured, Projected, StepCost, StepPath
 
 
@@ -95,29 +96,14 @@ class BenchmarkSkippedLine:
 
 
 @dataclass(frozen=True)
-class Timed:
-    """One path of a benchmark pass: its median time, kernels and CPU ops, or the error it failed with."""
-
-    ms: float | None
-    kernels: int | None = None
-    cpu_ops: int | None = None
-    error: str | None = None
-    gpu_busy_fraction: float | None = None
-    launch_bound: bool = False
-
-
-@dataclass(frozen=True)
 class BenchmarkPassLines:
-    """One benchmark pass of the layer: both paths, the speedup and kernel ratio, and its note."""
+    """One benchmark pass of the layer (report/live_details.BenchmarkPass: both paths, the ratios, its note), with
+    the layer, the pass's name and the tokens it ran on."""
 
     layer: str
     name: str  # forward | forward+backward
     tokens: int
-    fast: Timed
-    reference: Timed
-    speedup: float | None = None
-    kernel_ratio: float | None = None
-    note: str | None = None
+    result: BenchmarkPass
 
 
 @dataclass(frozen=True)
@@ -127,9 +113,9 @@ class BenchmarkOnCpuLine:
 
 @dataclass(frozen=True)
 class TimingLine:
-    """Where the run's time went: the timing keys (`..._s`) and their seconds, in order."""
+    """Where the run's time went: the phases that ran and their seconds (report/live_details.Timing)."""
 
-    timing: tuple[tuple[str, float], ...]
+    timing: Timing
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from kernelcheck.report.live import (
     ProjectionMethodLine,
     SpeedupLine,
     StepPathLine,
-    Timed,
     TimingLine,
     TritonCacheLine,
     WholeStepLine,
 )
+from kernelcheck.report.live_details import BenchPath, PathTimed
 from kernelcheck.report.step import Failed, LayerCost, PathProjection
 
 
@@ -71,8 +71,8 @@ def _comparison(c: ComparisonLine) -> list[str]:
     return [f"vs torch reference (tolerance {c.tolerance}): " + "; ".join(parts) + (" - OK" if c.ok else " - MISMATCH")]
 
 
-def _timed(t: Timed) -> str:
-    return f"{t.ms} ms, {t.kernels} kernels, {t.cpu_ops} CPU ops" if t.ms is not None else f"failed: {t.error}"
+def _timed(t: BenchPath) -> str:
+    return f"{t.ms} ms, {t.kernels} kernels, {t.cpu_ops} CPU ops" if isinstance(t, PathTimed) else f"failed: {t.error}"
 
 
 def _faster(speedup: float, kernel_ratio: float | None) -> str:
@@ -81,20 +81,22 @@ def _faster(speedup: float, kernel_ratio: float | None) -> str:
 
 
 def _benchmark_pass(b: BenchmarkPassLines) -> list[str]:
-    f, r = b.fast, b.reference
+    p = b.result
+    f, r = p.fast, p.reference
     out = [f"benchmark {b.layer} {b.name} on {b.tokens} tokens: bound path {_timed(f)}; torch reference {_timed(r)}"]
-    if b.speedup is not None:
-        out.append(_faster(b.speedup, b.kernel_ratio))
-    if f.gpu_busy_fraction is not None and r.gpu_busy_fraction is not None:
+    if p.speedup is not None:
+        out.append(_faster(p.speedup, p.kernel_ratio))
+    if (isinstance(f, PathTimed) and isinstance(r, PathTimed) and f.gpu_busy_fraction is not None
+            and r.gpu_busy_fraction is not None):
         out.append(f"  GPU busy {f.gpu_busy_fraction:.0%} on the bound path, {r.gpu_busy_fraction:.0%} on the torch "
                    "reference" + (" (launch-bound)" if r.launch_bound else ""))
-    if b.note:
-        out.append(f"  note: {b.note}")
+    if p.note:
+        out.append(f"  note: {p.note}")
     return out
 
 
 def _timing(t: TimingLine) -> list[str]:
-    return ["time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.timing)]
+    return ["time: " + ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in t.timing.ran())]
 
 
 def _captured(c: CapturedLine) -> list[str]:

@@ -8,39 +8,33 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernelcheck.core.environment import Environment, Gpu, PackageState
+from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
 from kernelcheck.core.models import ResolvedModel
 from kernelcheck.integrations.fla_dispatch import OpBackend
 
 
-@dataclass(frozen=True)
-class TorchView:
-    """torch as the report shows it: its version (in words when it does not import), CUDA and ABI."""
+def torch_json(t: TorchInfo) -> dict[str, Any]:
+    """torch as the report shows it: its version (in words when it does not import: `import_error` is said there,
+    so it has no key of its own), CUDA and ABI."""
+    return {"version": t.version, "cuda": t.cuda, "cxx11abi": t.cxx11abi, "hip": t.hip,
+            "cuda_available": t.cuda_available}
 
-    version: str
-    cuda: str | None
-    cxx11abi: bool | None
-    hip: str | None = None
-    cuda_available: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "cuda": self.cuda, "cxx11abi": self.cxx11abi, "hip": self.hip,
-                "cuda_available": self.cuda_available}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TorchView:
-        return cls(data["version"], data["cuda"], data["cxx11abi"], data["hip"], data["cuda_available"])
+def torch_from_json(data: Mapping[str, Any]) -> TorchInfo:
+    """A report's `torch` typed again (import_error None: the JSON says it only in `version`'s words)."""
+    return TorchInfo(data["version"], data["cuda"], data["cxx11abi"], data["hip"], data["cuda_available"])
 
 
 @dataclass(frozen=True)
 class EnvironmentView:
     """The probed machine as a report carries it (core/environment.Environment, less what only decisions read):
-    versions, the GPUs (capability a value), nvcc, each kernel package's state and the variables recorded."""
+    versions, torch as probed (its JSON: torch_json), the GPUs (capability a value), nvcc, each kernel package's
+    state and the variables recorded."""
 
     python: str
     python_tag: str
     platform: str
-    torch: TorchView | None
+    torch: TorchInfo | None
     triton: str | None
     transformers: str | None
     kernels: str | None
@@ -57,9 +51,7 @@ class EnvironmentView:
 
     @classmethod
     def of(cls, env: Environment) -> EnvironmentView:
-        t = env.torch
-        torch = TorchView(t.version, t.cuda, t.cxx11abi, t.hip, t.cuda_available) if t is not None else None
-        return cls(env.python, env.python_tag, env.platform, torch, env.triton, env.transformers, env.kernels,
+        return cls(env.python, env.python_tag, env.platform, env.torch, env.triton, env.transformers, env.kernels,
                    tuple(env.gpus), env.gpu_source, env.driver, env.nvcc, env.nvcc_source, env.nvcc_path,
                    env.cuda_home, env.jit_nvcc_source, dict(env.packages), dict(env.env_vars))
 
@@ -68,7 +60,7 @@ class EnvironmentView:
             "python": self.python,
             "python_tag": self.python_tag,
             "platform": self.platform,
-            "torch": self.torch.to_json() if self.torch is not None else None,
+            "torch": torch_json(self.torch) if self.torch is not None else None,
             "triton": self.triton,
             "transformers": self.transformers,
             "kernels": self.kernels,
@@ -90,7 +82,7 @@ class EnvironmentView:
         (docs/gpu/doctor_train.json) reads with nvcc_source "none" and no path."""
         t = data["torch"]
         return cls(
-            data["python"], data["python_tag"], data["platform"], TorchView.from_json(t) if t else None,
+            data["python"], data["python_tag"], data["platform"], torch_from_json(t) if t else None,
             data["triton"], data["transformers"], data["kernels"],
             tuple(Gpu(g["name"], g["capability"], g["index"]) for g in data["gpus"]), data["gpu_source"],
             data["driver"], data["nvcc"], data.get("nvcc_source", "none"), data.get("nvcc_path"), data["cuda_home"],

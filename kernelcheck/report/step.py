@@ -5,8 +5,11 @@ report/live_text.py from these values."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any
+
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,25 @@ class Failed:
 
 
 @dataclass(frozen=True)
+class WorkerCost:
+    """What one path's worker process cost (s): its imports, the model's build, the first (compiling) step, in
+    all as the worker saw it; the wall clock (s since the epoch) when it started, passed the GPU gate and finished
+    (verify/step.py keeps the paths' GPU work sequential with them), and the process as the parent timed it."""
+
+    import_s: float
+    build_s: float
+    first_step_s: float
+    total_s: float
+    started_at: float
+    gate_passed_at: float
+    finished_at: float
+    process_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class PathMeasured:
     """One path's measured step (bound kernels, or every function on its torch reference): its times, counts
     and memory, the trace's reading of it, the shortened model it ran, and the worker's cost (`cost`)."""
@@ -38,30 +60,41 @@ class PathMeasured:
     gpu_busy_fraction: float | None
     launch_bound: bool
     trace_verdict: str
-    fallback_signatures: list[dict[str, Any]]  # {id, evidence, functions, package} (trace/verdicts.py)
+    fallback_signatures: list[FallbackSignature]  # seen in the whole step (no profiler steps named: steps None)
     fast_packages: list[str]
-    launch_delay_ms: dict[str, float]
+    launch_delay_ms: LaunchDelay  # in ms, no count
     peak_memory_bytes: int
     peak_memory_kind: str
     implementations: list[str]
-    phases: dict[str, Any]
-    layer_types: dict[str, Any]
+    # the step's breakdown (trace/phases.collect), open as the trace report's (report/trace.TraceSection.breakdown):
+    # phases by the names the trace marks (forward, backward, optimizer), layer types by the model's own type names
+    # with `_`-prefixed counters among them; read by name (verify/projection.py reads the worker's copy)
+    phases: Mapping[str, Any]
+    layer_types: Mapping[str, Any]
     device: str
     dtype: str
     layers: list[str]
     parameters: int
     fused_adamw: bool
-    cost: dict[str, Any]
+    cost: WorkerCost
     trace_file: str | None
     timed_steps_ms: list[float]
     first_loss: float
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = ([m.to_json() for m in v] if f.name == "fallback_signatures"
+                           else v.to_json() if isinstance(v, (LaunchDelay, WorkerCost)) else v)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PathMeasured:
-        return cls(**data)
+        """Also how verify/step.py types a worker's result (its keys are these)."""
+        return cls(**{**data, "launch_delay_ms": LaunchDelay(**data["launch_delay_ms"]),
+                      "fallback_signatures": [FallbackSignature.from_json(m) for m in data["fallback_signatures"]],
+                      "cost": WorkerCost(**data["cost"])})
 
 
 StepPath = PathMeasured | Failed

@@ -55,16 +55,20 @@ class IdleGaps:
 
 @dataclass(frozen=True)
 class LaunchDelay:
-    """Kernel start minus the end of its launch call (us): median, p90, max and how many launches were matched
-    (count 0: none was)."""
+    """Kernel start minus the end of its launch call: median, p90, max and how many launches were matched (count 0:
+    none was), in the unit of the field that holds it: a step row's `launch_delay_us` (us); verify --step's whole
+    step `launch_delay_ms` (ms, report/step.PathMeasured), without the count (None: no key)."""
 
     p50: float
     p90: float
     max: float
-    count: int
+    count: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"p50": self.p50, "p90": self.p90, "max": self.max, "count": self.count}
+        out: dict[str, Any] = {"p50": self.p50, "p90": self.p90, "max": self.max}
+        if self.count is not None:
+            out["count"] = self.count
+        return out
 
 
 @dataclass(frozen=True)
@@ -116,21 +120,27 @@ class StepRow:
 @dataclass(frozen=True)
 class FallbackSignature:
     """A fallback signature the trace matched: its id, the distribution to install, the functions it stands for,
-    the steps it was seen in and the evidence in words (trace/verdicts.py)."""
+    the steps it was seen in and the evidence in words (trace/verdicts.py). `steps` None: a whole training step's
+    reading (report/step.PathMeasured), which has no profiler steps to name; no `steps` key then."""
 
     id: str
     package: str
     functions: list[str]
-    steps: list[str]
+    steps: list[str] | None
     evidence: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "package": self.package, "functions": list(self.functions),
-                "steps": list(self.steps), "evidence": self.evidence}
+        out: dict[str, Any] = {"id": self.id, "package": self.package, "functions": list(self.functions)}
+        if self.steps is not None:
+            out["steps"] = list(self.steps)
+        out["evidence"] = self.evidence
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FallbackSignature:
-        return cls(data["id"], data["package"], list(data["functions"]), list(data["steps"]), data["evidence"])
+        steps = data.get("steps")
+        return cls(data["id"], data["package"], list(data["functions"]), None if steps is None else list(steps),
+                   data["evidence"])
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ per profiled step (`per_step_ms`, per layer), the spread a projection inherits.
 from __future__ import annotations
 
 import bisect
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,14 @@ class _Range:
         self.gpu_us += s.kernel_us
         self.busy_us += s.busy_us
         self.idle_us += s.idle_us
+
+
+def _thread(tid: Any) -> int | str:
+    """A thread id as a key: the profiler writes an int (or a string); anything else a hostile or hand-made trace
+    holds (a list, a dict, null) becomes its JSON text, so it is hashable and compares equal to itself only."""
+    if isinstance(tid, (int, str)) and not isinstance(tid, bool):
+        return tid
+    return json.dumps(tid, default=str, sort_keys=True)
 
 
 @dataclass
@@ -89,7 +98,7 @@ class PhaseCollector:
 
     def _annotation(self, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
         """Keep a user_annotation range that marks a phase, a layer, a profiler step or an optimizer step."""
-        r = _Range(name, ts, ts + dur, ev.get("tid"))
+        r = _Range(name, ts, ts + dur, _thread(ev.get("tid")))
         if name.startswith(PHASE_PREFIX):
             self.phases.append(r)
         elif name.startswith(LAYER_PREFIX):
@@ -109,7 +118,7 @@ class PhaseCollector:
             args = ev.get("args")
             corr = args.get("correlation") if isinstance(args, Mapping) else None
             if type(corr) is int:
-                self.launch[corr] = (ts, ev.get("tid"))
+                self.launch[corr] = (ts, _thread(ev.get("tid")))
         elif cat in _GPU:
             args = ev.get("args") or {}
             corr = args.get("correlation") if isinstance(args, Mapping) else None
@@ -139,7 +148,7 @@ class PhaseCollector:
     def result(self) -> dict[str, Any]:
         """{"phases": {name: {ms, kernels, gpu_ms, ranges}}, "layer_types": {type: {...}}, "marked_by": ...}."""
         phases = self._phase_ranges()
-        launches = sorted((ts, tid, corr) for corr, (ts, tid) in self.launch.items())
+        launches = sorted(((ts, tid, corr) for corr, (ts, tid) in self.launch.items()), key=lambda x: (x[0], x[2]))
         by_corr = gpushare.shares(self.gpu)
         self._attribute_windows(phases, launches, by_corr)
         self._attribute_layers(launches, by_corr)

@@ -10,7 +10,7 @@ from kernelcheck.core.capability import sm_name
 from kernelcheck.report.model import Report
 from kernelcheck.report.progress import Progress
 from kernelcheck.report.text import render_findings
-from kernelcheck.report.trace import FallbackSignature, StepRow, TraceFile, TraceSection
+from kernelcheck.report.trace import StepRow, TraceFile, TraceSection
 from kernelcheck.trace.results import TraceAnalysis
 from kernelcheck.trace.verdicts import fmt_ms, short_name
 
@@ -24,8 +24,7 @@ def report_of(a: TraceAnalysis) -> Report:
         gpus=list(a.metadata.get("gpus") or []), profiler_error=a.metadata.get("error"),
         diagnosis=a.verdict, missing_packages=list(a.missing_packages),
         fast_packages=list(a.fast_packages), launch_bound_steps=list(a.launch_bound_steps),
-        fallback_signatures=[FallbackSignature(m.id, m.distribution, list(m.functions), list(m.steps), m.evidence)
-                             for m in a.fallbacks],
+        fallback_signatures=[m.reported() for m in a.fallbacks],
     ), summary=a.summary.row(), steps=[s.row() for s in a.steps], breakdown=a.breakdown or None)
     return r
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelcheck.report.model import Finding
-from kernelcheck.report.trace import IdleGaps, KernelCount, KernelTotal, LaunchDelay, OpCount, StepRow
+from kernelcheck.report.trace import (
+    FallbackSignature,
+    IdleGaps,
+    KernelCount,
+    KernelTotal,
+    LaunchDelay,
+    OpCount,
+    StepRow,
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,12 @@ class SignatureMatch:
     steps: tuple[str, ...]
     evidence: str
     by_python_stack: bool
+
+    def reported(self, with_steps: bool = True) -> FallbackSignature:
+        """The signature as a report gives it: the distribution to install; the steps it was seen in (the trace
+        report), or none (verify --step's whole step)."""
+        return FallbackSignature(self.id, self.distribution, list(self.functions),
+                                 list(self.steps) if with_steps else None, self.evidence)
 
 
 @dataclass(frozen=True)

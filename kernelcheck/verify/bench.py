@@ -8,6 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelcheck.core.status import Mode
+from kernelcheck.report.live_details import (
+    Benchmark,
+    BenchmarkPass,
+    BenchmarkRan,
+    BenchmarkSkipped,
+    BenchPath,
+    PathFailed,
+    PathTimed,
+)
 from kernelcheck.verify import layers
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
@@ -19,14 +28,14 @@ from kernelcheck.verify.steps import (
 
 # -- benchmark ------------------------------------------------------------------------------------
 def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, device: str,
-               bwd_broken: set[str]) -> dict[str, Any]:
+               bwd_broken: set[str]) -> Benchmark:
     """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
     reference, on the same captured inputs, in this process."""
     import torch
 
     layer_mods = layers.layer_modules(steps.built.model, layer_class)
     if not layer_mods:
-        return {"skipped": f"no {layer_class or 'kernel-calling'} layer in the built model"}
+        return BenchmarkSkipped(f"no {layer_class or 'kernel-calling'} layer in the built model")
     layer = layer_mods[0]
     args, kwargs = _capture_inputs(steps, layer)
     data = layers.verify_data()["benchmark"]
@@ -61,23 +70,19 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
     passes = [("forward", once_fwd, saved - bwd_broken)]
     if mode == Mode.TRAIN:
         passes.append(("forward+backward", once_train, saved))
-    out: dict[str, Any] = {"layer": type(layer).__name__, "tokens": int(steps.ids.shape[1]), "passes": {}}
+    done: dict[str, BenchmarkPass] = {}
     inst.step = "bench"
     try:
         for pname, once, fast_forced in passes:
-            res: dict[str, Any] = {}
-            for path, forced in (("fast", fast_forced), ("reference", everything)):
-                res[path] = _time_path(steps, inst, once, forced, data, device, f"bench-{pname}-{path}")
-            res.update(_ratios(res["fast"], res["reference"]))
-            if fast_forced:
-                res["note"] = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: "
-                               "it failed in this environment")
-            out["passes"][pname] = res
+            fast = _time_path(steps, inst, once, fast_forced, data, device, f"bench-{pname}-fast")
+            ref = _time_path(steps, inst, once, everything, data, device, f"bench-{pname}-reference")
+            note = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: it failed "
+                    "in this environment") if fast_forced else None
+            done[pname] = BenchmarkPass(fast, ref, *_ratios(fast, ref), note=note)
     finally:
         inst.forced = saved
-    main = "forward+backward" if mode == Mode.TRAIN else "forward"
-    out.update({"pass": main, **out["passes"][main]})
-    return out
+    return BenchmarkRan(type(layer).__name__, int(steps.ids.shape[1]), done,
+                        "forward+backward" if mode == Mode.TRAIN else "forward")
 
 
 def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
@@ -105,30 +110,28 @@ def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
 
 
 def _time_path(steps: Steps, inst: Instrument, once: Callable[[], None], forced: set[str], data: dict[str, Any],
-               device: str, name: str) -> dict[str, Any]:
+               device: str, name: str) -> BenchPath:
     """Time one pass with `forced` on the torch reference: its timing, or the error, and what was forced."""
     inst.forced = set(forced)
     try:
-        got = _time(steps, once, data, device, name)
+        got: BenchPath = _time(steps, once, data, device, name, sorted(forced))
     except Exception as exc:  # noqa: BLE001
-        got = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
-    got["forced_torch"] = sorted(forced)
+        got = PathFailed(f"{type(exc).__name__}: {first_line(exc)}", sorted(forced))
     inst.reset()
     return got
 
 
-def _ratios(f: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
-    """Speedup, kernel and CPU-op ratios of the reference over the fast path, when both were timed."""
-    out: dict[str, Any] = {}
-    if "ms" in f and "ms" in r and f["ms"] > 0:
-        out["speedup"] = round(r["ms"] / f["ms"], 2)
-        if f["kernels"]:
-            out["kernel_ratio"] = round(r["kernels"] / f["kernels"], 1)
-        out["cpu_op_ratio"] = round(r["cpu_ops"] / max(1, f["cpu_ops"]), 1)
-    return out
+def _ratios(f: BenchPath, r: BenchPath) -> tuple[float | None, float | None, float | None]:
+    """Speedup, kernel and CPU-op ratios of the reference over the fast path, when both were timed (the kernel
+    ratio when the fast path launched kernels)."""
+    if not (isinstance(f, PathTimed) and isinstance(r, PathTimed) and f.ms > 0):
+        return None, None, None
+    return (round(r.ms / f.ms, 2), round(r.kernels / f.kernels, 1) if f.kernels else None,
+            round(r.cpu_ops / max(1, f.cpu_ops), 1))
 
 
-def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str) -> dict[str, Any]:
+def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str,
+          forced: list[str]) -> PathTimed:
     """Median wall time of `once` (synchronised), then one profiled call for its kernel and op counts."""
     for _ in range(int(data["warmup"])):
         once()
@@ -145,6 +148,5 @@ def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: 
     _, tr = run_profiled(steps, name, once, device)
     times.sort()
     bf = tr.stats.busy_fraction
-    return {"ms": round(times[len(times) // 2] * 1000, 3), "iters": len(times), "kernels": tr.kernels,
-            "cpu_ops": tr.cpu_ops, "gpu_busy_fraction": None if bf is None else round(bf, 3),
-            "launch_bound": tr.launch_bound}
+    return PathTimed(round(times[len(times) // 2] * 1000, 3), len(times), tr.kernels, tr.cpu_ops,
+                     None if bf is None else round(bf, 3), tr.launch_bound, forced)

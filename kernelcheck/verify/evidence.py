@@ -20,6 +20,7 @@ from typing import Any
 
 from kernelcheck.core import matrix
 from kernelcheck.report.live import LaunchLine
+from kernelcheck.trace.results import StepStats
 from kernelcheck.verify.instrument import RANGE_PREFIX
 
 _GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -49,7 +50,7 @@ class StepTrace:
 
     step: str
     ranges: tuple[RangeStats, ...]
-    stats: Any  # kernelcheck.trace.StepStats of the whole step
+    stats: StepStats  # of the whole step
     launch_bound: bool
     fast_packages: tuple[str, ...]  # packages whose fast kernels ran in the step (matrix/signatures.toml)
     fallbacks: tuple[str, ...]  # fallback signature ids the trace analysis matched

@@ -20,7 +20,7 @@ from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
-from kernelcheck.report.live_details import LiveDetails, LiveModel, TritonCacheState, comparison
+from kernelcheck.report.live_details import LiveDetails, LiveModel, Timing, TritonCacheState, comparison
 from kernelcheck.report.model import Finding, LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers
@@ -29,7 +29,7 @@ from kernelcheck.verify import steps as steps_mod
 from kernelcheck.verify.bench import run_benchmark
 from kernelcheck.verify.compare import compare_results, direct_compare, isolate
 from kernelcheck.verify.instrument import CallRecord, Instrument
-from kernelcheck.verify.statuses import function_evidence, live_items, model_findings, observation, step_json
+from kernelcheck.verify.statuses import function_evidence, live_items, model_findings, observation, profiled_step
 from kernelcheck.verify.steps import (
     SHAPES,
     Failure,
@@ -298,8 +298,8 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         b.device, b.dtype, shape, run.tokens,
         LiveModel(b.model_type, b.model_class, b.shape, list(b.layer_types), b.device, b.dtype, b.parameters,
                    b.overrides, b.attn_implementation),
-        fast, sorted(run.forced), {n: step_json(tr, b.device) for n, tr in run.traces.items()},
-        comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), run.timing,
+        fast, sorted(run.forced), {n: profiled_step(tr, b.device) for n, tr in run.traces.items()},
+        comparison(run.model_compare), run.benchmark, TritonCacheState(**run.triton), Timing.from_json(run.timing),
     ), items=live_items(run) + ([CapturedLine(((None, noise_mod.summary(noise)),))] if noise.strip() else []),
         captured_output=noise_mod.summary(noise) if noise.strip() else None)
 

@@ -18,16 +18,18 @@ from kernelcheck.report.live import (
     ComparisonSkippedLine,
     LiveLine,
     PassError,
-    Timed,
     TimingLine,
     TritonCacheLine,
 )
 from kernelcheck.report.live_details import (
+    Benchmark,
+    BenchmarkSkipped,
     Compared,
     Comparison,
     ComparisonError,
     ComparisonSkipped,
     ProfiledStep,
+    Timing,
     comparison,
 )
 from kernelcheck.report.model import Finding, FunctionStatus, Report
@@ -206,23 +208,13 @@ def comparison_lines(mc: Comparison) -> list[LiveLine]:
     return []
 
 
-def _timed(d: dict[str, Any]) -> Timed:
-    if "ms" not in d:
-        return Timed(None, error=d.get("error"))
-    return Timed(d["ms"], d["kernels"], d["cpu_ops"], None, d.get("gpu_busy_fraction"), bool(d.get("launch_bound")))
-
-
-def _benchmark(bm: dict[str, Any] | None, device: str) -> list[LiveLine]:
+def _benchmark(bm: Benchmark | None, device: str) -> list[LiveLine]:
     """The benchmark: skipped, or each pass, and a note when no GPU makes the ratio meaningless."""
-    if bm and "skipped" in bm:
-        return [BenchmarkSkippedLine(bm["skipped"])]
-    if not bm:
+    if isinstance(bm, BenchmarkSkipped):
+        return [BenchmarkSkippedLine(bm.skipped)]
+    if bm is None:
         return []
-    out: list[LiveLine] = [
-        BenchmarkPassLines(bm["layer"], pname, bm["tokens"], _timed(res.get("fast", {})),
-                           _timed(res.get("reference", {})), res.get("speedup"), res.get("kernel_ratio"),
-                           res.get("note"))
-        for pname, res in bm["passes"].items()]
+    out: list[LiveLine] = [BenchmarkPassLines(bm.layer, pname, bm.tokens, res) for pname, res in bm.passes.items()]
     if not device.startswith("cuda"):
         out.append(BenchmarkOnCpuLine())
     return out
@@ -239,13 +231,11 @@ def live_items(run: LiveRun) -> list[LiveLine]:
         out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
     out.extend(comparison_lines(comparison(run.model_compare)))
     out.extend(_benchmark(run.benchmark, b.device))
-    out.append(TimingLine(tuple(run.timing.items())))
+    out.append(TimingLine(Timing.from_json(run.timing)))
     return out
 
 
-def step_json(tr: evidence.StepTrace, device: str) -> ProfiledStep:
+def profiled_step(tr: evidence.StepTrace, device: str) -> ProfiledStep:
     """One profiled step's typed statistics (the live section's `steps`) and the trace's reading of it."""
     said = live_text.launch(evidence.launch_line(tr, device))
-    return ProfiledStep.from_json({**tr.stats.to_json(), "launch_bound": tr.launch_bound,
-                                   "launch_bound_sentence": said, "fast_packages": list(tr.fast_packages),
-                                   "fallback_signatures": list(tr.fallbacks)})
+    return ProfiledStep(tr.stats.row(), tr.launch_bound, said, list(tr.fast_packages), list(tr.fallbacks))

@@ -37,7 +37,17 @@ from kernelcheck.report.live import (
     WholeStepLine,
 )
 from kernelcheck.report.model import Finding, LiveSection, Report
-from kernelcheck.report.step import Failed, PathMeasured, Projection, StepCost, StepPath, StepSection, TritonCache
+from kernelcheck.report.step import (
+    Failed,
+    PathMeasured,
+    Projection,
+    StepCost,
+    StepPath,
+    StepSection,
+    TritonCache,
+    WorkerCost,
+)
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 from kernelcheck.verify import layers as layers_mod
 from kernelcheck.verify import noise, projection, steps
 
@@ -239,12 +249,13 @@ def _measured(r: dict[str, Any]) -> StepPath:
         step_ms=r["step_ms"], tokens_per_s=r["tokens_per_s"], kernels_per_step=t["kernels_per_step"],
         cpu_ops_per_step=t["cpu_ops_per_step"], gpu_busy_fraction=t["gpu_busy_fraction"],
         launch_bound=bool(t["launch_bound_steps"]), trace_verdict=t["verdict"],
-        fallback_signatures=t["fallback_signatures"], fast_packages=t["fast_packages"],
-        launch_delay_ms=t["launch_delay_ms"], peak_memory_bytes=r["peak_memory_bytes"],
+        fallback_signatures=[FallbackSignature.from_json(m) for m in t["fallback_signatures"]],
+        fast_packages=t["fast_packages"], launch_delay_ms=LaunchDelay(**t["launch_delay_ms"]),
+        peak_memory_bytes=r["peak_memory_bytes"],
         peak_memory_kind=r["peak_memory_kind"], implementations=r["implementations"],
         phases=r["breakdown"]["phases"], layer_types=r["breakdown"]["layer_types"],
         device=r["device"], dtype=r["dtype"], layers=r["layers"], parameters=r["parameters"],
-        fused_adamw=r["fused_adamw"], cost=r["cost"], trace_file=r.get("trace_file"),
+        fused_adamw=r["fused_adamw"], cost=WorkerCost(**r["cost"]), trace_file=r.get("trace_file"),
         timed_steps_ms=r["timed_steps_ms"], first_loss=r["first_loss"])
 
 
@@ -298,10 +309,10 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], tokens: int, bound: Ste
                            f"the torch-reference step failed, so there is no speedup to report: {ref['error']}"))
     if bound.device.startswith("cuda"):
         for m in bound.fallback_signatures:
-            out.append(Finding(f"step-{m['id']}", Severity.FALLBACK,
-                               f"the bound path's whole step still shows {m['id']} ({m['evidence']}): a torch "
-                               f"reference runs for {', '.join(m['functions'])}.",
-                               f"kernelcheck install --model M (needs {m['package']})", None, tuple(m["functions"])))
+            out.append(Finding(f"step-{m.id}", Severity.FALLBACK,
+                               f"the bound path's whole step still shows {m.id} ({m.evidence}): a torch "
+                               f"reference runs for {', '.join(m.functions)}.",
+                               f"kernelcheck install --model M (needs {m.package})", None, tuple(m.functions)))
         if bound.launch_bound:
             out.append(Finding("step-launch-bound", Severity.FALLBACK,
                                "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))

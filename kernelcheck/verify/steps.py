@@ -14,6 +14,7 @@ from typing import Any
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
+from kernelcheck.report.live_details import Benchmark
 from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence, layers, noise
 from kernelcheck.verify.instrument import CallRecord, Instrument
@@ -79,8 +80,8 @@ class LiveRun:
     direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
-    benchmark: dict[str, Any] | None = None
-    timing: dict[str, float] = field(default_factory=dict)
+    benchmark: Benchmark | None = None  # verify/bench.run_benchmark's; None: no --benchmark
+    timing: dict[str, float] = field(default_factory=dict)  # the phases' seconds as they end (report: Timing)
     package_of: dict[str, str] = field(default_factory=dict)  # function -> package import name
     inline: dict[str, str] = field(default_factory=dict)  # old regime: function -> the layer code that inlines it
     triton: dict[str, Any] = field(default_factory=dict)

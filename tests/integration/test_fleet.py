@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.fleet import summary, table
+from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT
+from kernelcheck.fleet.record import RankRecord
 from tests import envs
 
 REPO = envs.REPO
@@ -111,7 +113,7 @@ def _launch(rank: int, world: int, port: int, args: list[str], code: str | None 
 @pytest.fixture(scope="module")
 def killed_fleet() -> dict:
     """Three srun-style processes (rank 0 hosts the store); rank 2 is SIGKILLed as it enters the gather."""
-    port, args = _port(), ["doctor", "--model", MODEL, "--all-ranks", "--timeout", "10"]
+    port, args = _port(), ["doctor", "--model", MODEL, "--all-ranks", "--json", "--timeout", "10"]
     t0 = time.monotonic()
     procs = [_launch(0, 3, port, args), _launch(1, 3, port, args), _launch(2, 3, port, args, code=KILLED)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -122,22 +124,22 @@ def test_a_rank_killed_mid_gather_is_named_and_every_survivor_exits_4(killed_fle
     assert killed_fleet["codes"][:2] == [4, 4]
     assert killed_fleet["codes"][2] == -9  # really killed
     out0, err0 = killed_fleet["outs"][0]
-    # how a rank failed is only in words (the fleet JSON's missing[].reason): these are its one test
-    assert "rank 2 joined but died or hung during the gather" in err0  # wording: renderer test
-    assert "MISSING: died during the gather" in out0 and "exit 4" in out0  # wording: renderer test
-    # rank 1 hears why from rank 0
-    assert "died or hung during the gather" in killed_fleet["outs"][1][1]  # wording: renderer test
+    fleet = json.loads(out0)  # how a rank failed: its kind (missing[].kind); the words: unit/test_fleet_table.py
+    assert fleet["exit_code"] == 4 and [(m["rank"], m["kind"]) for m in fleet["missing"]] == [(2, DIED)]
+    # rank 0 says the fleet's message on stderr, and rank 1 hears the same from rank 0
+    assert fleet["message"] and fleet["message"] in err0 and fleet["message"] in killed_fleet["outs"][1][1]
     assert killed_fleet["wall"] < 40  # --timeout 10: bounded, no hang
 
 
 def test_a_rank_that_never_starts_is_named_after_the_timeout():
-    port, args = _port(), ["doctor", "--all-ranks", "--timeout", "4"]
+    port, args = _port(), ["doctor", "--all-ranks", "--json", "--timeout", "4"]
     t0 = time.monotonic()
     procs = [_launch(0, 3, port, args), _launch(1, 3, port, args)]  # rank 2 of 3 never starts
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [4, 4]
-    assert "rank 2 of 3 never joined within 4 s" in outs[0][1]  # wording: renderer test
-    assert "MISSING: never joined" in outs[0][0]  # wording: renderer test
+    fleet = json.loads(outs[0][0])
+    assert fleet["exit_code"] == 4 and [(m["rank"], m["kind"]) for m in fleet["missing"]] == [(2, NEVER_JOINED)]
+    assert fleet["message"] and fleet["message"] in outs[0][1]  # rank 0 says it on stderr too
     assert time.monotonic() - t0 < 40
 
 
@@ -162,9 +164,10 @@ def test_compare_names_the_odd_node_and_exits_with_the_worst_code(reports):
     (odd,) = data["differences"]
     assert odd["ranks"] == ["node2"]
     assert "fla-core 0.6.0" in {d["field"]: d["value"] for d in odd["fields"]}["kernel packages"]
-    # the text (rendered once, here): the odd group and the agreeing ones by name
-    text = table.render_text("compare", data["ranks"], {}, 4)
-    assert "ODD node2:" in text and "2 agree: node1, node3" in text  # wording: renderer test
+    # each rank's record reads back typed as it was printed (the table's words: tests/unit/test_fleet_table.py)
+    records = [RankRecord.from_json(r) for r in data["ranks"]]
+    assert [r.to_json() for r in records] == data["ranks"]
+    assert [d.to_json() for d in table.differences(records)] == data["differences"]
 
 
 def test_compare_of_identical_nodes_is_their_verdict(reports):
@@ -176,7 +179,8 @@ def test_compare_of_identical_nodes_is_their_verdict(reports):
 
 def test_compare_counts_a_report_that_never_arrived(reports):
     res = envs.run(["compare", str(reports / "node1.json"), str(reports / "node3.json"), "--expect", "3", "--json"])
-    assert res.returncode == 4 and json.loads(res.stdout)["missing"][0]["reason"].startswith("no report")
+    assert res.returncode == 4 and [(m["rank"], m["kind"]) for m in json.loads(res.stdout)["missing"]] == [
+        (2, NO_REPORT)]
 
 
 def test_compare_refuses_a_report_of_another_kernelcheck_schema(reports, tmp_path):
@@ -201,9 +205,10 @@ def test_compare_tolerates_extra_keys_but_not_missing_ones(reports, tmp_path):
 
 def test_summarised_record_of_a_real_report_packs_to_a_few_kb(reports):
     full = json.loads((reports / "node2.json").read_text())
-    blob = summary.pack(summary.summarise(full, rank=0, host="h"))
+    rec = summary.summarise(full, rank=0, host="h")
+    blob = summary.pack(rec)
     assert len(blob) < 2048 < len(json.dumps(full))
-    assert summary.unpack(blob)["verdict"] == full["verdict"]
+    assert summary.unpack(blob) == rec and rec.verdict == full["verdict"]
 
 
 def test_verify_all_ranks_runs_the_real_layers_on_each_rank_and_agrees():
@@ -273,7 +278,7 @@ def test_compare_sees_a_dispatch_variable_only_in_an_old_reports_finding():
     new = json.loads(json.dumps(base))
     new["environment"]["env"] = {"TRANSFORMERS_NO_KERNELS": "1", "HF_HUB_OFFLINE": "1"}
     recs = [summary.summarise(r, rank=i) for i, r in enumerate((base, base, hub, new))]
-    diffs = {d["ranks"][0]: {f["field"]: f["value"] for f in d["fields"]} for d in table.differences(recs)}
+    diffs = {d.ranks[0]: {f.field: f.value for f in d.fields} for d in table.differences(recs)}
     assert "FLA_TILELANG=0" in diffs["rank 2"]["dispatch variables"]
     assert diffs["rank 3"]["dispatch variables"] == "TRANSFORMERS_NO_KERNELS=1"
-    assert "none: all" not in table.render_text("compare", recs, {}, 3)  # wording: renderer test
+    assert [len(g) for g in table.groups(recs)] == [2, 1, 1]  # never "all agree"

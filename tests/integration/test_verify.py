@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.report.live_details import benchmark
 from tests.envs import function, run, run_json
 from tests.standin import causal_conv1d_site
 from tests.unit.test_report_readback import rendered
@@ -113,6 +114,11 @@ def test_benchmark_on_cpu_says_both_paths_are_torch() -> None:
     assert bm["fast"]["kernels"] == 0 and "kernel_ratio" not in bm
     assert rep["live"]["device"] == "cpu" and bm["reference"]["kernels"] == 0  # no GPU: both paths are torch
     # (the live line saying both paths are the torch reference is worded in tests/unit/test_live_text.py)
+    # the keys verify/bench.py always wrote, in order: the typed benchmark (report/live_details.py) writes them back
+    assert list(bm) == ["layer", "tokens", "passes", "pass", "fast", "reference", "speedup", "cpu_op_ratio"]
+    assert list(bm["fast"]) == ["ms", "iters", "kernels", "cpu_ops", "gpu_busy_fraction", "launch_bound",
+                                "forced_torch"]
+    assert json.dumps(benchmark(bm).to_json()) == json.dumps(bm) and "benchmark_s" in rep["live"]["timing"]
 
 
 def test_fast_package_bound_is_reported_fast_with_its_implementation(standins: dict[str, Path]) -> None:

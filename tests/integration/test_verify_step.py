@@ -134,6 +134,8 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
     # runs, and starts its steps only after the bound path has finished
     fc, rc = (step["paths"][p]["cost"] for p in ("fast", "reference"))
     assert rc["started_at"] < fc["finished_at"] <= rc["gate_passed_at"]
+    assert list(fc) == ["import_s", "build_s", "first_step_s", "total_s", "started_at", "gate_passed_at",
+                        "finished_at", "process_s"]  # the worker's keys, then the parent's: report/step.WorkerCost
     ids = {f["id"] for f in rep["findings"]}
     assert "verify-cpu" in ids and "advice-fla" in ids  # transformers says flash-linear-attention: reconciled
 

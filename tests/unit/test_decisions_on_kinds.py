@@ -98,6 +98,7 @@ def test_a_second_live_observation_keeps_the_words_the_first_one_wrote() -> None
 
 
 def test_the_unsloth_note_goes_to_fla_functions_whose_cause_is_not_installed() -> None:
+    from kernelcheck.core import matrix
     from kernelcheck.core.status import Cause, FunctionStatus
     from kernelcheck.doctor.run import _UNSLOTH_NOTE, _unsloth_noted
 
@@ -107,7 +108,7 @@ def test_the_unsloth_note_goes_to_fla_functions_whose_cause_is_not_installed() -
                             "registered under a name fla does not export (fla is not installed either)", None)
     other = FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch_conv", "not installed", None,
                            cause=Cause.NOT_INSTALLED)
-    got = _unsloth_noted([missing, worded, other])
+    got = _unsloth_noted([missing, worded, other], matrix.load())
     assert got[0].reason == "fla-core is absent" + _UNSLOTH_NOTE and got[0].cause == Cause.NOT_INSTALLED
     assert got[1:] == [worded, other]  # the words "not installed" alone decide nothing
 

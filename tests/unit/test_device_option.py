@@ -26,3 +26,21 @@ def test_doctor_still_takes_its_earlier_name() -> None:
 def test_an_unknown_device_type_is_a_usage_error() -> None:
     with pytest.raises(click.UsageError):
         doctor.make_context("doctor", ["--device", "tpu"])
+
+
+def test_the_aliases_are_named_not_inferred_from_the_destination() -> None:
+    from kernelcheck.cli.common import device_option
+
+    @click.command()
+    @device_option("hub_device")  # the destination alone adds no alias
+    def plain(hub_device: str | None) -> None: ...
+
+    @click.command()
+    @device_option("device", aliases=("--hub-device",))
+    def aliased(device: str | None) -> None: ...
+
+    assert [p.opts for p in plain.params] == [["--device"]]
+    assert [p.opts for p in aliased.params] == [["--device", "--hub-device"]]
+    assert _parsed(aliased, ["--hub-device", "cpu"])["device"] == "cpu"
+    assert [p.opts for p in hub.params if p.name == "device"] == [["--device"]]
+    assert [p.opts for p in doctor.params if p.name == "hub_device"] == [["--device", "--hub-device"]]

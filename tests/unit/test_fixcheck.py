@@ -51,7 +51,7 @@ def _state(env: Environment, mode: str = "train", pinned: str | None = None,
     else:
         fs = FunctionStatus("chunk_gated_delta_rule", "fla-core", "fallback", "torch", "not installed",
                             extra_fix or "kernelcheck install --model qwen3.8-27b")
-    findings = environment_findings(env)
+    findings = environment_findings(env, matrix.load())
     facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b", fla_dispatch=fla_dispatch.backends)
     hits = rules.evaluate(facts, matrix.load())
     findings += [Finding(h.rule.id, h.rule.severity if h.certain else "warning", h.message, h.fix) for h in hits]
@@ -85,7 +85,7 @@ def test_cpu_with_fla_core_and_no_triton_never_prints_pip_install_triton_alone()
 
 def test_environment_only_doctor_checks_the_fix_as_if_any_model_bound_fla():
     env = _env(None)
-    findings = [*environment_findings(env), Finding("no-model", "fallback", "no model")]
+    findings = [*environment_findings(env, matrix.load()), Finding("no-model", "fallback", "no model")]
     state = fixcheck.State(env, "train", (), tuple(findings), frozenset(), "", {}, None, any_model=True)
     out, _ = fixcheck.guard(state, M)
     (warn,) = [f for f in out if f.id == "missing-triton"]

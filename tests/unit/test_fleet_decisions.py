@@ -7,6 +7,8 @@ import pytest
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.fleet import ranks, table
+from kernelcheck.fleet.gather import NEVER_JOINED, Missing
+from kernelcheck.fleet.record import RankRecord
 
 
 def test_rank_discovery_from_each_launcher():
@@ -24,8 +26,8 @@ def test_rank_discovery_from_each_launcher():
 
 
 def test_fleet_code_is_the_worst_and_missing_is_broken():
-    recs = [{"exit_code": 0}, {"exit_code": 3}]
+    recs = [RankRecord(exit_code=0), RankRecord(exit_code=3)]
     assert table.fleet_code(recs, {}) == 3
-    assert table.fleet_code(recs + [{"exit_code": 2}], {}) == 2
-    assert table.fleet_code(recs, {2: "never joined"}) == 4
+    assert table.fleet_code([*recs, RankRecord(exit_code=2)], {}) == 2
+    assert table.fleet_code(recs, {2: Missing(NEVER_JOINED)}) == 4
     assert table.fleet_code([], {}) == 4

@@ -3,6 +3,7 @@ the --upgrade argument split, the exit code, and the wording (tested once, here)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -11,16 +12,25 @@ import pytest
 from kernelcheck import schemas
 from kernelcheck.cli.upgrade_args import forward_args, split_upgrade
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Finding, FunctionStatus, Status, Verdict
 from kernelcheck.forecast import drift
-from kernelcheck.forecast.command import Forecast
+from kernelcheck.forecast.command import Forecast, read_doctor
 from kernelcheck.forecast.diff import diff
 from kernelcheck.forecast.render import render_text, write_junit
 from kernelcheck.forecast.resolve import Change, changes_from_report, pip_args
+from kernelcheck.report.model import Report
+
+_STATUS_OF = {"ready": "fast", "fallback": "fallback", "broken": "broken"}
 
 
-def _report(verdict: str, code: int, functions=(), findings=()):
-    return {"verdict": verdict, "exit_code": code, "functions": [dict(f) for f in functions],
-            "findings": [dict(f) for f in findings], "environment": {"torch": {"version": "2.11.0+cu130"}}}
+def _report(verdict: str, code: int, functions=(), findings=()) -> Report:
+    """A typed doctor report whose functions and findings decide `verdict` (a function `f0` with the matching
+    status when none is given)."""
+    fns = [FunctionStatus(f["name"], "pkg", f["status"], f.get("implementation", "torch")) for f in functions] or \
+        [FunctionStatus("f0", "pkg", _STATUS_OF[verdict], "torch")]
+    rep = Report("doctor", None, None, "train", fns, [Finding(**f) for f in findings])
+    assert (rep.verdict, rep.exit_code) == (verdict, code)
+    return rep
 
 
 PIP_REPORT = {"install": [
@@ -67,10 +77,10 @@ def test_forward_args_keep_doctors_own_options_only():
 def test_diff_names_changed_functions_and_findings_and_the_trend():
     before = _report("fallback", 3, [{"name": "chunk_gated_delta_rule", "status": "fast", "implementation": "fla"},
                                      {"name": "causal_conv1d_fn", "status": "fallback", "implementation": "torch"}],
-                     [{"id": "kernels-window", "severity": "warning"}])
+                     [{"id": "kernels-window", "severity": "warning", "message": "m"}])
     after = _report("broken", 4, [{"name": "chunk_gated_delta_rule", "status": "broken", "implementation": "fla"},
                                   {"name": "causal_conv1d_fn", "status": "fallback", "implementation": "torch"}],
-                    [{"id": "hub-offline-uncached", "severity": "error", "message": "m", "fix": "f"}])
+                    [{"id": "hub-offline-uncached", "severity": "broken", "message": "m", "fix": "f"}])
     d = diff(before, after)
     assert [(f.name, f.before_status, f.after_status) for f in d.functions] == [
         ("chunk_gated_delta_rule", "fast", "broken")]
@@ -116,14 +126,14 @@ def test_torch_minor_change_orphans_compiled_packages_built_for_the_old_minor():
 def test_render_text_and_junit(tmp_path: Path):
     before = _report("fallback", 3, [{"name": "chunk_gated_delta_rule", "status": "fallback"}])
     after = _report("broken", 4, [{"name": "chunk_gated_delta_rule", "status": "broken"}],
-                    [{"id": "hub-offline-uncached", "severity": "error", "message": "no cached build",
+                    [{"id": "hub-offline-uncached", "severity": "broken", "message": "no cached build",
                       "fix": "kernelcheck hub --prefetch"}])
     fc = _forecast(before, after, drifts=drift.judge([_ext()], "2.11.0", "2.12.0", "5.25.0"))
     text = render_text(fc)
     assert "pip would change: transformers 5.24.0 -> 5.25.0" in text  # wording: renderer test
     assert "before: FALLBACK (exit 3)   after: BROKEN (exit 4)   (worse)" in text  # wording: renderer test
     assert "chunk_gated_delta_rule: fallback -> broken" in text  # wording: renderer test
-    assert "new finding [error] hub-offline-uncached: no cached build" in text  # wording: renderer test
+    assert "new finding [broken] hub-offline-uncached: no cached build" in text  # wording: renderer test
     drifted = "torch drift: causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue is built for torch 2.11"
     assert drifted in text  # wording: renderer test
     assert text.splitlines()[-1] == "verdict after the upgrade: BROKEN"
@@ -137,7 +147,7 @@ def test_junit_ranks_a_status_as_the_verdict_does_unsupported_is_a_fallback(tmp_
     """fast -> unsupported makes the verdict worse (exit 0 -> 3), so its case fails; unsupported -> fallback not."""
     import xml.etree.ElementTree as ET
 
-    before = _report("ready", 0, [{"name": "a", "status": "fast"}, {"name": "b", "status": "unsupported"},
+    before = _report("broken", 4, [{"name": "a", "status": "fast"}, {"name": "b", "status": "unsupported"},
                                   {"name": "c", "status": "broken"}])
     after = _report("broken", 4, [{"name": "a", "status": "unsupported"}, {"name": "b", "status": "fallback"},
                                   {"name": "c", "status": "fast"}, {"name": "d", "status": "broken"}])
@@ -146,3 +156,39 @@ def test_junit_ranks_a_status_as_the_verdict_does_unsupported_is_a_fallback(tmp_
     failed = {c.get("name") for c in ET.parse(out).getroot().iter("testcase")
               if c.get("classname") == "forecast.functions" and c.find("failure") is not None}
     assert failed == {"a", "d"}
+
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+@pytest.mark.parametrize("name", ["doctor_train.json", "doctor_infer.json"])
+def test_doctors_stdout_is_read_once_typed_and_printed_back_as_it_was(name: str):
+    printed = (REPORTS / name).read_text()
+    report = read_doctor(printed)
+    assert isinstance(report, Report) and report.command == "doctor"
+    fc = _forecast(report, report)
+    js = fc.to_json()
+    assert js["before"] == js["after"] == json.loads(printed)  # the doctor JSON, unchanged, in the forecast
+    assert js["verdict"] == json.loads(printed)["verdict"] and fc.diff.functions == []
+    assert fc.diff.verdict_after is Verdict(report.verdict)
+
+
+@pytest.mark.parametrize("stdout", [
+    "", "not json", "[1, 2]", '{"functions": []}',
+    json.dumps({"schema": schemas.ERROR, "command": "doctor", "verdict": None, "exit_code": 2, "error": "bad --model"}),
+    json.dumps({"schema": "kernelcheck.doctor/1", "command": "doctor", "verdict": "ready", "exit_code": 0}),
+])
+def test_a_doctor_stdout_without_a_report_reads_as_none(stdout: str):
+    """No JSON, an error record (no verdict) or a report that does not read back: the forecast says doctor gave no
+    report (command._doctor raises with its exit code), never a verdict of None."""
+    assert read_doctor(stdout) is None
+
+
+def test_the_diff_holds_statuses_and_verdicts_as_values():
+    before = _report("fallback", 3, [{"name": "a", "status": "fallback"}])
+    after = _report("ready", 0, [{"name": "a", "status": "fast", "implementation": "fla"},
+                                 {"name": "b", "status": "fast"}])
+    d = diff(before, after)
+    assert (d.verdict_before, d.verdict_after, d.better) == (Verdict.FALLBACK, Verdict.READY, True)
+    assert [(f.name, f.before_status, f.after_status, f.after_implementation) for f in d.functions] == [
+        ("a", Status.FALLBACK, Status.FAST, "fla"), ("b", None, Status.FAST, "torch")]

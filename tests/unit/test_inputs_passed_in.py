@@ -104,3 +104,36 @@ def test_matrix_load_reads_its_folder_variable_alone_and_refuses_a_folder_withou
     with pytest.raises(BadInput) as exc:
         matrix.load()
     assert str(tmp_path) in str(exc.value)  # names the folder it refused
+
+
+def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
+    """doctor/run.function_statuses decides each function's distribution from the matrix passed in (doctor loads
+    it once per run): a renamed fla distribution there is the one the status names."""
+    from kernelcheck.doctor.run import function_statuses
+    from kernelcheck.integrations.transformers import Binding, BindingResult
+
+    env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
+    m = matrix.load()
+    needs = models.needs(models.resolve("qwen3.8-27b"), ("chunk_gated_delta_rule",))
+    result = BindingResult("decorator", "transformers.models.qwen3_5.modeling_qwen3_5", {
+        "chunk_gated_delta_rule": Binding("chunk_gated_delta_rule", "fla", "package",
+                                          "fla.ops.gated_delta_rule.chunk_gated_delta_rule", "decorator")})
+    got = function_statuses(needs, result, env, "train", "qwen3.8-27b", m)
+    assert [(f.name, f.package) for f in got] == [("chunk_gated_delta_rule", "fla-core")]
+    renamed = dataclasses.replace(m.packages["fla"], install_distribution="fla-core-renamed")
+    other = dataclasses.replace(m, packages={**m.packages, "fla": renamed})
+    assert [f.package for f in function_statuses(needs, result, env, "train", "qwen3.8-27b", other)] == [
+        "fla-core-renamed"]
+
+
+def test_doctor_run_loads_the_matrix_once_and_passes_it_down() -> None:
+    """One load() in doctor/run.py (the entry point's), none in the functions that decide."""
+    import ast
+    from pathlib import Path
+
+    src = (Path(rules.__file__).resolve().parents[1] / "doctor" / "run.py").read_text()
+    tree = ast.parse(src)
+    loads = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
+    owners = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+              and any(c in ast.walk(f) for c in loads)]
+    assert len(loads) == 1 and owners == ["doctor"], owners

@@ -30,11 +30,11 @@ from kernelcheck.report.live import (
     ProjectionMethodLine,
     SpeedupLine,
     StepPathLine,
-    Timed,
     TimingLine,
     TritonCacheLine,
     WholeStepLine,
 )
+from kernelcheck.report.live_details import BenchmarkPass, PathTimed, Timing
 from kernelcheck.report.step import (
     Failed,
     LayerCost,
@@ -52,8 +52,8 @@ BOUND = STEP.fast
 PROJ = PathProjection(100.0, {"linear_attention": 1}, {"linear_attention": 48, "full_attention": 16},
                       {"linear_attention": LayerCost(1.0, 0.5, 1.5, [1.0, 2.0]),
                        "full_attention": LayerCost(1.0, 0.0, 1.0, [1.0, 1.005])}, 2.0, 1234.5, [1000.0, 1500.0], 6635.0)
-FAST = Timed(1.5, 40, 300, None, 0.812)
-REF = Timed(4.5, 400, 3000, None, 0.3, launch_bound=True)
+FAST = PathTimed(1.5, 50, 40, 300, 0.812, False, [])
+REF = PathTimed(4.5, 20, 400, 3000, 0.3, True, ["chunk_gated_delta_rule"])
 COLD = StepCost(12.34, 0.5, 10.0, 11.0, TritonCache("/c", 3, 7, "cold", 0.5, "n"))
 
 CASES: list[tuple[LiveLine, list[str]]] = [
@@ -75,12 +75,13 @@ CASES: list[tuple[LiveLine, list[str]]] = [
       "2e-05 - MISMATCH"]),
     (BenchmarkSkippedLine("no GatedDeltaNet layer in the built model"),
      ["benchmark: no GatedDeltaNet layer in the built model"]),
-    (BenchmarkPassLines("GDN", "forward", 128, FAST, REF, 3.0, 10.0, "kept on the reference"),
+    (BenchmarkPassLines("GDN", "forward", 128, BenchmarkPass(FAST, REF, 3.0, 10.0, 10.0, "kept on the reference")),
      ["benchmark GDN forward on 128 tokens: bound path 1.5 ms, 40 kernels, 300 CPU ops; torch reference 4.5 ms, "
       "400 kernels, 3000 CPU ops", "  -> bound path 3.0x faster, 10.0x fewer kernels",
       "  GPU busy 81% on the bound path, 30% on the torch reference (launch-bound)", "  note: kept on the reference"]),
     (BenchmarkOnCpuLine(), ["  note: no GPU here, both paths are the torch reference: the ratio measures nothing"]),
-    (TimingLine((("static_s", 2.21), ("total_s", 5.64))), ["time: static 2.2 s, total 5.6 s"]),
+    (TimingLine(Timing(2.21, 0.02, 0.6, 2.69, None, None, 5.64, 3.43)),
+     ["time: static 2.2 s, build 0.0 s, first_pass 0.6 s, profile 2.7 s, total 5.6 s, excluding_import 3.4 s"]),
     (CapturedLine((("fast", "3 transformers line(s)"), ("reference", "1 other line(s)"))),
      ["third-party output captured (fast: 3 transformers line(s); reference: 1 other line(s)): --verbose shows it"]),
     (WholeStepLine("tiny", 32, False, BOUND),

@@ -12,6 +12,7 @@ from kernelcheck.core import errors, status
 from kernelcheck.core.environment import torch_minor
 from kernelcheck.core.gpu import default_device
 from kernelcheck.fleet import table
+from kernelcheck.fleet.record import RankRecord
 from kernelcheck.install import plan_types
 from kernelcheck.install.plan import Options
 from kernelcheck.integrations.kernels_hub import HubSystem
@@ -51,7 +52,7 @@ def test_each_concept_is_defined_in_its_one_home(name: str, home: str) -> None:
     ([0, 3], 3), ([0, 3, 2], 2), ([3, 2, 1], 1), ([1, 4, 0], 4), ([0, 3, 7], 7), ([], 4), ([0], 0)])
 def test_one_rank_of_exit_codes_broken_internal_usage_fallback_ready(codes: list[int], worst: int) -> None:
     assert status.worst_exit(codes) == worst
-    records = [{"exit_code": c} for c in codes]
+    records = [RankRecord(exit_code=c) for c in codes]
     assert table.fleet_code(records, {}) == worst
 
 

@@ -6,7 +6,7 @@ import json
 
 from kernelcheck.core.plan_step import Step, StepKind
 from kernelcheck.report.hub import HubTransformers, PrintedLine, UseLine
-from kernelcheck.report.live_details import LiveDetails, LiveModel, NotCompared, TritonCacheState
+from kernelcheck.report.live_details import LiveDetails, LiveModel, NotCompared, Timing, TritonCacheState
 from kernelcheck.report.model import (
     Before,
     Bindings,
@@ -40,7 +40,7 @@ def test_doctor_sections_follow_the_findings_in_order():
     model = LiveModel("qwen3_5_text", "Qwen3_5ForCausalLM", "tiny", ["linear_attention"], "cpu", "float32", 10, {},
                       "sdpa")
     details = LiveDetails("cpu", "float32", "tiny", 128, model, [], [], {}, NotCompared(), None,
-                          TritonCacheState("/c", 0, 0, 0, False), {"total_s": 1.0})
+                          TritonCacheState("/c", 0, 0, 0, False), Timing(0.5, 0.1, 0.2, None, None, None, 1.0, 0.5))
     r.live = LiveSection(ran=True, details=details, items=[PrintedLine("built")], captured_output=None)
     r.packing = PackingSection(None, True, {"chunk_gated_delta_rule": False},
                                (ModeOutcome("none", "correct", "one sequence per row", None),), True, "ref")

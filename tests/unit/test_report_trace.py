@@ -112,3 +112,13 @@ def test_the_summary_lists_the_rows_plain_fields_in_the_json_order() -> None:
 def test_a_report_without_a_trace_section_is_not_rendered_as_one() -> None:
     with pytest.raises(ValueError, match="no trace section"):
         trace_render.render_text(Report("doctor", None, None, None))
+
+
+def test_a_matched_signature_is_reported_with_its_steps_by_trace_and_without_them_by_verify_step() -> None:
+    an = analysis.analyze_file(FALLBACK)
+    recorded = Report.from_json(sample()).trace
+    assert recorded is not None
+    assert [m.reported() for m in an.fallbacks] == recorded.trace.fallback_signatures
+    whole_step = an.fallbacks[0].reported(with_steps=False)  # verify/step_worker.py's, one training step
+    assert whole_step.steps is None and list(whole_step.to_json()) == ["id", "package", "functions", "evidence"]
+    assert FallbackSignature.from_json(whole_step.to_json()) == whole_step

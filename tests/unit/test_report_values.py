@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.core.capability import Capability
-from kernelcheck.core.environment import Gpu, PackageState
+from kernelcheck.core.environment import Gpu, PackageState, TorchInfo
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.report import junit
 from kernelcheck.report.model import FunctionStatus, Report, render_json
@@ -20,7 +20,6 @@ from kernelcheck.report.sections import (
     ModelRef,
     ModeOutcome,
     PackingSection,
-    TorchView,
 )
 from kernelcheck.report.text import environment_lines, render_text
 from tests.environments import make_env, make_view, model_ref
@@ -36,7 +35,7 @@ def test_each_recorded_section_reads_back_typed_and_writes_the_same_json(path: P
     data = json.loads(path.read_text())
     env = EnvironmentView.from_json(data["environment"])
     assert env.to_json() == data["environment"]
-    assert isinstance(env.torch, TorchView) and all(isinstance(p, PackageState) for p in env.packages.values())
+    assert isinstance(env.torch, TorchInfo) and all(isinstance(p, PackageState) for p in env.packages.values())
     model = ModelRef.from_json(data["model"])
     assert model.to_json() == data["model"] and model.name == "Qwen/Qwen3.8-27B"
     if "packing" in data:
@@ -60,6 +59,17 @@ def test_the_view_of_a_probe_holds_its_values_and_writes_the_report_json_keys_in
     assert EnvironmentView.from_json(data) == view
     jit = EnvironmentView.of(make_env(jit_nvcc="cuda-home-no-nvcc")).to_json()
     assert list(jit)[14] == "jit_nvcc_source" and EnvironmentView.from_json(jit).jit_nvcc_source == "cuda-home-no-nvcc"
+
+
+def test_the_view_carries_the_probed_torch_and_its_import_error_stays_out_of_the_json() -> None:
+    broken = TorchInfo("unimportable (SystemExit: no)", None, None, import_error="SystemExit: no")
+    view = EnvironmentView.of(replace(make_env(), torch=broken))
+    assert view.torch is broken  # one type: core/environment.TorchInfo, not a copy without import_error
+    data = view.to_json()
+    assert data["torch"] == {"version": "unimportable (SystemExit: no)", "cuda": None, "cxx11abi": None, "hip": None,
+                             "cuda_available": False}
+    back = EnvironmentView.from_json(data)
+    assert back.torch == replace(broken, import_error=None) and back.to_json() == data
 
 
 def test_a_report_without_an_environment_writes_an_empty_one_and_reads_it_back_as_none() -> None:

@@ -138,3 +138,47 @@ def test_mamba_977_a_mamba_ssm_without_selective_scan_cuda_breaks_mamba1_only():
     assert not ids(_mamba_facts(None, MAMBA1))["mamba-selective-scan-cuda-missing"].certain
     assert not ids(_mamba_facts(False, ()))["mamba-selective-scan-cuda-missing"].certain
 
+
+
+def _released_mamba_ssm_without_its_extension(root) -> None:
+    """The import chain of mamba-ssm's PyPI sdists (2.2.2 to 2.3.2.post1): mamba_ssm/__init__.py line 3 imports
+    ops/selective_scan_interface.py, whose line 20 is `import selective_scan_cuda`; installed without the extension
+    (MAMBA_SKIP_CUDA_BUILD=TRUE). The dist-info gives the version the probe reads."""
+    pkg = root / "mamba_ssm"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('__version__ = "2.3.2.post1"\n\n'
+                                     "from mamba_ssm.ops.selective_scan_interface import selective_scan_fn, "
+                                     "mamba_inner_fn\n")
+    (pkg / "ops" / "__init__.py").write_text("")
+    (pkg / "ops" / "selective_scan_interface.py").write_text("import selective_scan_cuda\n")
+    info = root / "mamba_ssm-2.3.2.post1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mamba-ssm\nVersion: 2.3.2.post1\n")
+
+
+def test_an_old_mamba_ssm_without_selective_scan_cuda_is_named_by_its_import_error(tmp_path, monkeypatch):
+    """The probe's own text of the real failure (Python's ModuleNotFoundError for `import selective_scan_cuda`)
+    matches the [[import_error]] rule, and doctor's finding and the function's fix come from it."""
+    import sys
+
+    from kernelcheck.core import environment
+    from kernelcheck.doctor.run import environment_findings
+
+    _released_mamba_ssm_without_its_extension(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        st = environment.probe_package(matrix.load().packages["mamba_ssm"])
+    finally:  # the failed import leaves mamba_ssm.ops behind
+        for name in [n for n in sys.modules if n == "mamba_ssm" or n.startswith("mamba_ssm.")]:
+            monkeypatch.delitem(sys.modules, name)
+    assert (st.installed, st.imports, st.version) == (True, False, "2.3.2.post1")
+    assert st.error == "ModuleNotFoundError: No module named 'selective_scan_cuda'"
+    rule = rules.match_import_error(st.error, matrix.load())
+    assert rule is not None and rule.id == "mamba-selective-scan-cuda-import"
+    assert "mamba-ssm 2.3.2.post1 sdist" in rule.reference
+    e = replace(make_env("9.0", transformers="5.24.0"), packages={"mamba_ssm": st})
+    (f,) = [f for f in environment_findings(e, matrix.load()) if f.id == "mamba-selective-scan-cuda-import"]
+    assert f.severity == "warning" and f.fix is not None and "MAMBA_KEEP_CUDA_BUILD=TRUE" in f.fix
+    # another missing module is not this rule
+    assert rules.match_import_error("ModuleNotFoundError: No module named 'causal_conv1d_cuda'",
+                                    matrix.load()) is None

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kernelcheck.core.errors import BadInput
@@ -102,6 +102,16 @@ _event = st.fixed_dictionaries(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(_event, max_size=12), extra=st.dictionaries(st.text(max_size=6), _value, max_size=3))
+@example(events=[{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "args": {}, "pid": None, "tid": None,
+                  "ts": 0.0},  # found by this fuzzer: a layer range on an unhashable thread id (exit 1 before)
+                 {"ph": "X", "cat": "user_annotation", "name": "kernelcheck::layer::x::L0", "args": {}, "ts": 0.0,
+                  "pid": None, "dur": 0.0, "tid": []}], extra={})
+@example(events=[{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1.0, "tid": 7,
+                  "args": {"correlation": 1}},  # launches at the same time on an int and a str thread
+                 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1.0, "tid": "7",
+                  "args": {"correlation": 2}},
+                 {"ph": "X", "cat": "user_annotation", "name": "kernelcheck::phase::forward", "ts": 0.0,
+                  "dur": 5.0, "tid": 7}], extra={})
 def test_hostile_trace_json_is_analysed_or_refused_as_bad_input_never_an_internal_error(tmp_path, events, extra):
     p = tmp_path / "hostile.json"
     p.write_text(json.dumps({"traceEvents": events, **extra}, allow_nan=True))

@@ -24,12 +24,20 @@ from kernelcheck.report.live import (
     ProjectionMethodLine,
     SpeedupLine,
     StepPathLine,
-    Timed,
     TimingLine,
     TritonCacheLine,
     WholeStepLine,
 )
-from kernelcheck.report.step import Failed, PathMeasured, StepSection
+from kernelcheck.report.live_details import (
+    BenchmarkPass,
+    BenchmarkRan,
+    BenchmarkSkipped,
+    PathFailed,
+    PathTimed,
+    Timing,
+)
+from kernelcheck.report.step import Failed, PathMeasured, StepSection, WorkerCost
+from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 from kernelcheck.verify import evidence
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify.layers import BuiltModel
@@ -43,16 +51,15 @@ MC = {"train": {"logits": {"rel_err": 0.001, "max_abs_err": 0.002, "ok": True},
                           "ok": False}, "ok": False},
       "decode": {"logits": {"rel_err": None, "max_abs_err": None, "ok": False}, "ok": False}, "tolerance": 0.02,
       "ok": False}  # verify/compare.compare_results's keys
-BENCH = {"layer": "GDN", "tokens": 64, "pass": "forward",
-         "passes": {"forward": {"fast": {"ms": 1.5, "kernels": 4, "cpu_ops": 30, "gpu_busy_fraction": 0.5,
-                                         "launch_bound": False},
-                                "reference": {"error": "RuntimeError: boom"}, "note": "n"}}}
+FORWARD = BenchmarkPass(PathTimed(1.5, 20, 4, 30, 0.5, False, []), PathFailed("RuntimeError: boom", ["f"]), note="n")
+BENCH = BenchmarkRan("GDN", 64, {"forward": FORWARD}, "forward")  # verify/bench.run_benchmark's value
+TIMING = {"static_s": 1.0, "build_s": 0.1, "first_pass_s": 0.5, "total_s": 2.0, "excluding_import_s": 1.0}
 
 
 def run(device: str = "cpu", **kw) -> LiveRun:
     built = BuiltModel(None, "qwen3_5", "Qwen3_5ForCausalLM", "tiny", ("linear_attention", "full_attention"),
                        device, "float32", 100_400)
-    r = LiveRun(built=built, tokens=128, mode="train", timing={"build_s": 0.1, "total_s": 2.0})
+    r = LiveRun(built=built, tokens=128, mode="train", timing=dict(TIMING))
     for k, v in kw.items():
         setattr(r, k, v)
     return r
@@ -69,9 +76,8 @@ def test_a_run_says_what_was_built_the_comparison_the_benchmark_and_the_time_in_
     assert cache == TritonCacheLine("/c", 0, 5, cold=True)
     assert cmp == ComparisonLine(0.02, (PassError("train", 0.001, 0.5, has_grads=True), PassError("decode", None)),
                                  ok=False)
-    assert bench == BenchmarkPassLines("GDN", "forward", 64, Timed(1.5, 4, 30, None, 0.5),
-                                       Timed(None, error="RuntimeError: boom"), None, None, "n")
-    assert timing == TimingLine((("build_s", 0.1), ("total_s", 2.0)))
+    assert bench == BenchmarkPassLines("GDN", "forward", 64, FORWARD)
+    assert timing == TimingLine(Timing(1.0, 0.1, 0.5, None, None, None, 2.0, 1.0))
 
 
 def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
@@ -85,7 +91,7 @@ def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
 
 def test_a_skipped_or_failed_comparison_and_a_skipped_benchmark_are_their_own_kinds() -> None:
     skipped = live_items(run(model_compare={"skipped": "every function ran its torch reference"},
-                             benchmark={"skipped": "no GDN layer"}))
+                             benchmark=BenchmarkSkipped("no GDN layer")))
     assert skipped[1:3] == [ComparisonSkippedLine("every function ran its torch reference"),
                             BenchmarkSkippedLine("no GDN layer")]
     failed = live_items(run(model_compare={"error": "the torch reference run failed: boom", "ok": None}))
@@ -96,6 +102,8 @@ def test_a_skipped_or_failed_comparison_and_a_skipped_benchmark_are_their_own_ki
 def test_the_step_section_types_each_path_and_reads_back_as_printed() -> None:
     step = StepSection.from_json(STEP_JSON)
     assert isinstance(step.fast, PathMeasured) and step.fast.layers == ["linear_attention"] * 3 + ["full_attention"]
+    assert isinstance(step.fast.cost, WorkerCost) and step.fast.cost.process_s >= step.fast.cost.total_s
+    assert isinstance(step.fast.launch_delay_ms, LaunchDelay) and step.fast.fallback_signatures == []
     assert step.speedup == 1.31 and step.kernel_ratio is None and step.cost.triton_cache.state == "warm"
     assert json.dumps(step.to_json(), indent=2) == json.dumps(STEP_JSON, indent=2)
     failed = StepSection.from_json({**STEP_JSON, "paths": {"fast": {"error": "boom"},
@@ -131,8 +139,22 @@ def test_step_findings_come_from_the_bound_path_values() -> None:
     ok = {"path": "reference"}
     assert [f.id for f in step_mod._findings({}, ok, 32, step.fast)] == ["verify-cpu"]
     gpu = dataclasses.replace(step.fast, device="cuda:0", launch_bound=True, fallback_signatures=[
-        {"id": "torch-gdn", "evidence": "e", "functions": ["chunk_gated_delta_rule"], "package": "fla"}])
+        FallbackSignature("torch-gdn", "fla", ["chunk_gated_delta_rule"], None, "e")])
     found = step_mod._findings({}, {"error": "boom"}, 32, gpu)
     assert [f.id for f in found] == ["verify-step-reference-failed", "step-torch-gdn", "step-launch-bound"]
     assert found[1].functions == ("chunk_gated_delta_rule",)
     assert [f.id for f in step_mod._findings({"error": "x"}, ok, 32, Failed("x"))] == ["verify-step-failed"]
+
+
+def test_the_h200_step_reads_back_with_its_fallback_signatures_typed_as_the_trace_reports() -> None:
+    """verify --step's whole-step signatures are report/trace.FallbackSignature values without `steps` (the worker
+    writes them with FallbackSignature.to_json); its cost and launch delay are typed; the JSON is unchanged."""
+    data = json.loads((DATA / "verify_step_h200.json").read_text())["step"]
+    step = StepSection.from_json(data)
+    ref = step.reference
+    assert isinstance(ref, PathMeasured) and [m.id for m in ref.fallback_signatures] == [
+        s["id"] for s in data["paths"]["reference"]["fallback_signatures"]] and ref.fallback_signatures
+    assert all(isinstance(m, FallbackSignature) and m.steps is None for m in ref.fallback_signatures)
+    assert list(ref.fallback_signatures[0].to_json()) == ["id", "package", "functions", "evidence"]
+    assert ref.cost.started_at < ref.cost.gate_passed_at < ref.cost.finished_at
+    assert json.dumps(step.to_json(), indent=2) == json.dumps(data, indent=2)

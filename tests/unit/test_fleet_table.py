@@ -1,0 +1,51 @@
+"""The fleet's words, tested once, here at their renderers: table.py's table, differences and MISSING lines
+(from each missing kind), and gather.py's messages for ranks that never joined or died. Everywhere else the
+tests read the fleet JSON's ids and fields (missing[].kind, groups, differences)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelcheck.core.status import EXIT_BROKEN, EXIT_FALLBACK
+from kernelcheck.fleet import gather, summary, table
+from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, Missing
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def _records(*names: str) -> list:
+    data = json.loads((REPORTS / "doctor_train.json").read_text())
+    other = json.loads((REPORTS / "doctor_infer.json").read_text())
+    return [summary.summarise(other if n.startswith("odd") else data, label=n) for n in names]
+
+
+def test_each_missing_kind_in_words() -> None:
+    missing = {1: Missing(NEVER_JOINED), 2: Missing(DIED), 3: Missing(UNREADABLE),
+               4: Missing(NO_REPORT, expected=6, found=4)}
+    text = table.render_text("doctor", _records("node0"), missing, EXIT_BROKEN)
+    assert "MISSING: never joined" in text  # wording: renderer test
+    assert "MISSING rank 2: died during the gather" in text  # wording: renderer test
+    assert "MISSING rank 3: sent a record this kernelcheck cannot read" in text  # wording: renderer test
+    assert "MISSING rank 4: no report (expected 6, found 4)" in text  # wording: renderer test
+    assert text.splitlines()[-1] == ("verdict: BROKEN: a rank would crash, refuse or compute wrong results, or a "
+                                     "rank is missing (exit 4)")
+    reasons = [m["reason"] for m in table.to_json("doctor", [], missing, EXIT_BROKEN)["missing"]]
+    assert reasons == [table.missing_reason(m) for _, m in sorted(missing.items())]
+
+
+def test_the_odd_group_and_the_agreeing_ones_by_name() -> None:
+    recs = _records("node1", "odd2", "node3")
+    text = table.render_text("compare", recs, {}, EXIT_FALLBACK)
+    assert text.splitlines()[0] == "kernelcheck compare · 3 reports"
+    assert "ODD odd2:" in text and "2 agree: node1, node3" in text  # wording: renderer test
+    alike = table.render_text("compare", _records("node1", "node3"), {}, EXIT_FALLBACK)
+    assert "none: all 2 agree" in alike  # wording: renderer test
+
+
+def test_the_gate_messages_for_ranks_that_never_joined_or_died() -> None:
+    said = gather.never_joined_message([2], 3, 4.0)
+    assert said.startswith("rank 2 of 3 never joined within 4 s")  # wording: renderer test
+    assert gather.died_message([2]).startswith("rank 2 joined but died or hung during the gather")
+    assert "rank 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 5 more" in \
+        gather.died_message(list(range(25)))  # wording: renderer test
