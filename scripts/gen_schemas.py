@@ -59,7 +59,8 @@ DEFS: S = {
     "function": obj({"name": STR, "package": STR, "status": STATUS, "implementation": opt(STR), "reason": opt(STR),
                      "fix": opt(STR)}, {"used": BOOL, "phase": opt(STR), "evidence": opt(OBJ)}),
     "finding": obj({"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9:_.-]*$"}, "severity": SEVERITY,
-                    "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)}),
+                    "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)},
+                   {"decorators": arr(STR)}),
 }
 REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
@@ -70,7 +71,7 @@ STEP_KIND = {"enum": [k.value for k in StepKind if k != StepKind.HUB]}
 REJECT_KIND = {"enum": [k.value for k in RejectKind if k != RejectKind.HUB_VARIANT]}
 PLAN_STEP = obj({"package": STR, "action": STR, "source": STR, "spec": opt(STR), "reason": STR},
                 {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}, {"kind": REJECT_KIND})),
-                 "kind": STEP_KIND})
+                 "kind": STEP_KIND, "rules": arr(STR)})
 IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]}, "cache": {"enum": ["off", "hit", "stored", "not stored"]},
                     "file": opt(STR), "proven_at": opt(STR)}, closed=True)
 PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": OBJ,

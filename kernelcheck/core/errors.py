@@ -59,7 +59,12 @@ class KernelsUnusable(RuntimeError):
 
 
 class UnresolvedHost(OSError):
-    """The Hub's host name did not resolve (no DNS here, or a wrong HF_ENDPOINT): no wait would help."""
+    """The Hub's host name did not resolve (no DNS here, or a wrong HF_ENDPOINT): no wait would help. `host`:
+    the name that did not resolve ("" when the retries did not show it)."""
+
+    def __init__(self, message: str, host: str = "") -> None:
+        super().__init__(message)
+        self.host = host
 
 
 class BackwardFailed(Exception):

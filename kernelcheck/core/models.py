@@ -167,9 +167,10 @@ def _unresolved(last: str, what: str) -> UnresolvedHost | None:
     if not dns:
         return None
     m = re.search(r"https?://([^/\s'\"]+)", last)
-    host = m.group(1) if m else "the Hub's host"
-    return UnresolvedHost(f"could not resolve the host {host} while asking for {what} (DNS lookup failed: "
-                          f"{dns.group(0)}): this machine cannot reach the Hub")
+    host = m.group(1) if m else ""
+    named = host or "the Hub's host"
+    return UnresolvedHost(f"could not resolve the host {named} while asking for {what} (DNS lookup failed: "
+                          f"{dns.group(0)}): this machine cannot reach the Hub", host)
 
 
 def _wait(t: threading.Thread, seconds: float, what: str) -> None:

@@ -117,7 +117,7 @@ class Step:
     import_name: str = ""
     severity: str = ""  # a predicted problem this step leaves: broken | fallback
     role: Role = Role.PACKAGE  # not in JSON: the kind says why
-    rules: tuple[str, ...] = ()  # not in JSON: ids of the breakages behind `severity` (the reason names them)
+    rules: tuple[str, ...] = ()  # ids of the breakages behind `severity` (JSON: `rules`, when there are any)
     kind: StepKind = field(kw_only=True)  # why the step is there
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +133,8 @@ class Step:
         out = {k: getattr(self, k) for k in _KEYS}
         out["rejected"] = [r.to_json() for r in self.rejected]
         out["arches"] = list(self.arches)
+        if self.rules:
+            out["rules"] = list(self.rules)
         out["kind"] = self.kind
         return out
 
@@ -143,4 +145,4 @@ class Step:
         return cls(data["package"], data["action"], data["source"], data["spec"], data["reason"],
                    data.get("command", ""), tuple(Rejected.from_json(r) for r in data.get("rejected", ())),
                    data.get("artifact", ""), data.get("sha256", ""), tuple(data.get("arches", ())),
-                   data.get("import_name", ""), data.get("severity", ""), kind=kind)
+                   data.get("import_name", ""), data.get("severity", ""), rules=tuple(data.get("rules", ())), kind=kind)

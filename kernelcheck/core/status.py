@@ -62,6 +62,7 @@ class Finding:
     fix: str | None = None
     reference: str | None = None
     functions: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()  # the transformers decorators it is about (kernel-decorator-unread)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", Severity(self.severity))
@@ -69,7 +70,8 @@ class Finding:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
         """A finding as a report's JSON prints it (install reads the doctor it runs after the install)."""
-        return cls(**{**data, "functions": tuple(data.get("functions", ()))})
+        return cls(**{**data, "functions": tuple(data.get("functions", ())),
+                      "decorators": tuple(data.get("decorators", ()))})
 
 
 @dataclass

@@ -267,7 +267,7 @@ def guard(state: State, m: matrix.Matrix) -> tuple[list[Finding], dict[str, deci
     for f in state.findings:
         c = check(f.fix, state, m, fixed=f.id)
         findings.append(f if c.fix == f.fix else Finding(f.id, f.severity, f"{f.message}. {c.note}", c.fix,
-                                                         f.reference, f.functions))
+                                                         f.reference, f.functions, f.decorators))
     fixes: dict[str, decide.CheckedFix] = {}
     for fs in state.functions:
         c = check(fs.fix, state, m)

@@ -52,7 +52,7 @@ def source_findings(module: str, env: environment.Environment, mode: str) -> lis
                 f"transformers {tv} also calls a decode function outside single-token decode: " + "; ".join(parts)
                 + ". It runs in a training or prefill forward that passes such a cache (assisted or speculative "
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
-                None, f"the installed {module} source"))
+                None, f"the installed {module} source", functions=tuple(calls)))
     hooks = transformers_calls.hooks(module)
     out += hook_findings(module, tv, hooks)
     return out
@@ -72,9 +72,9 @@ def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks) 
         out.append(Finding(
             "kernel-decorator-unread", Severity.WARNING,
             f"transformers {tv}'s {module} uses kernel decorators kernelcheck does not understand: "
-            + "; ".join(hooks.unread) + ". What they bind is not in this report.",
+            + "; ".join(map(str, hooks.unread)) + ". What they bind is not in this report.",
             "check the job itself with kernelcheck verify --model M; report it to kernelcheck",
-            f"the installed {module} source"))
+            f"the installed {module} source", decorators=tuple(dict.fromkeys(u.decorator for u in hooks.unread))))
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kernelcheck.integrations import transformers
 
@@ -38,6 +39,17 @@ class OutsideDecode:
     recording: bool  # the caller asks the cache for intermediate states (get_recurrent_states_to_keep)
 
 
+class Unread(NamedTuple):
+    """A `use_kernel*` decorator the reader does not know: its name, what it decorates, its line."""
+
+    decorator: str
+    on: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"@{self.decorator} on {self.on} (line {self.line})"
+
+
 @dataclass(frozen=True)
 class Hooks:
     """Hub hooks of one modeling module."""
@@ -45,7 +57,7 @@ class Hooks:
     forward_functions: tuple[tuple[str, str, int, tuple[str, ...]], ...]  # (function, layer name, line, the
     # registered names of the decorated fast functions its body calls)
     kernelized: tuple[tuple[str, tuple[str, ...], int], ...]  # (class, listed function names, line)
-    unread: tuple[str, ...]  # `use_kernel*` decorators the reader does not know: "name at line N"
+    unread: tuple[Unread, ...]  # `use_kernel*` decorators the reader does not know
 
 
 def _module_path(dotted: str) -> Path | None:
@@ -164,7 +176,7 @@ def hooks_of(tree: ast.Module) -> Hooks:
     forward: list[tuple[str, str, int, tuple[str, ...]]] = []
     registered = _registered(tree)
     kernelized: list[tuple[str, tuple[str, ...], int]] = []
-    unread: list[str] = []
+    unread: list[Unread] = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef | ast.ClassDef):
             continue
@@ -173,7 +185,7 @@ def hooks_of(tree: ast.Module) -> Hooks:
             if not name.startswith("use_kernel"):
                 continue
             if name not in KNOWN_DECORATORS:
-                unread.append(f"@{name} on {node.name} (line {dec.lineno})")
+                unread.append(Unread(name, node.name, dec.lineno))
             elif name in FUNCTION_HOOKS and isinstance(node, ast.FunctionDef):
                 arg = dec.args[0] if isinstance(dec, ast.Call) and dec.args else None
                 called = tuple(dict.fromkeys(registered[c.func.id] for c in ast.walk(node) if isinstance(c, ast.Call)

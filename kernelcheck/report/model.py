@@ -346,6 +346,10 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 def _finding_json(f: Finding) -> dict[str, Any]:
     d = asdict(f)
     d["functions"] = list(f.functions)
+    if f.decorators:
+        d["decorators"] = list(f.decorators)
+    else:
+        del d["decorators"]  # printed only by the findings about decorators
     return d
 
 

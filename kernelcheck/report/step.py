@@ -14,12 +14,19 @@ from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 
 @dataclass(frozen=True)
 class Failed:
-    """A path that did not run, or a projection that could not be made: why."""
+    """A path that did not run, or a projection that could not be made: why (and the layer types it lacked)."""
 
     error: str
+    missing_layer_types: tuple[str, ...] = ()  # a projection with no measured layer of these types
 
     def to_json(self) -> dict[str, Any]:
+        if self.missing_layer_types:
+            return {"error": self.error, "missing_layer_types": list(self.missing_layer_types)}
         return {"error": self.error}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Failed:
+        return cls(data["error"], tuple(data.get("missing_layer_types", ())))
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ StepPath = PathMeasured | Failed
 
 
 def _path(data: dict[str, Any]) -> StepPath:
-    return Failed(data["error"]) if "error" in data else PathMeasured.from_json(data)
+    return Failed.from_json(data) if "error" in data else PathMeasured.from_json(data)
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,7 @@ Projected = PathProjection | Failed
 
 
 def _projected(data: dict[str, Any]) -> Projected:
-    return Failed(data["error"]) if "error" in data else PathProjection.from_json(data)
+    return Failed.from_json(data) if "error" in data else PathProjection.from_json(data)
 
 
 @dataclass(frozen=True)

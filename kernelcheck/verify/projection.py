@@ -81,7 +81,8 @@ def project(r: dict[str, Any]) -> dict[str, Any]:
     full = {t: int(n) for t, n in r["full_layer_types"].items()}
     missing = sorted(t for t in full if t not in costs)
     if missing:
-        return {"error": f"no measured layer of type {', '.join(missing)} (use --layers to include one of each type)"}
+        return {"error": f"no measured layer of type {', '.join(missing)} (use --layers to include one of each type)",
+                "missing_layer_types": missing}
     measured = float(r["step_ms"])
     layers_ms = sum(built[t] * costs[t]["total_ms"] for t in built if t in costs)
     rest = measured - layers_ms

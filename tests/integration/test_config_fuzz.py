@@ -18,7 +18,8 @@ def test_binary_config_json_is_exit_2_with_a_message(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
     res = run(["doctor", "--model", str(tmp_path)])
     assert res.returncode == 2, res.stderr
-    assert "is not UTF-8 text" in res.stderr and "Traceback" not in res.stderr
+    assert "is not UTF-8 text" in res.stderr \
+        and "Traceback" not in res.stderr  # wording: renderer test (exit-2 message)
 
 
 @pytest.mark.integration
@@ -26,4 +27,5 @@ def test_text_config_that_is_not_an_object_is_exit_2_with_a_message(tmp_path: Pa
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "text_config": "oops"}))
     res = run(["doctor", "--model", str(tmp_path)])
     assert res.returncode == 2, res.stderr
-    assert '"text_config" is a JSON str, not an object' in res.stderr and "Traceback" not in res.stderr
+    assert '"text_config" is a JSON str, not an object' in res.stderr \
+        and "Traceback" not in res.stderr  # wording: renderer test (exit-2 message)

@@ -75,7 +75,7 @@ def test_each_step_of_the_walk_is_needed(tmp_path: Path) -> None:
         if rel == "matrix/signatures.toml":  # mamba-ssm-torch-fallback still names the package: trace refuses the
             res = _run(copy, "trace", str(ROOT / "tests" / "data" / "gpu" / "gdn_fast.json.gz"))  # copy, naming it
             assert res.returncode == 2 and "signatures.toml: [[signature]] mamba-ssm-torch-fallback" in res.stderr, \
-                f"exit {res.returncode}: {res.stderr}"
+                f"exit {res.returncode}: {res.stderr}"  # wording: renderer test (exit-2 message)
             continue
         if "[model_types.mamba]" in body:  # doctor still finds the type transformers registers; `models` lists
             listed = json.loads(_run(copy, "models", "--json").stdout)["model_types"]  # only the matrix's types

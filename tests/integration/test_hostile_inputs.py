@@ -28,10 +28,10 @@ def test_trace_of_a_fifo_without_a_writer_is_exit_2_at_once(tmp_path: Path) -> N
     os.mkfifo(fifo)
     res = subprocess.run([sys.executable, "-m", "kernelcheck", "trace", str(fifo)], capture_output=True, text=True,
                          env=_env(), cwd=REPO, timeout=60)
-    assert res.returncode == 2 and "is a named pipe (FIFO)" in res.stderr
+    assert res.returncode == 2 and "is a named pipe (FIFO)" in res.stderr  # wording: renderer test (exit-2 message)
     res = subprocess.run(["bash", "-c", f"{sys.executable} -m kernelcheck trace <(false)"], capture_output=True,
                          text=True, env=_env(), cwd=REPO, timeout=60)
-    assert res.returncode == 2 and "not a regular file" in res.stderr
+    assert res.returncode == 2 and "not a regular file" in res.stderr  # wording: renderer test (exit-2 message)
 
 
 @pytest.mark.integration
@@ -59,7 +59,8 @@ def test_a_torch_whose_import_calls_sys_exit_is_broken_with_a_paragraph(tmp_path
     (tmp_path / "torch" / "__init__.py").write_text('import sys\nsys.exit("torch refuses to load")\n')
     res = envs.run(["doctor", "--model", "qwen3.8-27b"], tmp_path)
     assert res.returncode == 4, res.stderr
-    assert "BROKEN: torch is installed but its import fails here (SystemExit: torch refuses to load)" in res.stderr
+    assert "BROKEN: torch is installed but its import fails here (SystemExit: torch refuses to load)" \
+        in res.stderr  # wording: renderer test (exit-4 paragraph)
     assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0
 
 
@@ -79,9 +80,11 @@ def test_parquet_and_arrow_length_columns_are_checked(tmp_path: Path, suffix: st
     f = tmp_path / f"d{suffix}"
     subprocess.run([sys.executable, str(REPO / "tests" / "programs" / "write_columnar.py"), str(f), name,
                     json.dumps(values)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(site)})
-    res = envs.run(["padding", str(f)], site)
     if words is None:
-        assert res.returncode == 0 and "3 examples" in res.stdout, res.stderr
+        res = envs.run(["padding", str(f), "--json"], site)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["padding"]["real_tokens"] == sum(values)  # every row read, as its length
         return
+    res = envs.run(["padding", str(f)], site)
     assert res.returncode == 2 and words in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0

@@ -135,7 +135,7 @@ def test_doctor_reports_the_miss_with_every_reason_and_the_nearest_build(tmp_pat
     assert res.returncode == 3
     nearest = "NO BUILD for this torch/CUDA (nearest: torch210-cxx11-cu128-x86_64-linux)"
     assert nearest in res.stdout  # wording: renderer test
-    assert "rejected torch29-cxx11-cu126-x86_64-linux: Torch version (2.9)" in res.stdout  # wording: renderer test
+    # (each rejected build is a line too, from the decisions above: worded in tests/unit/test_hub_text.py)
 
 
 def test_rejection_reasons_are_kernels_own(tmp_path: Path) -> None:
@@ -436,7 +436,7 @@ def test_resolving_for_another_torch_and_gpu_checks_the_arch(tmp_path: Path, t52
     code, same = run_json([*args, "--arch", "sm90"], t522, env=env)
     assert code == 0 and same["environment"]["gpus"] == data["environment"]["gpus"]
     res = run([*args, "--arch", "99.9"], t522, env=env)
-    assert res.returncode == 2 and "no NVIDIA GPU has" in res.stderr  # wording: renderer test
+    assert res.returncode == 2  # its words: tests/unit/test_gate_truth.py test_every_command_rejects_an_impossible_arch
 
 
 def test_exact_binding_sees_through_kernels_func_modules(t522: Path) -> None:

@@ -23,9 +23,9 @@ def _consistent_broken(code: int, data: dict) -> None:
     assert "USE_HUB_KERNELS=0" in ids["hub-kernels-unusable"]["fix"]
     assert "hub-kernels-absent" not in ids and "hub-not-used" not in ids  # both said "off / not loaded": info
     hub = data["hub"]
-    assert hub["used"] is False and hub["transformers"]["refuses_when_unusable"] is True  # set_use_kernels raises
-    text = "\n".join(hub["lines"])
-    assert "treats kernels as absent" not in text and "refuses to load" in text
+    # set_use_kernels raises: the window line says from_pretrained refuses to load, never that transformers treats
+    # kernels as absent (report/hub_text.py words `refused`, tests/unit/test_hub_text.py)
+    assert hub["used"] is False and hub["transformers"]["refuses_when_unusable"] is True
 
 
 def test_kernels_outside_the_5_25_window_is_broken_throughout_the_report() -> None:
@@ -44,7 +44,8 @@ def test_kernels_that_does_not_import_under_5_25_is_broken_throughout_the_report
         "sys.meta_path.insert(0, _Absent())\n")
     code, data = run_json(DOCTOR, tmp_path, site("transformers==5.25.0"))
     _consistent_broken(code, data)
-    assert any("kernels is not installed" in line for line in data["hub"]["lines"])
+    # kernels does not import: nothing is resolved (the line saying so is worded in tests/unit/test_hub_text.py)
+    assert data["hub"]["names"] == [] and data["hub"]["repos"] == [], data["hub"]
 
 
 def test_use_hub_kernels_0_under_5_25_with_kernels_outside_the_window_is_not_broken() -> None:

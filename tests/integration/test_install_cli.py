@@ -143,7 +143,7 @@ def test_wheelhouse_install_offline_picks_the_matching_wheel(cuda_venv: Path, tm
     same = kc(_py(scratch), ["install", "--model", MODEL, "--wheelhouse", str(wh), "--arch", "9.0", "--offline"])
     lines = same.stdout.splitlines()
     assert lines[-1].startswith("verdict (nothing to change)"), same.stdout[-3000:]
-    assert sum(ln.startswith("verdict") for ln in lines) == 1 and "installed for" not in same.stdout
+    assert sum(ln.startswith("verdict") for ln in lines) == 1  # its words: tests/unit/test_output_words.py
     # doctor explains a manifest that no longer fits (built for another torch minor)
     entry["torch_mm"] = "2.11"
     Path(data["manifest"]).write_text(json.dumps(man))
@@ -160,7 +160,8 @@ def test_build_for_one_arch_then_reuse_without_rebuild(cuda_venv: Path, tmp_path
             "--wheelhouse", str(wh)]
     res = kc(_py(scratch), [*args, "--source", "build", "--sdist", str(sd)])
     assert res.returncode == 3, res.stdout[-3000:] + res.stderr[-3000:]  # post-install doctor: FALLBACK (no GPU here)
-    assert "dropped upstream sm_75, sm_80" in res.stdout and "[2/2]" in res.stdout  # visible progress
+    assert "dropped upstream sm_75, sm_80" in res.stdout \
+        and "[2/2]" in res.stdout  # wording: renderer test; visible progress
     built = [p for p in wh.glob("causal_conv1d-*.whl")]
     assert len(built) == 1
     info = wheels.inspect_wheel(built[0])
@@ -263,12 +264,12 @@ def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tm
             str(wh), "--dry-run"]
     res = kc(_py(scratch), [*args, "--mode", "train"], env=env)
     assert res.returncode == 4, res.stdout[-3000:] + res.stderr[-2000:]
-    assert "triton 3.6.0" in res.stdout and "fla-640-refuses" in res.stdout and "RuntimeError in the backward" in res.stdout  # noqa: E501
     # train mode installs the additive fix by default; with no tilelang in the wheelhouse that is a refusal
     data = _json(kc(_py(scratch), [*args, "--mode", "train", "--json"], env=env))
     steps = {s["package"]: s for s in data["plan"]}
     assert (steps["tilelang"]["action"], steps["tilelang"]["severity"]) == ("refuse", "broken")
     assert steps["fla-core"]["severity"] == "broken" and data["environment"]["triton"] == "3.6.0"
+    assert steps["fla-core"]["rules"] == ["fla-640-refuses"]  # the breakage behind its severity
     assert steps["triton"]["action"] == "offer" and "--allow-change triton" in steps["triton"]["command"]
     assert data["predicted"] == "broken" and not data["executed"]  # a dry run changes nothing
     assert _severities(data) == {"install-predicts-broken": "broken", "install-refuse": "fallback",

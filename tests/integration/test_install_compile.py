@@ -45,7 +45,7 @@ def test_causal_conv1d_sources_compile_against_torch_2_14_only_with_the_patched_
     flags = _flags(venv) + [f"-I{cuda_inc}", f"-I{src / 'csrc'}"]
     cpp = str(src / "csrc" / "causal_conv1d.cpp")
     old = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", *flags, cpp], capture_output=True, text=True)
-    assert old.returncode != 0 and "C++20" in old.stderr, old.stderr[-1500:]
+    assert old.returncode != 0 and "C++20" in old.stderr, old.stderr[-1500:]  # wording: the compiler's own message
     new = subprocess.run(["g++", "-std=c++20", "-fPIC", "-O0", "-c", *flags, cpp, "-o", str(tmp_path / "host.o")],
                          capture_output=True, text=True)
     assert new.returncode == 0, new.stderr[-3000:]

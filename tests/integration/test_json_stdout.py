@@ -55,7 +55,8 @@ def test_with_json_what_libraries_print_goes_to_stderr_and_stdout_is_the_report(
 def test_without_json_stdout_is_left_as_it_is() -> None:
     res = _run()
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[-1] == "verdict: ready" and "a print from a library" in res.stdout.splitlines()
+    assert res.stdout.splitlines()[-1] == "verdict: ready" \
+        and "a print from a library" in res.stdout.splitlines()  # wording: the library's own print
 
 
 def test_a_command_that_prints_its_own_json_reaches_stdout() -> None:

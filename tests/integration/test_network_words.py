@@ -15,7 +15,8 @@ from tests.unit.test_network_words import (  # noqa: F401 - helpers and fixtures
 @pytest.mark.integration
 def test_an_unresolvable_hub_host_is_named_by_doctor(tmp_path) -> None:
     code, out, err = _kc(["doctor", "--model", "someorg/some-model"], tmp_path)  # .invalid never resolves (RFC 6761)
-    assert code == 2 and "could not resolve the host hub.invalid" in err and "no answer within" not in err
+    assert code == 2 and "could not resolve the host hub.invalid" in err \
+        and "no answer within" not in err  # wording: renderer test (exit-2 message)
 
 
 @pytest.mark.integration

@@ -25,5 +25,5 @@ def test_plot_png_is_a_real_png_where_a_renderer_is_here(tmp_path: Path) -> None
     f.write_text("\n".join(str(n) for n in range(1, 2000, 7)) + "\n")
     png = tmp_path / "o.png"
     code, out = _run(str(f), "--plot", str(png), "--batching", "batch:16")
-    assert code == 0 and "PNG via" in out
+    assert code == 0 and "PNG via" in out  # wording: renderer test
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000

@@ -50,7 +50,7 @@ def test_warm_doctor_with_fla_reports_exactly_the_cold_report_and_says_it_came_f
     text = run(MODEL, fla, env=env).stdout
     note = [ln for ln in text.splitlines() if ln.startswith("cache: ")]
     assert note and cold["import_proof"]["proven_at"] in text and str(stored) in "".join(text.split())
-    assert "--no-cache" in text
+    assert "--no-cache" in text  # wording: renderer test (the cache note's --no-cache hint)
 
 
 def test_fla_made_unimportable_after_a_cached_success_is_reported_broken_and_never_cached(tmp_path):
@@ -71,7 +71,7 @@ def test_fla_made_unimportable_after_a_cached_success_is_reported_broken_and_nev
         _, rep = run_json(MODEL, mine, shared, env=env)
         fla = rep["environment"]["packages"]["fla"]
         assert fla["installed"] is True and fla["imports"] is False
-        assert "kc-test: fla broken after the proof" in fla["error"]
+        assert "kc-test: fla broken after the proof" in fla["error"]  # wording: the broken fla's own message
         assert function(rep, "chunk_gated_delta_rule")["status"] != "fast"
         assert rep["import_proof"] == {"source": "proven", "cache": "not stored", "file": None, "proven_at": None}
 

@@ -61,7 +61,8 @@ def test_random_interrupts_exit_130_or_143_and_leave_nothing(command, runs, wind
             continue
         interrupted += 1
         assert code == EXIT[sig], f"{what}: exit {code}\n{err[-2000:]}"
-        assert f"interrupted by {sig.name}" in err and "Traceback" not in err, f"{what}:\n{err[-2000:]}"
+        assert f"interrupted by {sig.name}" in err \
+            and "Traceback" not in err, f"{what}:\n{err[-2000:]}"  # wording: renderer test
         assert took < 30, f"{what}: took {took:.1f} s to stop"
         assert _leftovers(tmp) == [], f"{what}: left {_leftovers(tmp)} in TMPDIR"
         assert not target.exists() or not any(target.iterdir()), f"{what}: the --target folder was changed"

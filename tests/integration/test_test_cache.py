@@ -42,7 +42,7 @@ def test_two_runs_at_once_build_one_cache_entry_once(tmp_path: Path) -> None:
     site = Path(sites.pop())
     said = "".join(err for _, err in outs)
     assert said.count("[kernelcheck-tests] building test site") == 1, said  # one built it, the other waited
-    assert f"in {site} (once; cached for later runs)" in said
+    assert f"in {site} (once; cached for later runs)" in said  # wording: renderer test
     assert (site / ".complete").exists() and (site / "kc_cache_probe" / "__init__.py").read_bytes().startswith(
         b"VALUE = 42")
     probe = subprocess.run([sys.executable, "-c", "import kc_cache_probe; print(kc_cache_probe.VALUE)"],
@@ -51,4 +51,4 @@ def test_two_runs_at_once_build_one_cache_entry_once(tmp_path: Path) -> None:
     # a third run finds the entry complete: no pip, no line
     again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                            start_new_session=True, timeout=120)
-    assert again.stdout.strip() == str(site) and "[kernelcheck-tests]" not in again.stderr
+    assert again.stdout.strip() == str(site) and "[kernelcheck-tests]" not in again.stderr  # wording: renderer test

@@ -18,6 +18,7 @@ import pytest
 
 from kernelcheck.trace import analysis as tr
 from tests import envs
+from tests.unit.test_report_readback import rendered
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,13 +98,13 @@ def test_cpu_trace_counts_match_the_profiler(cpu_trace):
 
 def test_cpu_trace_text_and_gzip(cpu_trace):
     plain, gz, _ = cpu_trace
-    res = envs.run(["trace", str(gz)])
+    res = envs.run(["trace", str(gz), "-o", str(gz.parent / "r.json")], env={"COLUMNS": "100"})  # piped
     assert res.returncode == 0, res.stderr
-    out = res.stdout
-    assert "ProfilerStep#1" in out and "ProfilerStep#3" in out and "whole trace" in out  # wording: renderer test
-    assert "CPU-only trace" in out  # wording: renderer test
-    assert "verdict: HEALTHY" in out and "(exit 0)" in out  # wording: renderer test
-    assert "gzip" in out.splitlines()[0]  # wording: renderer test
+    rep = json.loads((gz.parent / "r.json").read_text())  # the same run's values
+    assert [s["name"] for s in rep["steps"]] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
+    assert rep["trace"]["cpu_only"] is True and rep["trace"]["gzip"] is True and rep["verdict"] == "ready"
+    # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)
+    assert res.stdout == rendered(rep)
     # gzip and plain give the same numbers
     a, b = tr.analyze_file(plain), tr.analyze_file(gz)
     assert a.summary == b.summary and a.steps == b.steps and b.gzip and not a.gzip
@@ -358,15 +359,12 @@ def test_fallback_signature_and_launch_bound_from_kernels(tmp_path):
     with gzip.open(p, "wt") as fh:
         json.dump({"schemaVersion": 1, "deviceProperties": [{"name": "NVIDIA H200", "computeMajor": 9,
                                                              "computeMinor": 0}], "traceEvents": g.events}, fh)
-    res = envs.run(["trace", str(p)])
-    assert res.returncode == 3, res.stdout + res.stderr
-    # the text renderer's test of a fallback trace (the JSON below says the same as values)
-    assert "flash-linear-attention (fla-core)" in res.stdout  # wording: renderer test
-    assert "Likely missing: causal-conv1d," in res.stdout  # wording: renderer test
-    assert "the GPU sat idle" in res.stdout and "NVIDIA H200 (sm_90)" in res.stdout  # wording: renderer test
-    assert "verdict: FALLBACK" in res.stdout  # wording: renderer test
-    code, rep = envs.run_json(["trace", str(p)])
-    assert code == 3 and rep["verdict"] == "fallback"
+    res = envs.run(["trace", str(p), "-o", str(tmp_path / "r.json")], env={"COLUMNS": "100"})  # piped
+    code, rep = res.returncode, json.loads((tmp_path / "r.json").read_text())  # the same run's values
+    assert code == 3 and rep["verdict"] == "fallback", res.stdout + res.stderr
+    assert [g["name"] for g in rep["trace"]["gpus"]] == ["NVIDIA H200"] and rep["trace"]["launch_bound_steps"]
+    # its text is the renderers' from these values (their words: tests/unit/test_report_readback.py's samples)
+    assert res.stdout == rendered(rep)
     assert rep["trace"]["missing_packages"] == ["fla-core", "causal-conv1d"]
     assert {f["id"] for f in rep["findings"]} >= {"fla-torch-fallback", "causal-conv1d-torch-fallback", "launch-bound"}
 

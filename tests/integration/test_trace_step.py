@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from tests import envs
+from tests.unit.test_report_readback import rendered
 from tests.unit.test_trace_step import (  # noqa: F401 - helpers and fixtures of the in-process half
     GPU,
     HOSTILE,
@@ -19,11 +21,15 @@ from tests.unit.test_trace_step import (  # noqa: F401 - helpers and fixtures of
 
 
 @pytest.mark.integration  # runs `python -m kernelcheck trace`
-def test_trace_text_prints_phases_and_layer_types():
-    proc = _kc("trace", str(STEP))
+def test_trace_text_prints_phases_and_layer_types(tmp_path):
+    proc = envs.run(["trace", str(STEP), "-o", str(tmp_path / "r.json")], env={"COLUMNS": "100"})  # piped
     assert proc.returncode == 0, proc.stderr
-    assert "phases per step (marked by kernelcheck): forward" in proc.stdout  # wording: renderer test
-    assert "layer type linear_attention (3 layers)" in proc.stdout  # wording: renderer test
+    rep = json.loads((tmp_path / "r.json").read_text())  # the same run's values
+    b = rep["breakdown"]
+    assert b["marked_by"] == "kernelcheck" and {"forward", "backward"} <= set(b["phases"])
+    assert b["layer_types"]["linear_attention"]["layers"] == 3
+    # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)
+    assert proc.stdout == rendered(rep)
 
 
 @pytest.mark.integration  # runs `python -m kernelcheck trace`
@@ -54,11 +60,14 @@ def test_annotate_refuses_to_overwrite_its_input(tmp_path):
 
 
 @pytest.mark.integration  # runs `python -m kernelcheck trace`
-def test_launch_delay_is_in_ms_and_a_deep_queue_is_called_good():
-    proc = _kc("trace", str(GPU / "gdn_fast.json.gz"))
-    assert "launch delay:" in proc.stdout and " ms" in proc.stdout  # wording: renderer test
-    text = proc.stdout
-    assert ("GOOD" in text) or ("queue was nearly empty" in text)  # wording: renderer test
+def test_launch_delay_is_in_ms_and_a_deep_queue_is_called_good(tmp_path):
+    proc = envs.run(["trace", str(GPU / "gdn_fast.json.gz"), "-o", str(tmp_path / "r.json")], env={"COLUMNS": "100"})
+    rep = json.loads((tmp_path / "r.json").read_text())  # the same run's values
+    assert proc.returncode == 0 and rep["trace"]["launch_bound_steps"] == [], proc.stderr  # a deep queue: GOOD
+    assert rep["steps"][0]["launch_delay_us"]
+    # the text is the renderers' from those values: the delay in ms, the deep queue called GOOD (their words:
+    # tests/unit/test_report_readback.py's samples and tests/unit/test_trace_step.py)
+    assert proc.stdout == rendered(rep)
 
 
 @pytest.mark.integration

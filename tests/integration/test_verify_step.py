@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kernelcheck.report.step import Failed, Projection
 from kernelcheck.trace import analysis as tr
 from kernelcheck.verify import projection
+from tests.unit.test_report_readback import rendered
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +67,11 @@ def test_on_a_gpu_the_optimizer_share_is_its_kernel_time_not_the_cpu_waiting_for
 def test_a_layer_type_that_was_not_built_cannot_be_projected():
     r = _result(200.0, 200.0, 10.0)
     del r["breakdown"]["layer_types"]["full_attention"]
-    assert "full_attention" in projection.project(r)["error"]
+    got = projection.project(r)
+    assert got["missing_layer_types"] == ["full_attention"] and got["error"]
+    typed = Projection.from_json(projection.compare(r, r))  # read back typed, as the report holds it
+    assert isinstance(typed.fast, Failed) and typed.fast.missing_layer_types == ("full_attention",)
+    assert typed.to_json()["fast"] == got and typed.projected_speedup is None
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +153,17 @@ def test_the_projection_in_the_report_is_the_measured_step_plus_the_missing_laye
 
 def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
-                           "--tokens", "16"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+                           "--tokens", "16", "-o", str(tmp_path / "r.json")], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600, env={**os.environ, "COLUMNS": "100"})  # piped: the width rendered() wraps to
     assert proc.returncode == 3, proc.stderr
-    assert "whole training step" in proc.stdout and "tok/s" in proc.stdout  # wording: renderer test
-    assert "projection (bound path)" in proc.stdout  # wording: renderer test
+    rep = json.loads((tmp_path / "r.json").read_text())  # the same run's values
+    step = rep["step"]
+    assert step["paths"]["fast"]["tokens_per_s"] > 0 and step["projection"]["fast"]["projected_tokens_per_s"] > 0
+    assert step["cost"]["triton_cache"]["state"] == "warm"  # a CPU compiles no Triton kernel
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr
     assert "install `flash-linear-attention`" not in proc.stderr
-    assert "--verbose shows it" in proc.stdout  # wording: renderer test
-    assert "warm: nothing compiled" in proc.stdout  # wording: renderer test; a CPU compiles no Triton kernel
+    # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)
+    assert proc.stdout == rendered(rep)
 
 
 def test_the_whole_step_trace_it_keeps_reads_back_with_phases_and_layer_types(step_run):

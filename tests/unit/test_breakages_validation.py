@@ -29,7 +29,7 @@ GOOD = {
 def _error(table: dict) -> str:
     with pytest.raises(BadInput) as got:
         matrix.breakages_from(table, SOURCE, FUNCTIONS, PACKAGES)
-    assert got.value.exit_code == 2 and "\n" not in str(got.value)
+    assert got.value.exit_code == 2 and "\n" not in str(got.value)  # wording: renderer test (exit-2 message)
     return str(got.value)
 
 
@@ -81,14 +81,15 @@ def test_a_package_of_packages_toml_is_a_version_key():
 def test_a_second_rule_with_the_same_id_is_refused():
     table = copy.deepcopy(GOOD)
     table["breakage"].append(copy.deepcopy(GOOD["breakage"][0]))
-    assert '[[breakage]] 2 (id "fla-640-wrong-grads") id: used by an earlier [[breakage]]' in _error(table)
+    assert '[[breakage]] 2 (id "fla-640-wrong-grads") id: used by an earlier [[breakage]]' \
+        in _error(table)  # wording: renderer test (exit-2 message)
 
 
 def test_an_import_error_with_a_missing_key_is_refused():
     table = copy.deepcopy(GOOD)
     del table["import_error"][0]["fix"]
     assert "[[import_error]] 1: needs exactly the string keys id, pattern, title, message, fix, reference" \
-        in _error(table)
+        in _error(table)  # wording: renderer test (exit-2 message)
 
 
 def test_the_shipped_breakages_file_passes_its_own_validation():

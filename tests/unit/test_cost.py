@@ -24,8 +24,8 @@ def test_the_shipped_qwen_measurement_gives_slowdown_and_gpu_hours_citing_its_co
     assert f.id == "fallback-cost" and f.severity == "warning"
     ref, bound = m["reference_tokens_per_s"], m["bound_tokens_per_s"]
     extra = 1e9 / ref / 3600 - 1e9 / bound / 3600
-    assert f"{extra:,.0f} extra GPU-hours per billion" in f.message
-    assert m["command"] in f.message and "same GPU and versions as here" in f.message
+    assert f"{extra:,.0f} extra GPU-hours per billion" in f.message  # wording: renderer test
+    assert m["command"] in f.message and "same GPU and versions as here" in f.message  # wording: renderer test
 
 
 def test_distance_names_what_differs_and_an_unknown_family_gets_the_command_to_measure():

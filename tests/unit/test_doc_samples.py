@@ -18,4 +18,4 @@ def test_every_sample_has_its_marker_and_the_h200_report_renders() -> None:
     for name, s in doc_samples.SAMPLES.items():
         assert f"<!-- sample: {name} -->\n```text\n" in (REPO / s.doc).read_text(), name
     text = doc_samples.produce("doctor-h200-train")
-    assert "[fla-640-refuses]" in text and max(map(len, text.splitlines())) <= 100
+    assert "[fla-640-refuses]" in text and max(map(len, text.splitlines())) <= 100  # wording: the docs' text

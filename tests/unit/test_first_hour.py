@@ -67,7 +67,7 @@ def test_verify_shape_full_without_a_gpu_is_a_usage_error_at_once():
     t0 = time.monotonic()
     res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--shape", "full"], env={"HF_HUB_OFFLINE": "1"})
     assert res.exit_code == 2, res.output
-    assert "needs a CUDA GPU" in res.stderr and "Traceback" not in res.stderr  # wording: renderer test
+    assert "Traceback" not in res.stderr  # its words: tests/integration/test_verify.py test_bad_input_exits_2_...
     assert time.monotonic() - t0 < 3  # was 10.7 s: after the static check and the model's import
 
 

@@ -79,7 +79,7 @@ def test_cpu_with_fla_core_and_no_triton_never_prints_pip_install_triton_alone()
     assert fn.fix.endswith(TRITON_FIX)
     assert "fla-cpu-crash" in (fn.reason or "")
     (warn,) = [f for f in findings if f.id == "missing-triton"]
-    assert warn.fix == fn.fix and "fla-cpu-crash" in warn.message
+    assert warn.fix == fn.fix and "fla-cpu-crash" in warn.message  # wording: renderer test (fixcheck's note)
     assert fn.status == "fallback"  # the status is unchanged: only what is printed as its fix
 
 
@@ -137,7 +137,7 @@ def test_a_fix_with_no_safe_form_is_withheld_with_the_reason():
     m = replace(M, breakages=(rule,))
     state = replace(_state(_env(None)), findings=())
     checked = fixcheck.check(TRITON_FIX, state, m)
-    assert checked.fix is None and "triton-breaks-all" in checked.note
+    assert checked.fix is None and "triton-breaks-all" in checked.note  # wording: renderer test (fixcheck's note)
 
 
 CAPS = st.sampled_from([None, "8.0", "9.0", "10.0", "10.3"])

@@ -42,8 +42,11 @@ def test_the_shipped_schema_files_are_valid_json_schema() -> None:
 
 
 def test_the_schema_files_ship_in_the_package() -> None:
-    text = (REPO / "pyproject.toml").read_text()
-    assert '"kernelcheck.schemas"' in text and '"kernelcheck.schemas" = ["*.json"]' in text
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "kernelcheck.schemas" in setuptools["packages"]
+    assert setuptools["package-data"]["kernelcheck.schemas"] == ["*.json"]
 
 
 def _report(command: str) -> Report:
@@ -75,7 +78,8 @@ def test_a_cache_hit_is_a_note_not_a_finding() -> None:
     r.import_proof = ImportProof("cache", "hit", "/c/proof.json", "2026-12-03T18:00:00Z")
     data = r.to_json()
     assert [f["id"] for f in data["findings"]] == ["torch-cpu-build"] and data["import_proof"]["cache"] == "hit"
-    assert any(ln.startswith("cache: ") and "2026-12-03T18:00:00Z" in ln for ln in render_text(r).splitlines())
+    assert any(ln.startswith("cache: ") \
+        and "2026-12-03T18:00:00Z" in ln for ln in render_text(r).splitlines())  # wording: renderer test
 
 
 # --- every command, run as a user runs it ---------------------------------------------------------------------

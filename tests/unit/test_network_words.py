@@ -35,14 +35,15 @@ def test_a_dns_failure_says_the_host_could_not_be_resolved_without_waiting_out_t
     STOP.set()
     time.sleep(0.2)
     assert time.monotonic() - started < 2.5  # no 5 s wait for an answer that cannot come
-    assert "could not resolve the host huggingface.co" in str(exc.value) and "no answer" not in str(exc.value)
+    assert exc.value.host == "huggingface.co" and not isinstance(exc.value, TimeoutError)  # words: integration
 
 
 def test_a_slow_hub_is_still_a_wait_that_ran_out() -> None:
     line = "'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\"))'"
     with pytest.raises(TimeoutError) as exc:
         models.bounded(_retrying_like_huggingface_hub(line, 2.0), "config.json of a/b", 0.5)
-    assert not isinstance(exc.value, errors.UnresolvedHost) and "no answer within 0.5 s" in str(exc.value)
+    # a wait that ran out, not a name that did not resolve (its words: tests/integration/test_doctor.py)
+    assert not isinstance(exc.value, errors.UnresolvedHost)
 
 
 def _kc(args: list[str], tmp_path) -> tuple[int, str, str]:

@@ -25,10 +25,11 @@ def test_the_undeclared_packing_line_says_each_mode_and_what_happens_in_words() 
     modes = {m: ModeOutcome(m, o, "why", None) for m, o in (("none", "correct"), ("position_ids", "mixed"),
                                                              ("cu_seq_lens", "raises"), ("flash", "raises"))}
     line = undeclared_message(modes)
-    assert "position_ids only (TRL padding_free): sequences mix silently (wrong results)" in line
-    assert "cu_seq_lens + seq_idx: the step raises ValueError" in line
-    assert "no packing (one sequence per row): correct" in line
-    assert "--packing none|position_ids|cu_seq_lens|flash" in line
+    assert "position_ids only (TRL padding_free): sequences mix silently (wrong results)" \
+        in line  # wording: renderer test
+    assert "cu_seq_lens + seq_idx: the step raises ValueError" in line  # wording: renderer test
+    assert "no packing (one sequence per row): correct" in line  # wording: renderer test
+    assert "--packing none|position_ids|cu_seq_lens|flash" in line  # wording: renderer test
 
 
 def test_an_install_with_nothing_to_change_says_so_once() -> None:
@@ -48,6 +49,6 @@ def test_an_install_with_nothing_to_change_says_so_once() -> None:
     text = command.render(rep, code, dry_run=False)
     assert code == 0 and "install-nothing-to-change" in [f.id for f in rep.findings]
     lines = text.splitlines()
-    assert "installed for" not in text and sum(ln.startswith("verdict") for ln in lines) == 1
+    assert "installed for" not in text and sum(ln.startswith("verdict") for ln in lines) == 1  # wording: renderer test
     assert lines.count("functions") == 1
     assert text.splitlines()[-1] == "verdict (nothing to change): READY (exit 0)"

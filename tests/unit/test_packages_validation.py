@@ -24,7 +24,7 @@ GOOD_FN = {"toy_scan_fn": {"package": "toy_ssm", "phase": "prefill", "backward":
 def _error(call, *args) -> str:
     with pytest.raises(BadInput) as got:
         call(*args)
-    assert got.value.exit_code == 2 and "\n" not in str(got.value)
+    assert got.value.exit_code == 2 and "\n" not in str(got.value)  # wording: renderer test (exit-2 message)
     return str(got.value)
 
 

@@ -58,7 +58,7 @@ def test_a_disagreement_with_doctor_is_named_and_the_measurement_decides():
            _result("flash", ["mixed", "correct", "correct"], "correct")]
     assert [r.as_dict()["agrees"] for r in res] == [True, True, False]
     text = "\n".join(packing_report._tail(res, None, packing_report.verdict(res, None)[1]))
-    assert "mode flash: measured mixed, doctor decides correct" in text and "BROKEN" in text
+    assert "mode flash: measured mixed, doctor decides correct" in text and "BROKEN" in text  # wording: renderer test
 
 
 def test_transformers_fallback_lines_are_held_back_while_verify_measures():

@@ -23,7 +23,7 @@ def test_bound_kernels_are_correct_only_with_every_kwarg_they_need() -> None:
     fast = dict.fromkeys(GDN, True)
     assert decide("flash", fast, FACTS, guard=True).outcome == "correct"
     o = decide("cu_seq_lens", fast, FACTS, guard=True)
-    assert o.outcome == "mixed" and "causal_conv1d_fn gets no seq_idx" in o.reason
+    assert o.outcome == "mixed" and "causal_conv1d_fn gets no seq_idx" in o.reason  # wording: renderer test
     o = decide("position_ids", fast, FACTS, guard=True)
     assert o.outcome == "mixed" and "return_seq_idx=True" in (o.fix or "")
 

@@ -56,7 +56,7 @@ def test_token_budget_on_jsonl_input_ids_matches_an_independent_count(tmp_path: 
     assert (p["real_tokens"], p["padded_tokens"], p["steps"]) == (sum(lengths), padded, steps)
     assert p["packing_speedup_bound"] == round(padded / sum(lengths), 4)
     code, text = _run(str(f))
-    assert f"{padded - sum(lengths):,} padding" in text and "packing      at most" in text
+    assert f"{padded - sum(lengths):,} padding" in text and "packing      at most" in text  # wording: renderer test
 
 
 def test_packing_rule_has_no_padding(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_bad_inputs_exit_2_with_one_paragraph(tmp_path: Path) -> None:
         assert code == 2, out
         assert words in out and "Traceback" not in out and out.strip().count("\n") == 0
     code, out = _run(str(garbage), "--batching", "pad:3")
-    assert code == 2 and "budget:TOKENS" in out
+    assert code == 2 and "budget:TOKENS" in out  # wording: renderer test (exit-2 message)
 
 
 # --- the picture: reads at a glance (labelled ticks, log lengths when skewed, a true histogram, the budget) ---
@@ -180,9 +180,10 @@ def test_png_is_refused_with_exit_2_before_reading_when_nothing_renders_it(tmp_p
     f.write_text("10\n20\n")
     png = tmp_path / "p.png"
     code, out = _run(str(tmp_path / "missing.txt"), "--plot", str(png))  # refused before the data is opened
-    assert code == 2 and "PNG" in out and "cairosvg" in out and not png.exists()
+    assert code == 2 and "PNG" in out and "cairosvg" in out \
+        and not png.exists()  # wording: renderer test (exit-2 message)
     code, out = _run(str(f), "--plot", str(tmp_path / "p.jpg"))
-    assert code == 2 and ".svg" in out
+    assert code == 2 and ".svg" in out  # wording: renderer test (exit-2 message)
 
 
 def test_quiet_prints_the_padding_line_only(tmp_path: Path) -> None:

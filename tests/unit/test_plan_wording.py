@@ -46,12 +46,12 @@ def test_fix_unavailable_says_why_it_was_wanted_and_how_to_get_it(tmp_path: Path
                        fla_candidates(tmp_path))
     tl = one(p, "tilelang")
     assert tl.kind == StepKind.FIX_UNAVAILABLE
-    assert "installed by default in train mode" in tl.reason and "--no-fixes" in tl.reason
-    assert "pip download tilelang" in tl.reason and "cannot be had here" in tl.reason
+    assert "installed by default in train mode" in tl.reason and "--no-fixes" in tl.reason  # wording: renderer test
+    assert "pip download tilelang" in tl.reason and "cannot be had here" in tl.reason  # wording: renderer test
     asked = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), with_packages=("tilelang",),
                                                           fixes=False), fla_candidates(tmp_path))
     tl = one(asked, "tilelang")
-    assert tl.kind == StepKind.FIX_UNAVAILABLE and "asked for with --with" in tl.reason
+    assert tl.kind == StepKind.FIX_UNAVAILABLE and "asked for with --with" in tl.reason  # wording: renderer test
 
 
 def test_fix_change_says_it_changes_a_pinned_package_and_that_it_was_allowed(tmp_path: Path) -> None:
@@ -60,14 +60,15 @@ def test_fix_change_says_it_changes_a_pinned_package_and_that_it_was_allowed(tmp
     tr = one(offered, "triton")
     assert tr.kind == StepKind.FIX_CHANGE and tr.action == "offer"
     assert "fixes fla-640-refuses" in tr.reason and "changes triton, which kernelcheck never does unless asked" \
-        in tr.reason
+        in tr.reason  # wording: renderer test
     c = fla_candidates(tmp_path)
     t = wheels.inspect_wheel(make_wheel(tmp_path, "triton", "3.7.1", files={"triton/__init__.py": b""}))
     c["triton"] = plan.Candidates(wheels=(t,))
     allowed = plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",), allow_change=frozenset({"triton"}),
                                                            without=("tilelang",)), c)
     tr = one(allowed, "triton")
-    assert tr.kind == StepKind.FIX_CHANGE and tr.action == "install" and "you allowed a triton change" in tr.reason
+    assert tr.kind == StepKind.FIX_CHANGE and tr.action == "install" \
+        and "you allowed a triton change" in tr.reason  # wording: renderer test
 
 
 def test_fix_add_offer_names_the_breakage_it_fixes(tmp_path: Path) -> None:
@@ -80,9 +81,11 @@ def test_fix_add_offer_names_the_breakage_it_fixes(tmp_path: Path) -> None:
 def test_pinned_change_names_the_requirement_and_the_way_to_accept_it(tmp_path: Path) -> None:
     c = fla_candidates(tmp_path, reqs=("einops", 'torch>=2.15; extra == "cuda"'), version="0.9.0")
     fla = one(plan.make_plan(env(), ("fla",), plan.Options(arches=("9.0",)), c), "fla-core")
-    assert fla.kind == StepKind.PINNED_CHANGE and "torch>=2.15" in fla.reason and "--allow-change" in fla.reason
+    assert fla.kind == StepKind.PINNED_CHANGE and "torch>=2.15" in fla.reason \
+        and "--allow-change" in fla.reason  # wording: renderer test
     (rej,) = [r for r in fla.rejected if r.kind == RejectKind.PINNED_CHANGE]
-    assert "torch>=2.15" in rej.reason and "never changed without --allow-change" in rej.reason
+    assert "torch>=2.15" in rej.reason \
+        and "never changed without --allow-change" in rej.reason  # wording: renderer test
 
 
 def test_cpu_torch_no_gpu_arch_source_build_and_no_candidate_say_what_to_do(tmp_path: Path) -> None:
@@ -95,24 +98,30 @@ def test_cpu_torch_no_gpu_arch_source_build_and_no_candidate_say_what_to_do(tmp_
                                           nvcc_arches=("compute_75", "compute_90"))}
     cpu = env(torch="2.13.0+cpu", cuda=None, cap=None)
     (s,) = plan.make_plan(cpu, ("causal_conv1d",), plan.Options(), c).steps
-    assert s.kind == StepKind.CPU_TORCH and "CPU build (torch.version.cuda is None)" in s.reason
-    assert "install a CUDA build of torch yourself" in s.reason
+    assert s.kind == StepKind.CPU_TORCH \
+        and "CPU build (torch.version.cuda is None)" in s.reason  # wording: renderer test
+    assert "install a CUDA build of torch yourself" in s.reason  # wording: renderer test
     (s,) = plan.make_plan(cpu, ("fla",), plan.Options(), fla_candidates(tmp_path)).steps
-    assert s.kind == StepKind.CPU_TORCH and "CPU build" in s.reason and "(fla-cpu-crash)" in s.reason
+    assert s.kind == StepKind.CPU_TORCH and "CPU build" in s.reason \
+        and "(fla-cpu-crash)" in s.reason  # wording: renderer test
     assert [r.kind for r in s.rejected] == [RejectKind.NOT_NEEDED] and s.rejected[0].reason.startswith("not needed: ")
     (s,) = plan.make_plan(env(cap=None), ("causal_conv1d",), plan.Options(), c).steps
-    assert s.kind == StepKind.NO_GPU_ARCH and "--arch 9.0" in s.reason
+    assert s.kind == StepKind.NO_GPU_ARCH and "--arch 9.0" in s.reason  # wording: renderer test
     (s,) = plan.make_plan(env(), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
-    assert s.kind == StepKind.SOURCE_BUILD and "for sm_90 only" in s.reason and "--no-build-isolation" in s.reason
+    assert s.kind == StepKind.SOURCE_BUILD and "for sm_90 only" in s.reason \
+        and "--no-build-isolation" in s.reason  # wording: renderer test
     assert [r.reason for r in s.rejected if r.kind == RejectKind.NO_WHEEL] == ["no causal-conv1d wheel in the "
                                                                               "wheelhouse"]
     assert [r.reason for r in s.rejected if r.kind == RejectKind.RELEASE_UNREACHABLE] == [c["causal-conv1d"]
                                                                                          .release_status]
     (s,) = plan.make_plan(env(nvcc="12.8"), ("causal_conv1d",), plan.Options(arches=("9.0",)), c).steps
-    assert s.kind == StepKind.NO_CANDIDATE and "every candidate is listed with its reason" in s.reason
-    assert "CUDA major mismatch" in s.rejected[-1].reason and s.rejected[-1].kind == RejectKind.NVCC_CUDA_MAJOR
+    assert s.kind == StepKind.NO_CANDIDATE \
+        and "every candidate is listed with its reason" in s.reason  # wording: renderer test
+    assert "CUDA major mismatch" in s.rejected[-1].reason \
+        and s.rejected[-1].kind == RejectKind.NVCC_CUDA_MAJOR  # wording: renderer test
     (s,) = plan.make_plan(env(cap="10.0"), ("causal_conv1d",), plan.Options(arches=("10.0",)), c).steps
-    assert s.rejected[-1].kind == RejectKind.NVCC_ARCH and "cannot target sm_100" in s.rejected[-1].reason
+    assert s.rejected[-1].kind == RejectKind.NVCC_ARCH \
+        and "cannot target sm_100" in s.rejected[-1].reason  # wording: renderer test
 
 
 def test_dependency_kinds_name_the_dependency(tmp_path: Path) -> None:
@@ -128,8 +137,10 @@ def test_dependency_kinds_name_the_dependency(tmp_path: Path) -> None:
     c["einops"] = plan.Candidates(pypi_error="skipped: offline (--offline)")
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="infer", arches=("9.0",), source="build"), c)
     dep, fla = one(p, "einops"), one(p, "fla-core")
-    assert dep.kind == StepKind.DEPENDENCY_UNAVAILABLE and "(skipped: offline (--offline))" in dep.reason
-    assert fla.kind == StepKind.DEPENDENCY_REFUSED and "its dependency einops cannot be installed" in fla.reason
+    assert dep.kind == StepKind.DEPENDENCY_UNAVAILABLE \
+        and "(skipped: offline (--offline))" in dep.reason  # wording: renderer test
+    assert fla.kind == StepKind.DEPENDENCY_REFUSED \
+        and "its dependency einops cannot be installed" in fla.reason  # wording: renderer test
 
 
 # ---------------------------------------------------------------- why a candidate was rejected
@@ -171,10 +182,12 @@ def test_a_rejected_wheel_says_what_does_not_fit(info: wheels.WheelInfo, target:
 
 def test_a_changed_file_and_a_failed_trial_import_say_so() -> None:
     d = wheels.match(_info(), TARGET, expected_sha256="0" * 64)
-    assert d.kind == RejectKind.SHA256 and "differs from the expected 0000000000000000..." in d.reason
+    assert d.kind == RejectKind.SHA256 \
+        and "differs from the expected 0000000000000000..." in d.reason  # wording: renderer test
     trial = wheels.TrialImport("causal_conv1d_cuda", False, "undefined symbol: _ZN3c10", "2.14.0")
     d = wheels.match(_info(local=""), TARGET, extension="causal_conv1d_cuda", trial=trial)
-    assert d.kind == RejectKind.TRIAL_FAILED and "failed in a fresh process: undefined symbol" in d.reason
+    assert d.kind == RejectKind.TRIAL_FAILED \
+        and "failed in a fresh process: undefined symbol" in d.reason  # wording: renderer test
 
 
 def test_the_release_status_says_missing_unreachable_or_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,7 +202,7 @@ def test_the_release_status_says_missing_unreachable_or_not_asked(monkeypatch: p
 
     monkeypatch.setattr(requests, "head", lambda *a, **k: Head(404))
     why, kind = sources._release_status("https://x/y.whl", offline=False)
-    assert kind == RejectKind.RELEASE_MISSING and "(HTTP 404)" in why
+    assert kind == RejectKind.RELEASE_MISSING and "(HTTP 404)" in why  # wording: renderer test
     monkeypatch.setattr(requests, "head", lambda *a, **k: Head(503))
     assert sources._release_status("https://x/y.whl", offline=False) == ("unreachable: HTTP 503",
                                                                           RejectKind.RELEASE_UNREACHABLE)
@@ -209,13 +222,14 @@ def test_a_wheelhouse_wheel_kernelcheck_built_says_it_is_reused_and_the_release_
     opts = plan.Options(arches=("9.0",), source="wheelhouse")
     (s,) = plan.make_plan(env(), ("causal_conv1d",), opts, {"causal-conv1d": plan.Candidates(wheels=(mine,))}).steps
     assert s.kind == StepKind.WHEELHOUSE_WHEEL and "matching wheel in the wheelhouse (built by kernelcheck, " \
-        "reused: no rebuild): torch 2.11, CUDA 13" in s.reason
+        "reused: no rebuild): torch 2.11, CUDA 13" in s.reason  # wording: renderer test
     (s,) = plan.make_plan(env(), ("causal_conv1d",), opts, {"causal-conv1d": plan.Candidates(wheels=(info,))}).steps
-    assert s.kind == StepKind.WHEELHOUSE_WHEEL and "built by kernelcheck" not in s.reason
+    assert s.kind == StepKind.WHEELHOUSE_WHEEL and "built by kernelcheck" not in s.reason  # wording: renderer test
     url = "https://x/causal_conv1d-1.7.0+cu13torch2.11cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
     (s,) = plan.make_plan(env(), ("causal_conv1d",), plan.Options(arches=("9.0",), source="release"),
                           {"causal-conv1d": plan.Candidates(release_url=url, release_status="exists")}).steps
-    assert s.kind == StepKind.RELEASE_WHEEL and "its GPU code checked before install" in s.reason
+    assert s.kind == StepKind.RELEASE_WHEEL \
+        and "its GPU code checked before install" in s.reason  # wording: renderer test
 
 
 def test_the_kinds_are_the_json_words() -> None:

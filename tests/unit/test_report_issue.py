@@ -40,10 +40,10 @@ def test_the_block_holds_versions_system_packages_functions_findings_and_the_ver
     assert rows["GPUs"] == "NVIDIA H200 (sm_90)" and rows["triton"] == "3.6.0" and rows["nvcc"] == "13.0"
     assert rows["kernelcheck"].startswith("0.1.0, commit abcdef123456")
     assert rows["command"] == "`kernelcheck doctor --model qwen3.8-27b --report-issue`"
-    assert "| fla-core | 0.6.0 | yes |  |" in lines
-    assert "| chunk_gated_delta_rule | broken | fla.ops.chunk_gated_delta_rule |" in lines
-    assert "| causal_conv1d_update | fallback (not used) | torch |" in lines
-    assert "Findings: `fla-640-refuses` (broken)" in lines
+    assert "| fla-core | 0.6.0 | yes |  |" in lines  # wording: renderer test
+    assert "| chunk_gated_delta_rule | broken | fla.ops.chunk_gated_delta_rule |" in lines  # wording: renderer test
+    assert "| causal_conv1d_update | fallback (not used) | torch |" in lines  # wording: renderer test
+    assert "Findings: `fla-640-refuses` (broken)" in lines  # wording: renderer test
 
 
 def test_system_facts_of_this_machine_are_read_without_failing():
@@ -54,4 +54,5 @@ def test_system_facts_of_this_machine_are_read_without_failing():
 
 def test_report_issue_with_json_is_bad_usage_at_once():
     res = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--report-issue", "--json"])
-    assert res.exit_code == 2 and "--report-issue" in res.stderr and "Traceback" not in res.stderr
+    assert res.exit_code == 2 and "--report-issue" in res.stderr \
+        and "Traceback" not in res.stderr  # wording: renderer test (exit-2 message)

@@ -30,6 +30,13 @@ def shown(text: str) -> str:
     return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
 
 
+def rendered(data: dict) -> str:
+    """What a command prints, piped, for the report whose JSON is `data`: the renderers' text from its values
+    (their words are pinned by the samples below), for tests that check a real run's text through its values."""
+    rep = Report.from_json(data)
+    return shown(trace_render.render_text(rep) if rep.command == "trace" else render_text(rep, verbose=False))
+
+
 @pytest.mark.parametrize("name", ["doctor_train", "doctor_infer", "hub", "verify", "verify_step", "trace_fallback"])
 def test_a_report_reads_back_byte_for_byte_and_renders_as_printed(name: str) -> None:
     raw, text = sample(name)

@@ -56,7 +56,8 @@ def test_doctor_sections_follow_the_findings_in_order():
                                   "triton_cache", "timing", "lines", "captured_output"]
     assert data["live"]["model"]["class"] == "Qwen3_5ForCausalLM" and data["live"]["reference_comparison"] == {}
     text = render_text(r)
-    assert "hub: Hub kernels are not used: use_kernels is off." in text and "live (verify)\n  built" in text
+    assert "hub: Hub kernels are not used: use_kernels is off." in text \
+        and "live (verify)\n  built" in text  # wording: renderer test
 
 
 def test_live_section_variants():

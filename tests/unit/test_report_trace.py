@@ -86,7 +86,7 @@ def test_the_step_table_shows_the_least_busy_steps_of_many_by_their_fields() -> 
     assert shown == [f"ProfilerStep#{i}" for i in (0, 1, 2, 3, 4, 6, 10, 11)]  # in order; ties: the earlier
     lines = trace_render.render_text(rep).splitlines()
     assert any(line.startswith("  ProfilerStep#6 ") for line in lines)
-    assert "  ... 4 more steps not shown" in "\n".join(lines)
+    assert "  ... 4 more steps not shown" in "\n".join(lines)  # wording: renderer test
 
 
 def test_the_rows_cells_come_from_the_fields() -> None:

@@ -78,7 +78,7 @@ def test_a_report_without_an_environment_writes_an_empty_one_and_reads_it_back_a
     assert data["environment"] == {} and data["model"] is None
     back = Report.from_json(data)
     assert back.environment is None and back.model is None and render_json(back) == render_json(rep)
-    assert "environment" not in render_text(back).splitlines()
+    assert "environment" not in render_text(back).splitlines()  # wording: renderer test
 
 
 def test_a_report_recorded_before_nvcc_source_was_probed_reads_and_renders() -> None:

@@ -67,7 +67,7 @@ def test_a_network_timeout_that_is_not_seconds_is_bad_input_everywhere_it_is_rea
 
     with pytest.raises(BadInput) as got:
         _ = Settings.from_environ({"KERNELCHECK_NETWORK_TIMEOUT": bad}).network_timeout
-    assert got.value.exit_code == 2 and "\n" not in got.value.message
+    assert got.value.exit_code == 2 and "\n" not in got.value.message  # wording: renderer test (exit-2 message)
     monkeypatch.setenv("KERNELCHECK_NETWORK_TIMEOUT", bad)
     with pytest.raises(BadInput):
         settings.network_timeout()

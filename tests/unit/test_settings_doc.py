@@ -62,7 +62,8 @@ def test_color_always_beats_no_color_and_never_and_auto_when_piped_print_none():
     never = CliRunner().invoke(main, ["--color", "never", "trace", FALLBACK_TRACE])
     auto = CliRunner().invoke(main, ["trace", FALLBACK_TRACE])  # the runner's stdout is not a TTY
     assert always.exit_code == never.exit_code == auto.exit_code
-    assert "\x1b[" in always.stdout and "\x1b[" not in never.stdout and "\x1b[" not in auto.stdout
+    assert "\x1b[" in always.stdout and "\x1b[" not in never.stdout \
+        and "\x1b[" not in auto.stdout  # wording: renderer test
     assert CliRunner().invoke(main, ["--color", "sometimes", "models"]).exit_code == 2
 
 
@@ -71,7 +72,9 @@ def test_output_file_gets_the_json_while_the_terminal_gets_the_text(tmp_path):
     res = CliRunner().invoke(main, ["trace", TRACE, "-o", str(out)])
     rep = json.loads(out.read_text())
     assert rep["command"] == "trace" and rep["exit_code"] == res.exit_code
-    assert not res.stdout.lstrip().startswith("{") and "verdict" in res.stdout
+    assert res.stdout.strip() and not res.stdout.lstrip().startswith("{")
+    with pytest.raises(json.JSONDecodeError):  # the terminal gets the text, not the JSON
+        json.loads(res.stdout)
     assert json.loads(CliRunner().invoke(main, ["trace", TRACE, "--json"]).stdout) == rep  # what --json prints
 
 
@@ -83,13 +86,16 @@ def test_output_file_of_a_failed_run_holds_the_error_and_bad_names_are_exit_2(tm
     err = json.loads(out.read_text())
     assert err["exit_code"] == 2 and err["verdict"] is None and err["error"]
     res = CliRunner().invoke(main, ["trace", TRACE, "-o", str(tmp_path / "t.xml")])
-    assert res.exit_code == 2 and "JSON only" in res.stderr
+    assert res.exit_code == 2 and "JSON only" in res.stderr  # wording: renderer test (exit-2 message)
     res = CliRunner().invoke(main, ["trace", TRACE, "-o", str(tmp_path)])
-    assert res.exit_code == 2 and "is a directory" in res.stderr  # click's own check of the path
+    assert res.exit_code == 2 \
+        and "is a directory" in res.stderr  # wording: click's own message; click's own check of the path
 
 
 def test_shell_completion_script_comes_from_clicks_variable():
     res = CliRunner().invoke(main, [], prog_name="kernelcheck", env={"_KERNELCHECK_COMPLETE": "zsh_source"})
-    assert "_kernelcheck_completion" in res.output and "compdef _kernelcheck_completion kernelcheck" in res.output
+    assert "_kernelcheck_completion" in res.output \
+        and "compdef _kernelcheck_completion kernelcheck" in res.output  # wording: the help text
     assert "_KERNELCHECK_COMPLETE=bash_source kernelcheck" in (ROOT / "docs" / "settings.md").read_text()
-    assert "_KERNELCHECK_COMPLETE=bash_source kernelcheck" in CliRunner().invoke(main, ["--help"]).output
+    help_text = CliRunner().invoke(main, ["--help"]).output
+    assert "_KERNELCHECK_COMPLETE=bash_source kernelcheck" in help_text  # wording: the help text

@@ -66,7 +66,8 @@ def test_events_with_fields_of_the_wrong_type_are_skipped_and_counted_in_a_warni
            {"ph": "X", "cat": "kernel", "name": 7, "ts": 3.0, "dur": 1.0, "args": {}}]
     an = tr.analyze_events(good + bad)
     found = {f.id: f for f in an.findings}
-    assert "2 event(s) had a field of the wrong type" in found["trace-malformed-events"].message
+    malformed = found["trace-malformed-events"]
+    assert "2 event(s) had a field of the wrong type" in malformed.message  # wording: renderer test
     assert found["trace-malformed-events"].severity == "warning"
     assert an.summary.cpu_ops == 4
     assert "trace-malformed-events" not in {f.id for f in tr.analyze_events(good).findings}

@@ -41,7 +41,8 @@ def test_a_forward_only_run_shows_only_triton_and_flash_qla_names_are_told_apart
 def test_the_640_runtime_error_maps_to_its_rule_and_fixes_not_to_reinstall():
     rid, fix = _runtime_error_fix({"error": {"exception": FLA_640}}, "fla-core", "qwen3.8-27b")
     assert rid == "fla-640-refuses"
-    assert fix is not None and "--allow-change triton" in fix and "nvcc" in fix and "reinstall" not in fix
+    assert fix is not None and "--allow-change triton" in fix and "nvcc" in fix \
+        and "reinstall" not in fix  # wording: renderer test
 
 
 def test_tilelangs_failed_jit_maps_to_the_pip_nvcc_rule():
