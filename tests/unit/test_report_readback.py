@@ -165,3 +165,30 @@ def test_every_report_of_the_gpu_differential_reads_back_typed_and_renders(archi
             assert json.loads(render_json(rep)) == data, m.name
             assert rep.exit_code == data["exit_code"], m.name  # decided again from the typed statuses
             assert render_text(rep, verbose=False)  # the typed values render (the wording: the samples above)
+
+
+def test_the_h100s_benchmark_and_step_reports_read_back_typed() -> None:
+    """docs/gpu/session11: `verify --shape full --benchmark --tokens 8192 --mode train` and `verify --step` as the
+    H100 printed them after the benchmark, timing and step values were typed: the benchmark is a BenchmarkRan
+    whose passes carry the measured ratios (GDN layer fwd+bwd 14.66x), the step a StepSection (3.21x), and both
+    write the same JSON byte for byte."""
+    from kernelcheck.report.live_details import BenchmarkRan, PathTimed
+    from kernelcheck.report.step import PathMeasured, StepSection
+
+    bench = json.loads((REPO_DOCS / "gpu" / "session11" / "verify-benchmark-h100.json").read_text())
+    rep = Report.from_json(bench)
+    assert json.loads(render_json(rep)) == bench and rep.exit_code == 0
+    assert rep.live is not None and rep.live.details is not None
+    b = rep.live.details.benchmark
+    assert isinstance(b, BenchmarkRan) and b.main == "forward+backward" and set(b.passes) == {"forward",
+                                                                                            "forward+backward"}
+    main = b.passes["forward+backward"]
+    assert isinstance(main.fast, PathTimed) and isinstance(main.reference, PathTimed)
+    assert main.speedup == round(main.reference.ms / main.fast.ms, 2) == 14.66
+    assert (main.fast.kernels, main.reference.kernels) == (112, 5976)
+    step = json.loads((REPO_DOCS / "gpu" / "session11" / "verify-step-h100.json").read_text())
+    srep = Report.from_json(step)
+    assert json.loads(render_json(srep)) == step and srep.exit_code == 0
+    assert isinstance(srep.step, StepSection) and isinstance(srep.step.fast, PathMeasured)
+    assert isinstance(srep.step.reference, PathMeasured)
+    assert round(srep.step.reference.step_ms / srep.step.fast.step_ms, 2) == 3.21
