@@ -3,7 +3,7 @@
 # doctor --mode train -> verify --shape full --benchmark --mode train) and then `verify --step` on 4 layers,
 # and --layers 8 only if the deadline allows. Wheelhouse parts must already be in /tmp/kcwh (see
 # benchmarks/gpu_install_proof.sh for the carry calls). Results: $OUT/session4.tgz.
-#   DEADLINE=480 bash benchmarks/gpu_session4.sh
+#   DEADLINE=480 bash benchmarks/gpu_install_proof_step.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEADLINE=${DEADLINE:-480}
