@@ -113,6 +113,30 @@ def test_every_string_of_the_shipped_matrix_points_at_something_a_user_can_open(
     assert bad == []
 
 
+SOURCE = re.compile(r"https?://|\b20\d\d-\d\d-\d\d(-[a-z0-9]+)+-[0-9a-f]{7}\b|"  # a URL, a measurement record,
+                    r"\b[A-Za-z][\w.-]* \d+\.\d+[\w.+-]*\b|\bmatrix/|\b[\w.-]+#\d+")  # a release, matrix/, proj#N
+
+
+def test_every_reference_of_the_shipped_matrix_names_its_source() -> None:
+    """A rule's, signature's or measurement's `reference` / `evidence` names where a reader checks it: a URL, a
+    measurement record, a released package's file (`package version path`), the shipped matrix, or an upstream
+    issue (`project#N`); never "the docs" in general."""
+    def refs(value: Any, key: str = "") -> Iterator[str]:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from refs(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                yield from refs(v, key)
+        elif isinstance(value, str) and (key.endswith("reference") or key == "evidence"):
+            yield value
+
+    found = [(f.name, r) for f in sorted((REPO / "matrix").glob("*.toml"))
+             for r in refs(tomllib.loads(f.read_text(encoding="utf-8")))]
+    assert len(found) > 50
+    assert [(name, r[:100]) for name, r in found if not SOURCE.search(r)] == []
+
+
 def test_no_literal_in_kernelcheck_points_at_a_repository_file_the_wheel_lacks() -> None:
     """Help texts may name the guides (docs/*.md) and recipes (examples/) of the repository, which exist; nothing
     may name its tests, benchmarks, scripts or measurement files, or a record that is not there."""
