@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from kernelcheck.install import wheels  # noqa: E402
 
-# upstream causal-conv1d 1.7.0 setup.py with nvcc >= 13.0 (FACTS.md section 3)
+# upstream causal-conv1d 1.7.0 setup.py with nvcc >= 13.0 (docs/facts.md section 3)
 UPSTREAM = (75, 80, 87, 90, 100, 120, 103, 110, 121)
 FLAGS = ["-O3", "-std=c++17", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
          "-U__CUDA_NO_BFLOAT16_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",

@@ -9,7 +9,7 @@
 #   .carry/einops-*.whl (optional: the image has einops)
 # Run from the repo root:   bash benchmarks/gpu_install_causal_conv1d.sh
 # Writes logs and JSON to $OUT (default out/gpu-install). Budget: ~8 min, most of it the sm_90 compile
-# (FACTS: 394-433 s on 16 cores); run it with timeout_s=600.
+# (426 s on 16 cores: measurement record 2026-12-02-h200-install-causal-conv1d-7772336); run it with timeout_s=600.
 set -uo pipefail
 OUT=${OUT:-out/gpu-install}
 PY=${PYTHON:-python3}

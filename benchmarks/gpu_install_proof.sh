@@ -31,7 +31,7 @@ export KERNELCHECK_OFFLINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-echo "== 0. the image as it is: pip check, and plain pip resolving the fix offline (what install hit in session 3)"
+echo "== 0. the image as it is: pip check, and plain pip resolving the fix offline (what install hit on 2026-12-02: measurement record 2026-12-02-h200-install-packing-49d9626)"
 $PY -m pip check > "$OUT/pip_check.txt" 2>&1; echo "pip check exit $?" >> "$OUT/pip_check.txt"
 grep -c . "$OUT/pip_check.txt"; head -5 "$OUT/pip_check.txt"
 printf 'torch==%s\ntriton==%s\ntransformers==%s\n' "$($PY -c 'import torch;print(torch.__version__)')" \

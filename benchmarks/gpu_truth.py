@@ -1,6 +1,6 @@
 """The truth column of the H200 differential (issue #22): what a real job does, independent of kernelcheck.
 
-A tiny Qwen3.5 (1 Gated DeltaNet + 1 full-attention layer, FACTS.md section 1) is built from its config,
+A tiny Qwen3.5 (1 Gated DeltaNet + 1 full-attention layer, docs/facts.md section 1) is built from its config,
 saved with save_pretrained and loaded back with AutoModelForCausalLM.from_pretrained, exactly as a job
 loads it (transformers 5.25 turns Hub kernels on there). Then, on the GPU:
 - train: one forward + backward (bf16), under the profiler;

@@ -15,7 +15,7 @@
 #                    static finding (doctor's part of the report) says otherwise.
 #   tiny_train.json  exit 4: chunk_gated_delta_rule "broken", evidence.error.phase "backward", RuntimeError
 #                    naming #640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
-#   full_infer.json  live.benchmark.speedup around 9.5 and kernel_ratio in the tens (FACTS.md section 6).
+#   full_infer.json  live.benchmark.speedup around 9.5 and kernel_ratio in the tens (docs/facts.md section 6).
 #   verify_cost.txt  cold vs warm excluding import (targets: < 60 s cold, < 15 s warm).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ mkdir -p "$OUT"
 SITE=${SITE:-/tmp/site}
 if [ ! -f "$SITE/.kc-installed" ]; then
   python3 -m pip install --quiet --no-index --no-deps --target "$SITE" .carry/*.whl || exit 1
-  python3 -m compileall -q "$SITE" >/dev/null 2>&1  # bytecode now: a cold import was 25 s (FACTS.md section 6)
+  python3 -m compileall -q "$SITE" >/dev/null 2>&1  # bytecode now: a cold import was 25 s without it
   touch "$SITE/.kc-installed"
 fi
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"

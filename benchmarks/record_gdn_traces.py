@@ -64,7 +64,7 @@ def _config(tiny: bool):
                                  num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2,
                                  linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
                                  linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"])
-    # Qwen3.8-27B's Gated DeltaNet shape (FACTS.md section 1); one layer only.
+    # Qwen3.8-27B's Gated DeltaNet shape (docs/facts.md section 1); one layer only.
     return Qwen3_5TextConfig(hidden_size=5120, intermediate_size=17408, num_hidden_layers=4,
                              num_attention_heads=24, num_key_value_heads=4, head_dim=256,
                              linear_num_key_heads=16, linear_num_value_heads=48, linear_key_head_dim=128,
@@ -156,7 +156,7 @@ def child(mode: str, out_dir: Path, seq: int, device: str, tiny: bool, steps: in
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="folder for gdn_fast.json.gz and gdn_fallback.json.gz")
-    ap.add_argument("--seq", type=int, default=8192, help="tokens in the prefill (default 8192, as FACTS.md section 6)")
+    ap.add_argument("--seq", type=int, default=8192, help="tokens in the prefill (default 8192, as measured)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--tiny", action="store_true", help="tiny config (CPU test of this script)")
     ap.add_argument("--steps", type=int, default=1, help="profiler steps to record (default 1)")

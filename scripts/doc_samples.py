@@ -9,7 +9,7 @@ A sample is a ```text block right after a marker line:
 
 Each marker names an entry of SAMPLES below: either a command run here (`python -m kernelcheck ...`, stdout
 piped, so wrapped at 100 columns as a user's pipe or CI log shows it), or a report recorded on real hardware
-(a `--json` file under docs/gpu/) rendered by today's text renderer. Runs use HF_HUB_OFFLINE=1, NO_COLOR=1 and
+(a `--json` file under docs/measurements/) rendered by today's text renderer. Runs use HF_HUB_OFFLINE=1, NO_COLOR=1 and
 KERNELCHECK_IMPORT_CACHE=0 (no cache note with a date in the sample). The CPU samples are of this repository's
 CI machine (2 cores, torch CPU build); tests/unit/test_doc_samples.py runs `--check` there.
 """
@@ -40,7 +40,7 @@ class Sample:
 SAMPLES: dict[str, Sample] = {
     "doctor-cpu": Sample("README.md", ("doctor", "--model", "qwen3.8-27b")),
     "doctor-h200-train": Sample("README.md", ("doctor", "--model", "qwen3.8-27b", "--mode", "train"),
-                                recorded="docs/gpu/doctor_train.json"),
+                                recorded="docs/measurements/2026-12-02-h200-doctor-7552758/doctor_train.json"),
     "install-cpu": Sample("README.md", ("install", "--model", "qwen3.8-27b", "--dry-run")),
     "trace-fallback": Sample("README.md", ("trace", "tests/data/gpu/gdn_fallback.json.gz")),
     "trace-fast": Sample("README.md", ("trace", "tests/data/gpu/gdn_fast.json.gz")),

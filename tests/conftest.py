@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _environment_restored() -> object:
-    """Each test starts from the session's environment: an in-process command with --verbose or
+    """Each test starts from the test run's environment: an in-process command with --verbose or
     --network-timeout hands its choice to child processes through os.environ (core/settings.set_variable),
     and that must not leak into the next test's processes."""
     saved = dict(os.environ)

@@ -34,8 +34,8 @@ def findings(sec: PackingSection) -> list[Finding]:
     return out
 
 
-CACHE_REF = ("transformers masking_utils._preprocess_mask_arguments (find_packed_sequence_indices only without a "
-             "cache); measured: tests/integration/test_packing_batches.py")
+CACHE_REF = ("transformers 5.24.0 masking_utils.py _preprocess_mask_arguments (find_packed_sequence_indices only "
+             "without a cache): https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/masking_utils.py")
 # what each packing mode is, in the collator's words (docs/packing.md "Packing modes"), and each outcome
 _MODE_WORDS = {"none": "no packing (one sequence per row)", "position_ids": "position_ids only (TRL padding_free)",
                "cu_seq_lens": "cu_seq_lens", "flash": "cu_seq_lens + seq_idx"}

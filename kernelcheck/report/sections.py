@@ -79,7 +79,8 @@ class EnvironmentView:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EnvironmentView:
         """A report's `environment` typed again; one recorded before nvcc_source and nvcc_path were probed
-        (docs/gpu/doctor_train.json) reads with nvcc_source "none" and no path."""
+        (docs/measurements/2026-12-02-h200-doctor-7552758/doctor_train.json) reads with nvcc_source "none" and no
+        path."""
         t = data["torch"]
         return cls(
             data["python"], data["python_tag"], data["platform"], torch_from_json(t) if t else None,

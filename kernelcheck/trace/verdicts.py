@@ -271,7 +271,7 @@ def _cpu_only_finding(meta_small: Mapping[str, Any]) -> Finding:
         f"CPU-only trace: {why}. Counts and spans of CPU ops are shown; GPU busy time, launch delays and "
         "kernel signatures need a trace recorded on the GPU with ProfilerActivity.CUDA.",
         "record on the GPU machine: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
-        "ProfilerActivity.CUDA], schedule=...)", "FACTS.md section 7")
+        "ProfilerActivity.CUDA], schedule=...)", "https://pytorch.org/docs/stable/profiler.html")
 
 
 def _where(names: tuple[str, ...], total: int, have_steps: bool) -> str:

@@ -19,7 +19,8 @@ def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_plans_the_fla_640_
                "--python", "3.12", "--arch", "9.0"], env={"KERNELCHECK_HOME": str(home)})
     # fla-core planned; triton 3.6.0 on sm_90 in train is fla#640, fixed by tilelang, which pip resolves against
     # the target's torch 2.11 (not on this machine's index) held as installed: READY, as the real install on
-    # the H200 image then was (docs/gpu/session7/README.md). Refusing tilelang here predicted BROKEN (exit 4).
+    # the H200 image then was (docs/measurements/2026-12-03-h200-differential-559fb36/README.md). Refusing
+    # tilelang here predicted BROKEN (exit 4).
     assert res.returncode == 0, res.stderr[-2000:]
     rep = json.loads(res.stdout)
     assert rep["environment"]["torch"]["version"] == "2.11.0+cu130" and rep["environment"]["python_tag"] == "cp312"

@@ -161,7 +161,7 @@ def test_pins_use_the_version_pip_sees_when_torch_reports_a_local_label_its_meta
     plain = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", str(wh),
                             "-c", str(cons), "tilelang==0.1.15"], capture_output=True, text=True, env=env)
     assert plain.returncode != 0 \
-        and "ResolutionImpossible" in plain.stderr  # wording: pip's own message; what session 3 hit on the H200
+        and "ResolutionImpossible" in plain.stderr  # wording: pip's own message, as the H200 printed it on 2026-12-02
     prog = ("import json, sys; from pathlib import Path; from kernelcheck.core import environment; "
             "from kernelcheck.install import sources; e = environment.probe(packages=False); "
             "pins = sources._constraints_file(e); "

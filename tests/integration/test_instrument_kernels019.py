@@ -1,6 +1,6 @@
 """verify's instrument reaches transformers' implementation cells through kernels 0.19's decorator, which turns a
 decorated function into an nn.Module instance (measured on the H200: without this, verify said FALLBACK for a
-5.25 + kernels 0.19.1 job that ran fla's kernels, docs/gpu/session7)."""
+5.25 + kernels 0.19.1 job that ran fla's kernels, docs/measurements/2026-12-03-h200-differential-559fb36)."""
 
 from __future__ import annotations
 

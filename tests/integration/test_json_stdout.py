@@ -1,9 +1,9 @@
 """--json: stdout holds the report alone, even when third-party code prints to stdout while the command runs.
 
-On the H200, TileLang's logger (a StreamHandler on sys.stdout) printed "TileLang begins to compile kernel ..."
-before verify's JSON, so `kernelcheck verify --json | jq` failed (docs/gpu/session9, verify-train.json). The
-GPU differential checks the real case; this runs the same guard in a real process with a logger set up the way
-TileLang sets up its own, and a C-level write to fd 1."""
+On the H200, TileLang's logger (a StreamHandler on sys.stdout) printed "TileLang begins to compile kernel ..." before
+verify's JSON, so `kernelcheck verify --json | jq` failed (docs/measurements/2026-12-04-h200-differential-c66f13f,
+verify-train.json). The GPU differential checks the real case; this runs the same guard in a real process with a logger
+set up the way TileLang sets up its own, and a C-level write to fd 1."""
 
 from __future__ import annotations
 

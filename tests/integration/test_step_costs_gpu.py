@@ -1,11 +1,11 @@
 """Per-layer step costs and the step projection, read offline from REAL H200 whole-step traces.
 
-The traces are `verify --model qwen3.8-27b --step --mode train --tokens 8192` on an H200 (4 real-width
-layers: 3 Gated DeltaNet + 1 full attention, checkpointing, fused AdamW), one profiled step per path
-(tests/data/gpu/step-{fast,reference}.json.gz); the same session's 4- and 8-layer reports are
-docs/gpu/session5/run2/step.json and step8.json. Before costs came from the GPU timeline, the full-attention
-layer cost 57.6 ms on the bound path and 46.9 ms on the reference (both run the same sdpa kernels; in the
-8-layer run 91.3 vs 37.6), and the 64-layer projections from the 4- and the 8-layer run differed by 17%.
+The traces are `verify --model qwen3.8-27b --step --mode train --tokens 8192` on an H200 (4 real-width layers: 3 Gated
+DeltaNet + 1 full attention, checkpointing, fused AdamW), one profiled step per path
+(tests/data/gpu/step-{fast,reference}.json.gz); the same run's 4- and 8-layer reports are
+docs/measurements/2026-12-03-h200-step-f239ad3/run2/step.json and step8.json. Before costs came from the GPU timeline,
+the full-attention layer cost 57.6 ms on the bound path and 46.9 ms on the reference (both run the same sdpa kernels; in
+the 8-layer run 91.3 vs 37.6), and the 64-layer projections from the 4- and the 8-layer run differed by 17%.
 
 These fail, rather than skip, when the data are missing: a CPU cannot record them.
 """
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration  # parses a 4.8 MB trace (seconds)
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tests" / "data" / "gpu"
-RUN2 = ROOT / "docs" / "gpu" / "session5" / "run2"
+RUN2 = ROOT / "docs" / "measurements" / "2026-12-03-h200-step-f239ad3" / "run2"
 # Parameters of the 4-layer step model per decoder layer of each type and outside the layers, counted on
 # the meta device from the real config (step_model.step_config(..., "full", 4) + parameters_by_type):
 # they add up to the `parameters` the H200 run reported (asserted below).
@@ -36,7 +36,7 @@ PATHS = {"fast": "step-fast.json.gz", "reference": "step-reference.json.gz"}
 def _need(p: Path) -> Path:
     if not p.exists():
         pytest.fail(f"{p} is missing: record it on the GPU machine with `bash benchmarks/gpu_step.sh step` "
-                    "and commit it (tests/data/gpu, docs/gpu/session5/run2).")
+                    "and commit it (tests/data/gpu, docs/measurements/2026-12-03-h200-step-f239ad3/run2).")
     return p
 
 

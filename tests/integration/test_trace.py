@@ -116,7 +116,7 @@ def test_cpu_trace_text_and_gzip(cpu_trace):
 
 
 def test_kernel_names_from_the_h200_are_recognised():
-    """FACTS.md section 6 names, as the profiler writes them, against matrix/signatures.toml."""
+    """The kernel names of docs/facts.md section 6, as the profiler writes them, against matrix/signatures.toml."""
     fast = {
         "fla": ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64", "chunk_gated_delta_rule_fwd_kkt_solve_kernel",
                 "chunk_fwd_kernel_o", "chunk_local_cumsum_scalar_kernel", "l2norm_fwd_kernel",

@@ -1,8 +1,8 @@
 """kernelcheck trace on REAL whole training steps: `kernelcheck verify --model qwen3.8-27b --step --mode train
 --tokens 8192` on an H200 (4 real-width layers: 3 Gated DeltaNet + 1 full attention, the real 248k vocabulary
 and head, activation checkpointing, fused AdamW), one profiled step per path, recorded by
-`benchmarks/gpu_step.sh step` (docs/gpu/session5/). step-fast: fla-core + causal-conv1d bound;
-step-reference: every function forced to transformers' torch reference.
+`benchmarks/gpu_step.sh step` (docs/measurements/2026-12-03-h200-step-f239ad3/). step-fast: fla-core +
+causal-conv1d bound; step-reference: every function forced to transformers' torch reference.
 
 These fail, rather than skip, when the traces are missing: a CPU cannot record them.
 """

@@ -10,7 +10,7 @@ HF_HUB_OFFLINE=1, an empty HF cache), from the repository root, once as is and o
     kernelcheck doctor --model /tmp/tiny-qwen35 --mode train --json > doctor_default.json
     USE_HUB_KERNELS=0 kernelcheck doctor --model /tmp/tiny-qwen35 --mode train --json > doctor_off.json
 
-Builds the smallest Qwen3.5 text model from its config (shared/FACTS.md section 1: one Gated DeltaNet layer and one
+Builds the smallest Qwen3.5 text model from its config (docs/facts.md section 1: one Gated DeltaNet layer and one
 full-attention layer), saves it to FOLDER (save_pretrained, random weights), loads it back with
 `AutoModelForCausalLM.from_pretrained(FOLDER)` exactly as a job does (no use_kernels argument: 5.25's default), moves
 it to the device and runs one train step (forward + backward + an SGD step) under the profiler. Prints one JSON

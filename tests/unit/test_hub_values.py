@@ -23,7 +23,7 @@ from kernelcheck.report.model import HubSection, Report, render_json
 
 REPO = Path(__file__).resolve().parents[2]
 HUB_SAMPLE = REPO / "tests" / "data" / "reports" / "hub.json"
-DIFFERENTIAL = REPO / "docs" / "gpu" / "session10" / "differential-2ef81b4.tgz"
+DIFFERENTIAL = REPO / "docs" / "measurements" / "2026-12-04-h200-differential-2ef81b4" / "differential-2ef81b4.tgz"
 
 FLA = MappingEntry("chunk_gated_delta_rule", "cuda", ("TRAINING",), HubRepo("kernels-community/fla",
                    "chunk_gated_delta_rule", version=2))

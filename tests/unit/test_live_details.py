@@ -1,6 +1,7 @@
-"""The live section's details are typed (report/live_details.py): real verify reports (tests/data/reports/verify.json
-on a CPU, the H200's in docs/gpu/session10) read back into LiveDetails, write the same JSON in the same key order,
-and the comparison line they printed is made again from the typed comparison (verify/statuses.comparison_lines)."""
+"""The live section's details are typed (report/live_details.py): real verify reports (tests/data/reports/verify.json on
+a CPU, the H200's in docs/measurements/2026-12-04-h200-differential-2ef81b4) read back into LiveDetails, write the same
+JSON in the same key order, and the comparison line they printed is made again from the typed comparison
+(verify/statuses.comparison_lines)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def h200_verify_reports() -> dict[str, dict]:
-    with tarfile.open(ROOT / "docs" / "gpu" / "session10" / "differential-2ef81b4.tgz") as tar:
+    record = ROOT / "docs" / "measurements" / "2026-12-04-h200-differential-2ef81b4"
+    with tarfile.open(record / "differential-2ef81b4.tgz") as tar:
         out = {}
         for m in tar.getmembers():
             if m.name.endswith(("verify-train.json", "verify-infer.json")):
@@ -148,8 +150,9 @@ def test_a_profiled_step_holds_the_row_of_the_trace_analysis_and_the_ids_it_matc
     assert list(step.to_json()) == [*an.summary.to_json(), *EXTRAS]
 
 
-# verify --benchmark on an H100 (docs/gpu/session/full_infer.json: Qwen3.8-27B's layer, full shape, infer)
-H100_INFER = ROOT / "docs" / "gpu" / "session" / "full_infer.json"
+# verify --benchmark on an H200 (docs/measurements/2026-12-02-h200-verify-traces-bc0345f/full_infer.json:
+# Qwen3.8-27B's layer, full shape, infer)
+H100_INFER = ROOT / "docs" / "measurements" / "2026-12-02-h200-verify-traces-bc0345f" / "full_infer.json"
 TIMED = {"ms": 1.5, "iters": 50, "kernels": 37, "cpu_ops": 170, "gpu_busy_fraction": None, "launch_bound": False,
          "forced_torch": []}
 FAILED = {"error": "RuntimeError: boom", "forced_torch": ["chunk_gated_delta_rule"]}

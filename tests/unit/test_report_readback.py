@@ -20,6 +20,7 @@ from kernelcheck.trace import render as trace_render
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 REPO_DOCS = Path(__file__).resolve().parents[2] / "docs"
+TYPED_LIVE = "2026-12-05-h100-typed-live-5297a57"  # docs/measurements/: verify --benchmark and --step on an H100
 
 
 def sample(name: str) -> tuple[str, str]:
@@ -126,9 +127,10 @@ def test_an_install_plan_with_rejected_candidates_and_a_hub_plan_read_back_typed
 
 
 def test_the_h200s_step_report_reads_back_and_its_lines_are_made_again_from_its_values() -> None:
-    """The real `verify --model qwen3.8-27b --step --tokens 8192` report of the H200 (docs/gpu/session8, step4:
-    2.73x at 4 layers), recorded before the step section was typed: its JSON reads back byte for byte, and the
-    step lines it printed are made again, word for word, from the typed values."""
+    """The real `verify --model qwen3.8-27b --step --tokens 8192` report of the H200
+    (docs/measurements/2026-12-04-h200-differential-step-costs-ba5a1a9, step4: 2.73x at 4 layers), recorded before the
+    step section was typed: its JSON reads back byte for byte, and the step lines it printed are made again, word for
+    word, from the typed values."""
     from kernelcheck.report import live_text
     from kernelcheck.report.step import PathMeasured, StepSection
     from kernelcheck.verify.step import live_items
@@ -143,16 +145,17 @@ def test_the_h200s_step_report_reads_back_and_its_lines_are_made_again_from_its_
     assert live_text.lines(live_items(rep.step, verbose=False)) == data["live"]["lines"]
 
 
-@pytest.mark.parametrize(("archive", "count"), [("session10/differential-2ef81b4.tgz", 16),
-                                                ("session11/differential-0af8bbf-h100.tgz", 44)])
+@pytest.mark.parametrize(("archive", "count"),
+                         [("2026-12-04-h200-differential-2ef81b4/differential-2ef81b4.tgz", 16),
+                          ("2026-12-05-h100-differential-0af8bbf/differential-0af8bbf-h100.tgz", 44)])
 def test_every_report_of_the_gpu_differential_reads_back_typed_and_renders(archive: str, count: int) -> None:
-    """The doctor and verify reports the GPU machines printed: docs/gpu/session10 (H200, 4 rows x 2 modes) and
-    docs/gpu/session11 (H100, all 11 rows x 2 modes, after the typed benchmark/timing/StepRow change): real GPUs,
-    drivers, nvcc, kernel packages, Hub sections, live lines. Each reads back typed, writes the same JSON, decides
-    the exit code it printed, and renders."""
+    """The doctor and verify reports the GPU machines printed: docs/measurements/2026-12-04-h200-differential-2ef81b4
+    (H200, 4 rows x 2 modes) and docs/measurements/2026-12-05-h100-differential-0af8bbf (H100, all 11 rows x 2
+    modes, after the typed benchmark/timing/StepRow change): real GPUs, drivers, nvcc, kernel packages, Hub
+    sections, live lines. Each reads back typed, writes the same JSON, decides the exit code it printed, and renders."""
     import tarfile
 
-    with tarfile.open(REPO_DOCS / "gpu" / archive) as tar:
+    with tarfile.open(REPO_DOCS / "measurements" / archive) as tar:
         members = [m for m in tar.getmembers() if m.name.endswith(("doctor-train.json", "doctor-infer.json",
                                                                      "verify-train.json", "verify-infer.json"))]
         assert len(members) == count
@@ -168,14 +171,14 @@ def test_every_report_of_the_gpu_differential_reads_back_typed_and_renders(archi
 
 
 def test_the_h100s_benchmark_and_step_reports_read_back_typed() -> None:
-    """docs/gpu/session11: `verify --shape full --benchmark --tokens 8192 --mode train` and `verify --step` as the
-    H100 printed them after the benchmark, timing and step values were typed: the benchmark is a BenchmarkRan
-    whose passes carry the measured ratios (GDN layer fwd+bwd 14.66x), the step a StepSection (3.21x), and both
-    write the same JSON byte for byte."""
+    """docs/measurements/2026-12-05-h100-typed-live-5297a57: `verify --shape full --benchmark --tokens 8192 --mode
+    train` and `verify --step` as the H100 printed them after the benchmark, timing and step values were typed: the
+    benchmark is a BenchmarkRan whose passes carry the measured ratios (GDN layer fwd+bwd 14.66x), the step a
+    StepSection (3.21x), and both write the same JSON byte for byte."""
     from kernelcheck.report.live_details import BenchmarkRan, PathTimed
     from kernelcheck.report.step import PathMeasured, StepSection
 
-    bench = json.loads((REPO_DOCS / "gpu" / "session11" / "verify-benchmark-h100.json").read_text())
+    bench = json.loads((REPO_DOCS / "measurements" / TYPED_LIVE / "verify-benchmark-h100.json").read_text())
     rep = Report.from_json(bench)
     assert json.loads(render_json(rep)) == bench and rep.exit_code == 0
     assert rep.live is not None and rep.live.details is not None
@@ -186,7 +189,7 @@ def test_the_h100s_benchmark_and_step_reports_read_back_typed() -> None:
     assert isinstance(main.fast, PathTimed) and isinstance(main.reference, PathTimed)
     assert main.speedup == round(main.reference.ms / main.fast.ms, 2) == 14.66
     assert (main.fast.kernels, main.reference.kernels) == (112, 5976)
-    step = json.loads((REPO_DOCS / "gpu" / "session11" / "verify-step-h100.json").read_text())
+    step = json.loads((REPO_DOCS / "measurements" / TYPED_LIVE / "verify-step-h100.json").read_text())
     srep = Report.from_json(step)
     assert json.loads(render_json(srep)) == step and srep.exit_code == 0
     assert isinstance(srep.step, StepSection) and isinstance(srep.step.fast, PathMeasured)

@@ -82,7 +82,8 @@ def test_a_report_without_an_environment_writes_an_empty_one_and_reads_it_back_a
 
 
 def test_a_report_recorded_before_nvcc_source_was_probed_reads_and_renders() -> None:
-    data = json.loads((REPO / "docs" / "gpu" / "doctor_train.json").read_text())
+    recorded = REPO / "docs" / "measurements" / "2026-12-02-h200-doctor-7552758" / "doctor_train.json"
+    data = json.loads(recorded.read_text())
     assert "nvcc_source" not in data["environment"]
     rep = Report.from_json(data)
     assert rep.environment is not None and rep.environment.nvcc_source == "none"

@@ -1,7 +1,7 @@
 """GPU kernel attribution in verify's evidence, on a Chrome trace written the way torch's profiler writes
 one on a CUDA machine. There is no GPU here, so the GPU half of this trace is constructed (the only
 stand-in in this file): event categories, the `correlation` link between a launch call and its kernel, and
-Triton's `cuLaunchKernelEx` driver launches follow FACTS.md section 7 and traces recorded on the H200."""
+Triton's `cuLaunchKernelEx` driver launches follow docs/facts.md section 7 and traces recorded on the H200."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Second part of the session-7 H200 call (after benchmarks/gpu_differential.sh built /tmp/s and /tmp/kcwh):
+# Second part of the H200 differential call of record 2026-12-03-h200-differential-559fb36 (after benchmarks/gpu_differential.sh built /tmp/s and /tmp/kcwh):
 # 1. #21: `install --mode train` on transformers 5.25.0 + kernels 0.19.1 (offline, wheelhouse), then doctor
 #    offline with an empty Hub cache (expect BROKEN, exit 4, naming the prefetch and USE_HUB_KERNELS=0) and with
 #    USE_HUB_KERNELS=0 (expect READY), against the truth (gpu_truth.py: from_pretrained + one train step);
 # 2. #22: `verify --packing flash` on the baseline stack (expect correct at every length, exit 0, as doctor).
-# Results in $RES2, tarred into $OUT/session7.tgz.
+# Results in $RES2, tarred into $OUT/t525-install-packing.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 S=/tmp/s; WH=${WH:-/tmp/kcwh}; RES2=${RES2:-/tmp/res7}; PY=${PYTHON:-python3}
@@ -27,4 +27,4 @@ PYTHONPATH="$S/tl:$S/cc:$S/base:$PWD" timeout 400 $PY -m kernelcheck verify --mo
 grep -c "falling back" "$RES2/packing.err" | sed 's/^/falling-back lines: /'
 PYTHONPATH="$S/tl:$S/cc:$S/base:$PWD" timeout 200 $PY -m kernelcheck doctor --model qwen3.8-27b --packing flash \
   > "$RES2/doctor-packing.txt" 2>&1; echo "doctor --packing flash exit $?" | tee "$RES2/doctor-packing.exit"
-tar czf "${OUT:-/tmp}/session7.tgz" -C "$RES2" --exclude='kch-*' .
+tar czf "${OUT:-/tmp}/t525-install-packing.tgz" -C "$RES2" --exclude='kch-*' .

@@ -5,10 +5,10 @@
 #   C. verify --shape tiny --mode train (fla#640 expected: broken, with the fix)
 #   D. verify --shape tiny --mode infer (everything fast)
 #   E. doctor speed against transformers env
-# Needs .carry/ (benchmarks/prepare_carry.sh). Results go to $W and, tarred, to $OUT/gpu-session.tar.gz.
+# Needs .carry/ (benchmarks/prepare_carry.sh). Results go to $W and, tarred, to $OUT/gpu-verify-traces.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=${W:-/tmp/kc-session}
+W=${W:-/tmp/kc-verify-traces}
 mkdir -p "$W"
 SITE=/tmp/site
 python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$SITE" .carry/*.whl

@@ -2,8 +2,8 @@
 # One device call for issues #11 and #13 when little device time is left: the install proof (install ->
 # doctor --mode train -> verify --shape full --benchmark --mode train) and then `verify --step` on 4 layers,
 # and --layers 8 only if the deadline allows. Wheelhouse parts must already be in /tmp/kcwh (see
-# benchmarks/gpu_install_proof.sh for the carry calls). Results: $OUT/session4.tgz.
-#   DEADLINE=480 bash benchmarks/gpu_session4.sh
+# benchmarks/gpu_install_proof.sh for the carry calls). Results: $OUT/install-proof-step.tgz.
+#   DEADLINE=480 bash benchmarks/gpu_install_proof_step.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEADLINE=${DEADLINE:-480}
@@ -26,4 +26,4 @@ if [ "$left" -gt 120 ]; then
   tail -12 "$RES/step8.log"
 fi
 echo "== done: ${SECONDS} s"
-tar czf "${FINAL_OUT:-/tmp}/session4.tgz" -C "$RES" .
+tar czf "${FINAL_OUT:-/tmp}/install-proof-step.tgz" -C "$RES" .

@@ -4,7 +4,7 @@
 # benchmarks/doctor_speed.py with that site (doctor cold / warm vs transformers env, side by side), then
 # `verify --step` (4 layers, cold Triton cache) with its whole-step traces. step8 is a second call:
 #   OUT=/tmp/res6/step TRITON_CACHE_DIR=$HOME/.triton/cache bash benchmarks/gpu_step.sh step8
-# Results: $FINAL_OUT/session6.tgz.
+# Results: $FINAL_OUT/install-speed-step.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RES=/tmp/res6
@@ -21,4 +21,4 @@ export TRITON_CACHE_DIR=$HOME/.triton/cache
 OUT=$RES/step STEP_TIMEOUT=${STEP_TIMEOUT:-400} bash benchmarks/gpu_step.sh step > "$RES/step.log" 2>&1
 grep -v "^  \(SLOW\|info\|fix\)" "$RES/step.log" | head -40
 echo "== done: ${SECONDS} s"
-tar czf "${FINAL_OUT:-/tmp}/session6.tgz" -C "$RES" .
+tar czf "${FINAL_OUT:-/tmp}/install-speed-step.tgz" -C "$RES" .
