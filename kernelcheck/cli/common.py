@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli import interrupts, outfile, stdout_fd
+from kernelcheck.cli import early, interrupts, outfile, stdout_fd
+from kernelcheck.cli.upgrade_args import upgrade_specs
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
@@ -142,6 +143,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
                 with signals.routed(), stdout_fd.reserved(as_json):
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
+                    early.check(command, kwargs, upgrade_specs())  # usage errors before any probe
                     code = fn(*args, **kwargs)
             except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: exit 130 / 143, cleanup done on the way out
                 interrupts.report(command, exc, as_json)
