@@ -118,14 +118,13 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
 
 def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
+    from kernelcheck.cli import early
     from kernelcheck.cli.common import emit
     from kernelcheck.forecast import command, render
     from kernelcheck.forecast.resolve import Index
 
-    specs = upgrade_specs()
-    if not values.get("upgrade") or not specs:
-        raise BadInput("--if-worse, --wheelhouse and --offline apply to a forecast: pass --upgrade SPEC "
-                       "[SPEC...] (e.g. --upgrade transformers==5.25.0 kernels==0.19.1, or -r requirements.txt).")
+    specs = upgrade_specs() or []
+    early.check_forecast(values, specs)
     if values.get("live"):
         raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
                        "Run verify after the upgrade instead.")

@@ -28,10 +28,28 @@ def check(command: str, values: dict[str, Any], upgrade: list[str] | None = None
     if command == "doctor":
         if values.get("packing") is not None:
             check_packing(values["packing"])
+        if values.get("upgrade") or any(values.get(k) for k in _FORECAST_ONLY):
+            check_forecast(values, upgrade)
         if upgrade:
             check_specs(upgrade)
         if values.get("upgrade") and values.get("wheelhouse"):
             check_folder(values["wheelhouse"], "--wheelhouse")
+
+
+_FORECAST_ONLY = {"if_worse": "--if-worse", "wheelhouse": "--wheelhouse", "offline": "--offline"}
+_EXAMPLE = "e.g. --upgrade transformers==5.25.0 kernels==0.19.1, or --upgrade -r requirements.txt"
+
+
+def check_forecast(values: dict[str, Any], specs: list[str] | None) -> None:
+    """doctor --upgrade needs a spec; --if-worse, --wheelhouse and --offline need --upgrade. The message names
+    the flags that were given, and only those."""
+    given = [flag for key, flag in _FORECAST_ONLY.items() if values.get(key)]
+    if values.get("upgrade") and not specs:
+        raise BadInput(f"--upgrade needs what to upgrade: one or more pip specs after it ({_EXAMPLE}).")
+    if not values.get("upgrade") and given:
+        names = " and ".join([", ".join(given[:-1]), given[-1]] if len(given) > 1 else given)
+        verb = "applies" if len(given) == 1 else "apply"
+        raise BadInput(f"{names} {verb} to a forecast only: add --upgrade SPEC [SPEC...] ({_EXAMPLE}).")
 
 
 def check_model(query: str) -> None:

@@ -65,3 +65,15 @@ def test_a_hub_id_is_left_to_the_command_which_may_need_the_network():
     assert not models.resolves_remotely("qwen3.8-72b")
     assert not models.resolves_remotely("Qwen/Qwen3.8-27B")  # an alias's id: from the matrix
     assert not models.resolves_remotely("./folder")
+
+
+@pytest.mark.parametrize(("args", "named", "not_named"), [
+    (["doctor", "--upgrade"], "--upgrade needs", ("--if-worse", "--wheelhouse", "--offline")),
+    (["doctor", "--if-worse"], "--if-worse applies", ("--wheelhouse", "--offline")),
+    (["doctor", "--offline"], "--offline applies", ("--if-worse", "--wheelhouse")),
+])
+def test_a_forecast_flag_without_upgrade_names_only_the_flags_given(no_probe, args, named, not_named):
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2
+    assert named in res.output  # wording: the one test of this message
+    assert not any(flag in res.output for flag in not_named)
