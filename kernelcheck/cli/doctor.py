@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli.common import MODEL_HELP, device_option, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
@@ -14,7 +15,8 @@ from kernelcheck.report.model import Finding, Report
 
 
 @click.command(cls=UpgradeCommand)
-@click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
+@click.option("--model", "-m", "model", shell_complete=complete_model, default=None,
+              help=MODEL_HELP + " Omit for environment and packages only.")
 @mode_option
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
 @click.option("--exact", is_flag=True,

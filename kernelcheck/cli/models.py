@@ -7,26 +7,31 @@ import json
 import click
 
 from kernelcheck import schemas
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable list.")
 @output_options
+@output_file_option
 @guarded("models")
 def models(as_json: bool) -> int:
     """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
     from kernelcheck.core import matrix
 
     m = matrix.load()
+    data = json.dumps({
+        "schema": schemas.schema_id("models"), "command": "models",
+        "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
+                     m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
+        "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
+                        for t in m.model_types.values()],
+    }, indent=2)
+    outfile.write(data)  # -o FILE
     if as_json:
-        emit(json.dumps({
-            "schema": schemas.schema_id("models"), "command": "models",
-            "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
-                         m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
-            "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
-                            for t in m.model_types.values()],
-        }, indent=2), is_json=True)
+        emit(data, is_json=True)
         return 0
     click.echo("aliases")
     for a in m.aliases.values():

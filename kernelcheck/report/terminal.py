@@ -29,8 +29,8 @@ _COMMAND_LABEL = re.compile(r"^\s*(?:fix|run|why, fix|fix \(\w+\)): ")
 _BACKTICKED = re.compile(r"`[^`]+`")
 _COMMAND_WORD = re.compile(r"^(?:pip|python3?|kernelcheck|uv|conda|apt-get|export|torchrun|[A-Z][A-Z0-9_]*=\S*) ")
 _GLUE = "\x00"  # joins a command's words so textwrap sees one word
-_COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN": "31", "UNSUPPORTED": "33"}
-_WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN|UNSUPPORTED)\b")
+_COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN": "31"}
+_WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN)\b")
 
 
 COLOR_CHOICES = ("auto", "always", "never")
