@@ -33,15 +33,16 @@ def models(as_json: bool) -> int:
     if as_json:
         emit(data, is_json=True)
         return 0
-    click.echo("aliases")
+    lines = ["aliases"]
     for a in m.aliases.values():
         mt = a.model_type or m.shipped_config(a.config)["model_type"]
-        click.echo(f"  {a.name:<22} {a.id:<42} {mt}")
-    click.echo("model types (by family)")
+        lines.append(f"  {a.name:<22} {a.id:<42} {mt}")
+    lines.append("model types (by family)")
     for fam, d in m.families.items():
         types = [t.name for t in m.model_types.values() if t.family == fam]
-        click.echo(f"  {fam}: {d['title']}")
-        click.echo(f"    functions: {', '.join(d['functions'])}")
-        click.echo(f"    model_type: {', '.join(types)}")
-    click.echo("Any other model_type the installed transformers knows is checked by asking its modeling module.")
+        lines.append(f"  {fam}: {d['title']}")
+        lines.append(f"    functions: {', '.join(d['functions'])}")
+        lines.append(f"    model_type: {', '.join(types)}")
+    lines.append("Any other model_type the installed transformers knows is checked by asking its modeling module.")
+    emit("\n".join(lines))  # wrapped to the terminal or 100 columns piped, as every report
     return 0
