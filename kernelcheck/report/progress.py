@@ -1,7 +1,8 @@
 """Progress on stderr (stdout stays the report or the JSON): the one mechanism for long work.
 
 Two forms, one policy (a terminal gets a line redrawn in place; anything else, a CI log, gets no carriage
-returns, only a plain line every 30 s; --quiet or KERNELCHECK_PROGRESS=0 turns both off):
+returns: one plain line when a step has run ~2 s, then one every 30 s; --quiet, --no-progress or
+KERNELCHECK_PROGRESS=0 turns both off):
 - `working(label)` / `Ticker` for a step of unknown length that may take more than ~2 s (doctor's import
   proofs, install's downloads, verify's first pass): `label ... 12 s`, erased when the step ends;
 - `Progress(total, label)` for a read of known size (a 2 GiB lengths file, a 1 GB trace): a bar and a
@@ -55,15 +56,18 @@ class Ticker:
         return self
 
     def _run(self) -> None:
-        wait = self.delay if self.tty else self.every
+        wait = self.delay
+        said = self.label if self.label.startswith("kernelcheck") else f"kernelcheck: {self.label}"
         while not self._stop.wait(wait):
             secs = int(time.monotonic() - self._t0)
             extra = f"; {self.detail()}" if self.detail is not None else ""
             try:
                 if self.tty:
                     self.out.write(f"\r\033[K{self.label} ... {secs} s{extra}")
+                elif not self._shown:  # a log: one line when the step starts to take time
+                    self.out.write(f"{said} ...\n")
                 else:
-                    self.out.write(f"kernelcheck: {self.label} (still working, {secs} s{extra})\n")
+                    self.out.write(f"{said} (still working, {secs} s{extra})\n")
                 self.out.flush()
             except (OSError, ValueError):
                 return

@@ -160,13 +160,16 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
 
 def _render_plan(plan: list[Step]) -> list[str]:
     out = ["plan"]
+    num = len(str(len(plan)))  # numbers right-aligned, so "9." and "10." start their columns together
+    pad = " " * (num + 4)
+    package = max([16, *(len(s.package) for s in plan)])
     for i, step in enumerate(plan, 1):
-        out.append(f"  {i}. {step.action:<8} {step.package:<16} {step.spec or ''}  [{step.source}]")
-        out.append(f"     why: {step.reason}")
+        out.append(f"  {i:>{num}}. {step.action:<8} {step.package:<{package}} {step.spec or ''}  [{step.source}]")
+        out.append(f"{pad}why: {step.reason}")
         if step.command:
-            out.append(f"     run: {step.command}")
+            out.append(f"{pad}run: {step.command}")
         for rej in step.rejected:
-            out.append(f"     rejected {rej.candidate}: {rej.reason}")
+            out.append(f"{pad}rejected {rej.candidate}: {rej.reason}")
     return out
 
 
