@@ -48,16 +48,23 @@ def test_a_sample_report_fits_the_width_and_keeps_every_name_whole(path: Path, w
     assert not cut, sorted(cut)[:6]
 
 
-def test_the_samples_in_the_docs_fit_100_columns() -> None:
+def _doc_samples() -> list[tuple[str, str]]:
     marker = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```text\n(.*?)^```$", re.M | re.S)
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-    checked = 0
-    for doc in docs:
-        for m in marker.finditer(doc.read_text(encoding="utf-8")):
-            lines = m.group(2).splitlines()[1:]  # after the "$ kernelcheck ..." line
-            checked += 1
-            assert all(_fits(ln, 100) for ln in lines), (doc.name, m.group(1), [ln for ln in lines if len(ln) > 100])
-    assert checked >= 5
+    return [(f"{doc.name}:{m.group(1)}", "\n".join(m.group(2).splitlines()[1:]))  # after the "$ kernelcheck" line
+            for doc in docs for m in marker.finditer(doc.read_text(encoding="utf-8"))]
+
+
+def test_the_samples_in_the_docs_fit_100_columns_and_rewrap_to_80_without_cutting_a_name() -> None:
+    samples = _doc_samples()
+    assert len(samples) >= 5
+    for name, text in samples:
+        assert all(_fits(ln, 100) for ln in text.splitlines()), (name, [ln for ln in text.splitlines()
+                                                                      if len(ln) > 100])
+        narrow = present(text, Terminal(width=80))  # what a narrower reader gets from the same lines
+        assert all(_fits(ln, 80) for ln in narrow.splitlines()), (name, [ln for ln in narrow.splitlines()
+                                                                        if not _fits(ln, 80)][:3])
+        assert not set(NAME.findall(narrow)) - set(NAME.findall(text)), name
 
 
 def test_a_module_path_is_cut_after_a_dot_never_inside_a_name() -> None:
