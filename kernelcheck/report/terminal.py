@@ -102,7 +102,7 @@ def _cut_long(ln: str, pad: str, width: int, base: int) -> list[str]:
 
     lead = ln[:len(ln) - len(ln.lstrip())]
     words = ln.lstrip().split(" ")
-    head = [w for w in words[:-1]]
+    head = words[:-1]
     out: list[str] = []
     if head:
         out.append(lead + " ".join(head))
