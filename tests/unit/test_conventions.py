@@ -33,9 +33,9 @@ def _restore(monkeypatch):
 def test_color_is_accepted_after_the_subcommand_and_colours_the_verdict_words():
     res = CliRunner().invoke(main, ["compare", str(REPORTS / "doctor_train.json"), "--color", "always"])
     assert res.exit_code in (0, 3), res.output
-    assert "\x1b[" in res.output
+    assert "\x1b[" in res.output  # wording: renderer test (colour codes)
     res = CliRunner().invoke(main, ["compare", str(REPORTS / "doctor_train.json"), "--color", "never"])
-    assert "\x1b[" not in res.output
+    assert "\x1b[" not in res.output  # wording: renderer test (colour codes)
 
 
 def test_no_progress_turns_progress_off_as_kernelcheck_progress_0():
@@ -71,7 +71,7 @@ def test_trace_speaks_the_verdict_vocabulary_in_text_json_and_library():
     assert rep.verdict == "ready" and rep.trace is not None and rep.trace.trace.diagnosis == "healthy"
     verdict_line = render_trace(rep).splitlines()[-1]
     assert verdict_line.startswith("verdict: READY")  # wording: renderer test
-    assert "HEALTHY" not in render_trace(rep)
+    assert "HEALTHY" not in render_trace(rep)  # wording: renderer test
     slow = kernelcheck.analyze_trace(REPO / "tests" / "data" / "gpu" / "gdn_fallback.json.gz")
     assert slow.verdict == "fallback" and slow.diagnosis == "fallback"
 

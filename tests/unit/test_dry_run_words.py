@@ -60,7 +60,7 @@ def test_a_dry_run_here_names_the_spec_of_a_downloaded_wheel_and_keeps_a_wheelho
 def test_a_release_server_out_of_reach_is_said_in_words(exc: Exception, said: str) -> None:
     text = networds.unreachable("https://github.com/org/repo/releases/download/v1/x.whl", exc, 15)
     assert said in text  # wording: the one test of these words
-    assert "HTTPSConnectionPool" not in text and "Max retries" not in text
+    assert "HTTPSConnectionPool" not in text and "Max retries" not in text  # wording: renderer test
 
 
 def test_plan_numbers_align_from_ten_on() -> None:

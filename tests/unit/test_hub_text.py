@@ -105,7 +105,7 @@ def test_rows_that_say_the_same_fold_into_one_line_and_the_default_is_said_once(
         f"causal_conv1d_fn, causal_conv1d_update, chunk_gated_delta_rule (functions, each): {cpu} -> the torch "
         "path runs",
     ]
-    assert sum("line 4224" in ln for ln in got) == 1
+    assert sum("line 4224" in ln for ln in got) == 1  # wording: renderer test
     not_used = hub_text.lines([UseLine(False, f"{who}: transformers loads no Hub kernel", said_above=who)])
     assert not_used == ["Hub kernels in this job: no - by the use_kernels default above: transformers loads no Hub "
                         "kernel"]
