@@ -276,14 +276,14 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     arches, versions = _validate(req)
     _require_pip(req)
-    with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
+    with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
         env, origin = _probe(arches)
     planned_for = None
     if req.build.given:
         from kernelcheck.install import target_env
 
         env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
-    with working("kernelcheck install: the doctor check before planning"):
+    with working("kernelcheck install: the doctor check before planning", announce=True):
         before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()

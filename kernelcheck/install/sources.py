@@ -82,7 +82,7 @@ def _pip_download(args: list[str], dest: Path, constraints: Path | None,
            *pins, "-d", str(dest), *args]
     try:
         with working(f"kernelcheck install: pip download {' '.join(a for a in args if not a.startswith('-'))} "
-                     f"into {dest}"):
+                     f"into {dest}", announce=True):
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"pip download failed: {exc}"
@@ -323,7 +323,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         if path:
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
-            with working(f"kernelcheck install: pip resolving {spec} (metadata only)"):
+            with working(f"kernelcheck install: pip resolving {spec} (metadata only)", announce=True):
                 res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
             return [], f"pip's resolver did not run: {exc}", note
