@@ -35,6 +35,7 @@ class Sample:
     args: tuple[str, ...]  # the kernelcheck command line shown after "$ kernelcheck"
     recorded: str | None = None  # a --json report to render instead of running `args` here
     pick: str | None = None  # keep only the line containing this text and its continuation lines
+    files: tuple[tuple[str, str], ...] = ()  # (name, text) written to a temporary folder the command runs in
 
 
 SAMPLES: dict[str, Sample] = {
@@ -45,6 +46,8 @@ SAMPLES: dict[str, Sample] = {
     "trace-fallback": Sample("README.md", ("trace", "tests/data/gpu/gdn_fallback.json.gz")),
     "trace-fast": Sample("README.md", ("trace", "tests/data/gpu/gdn_fast.json.gz")),
     "models": Sample("README.md", ("models",)),
+    "padding-seq": Sample("docs/packing.md", ("padding", "lengths.txt", "--batching", "batch:10"),
+                          files=(("lengths.txt", "".join(f"{i}\n" for i in range(1, 101))),)),
     "packing-line": Sample("docs/packing.md", ("doctor", "--model", "qwen3.8-27b", "--verbose"), pick="[packing]"),
 }
 MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```text\n(.*?)^```$", re.M | re.S)
@@ -81,12 +84,21 @@ def produce(name: str) -> str:
     if s.recorded:
         out = _render_recorded(REPO / s.recorded)
     else:
-        res = subprocess.run([sys.executable, "-m", "kernelcheck", *s.args], capture_output=True, text=True,
-                             env=_env(), cwd=REPO, timeout=600)
-        out = res.stdout
+        out = _run(s)
     if s.pick:
         out = _pick(out, s.pick)
     return f"$ kernelcheck {' '.join(s.args)}\n{out}"
+
+
+def _run(s: Sample) -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in s.files:
+            (Path(tmp) / name).write_text(text)
+        res = subprocess.run([sys.executable, "-m", "kernelcheck", *s.args], capture_output=True, text=True,
+                             env=_env(), cwd=tmp if s.files else REPO, timeout=600)
+    return res.stdout
 
 
 def update(doc: Path, made: dict[str, str]) -> str:

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli import interrupts, outfile, stdout_fd
+from kernelcheck.cli import early, interrupts, outfile, stdout_fd
+from kernelcheck.cli.upgrade_args import upgrade_specs
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
@@ -63,7 +64,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def output_options(fn: F) -> F:
-    """--quiet (the verdict line only) and --verbose (kernelcheck's log on stderr), on every command."""
+    """--quiet (the verdict line only), --verbose (kernelcheck's log on stderr), --no-progress and --color, on
+    every command (--color also before the command, as `kernelcheck --color never doctor`)."""
+    from kernelcheck.report.terminal import COLOR_CHOICES
+
+    fn = click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default=None,
+                      help="Colour the verdict words: auto = on a terminal unless NO_COLOR is set; always; never.")(fn)
+    fn = click.option("--no-progress", "no_progress", is_flag=True,
+                      help="No progress lines on stderr (as KERNELCHECK_PROGRESS=0).")(fn)
     fn = click.option("--verbose", "-v", "verbose", is_flag=True,
                       help="Show every info finding, and log what was skipped or not found (stderr).")(fn)
     return click.option("--quiet", "-q", "quiet", is_flag=True, help="Print the verdict line only.")(fn)
@@ -91,6 +99,13 @@ def _setup_output(kwargs: dict[str, Any]) -> None:
     from kernelcheck.report import progress
 
     progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
+    if kwargs.pop("no_progress", False):
+        settings.set_variable("KERNELCHECK_PROGRESS", "0")  # also for the child processes a command starts
+    color = kwargs.pop("color", None)
+    if color is not None:
+        from kernelcheck.report.terminal import set_color
+
+        set_color(color)
     verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))
     if verbose:
         settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
@@ -142,6 +157,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
                 with signals.routed(), stdout_fd.reserved(as_json):
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
+                    early.check(command, kwargs, upgrade_specs())  # usage errors before any probe
                     code = fn(*args, **kwargs)
             except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: exit 130 / 143, cleanup done on the way out
                 interrupts.report(command, exc, as_json)

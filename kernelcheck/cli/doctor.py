@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli.common import MODEL_HELP, device_option, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
@@ -14,7 +15,8 @@ from kernelcheck.report.model import Finding, Report
 
 
 @click.command(cls=UpgradeCommand)
-@click.option("--model", "-m", "model", default=None, help=MODEL_HELP + " Omit for environment and packages only.")
+@click.option("--model", "-m", "model", shell_complete=complete_model, default=None,
+              help=MODEL_HELP + " Omit for environment and packages only.")
 @mode_option
 @click.option("--live", is_flag=True, help="Also run the model's real layers under the profiler (as `verify`).")
 @click.option("--exact", is_flag=True,
@@ -118,14 +120,13 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
 
 def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
+    from kernelcheck.cli import early
     from kernelcheck.cli.common import emit
     from kernelcheck.forecast import command, render
     from kernelcheck.forecast.resolve import Index
 
-    specs = upgrade_specs()
-    if not values.get("upgrade") or not specs:
-        raise BadInput("--if-worse, --wheelhouse and --offline apply to a forecast: pass --upgrade SPEC "
-                       "[SPEC...] (e.g. --upgrade transformers==5.25.0 kernels==0.19.1, or -r requirements.txt).")
+    specs = upgrade_specs() or []
+    early.check_forecast(values, specs)
     if values.get("live"):
         raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
                        "Run verify after the upgrade instead.")

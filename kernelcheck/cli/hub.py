@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from kernelcheck.cli.common import MODEL_HELP, device_option, finish, guarded, mode_option, output_options
+from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 from kernelcheck.core.errors import BadInput
@@ -31,7 +32,7 @@ def _parse_repo(text: str) -> tuple[str, int | None, str | None]:
 
 
 @click.command("hub")
-@click.option("--model", "-m", "model", default=None, help=MODEL_HELP)
+@click.option("--model", "-m", "model", shell_complete=complete_model, default=None, help=MODEL_HELP)
 @mode_option
 @click.option("--use-kernels/--default-use-kernels", "use_kernels", default=None,
               help="--use-kernels: the job passes use_kernels=True (default: what from_pretrained defaults to).")

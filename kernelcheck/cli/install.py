@@ -6,12 +6,13 @@ import click
 
 from kernelcheck.cli import outfile
 from kernelcheck.cli.common import MODEL_HELP, emit, guarded, mode_option, output_options, verbose
+from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
 
 
 @click.command()
-@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--model", "-m", "model", shell_complete=complete_model, required=True, help=MODEL_HELP)
 @mode_option
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (every step, why, every rejected candidate) and stop; changes nothing (wheels "

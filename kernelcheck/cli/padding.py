@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from kernelcheck import schemas
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core.status import Verdict
 
 
@@ -25,6 +27,7 @@ from kernelcheck.core.status import Verdict
                    "SVG; .png only where cairosvg or rsvg-convert is installed (else exit 2).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.padding/1) on stdout.")
 @output_options
+@output_file_option
 @guarded("padding")
 def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, as_json: bool) -> int:
     """How much of each step is padding under BATCHING, and how much packing could save.
@@ -51,11 +54,12 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
         how = plot_mod.write(plot, svg.render(result, f"{Path(data).name}: lengths and padding under {rule}"))
         drawn = {"file": plot, "format": "png" if how.startswith("PNG") else "svg", "bins": len(axis.edges) - 1,
                  "scale": "log" if axis.log else "linear", "how": how, "bin_text": axis.describe()}
+    shown = {k: v for k, v in drawn.items() if k in ("file", "format", "bins", "scale")} if drawn else None
+    report = json.dumps({"schema": schemas.schema_id("padding"), "command": "padding", "verdict": Verdict.READY,
+                         "exit_code": 0, "data": data, "padding": waste.as_dict(result), "plot": shown}, indent=2)
+    outfile.write(report)  # -o FILE
     if as_json:
-        shown = {k: v for k, v in drawn.items() if k in ("file", "format", "bins", "scale")} if drawn else None
-        emit(json.dumps({"schema": schemas.schema_id("padding"), "command": "padding", "verdict": Verdict.READY,
-                         "exit_code": 0, "data": data, "padding": waste.as_dict(result), "plot": shown}, indent=2),
-             is_json=True)
+        emit(report, is_json=True)
     else:
         emit(waste.render_text(result, data, drawn))
     return 0

@@ -40,7 +40,7 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
       kernelcheck trace step.json.gz
       kernelcheck trace rank0.pt.trace.json --json | jq .summary
 
-    Exit codes: 0 healthy, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
+    Exit codes: 0 ready, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
     """
     from kernelcheck.trace import analysis
 

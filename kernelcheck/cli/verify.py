@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli.common import MODEL_HELP, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.core import settings
@@ -12,7 +13,7 @@ from kernelcheck.core.errors import BadInput
 
 
 @click.command()
-@click.option("--model", "-m", "model", required=True, help=MODEL_HELP)
+@click.option("--model", "-m", "model", shell_complete=complete_model, required=True, help=MODEL_HELP)
 @click.option("--shape", type=click.Choice(["tiny", "full"]), default=None,
               help="tiny: a few small layers, the same code path (seconds, CPU or GPU). full: one real-size layer "
                    "of each type (GPU only). Default: tiny; with --step full on a GPU, tiny without one.")

@@ -303,6 +303,19 @@ def _unknown(m: matrix.Matrix, q: str) -> BadInput:
                     "like Qwen/Qwen3.8-27B, or a folder with config.json.")
 
 
+def resolves_remotely(query: str) -> bool:
+    """Whether `resolve(query)` would look in the Hugging Face cache or on the Hub (a Hub id that is no alias, path
+    or model_type); every other query resolves from the matrix, the installed transformers' source and local files,
+    so a usage error in it is found before any probe (cli/early.py)."""
+    m = matrix.load()
+    q = query.strip()
+    if not q or m.aliases.get(q.lower()) is not None or any(a.id.lower() == q.lower() for a in m.aliases.values()):
+        return False
+    if Path(q).expanduser().exists() or q.startswith((".", "/", "~")) or q.endswith(".json") or q in m.model_types:
+        return False
+    return "/" in q and bool(_HUB_ID.match(q))
+
+
 def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedModel:
     """Resolve `query` to a model; raises BadInput with a helpful message when it cannot. `installed` gives the
     spec of a model_type the matrix does not list (integrations/transformers_models.py asks the installed

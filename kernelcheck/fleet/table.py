@@ -27,6 +27,7 @@ from kernelcheck.core.status import (
 from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, Missing
 from kernelcheck.fleet.record import GpuBrief, RankRecord, RecordEnvironment
 from kernelcheck.fleet.summary import DISPATCH_ENV
+from kernelcheck.report.text import STATUS_WORDS
 
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
@@ -170,7 +171,8 @@ def _row(rec: RankRecord, functions: list[str]) -> list[str]:
     if rec.stopped:
         return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {fp['error'][:60]}"]
     statuses: dict[str, str] = {f.name: f.status for f in rec.functions}
-    marks = [s if s == Status.FAST else s.upper() for s in (statuses.get(n, "-") for n in functions)]
+    marks = [s if s == Status.FAST else STATUS_WORDS.get(s, s.upper())
+             for s in (statuses.get(n, "-") for n in functions)]
     return [label(rec), fp["GPU"], fp["driver"], fp["torch"], fp["triton"], fp["transformers"],
             fp["kernel packages"], *marks, str(rec.verdict).upper()]
 

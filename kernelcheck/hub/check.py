@@ -43,8 +43,7 @@ def decide_use(th: kernels_hub.TransformersHub, use_hub: bool | None) -> tuple[b
     if th.transformers is None:
         return False, "transformers is not installed"
     wants = th.use_kernels_default if use_hub is None else use_hub
-    who = ("use_kernels=True (--hub / --use-kernels)" if use_hub else
-           f"from_pretrained's use_kernels default is {th.use_kernels_default} ({th.use_kernels_source})")
+    who = _who(th, use_hub)
     if not wants:
         return False, (f"{who}: transformers loads no Hub kernel unless the job passes use_kernels=True "
                        "(run doctor with --hub to check that case)")
@@ -63,6 +62,12 @@ def decide_use(th: kernels_hub.TransformersHub, use_hub: bool | None) -> tuple[b
                   f"USE_HUB_KERNELS={th.use_hub_kernels}")
 
 
+def _who(th: kernels_hub.TransformersHub, use_hub: bool | None) -> str:
+    """Who decides whether Hub kernels load: the flag, or from_pretrained's default (with where it is read)."""
+    return ("use_kernels=True (--hub / --use-kernels)" if use_hub else
+            f"from_pretrained's use_kernels default is {th.use_kernels_default} ({th.use_kernels_source})")
+
+
 def refuses(th: kernels_hub.TransformersHub, use_hub: bool | None) -> bool:
     """Whether from_pretrained raises ValueError because kernels is unusable: the job asks for Hub kernels (--hub,
     or 5.25's use_kernels=True default with USE_HUB_KERNELS on), kernels is outside the window (or absent), and
@@ -79,13 +84,15 @@ def _kernels_importable() -> bool:
     return True
 
 
-def _header(th: kernels_hub.TransformersHub, used: bool, why: str, refused: bool = False) -> list[HubLine]:
+def _header(th: kernels_hub.TransformersHub, used: bool, why: str, refused: bool = False,
+            use_hub: bool | None = None) -> list[HubLine]:
     items: list[HubLine] = []
     if th.window:
         items.append(WindowLine(th.transformers, th.window_text, th.window_source, th.kernels, th.window_met, refused))
     items.append(SwitchLine(th.use_hub_kernels, th.use_hub_kernels_set, th.hub_enabled_by_env,
                             th.use_kernels_default, th.use_kernels_source))
-    items.append(UseLine(used, why))
+    # the switch line above already says the default and where it is read: the use line names it, once
+    items.append(UseLine(used, why, said_above=_who(th, use_hub) if not use_hub else ""))
     return items
 
 
@@ -182,7 +189,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     used, why = decide_use(th, use_hub)
     dev = gpu.default_device(env, device, target)
     refused = refuses(th, use_hub)
-    lines = _header(th, used, why, refused)  # what the section's lines say (report/hub_text.py writes them)
+    lines = _header(th, used, why, refused, use_hub)  # what the section's lines say (report/hub_text.py writes them)
     findings = _window_findings(th, use_hub, used)
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls

@@ -258,13 +258,16 @@ def _require_pip(req: Request) -> None:
 
 
 def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhouse: Path,
-             before: Report) -> tuple[Report, int]:
+             before: Report, for_target: bool = False) -> tuple[Report, int]:
     """Changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after."""
     with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
         print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
               f"the end; nothing is written to the wheelhouse {wheelhouse} or the environment", file=sys.stderr,
               flush=True)
-        return _finish_plan(report, plan_in(Path(tmp)), executed=False, before=before)
+        from kernelcheck.install import dry_commands
+
+        plan = dry_commands.portable(plan_in(Path(tmp)), Path(tmp), wheelhouse, for_target)
+        return _finish_plan(report, plan, executed=False, before=before)
 
 
 def _run(req: Request, echo: Callable[[str], None], as_json: bool,
@@ -273,14 +276,14 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     arches, versions = _validate(req)
     _require_pip(req)
-    with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
+    with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
         env, origin = _probe(arches)
     planned_for = None
     if req.build.given:
         from kernelcheck.install import target_env
 
         env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
-    with working("kernelcheck install: the doctor check before planning"):
+    with working("kernelcheck install: the doctor check before planning", announce=True):
         before = run_doctor(req.model, req.mode, env)
     packages, bound = _needs(before, versions, req.packages)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
@@ -305,7 +308,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         return plan_mod.make_plan(now, packages, opts, found, bound)
 
     if req.dry_run:
-        return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before)
+        return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before, req.build.given)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone

@@ -82,7 +82,7 @@ def _pip_download(args: list[str], dest: Path, constraints: Path | None,
            *pins, "-d", str(dest), *args]
     try:
         with working(f"kernelcheck install: pip download {' '.join(a for a in args if not a.startswith('-'))} "
-                     f"into {dest}"):
+                     f"into {dest}", announce=True):
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"pip download failed: {exc}"
@@ -96,6 +96,9 @@ def _pip_download(args: list[str], dest: Path, constraints: Path | None,
     return path, ""
 
 
+_RELEASE_TIMEOUT_S = 15
+
+
 def _release_status(url: str, offline: bool) -> tuple[str, RejectKind | None]:
     """What the release server says of the wheel's URL, and why it is not taken (None: it exists)."""
     if offline:
@@ -103,10 +106,11 @@ def _release_status(url: str, offline: bool) -> tuple[str, RejectKind | None]:
     try:
         import requests
 
-        r = requests.head(url, allow_redirects=True, timeout=15)
+        r = requests.head(url, allow_redirects=True, timeout=_RELEASE_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - no network is a reason, not a crash
-        return (f"unreachable: {type(exc).__name__} (offline or blocked): {str(exc).splitlines()[0][:160]}",
-                RejectKind.RELEASE_UNREACHABLE)
+        from kernelcheck.install.networds import unreachable
+
+        return f"unreachable: {unreachable(url, exc, _RELEASE_TIMEOUT_S)}", RejectKind.RELEASE_UNREACHABLE
     if r.status_code == 200:
         return "exists", None
     if r.status_code == 404:
@@ -319,7 +323,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
         if path:
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
-            with working(f"kernelcheck install: pip resolving {spec} (metadata only)"):
+            with working(f"kernelcheck install: pip resolving {spec} (metadata only)", announce=True):
                 res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
             return [], f"pip's resolver did not run: {exc}", note

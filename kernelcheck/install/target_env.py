@@ -41,8 +41,8 @@ def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tu
                f"{new.triton or 'unknown'} from --torch/--cuda/--python, not installed here: transformers and the "
                "kernel packages are taken as installed here, the GPUs from --arch. pip resolves a fix's dependency "
                "window (tilelang) against the target's torch and triton, held as installed by their metadata only "
-               "(this machine's index need not offer them); the wheels it names are this machine's Python's, and "
-               "the target's pip takes the same versions for its own.")
+               "(this machine's index need not offer them); the run lines name versions, which the target's pip "
+               "fetches for its own Python (from the wheelhouse they name, else its index).")
     if unknown:
         message += (f" The triton torch {mm} pins is not in matrix/torch.toml, so rules that depend on the triton "
                     "version (fla#640 on Hopper) could not be checked.")

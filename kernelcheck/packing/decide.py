@@ -78,12 +78,17 @@ def _one(fn: str, fast: bool, needs: str, passes: list[str], guard: bool | None,
     return "mixed", f"{fn} is on the torch path, which ignores {needs} in this transformers (no guard)"
 
 
-def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool | None) -> ModeOutcome:
-    """bound: the model's packing-relevant functions -> True when the fast kernel is bound."""
+def check_mode(mode: str, facts: dict[str, Any]) -> None:
+    """BadInput unless `mode` is a packing mode of matrix/packing.toml (checked before any probe: cli/early.py)."""
     if mode not in facts["modes"]:
         raise BadInput(f"--packing {mode!r} is not a packing mode. Use one of: {', '.join(facts['modes'])} "
                        "(what the job's collator passes: nothing, position_ids only, flash kwargs without or with "
                        "seq_idx).")
+
+
+def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool | None) -> ModeOutcome:
+    """bound: the model's packing-relevant functions -> True when the fast kernel is bound."""
+    check_mode(mode, facts)
     passes = facts["modes"][mode]["passes"]
     if mode == "none":
         return ModeOutcome(mode, "correct", "one sequence per row", None)

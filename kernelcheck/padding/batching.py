@@ -226,6 +226,7 @@ def _take(w: Waste, tally: _Tally, rule: Rule, chunk: Sequence[int]) -> Any:
         a = a[a > 0]
     if not a.size:
         return a
+    w.longest = max(w.longest, int(a.max()))  # the real longest, before the limit
     if rule.kind != "batch":
         over = a > rule.value
         if over.any():
@@ -233,7 +234,6 @@ def _take(w: Waste, tally: _Tally, rule: Rule, chunk: Sequence[int]) -> Any:
             a = np.minimum(a, rule.value)
     w.examples += int(a.size)
     w.real_tokens += int(a.sum())
-    w.longest = max(w.longest, int(a.max()))
     tally.add(a)
     return a
 

@@ -71,9 +71,15 @@ class Axis:
         return f"bin width {self.edges[1] - self.edges[0]:,} tokens"
 
 
+def counted_longest(w: Waste) -> int:
+    """The longest length as counted (an example over budget:N / packing:N is counted at N): the axis' extent."""
+    return max(w.by_length, default=w.longest)
+
+
 def axis_for(w: Waste, nbins: int = 40) -> Axis:
-    end = max(w.longest, limit_of(w) or 0) if (limit_of(w) or 0) <= 2 * w.longest else w.longest
-    if w.longest >= SKEW * w.median and w.longest >= 64:
+    longest = counted_longest(w)
+    end = max(longest, limit_of(w) or 0) if (limit_of(w) or 0) <= 2 * longest else longest
+    if longest >= SKEW * w.median and longest >= 64:
         ratio = end ** (1 / nbins)
         edges = sorted({0, *(min(end, round(ratio ** i)) for i in range(nbins + 1))})
         return Axis(True, tuple(edges), end)
@@ -165,7 +171,7 @@ def _histogram(c: Canvas, bs: list[Bin], axis: Axis, top: float) -> None:
                    f"lengths {b.lo:,}-{b.hi:,}: {b.examples:,} examples")
 
 
-def _tokens(c: Canvas, bs: list[Bin], axis: Axis, top: float) -> None:
+def _tokens(c: Canvas, w: Waste, bs: list[Bin], axis: Axis, top: float) -> None:
     pw = W - LEFT - RIGHT
     p = Panel(top, float(nice_ticks(max((b.real + b.pad for b in bs), default=1))[-1]))
     _frame(c, p, axis, "tokens computed", label_dy=24)
@@ -177,9 +183,9 @@ def _tokens(c: Canvas, bs: list[Bin], axis: Axis, top: float) -> None:
         if b.pad:
             c.rect("pad", x0 + 0.5, p.y(b.real + b.pad), x1 - x0 - 1, p.y(b.real) - p.y(b.real + b.pad), RED,
                    f"{b.lo}-{b.hi}: {b.pad} padding tokens")
-        if b.padded_to:
-            xm = (x0 + x1) / 2
-            c.line(xm, p.y(0) + 2, xm, p.y(0) + 9, INK, ' stroke-width="2" class="padded-to"')
+    for n in sorted(w.pad_to):  # the rug: one tick at each length a batch was padded to, where it lies
+        xn = LEFT + axis.x(n) * pw
+        c.line(xn, p.y(0) + 2, xn, p.y(0) + 9, INK, ' stroke-width="1.5" class="padded-to"')
 
 
 def _markers(c: Canvas, w: Waste, axis: Axis) -> None:
@@ -203,16 +209,24 @@ def _markers(c: Canvas, w: Waste, axis: Axis) -> None:
                size=11, extra=f' fill="{RED}" class="limit"')
 
 
+CHAR_W = 7.6  # the widest average advance of a 12 px sans-serif text (DejaVu Sans: 0.63 em), for layout
+
+
+def text_width(s: str, size: int = 12) -> float:
+    return len(s) * CHAR_W * size / 12
+
+
 def _legend(c: Canvas, w: Waste, y: float) -> None:
+    """The legend under the axis, inside the picture: an item that would cross the right edge starts a line."""
     items = [(BLUE, "real tokens"), (RED, f"padding: {w.pad_tokens:,} tokens, {w.padding_fraction:.1%} of computed")]
-    x = LEFT
+    x: float = LEFT
     for colour, label in items:
-        c.add(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colour}"/>')
+        c.add(f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{colour}"/>')
         c.text(x + 17, y, label, anchor="start")
-        x += 30 + 7 * len(label)
+        x += 17 + text_width(label) + 24
     if w.rule.kind != "packing":
         rug = f"a length batches were padded to ({w.steps:,} batches)"
-        if x + 6 + 7.5 * len(rug) > W - RIGHT:  # does not fit after the others: its own line below them
+        if x + 6 + text_width(rug) > W - RIGHT:  # does not fit after the others: its own line below them
             x, y = LEFT, y + 18
         c.line(x, y - 10, x, y + 2, INK, ' stroke-width="2"')
         c.text(x + 6, y, rug, anchor="start")
@@ -230,7 +244,7 @@ def render(w: Waste, title: str, nbins: int = 40) -> str:
                       f"packing at most {w.packing_speedup_bound:.2f}x faster", size=12, extra=f' fill="{GREY}"')
     top2 = TOP + PANEL_H + GAP
     _histogram(c, bs, axis, TOP)
-    _tokens(c, bs, axis, top2)
+    _tokens(c, w, bs, axis, top2)
     _markers(c, w, axis)
     base = top2 + PANEL_H
     c.text(LEFT + (W - LEFT - RIGHT) / 2, base + 42, f"example length (tokens) · {axis.describe()}")

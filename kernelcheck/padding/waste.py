@@ -44,7 +44,7 @@ class Waste:
     real_tokens: int = 0
     padded_tokens: int = 0
     steps: int = 0
-    longest: int = 0
+    longest: int = 0  # the longest example in the data, before a rule's limit counts it at that limit
     truncated: int = 0
     by_length: Counter[int] = field(default_factory=Counter)  # length -> examples
     waste_by_length: Counter[int] = field(default_factory=Counter)  # length -> pad tokens it carried
@@ -97,13 +97,13 @@ def measure(lengths: Iterable[int], rule: Rule) -> Waste:
     for n in lengths:
         if n <= 0:
             continue
+        w.longest = max(w.longest, n)
         if rule.kind != "batch" and n > rule.value:
             w.truncated += 1
             n = rule.value
         w.examples += 1
         w.real_tokens += n
         w.by_length[n] += 1
-        w.longest = max(w.longest, n)
         if rule.kind == "packing":
             row += n
             w.steps += row // rule.value

@@ -143,10 +143,12 @@ class SwitchLine:
 
 @dataclass(frozen=True)
 class UseLine:
-    """Whether this job loads Hub kernels, and why."""
+    """Whether this job loads Hub kernels, and why; `said_above`: the start of `why` the switch line above already
+    says (from_pretrained's use_kernels default and where it is read), written once."""
 
     used: bool
     why: str
+    said_above: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,41 @@ from kernelcheck.report.hub import (
 
 
 def lines(items: list[HubLine]) -> list[str]:
-    """The section's lines, in the order its items were added."""
+    """The section's lines, in the order its items were added; rows that say the same thing (no Hub kernel for
+    this device, nothing mapped) are one line naming them all, where the first of them stood."""
     out: list[str] = []
+    groups = _same_rows(items)
     for item in items:
+        if isinstance(item, RowLine) and id(item) in groups:
+            group = groups.pop(id(item))
+            out.append(_group_text(group) if len(group) > 1 else _item_lines(item)[0])
+            continue
+        if isinstance(item, RowLine) and _fold_key(item) is not None:
+            continue  # said in its group's line
         out.extend(_item_lines(item))
     return out
+
+
+def _fold_key(item: RowLine) -> tuple[str, str, str | None] | None:
+    """Rows without a Hub build say why in `note` alone: rows of one kind with the same note fold together."""
+    row = item.row
+    return None if row.repo is not None or row.note is None else (row.kind, row.note, row.path)
+
+
+def _same_rows(items: list[HubLine]) -> dict[int, list[RowLine]]:
+    """{id of the first row of each group: the group}, groups of rows with the same fold key."""
+    by_key: dict[tuple[str, str, str | None], list[RowLine]] = {}
+    for item in items:
+        if isinstance(item, RowLine) and (key := _fold_key(item)) is not None:
+            by_key.setdefault(key, []).append(item)
+    return {id(group[0]): group for group in by_key.values()}
+
+
+def _group_text(group: list[RowLine]) -> str:
+    row, used = group[0].row, group[0].used
+    runs = " -> the torch path runs" if used and row.kind == "function" and row.path not in ("hub", "package",
+                                                                                              "load-fails") else ""
+    return f"{', '.join(g.row.name for g in group)} ({row.kind}s, each): {row.note}{runs}"
 
 
 def _item_lines(item: HubLine) -> list[str]:
@@ -37,7 +67,11 @@ def _item_lines(item: HubLine) -> list[str]:
         return [f"USE_HUB_KERNELS={item.use_hub_kernels} ({said}: Hub decorators {'on' if item.enabled else 'off'})"
                 f" · from_pretrained use_kernels default: {item.use_kernels_default} ({item.use_kernels_source})"]
     if isinstance(item, UseLine):
-        return [f"Hub kernels in this job: {'YES' if item.used else 'no'} - {item.why}"]
+        why = item.why
+        if item.said_above and why.startswith(item.said_above):  # the lines above say the rest of a YES too
+            why = ("the use_kernels default, the kernels window and USE_HUB_KERNELS above all allow them" if item.used
+                   else "by the use_kernels default above" + why[len(item.said_above):])
+        return [f"Hub kernels in this job: {'YES' if item.used else 'no'} - {why}"]
     if isinstance(item, ListingLine):
         return [_listing(item)]
     if isinstance(item, (TargetLine, KernelsAbsentLine, LayoutUnknownLine)):

@@ -1,7 +1,8 @@
 """Progress on stderr (stdout stays the report or the JSON): the one mechanism for long work.
 
 Two forms, one policy (a terminal gets a line redrawn in place; anything else, a CI log, gets no carriage
-returns, only a plain line every 30 s; --quiet or KERNELCHECK_PROGRESS=0 turns both off):
+returns: a plain line every 30 s, and for a step that `announce`s itself (install's downloads and resolves) one
+plain line when it has run ~2 s; --quiet, --no-progress or KERNELCHECK_PROGRESS=0 turns both off):
 - `working(label)` / `Ticker` for a step of unknown length that may take more than ~2 s (doctor's import
   proofs, install's downloads, verify's first pass): `label ... 12 s`, erased when the step ends;
 - `Progress(total, label)` for a read of known size (a 2 GiB lengths file, a 1 GB trace): a bar and a
@@ -39,9 +40,10 @@ class Ticker:
     thread, so nothing of it is left when the caller forks (doctor forks its import children after torch's import)."""
 
     def __init__(self, label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
-                 tick: float = 0.5, detail: Callable[[], str] | None = None) -> None:
+                 tick: float = 0.5, detail: Callable[[], str] | None = None, announce: bool = False) -> None:
         self.label, self.out, self.delay, self.every, self.tick, self.detail = \
             label, stream or sys.stderr, delay, every, tick, detail
+        self.announce = announce  # a log gets a line when the step starts to take time, not only every 30 s
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self._stop = threading.Event()
         self._shown = False
@@ -55,15 +57,18 @@ class Ticker:
         return self
 
     def _run(self) -> None:
-        wait = self.delay if self.tty else self.every
+        wait = self.delay if self.tty or self.announce else self.every
+        said = self.label if self.label.startswith("kernelcheck") else f"kernelcheck: {self.label}"
         while not self._stop.wait(wait):
             secs = int(time.monotonic() - self._t0)
             extra = f"; {self.detail()}" if self.detail is not None else ""
             try:
                 if self.tty:
                     self.out.write(f"\r\033[K{self.label} ... {secs} s{extra}")
+                elif not self._shown and self.announce:  # a log: one line when the step starts to take time
+                    self.out.write(f"{said} ...\n")
                 else:
-                    self.out.write(f"kernelcheck: {self.label} (still working, {secs} s{extra})\n")
+                    self.out.write(f"{said} (still working, {secs} s{extra})\n")
                 self.out.flush()
             except (OSError, ValueError):
                 return
@@ -86,10 +91,11 @@ class Ticker:
 
 @contextmanager
 def working(label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
-            tick: float = 0.5, detail: Callable[[], str] | None = None) -> Iterator[None]:
+            tick: float = 0.5, detail: Callable[[], str] | None = None, announce: bool = False) -> Iterator[None]:
     """Show that `label` is still running while the block runs (see the module text); `detail()` adds what is
     known so far (verify: the Triton cache entries compiled)."""
-    ticker = Ticker(label, stream=stream, delay=delay, every=every, tick=tick, detail=detail).start()
+    ticker = Ticker(label, stream=stream, delay=delay, every=every, tick=tick, detail=detail,
+                    announce=announce).start()
     try:
         yield
     finally:

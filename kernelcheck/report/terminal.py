@@ -22,15 +22,15 @@ import textwrap
 from dataclasses import dataclass
 from typing import TextIO
 
-_LABEL = re.compile(r"^(\s*)((?:why|fix|ref|evidence|kernels|hub|cache): "
+_LABEL = re.compile(r"^(\s*)((?:why|fix|ref|evidence|kernels|hub|cache|functions|model_type): "
                     r"|(?:SLOW|BROKEN|info|warn|WARN|FAST|FALLBACK)\s+(?:\[[^\]]+\] )?|[a-z]+ {2,})")
 PIPED_WIDTH = 100
 _COMMAND_LABEL = re.compile(r"^\s*(?:fix|run|why, fix|fix \(\w+\)): ")
 _BACKTICKED = re.compile(r"`[^`]+`")
 _COMMAND_WORD = re.compile(r"^(?:pip|python3?|kernelcheck|uv|conda|apt-get|export|torchrun|[A-Z][A-Z0-9_]*=\S*) ")
 _GLUE = "\x00"  # joins a command's words so textwrap sees one word
-_COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN": "31", "UNSUPPORTED": "33"}
-_WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN|UNSUPPORTED)\b")
+_COLOURS = {"READY": "32", "FAST": "32", "FALLBACK": "33", "SLOW": "33", "BROKEN": "31"}
+_WORD = re.compile(r"\b(READY|FAST|FALLBACK|SLOW|BROKEN)\b")
 
 
 COLOR_CHOICES = ("auto", "always", "never")
@@ -85,16 +85,29 @@ def wrap_line(line: str, width: int) -> list[str]:
     pad = " " * indent
     out = textwrap.wrap(glued, width=width, subsequent_indent=pad, break_on_hyphens=False,
                         break_long_words=False) or [glued]
-    # a word too long for the width is cut (a module path), unless it is a command: that stays whole
-    fixed = [w for ln in out for w in (
-        [ln] if len(ln) <= width or _GLUE in ln or "`" in ln else
-        textwrap.wrap(ln.lstrip(), width=width, initial_indent=ln[:len(ln) - len(ln.lstrip())],
-                      subsequent_indent=pad, break_on_hyphens=False, break_long_words=True) or [ln])]
-    # a command that does not fit under the label moves left (the line's own indent + 2, else none), whole
+    # a word too long for the width is cut after a separator (a module path), never inside an identifier
+    # (report/wrap.py); a command stays whole
     base = len(line) - len(line.lstrip())
+    fixed = [w for ln in out for w in (
+        [ln] if len(ln) <= width or _GLUE in ln or "`" in ln else _cut_long(ln, pad, width, base))]
+    # a command that does not fit under the label moves left (the line's own indent + 2, else none), whole
     fixed = [_shift_left(ln, width, base) if len(ln) > width and ln.startswith(pad) and _GLUE in ln else ln
              for ln in fixed]
     return [ln.replace(_GLUE, " ") for ln in fixed]
+
+
+def _cut_long(ln: str, pad: str, width: int, base: int) -> list[str]:
+    """A wrapped line still over the width: its words that fit stay, the long word is cut by report/wrap.py."""
+    from kernelcheck.report.wrap import break_word
+
+    lead = ln[:len(ln) - len(ln.lstrip())]
+    words = ln.lstrip().split(" ")
+    head = words[:-1]
+    out: list[str] = []
+    if head:
+        out.append(lead + " ".join(head))
+        lead = pad
+    return out + break_word(words[-1], lead, width, base)
 
 
 def _shift_left(ln: str, width: int, base: int) -> str:

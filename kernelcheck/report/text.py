@@ -19,7 +19,10 @@ from kernelcheck.report.model import (
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.trace import StepRow
 
-_MARK = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "UNSUPPORTED"}
+# a function's status in words. `unsupported` (JSON) is a kernel that does not apply here: this transformers does
+# not call it, or this device cannot run it (its why line says which): "N/A", not a failure of the function
+STATUS_WORDS = {"fast": "FAST", "fallback": "FALLBACK", "broken": "BROKEN", "unsupported": "N/A"}
+_MARK = STATUS_WORDS
 _SEV = {"broken": "BROKEN", "fallback": "SLOW", "warning": "WARN", "info": "info"}
 
 
@@ -126,7 +129,10 @@ def render_text(report: Report, verbose: bool = True) -> str:
     words = {"ready": "READY: every fast kernel this job uses will run",
              "fallback": "FALLBACK: a slow torch path would run",
              "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
-    out.append(f"verdict: {words[report.verdict]} (exit {report.exit_code})")
+    said = words[report.verdict]
+    if report.command == "doctor" and report.model is None and not report.functions and report.verdict == "fallback":
+        said = "FALLBACK: no kernel was checked without --model (environment and packages only)"
+    out.append(f"verdict: {said} (exit {report.exit_code})")
     return "\n".join(out)
 
 
@@ -154,13 +160,16 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
 
 def _render_plan(plan: list[Step]) -> list[str]:
     out = ["plan"]
+    num = len(str(len(plan)))  # numbers right-aligned, so "9." and "10." start their columns together
+    pad = " " * (num + 4)
+    package = max([16, *(len(s.package) for s in plan)])
     for i, step in enumerate(plan, 1):
-        out.append(f"  {i}. {step.action:<8} {step.package:<16} {step.spec or ''}  [{step.source}]")
-        out.append(f"     why: {step.reason}")
+        out.append(f"  {i:>{num}}. {step.action:<8} {step.package:<{package}} {step.spec or ''}  [{step.source}]")
+        out.append(f"{pad}why: {step.reason}")
         if step.command:
-            out.append(f"     run: {step.command}")
+            out.append(f"{pad}run: {step.command}")
         for rej in step.rejected:
-            out.append(f"     rejected {rej.candidate}: {rej.reason}")
+            out.append(f"{pad}rejected {rej.candidate}: {rej.reason}")
     return out
 
 

@@ -75,7 +75,8 @@ class _Places:
                            for s0, _, n, pid, tid in self.steps if n in self.lb)
             else:
                 out.append(_instant(fd.id, t0, fd.message, fd.severity))
-        out.append(_instant("verdict", t0, f"kernelcheck trace verdict: {an.verdict}", Severity.INFO))
+        said = f"kernelcheck trace verdict: {an.verdict.upper()} ({an.diagnosis})"
+        out.append(_instant("verdict", t0, said, Severity.INFO))
         return out
 
     def _per_step(self, sid: str, msg: str, sev: str, hits: list[tuple[float, Any, Any]]) -> Iterator[dict[str, Any]]:

@@ -22,7 +22,7 @@ def report_of(a: TraceAnalysis) -> Report:
     r.trace = TraceSection(TraceFile(
         file=a.path, bytes=a.bytes, gzip=a.gzip, events=a.events, cpu_only=a.cpu_only,
         gpus=list(a.metadata.get("gpus") or []), profiler_error=a.metadata.get("error"),
-        diagnosis=a.verdict, missing_packages=list(a.missing_packages),
+        diagnosis=a.diagnosis, missing_packages=list(a.missing_packages),
         fast_packages=list(a.fast_packages), launch_bound_steps=list(a.launch_bound_steps),
         fallback_signatures=[m.reported() for m in a.fallbacks],
     ), summary=a.summary.row(), steps=[s.row() for s in a.steps], breakdown=a.breakdown or None)
@@ -81,11 +81,11 @@ def _verdict_words(t: TraceFile) -> str:
     if diag == "fallback":
         words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.missing_packages)}"
     elif diag == "launch-bound":
-        words = "LAUNCH-BOUND: the GPU waited for the CPU to launch many small kernels"
+        words = "FALLBACK: launch-bound: the GPU waited for the CPU to launch many small kernels"
     elif t.cpu_only:
-        words = "HEALTHY as far as a CPU-only trace can tell (no GPU activity recorded)"
+        words = "READY as far as a CPU-only trace can tell (no GPU activity recorded)"
     else:
-        words = "HEALTHY: no fallback signature, the GPU was kept busy"
+        words = "READY: no fallback signature, the GPU was kept busy"
     return words
 
 

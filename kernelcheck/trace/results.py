@@ -116,6 +116,12 @@ class TraceAnalysis:
 
     @property
     def verdict(self) -> str:
+        """The verdict, in every command's words (core/status.py Verdict): ready, or fallback (a torch reference
+        path ran, or the step is launch-bound); `diagnosis` says which."""
+        return "ready" if self.diagnosis == "healthy" else "fallback"
+
+    @property
+    def diagnosis(self) -> str:
         """healthy | fallback (a torch reference path ran) | launch-bound."""
         if self.fallbacks and not self.cpu_only:
             return "fallback"

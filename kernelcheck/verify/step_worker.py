@@ -193,7 +193,7 @@ def _trace_numbers(an: Any) -> dict[str, Any]:
     return {"profiled_steps": len(steps), "kernels_per_step": round(mean("kernels")),
             "cpu_ops_per_step": round(mean("cpu_ops")), "profiled_step_ms": round(mean("wall_us") / 1000, 3),
             "gpu_busy_fraction": round(sum(busy) / len(busy), 4) if busy else None,
-            "launch_bound_steps": list(an.launch_bound_steps), "verdict": an.verdict,
+            "launch_bound_steps": list(an.launch_bound_steps), "verdict": an.diagnosis,
             "fallback_signatures": [m.reported(with_steps=False).to_json() for m in an.fallbacks],
             "fast_packages": list(an.fast_packages), "cpu_only": an.cpu_only,
             "launch_delay_ms": {k: round(float(v) / 1000, 3) for k, v in an.summary.launch_delay_us.items()

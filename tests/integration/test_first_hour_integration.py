@@ -34,6 +34,13 @@ def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_plans_the_fla_640_
     assert "removed at the end" in res.stderr  # wording: renderer test
     tmp = res.stderr.split("go to ", 1)[1].split(" ", 1)[0]
     assert not Path(tmp).exists()
+    # run lines that work on the target: specs and the wheelhouse, not this machine's deleted cp311 wheels
+    commands = [s.get("command", "") for s in rep["plan"] if s["action"] == "install"]
+    assert commands and all(tmp not in c and "cp311" not in c and "--find-links" in c for c in commands), commands
+    assert "HTTPSConnectionPool" not in res.stdout  # wording: renderer test
+    # stderr is a file here: each step that takes time says so on a plain line (no carriage returns)
+    assert "\r" not in res.stderr and any(ln.endswith(" ...") for ln in res.stderr.splitlines()), \
+        res.stderr  # wording: renderer test (plain progress lines)
 
 
 def test_doctor_report_issue_prints_the_markdown_block_of_this_machine_with_the_verdicts_exit_code():

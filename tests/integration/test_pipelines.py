@@ -407,7 +407,7 @@ def _prolog(tmp_path: Path, kc_bin: Path, **env: str) -> subprocess.CompletedPro
 
 def test_slurm_prolog_blocks_the_step_and_passes_the_exit_code_through(tmp_path, kc_bin):
     junit_file = tmp_path / "k.xml"
-    res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_JUNIT=str(junit_file))
+    res = _prolog(tmp_path, kc_bin, KCGATE_MODEL="qwen3.8-27b", KCGATE_JUNIT=str(junit_file))
     assert res.returncode == 3
     assert _verdict_line(3) in res.stderr.splitlines()  # the report goes to the job's error stream
     said = "step not started: qwen3.8-27b (train) would run a slow torch fallback (exit 3)"
@@ -418,30 +418,30 @@ def test_slurm_prolog_blocks_the_step_and_passes_the_exit_code_through(tmp_path,
 
 def test_slurm_prolog_lets_jobs_through_that_did_not_opt_in(tmp_path, kc_bin):
     res = _prolog(tmp_path, kc_bin)
-    assert res.returncode == 0 and "KERNELCHECK_MODEL is not set" in res.stderr  # wording: the example's own words
+    assert res.returncode == 0 and "KCGATE_MODEL is not set" in res.stderr  # wording: the example's own words
 
 
 def test_slurm_prolog_allow_fallback_and_bad_input(tmp_path, kc_bin):
-    res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_MODE="infer",
-                  KERNELCHECK_ALLOW_FALLBACK="1")
+    res = _prolog(tmp_path, kc_bin, KCGATE_MODEL="qwen3.8-27b", KCGATE_MODE="infer",
+                  KCGATE_ALLOW_FALLBACK="1")
     assert res.returncode == 0
     said = "WARNING: qwen3.8-27b (infer) would run a slow torch fallback; starting anyway"
     assert said in res.stderr  # wording: the example's own words
-    res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="no-such-model-xyz")
+    res = _prolog(tmp_path, kc_bin, KCGATE_MODEL="no-such-model-xyz")
     own = envs.run(["doctor", "--model", "no-such-model-xyz", "--mode", "train"])  # kernelcheck's own message
     assert res.returncode == own.returncode == 2 and own.stderr.strip() in res.stderr
-    assert "bad KERNELCHECK_* settings (exit 2)" in res.stderr  # wording: the example's own words
-    res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK=str(tmp_path / "missing"))
+    assert "bad KCGATE_* settings (exit 2)" in res.stderr  # wording: the example's own words
+    res = _prolog(tmp_path, kc_bin, KCGATE_MODEL="qwen3.8-27b", KCGATE_BIN=str(tmp_path / "missing"))
     assert res.returncode == 127
-    assert "set KERNELCHECK to its full path" in res.stderr  # wording: the example's own words
+    assert "set KCGATE_BIN to its full path" in res.stderr  # wording: the example's own words
 
 
 def test_slurm_prolog_live_flag(tmp_path, kc_bin):
-    """KERNELCHECK_LIVE=1 adds --live; the flag is one doctor accepts (and runs once verify is merged)."""
+    """KCGATE_LIVE=1 adds --live; the flag is one doctor accepts (and runs once verify is merged)."""
     _doctor_accepts(["kernelcheck", "doctor", "--model", "qwen3.8-27b", "--mode", "train", "--live"], kc_bin)
     if not _has_live():
         pytest.skip("kernelcheck.live (branch verify) is not in this checkout: --live cannot run yet")
-    res = _prolog(tmp_path, kc_bin, KERNELCHECK_MODEL="qwen3.8-27b", KERNELCHECK_LIVE="1")
+    res = _prolog(tmp_path, kc_bin, KCGATE_MODEL="qwen3.8-27b", KCGATE_LIVE="1")
     assert res.returncode in (3, 4), res.stderr[-2000:]
     assert "step not started" in res.stderr  # wording: the example's own words
 

@@ -42,11 +42,22 @@ def test_a_short_step_prints_nothing_and_a_log_gets_plain_periodic_lines():
         pass
     assert out.getvalue() == ""
     log = io.StringIO()  # not a TTY: CI logs get whole lines, no carriage returns
-    with progress.working("pip download fla-core", stream=log, every=0.1, detail=lambda: "3 entries"):
-        time.sleep(0.35)
+    with progress.working("pip download fla-core", stream=log, delay=0.05, every=0.1, detail=lambda: "3 entries",
+                          announce=True):
+        time.sleep(0.4)
     lines = log.getvalue().splitlines()
-    assert len(lines) >= 2 and all(ln.startswith("kernelcheck: pip download fla-core (still working, ") for ln in lines)
-    assert "\r" not in log.getvalue() and lines[0].endswith("; 3 entries)")  # wording: renderer test
+    assert lines[0] == "kernelcheck: pip download fla-core ..."  # wording: renderer test; the step's own line
+    assert len(lines) >= 3 and all(ln.startswith("kernelcheck: pip download fla-core (still working, ")
+                                   for ln in lines[1:])
+    assert "\r" not in log.getvalue() and lines[1].endswith("; 3 entries)")  # wording: renderer test
+    log = io.StringIO()  # a label that names the command already is not prefixed twice
+    with progress.working("kernelcheck install: pip download einops", stream=log, delay=0.01, announce=True):
+        time.sleep(0.1)
+    assert log.getvalue() == "kernelcheck install: pip download einops ...\n"
+    log = io.StringIO()  # a step that does not announce itself (doctor's import of torch): the periodic line only
+    with progress.working("doctor: importing torch", stream=log, delay=0.01, every=5):
+        time.sleep(0.1)
+    assert log.getvalue() == ""
 
 
 def test_quiet_and_kernelcheck_progress_0_print_no_progress(monkeypatch):

@@ -80,3 +80,32 @@ def test_a_repository_lists_its_variants() -> None:
     assert hub_text.lines([RepoCheckLines(RES)]) == [
         "kernels-community/fla@v1 from hf-cache (/c): build torch213-cpu will be used",
         "    chosen torch213-cpu", "    rejected torch211-cu130: torch 2.11 wanted"]
+
+
+def test_rows_that_say_the_same_fold_into_one_line_and_the_default_is_said_once() -> None:
+    cpu = "no Hub kernel for cpu (mapped only for cuda, rocm, xpu): the path bound at import stays"
+    rows = [HubRow(n, "function", True, note=cpu, path="torch", implementation=f"m.torch_{n}")
+            for n in ("causal_conv1d_fn", "causal_conv1d_update", "chunk_gated_delta_rule")]
+    unmapped = [HubRow(n, "layer", False, note="transformers maps no Hub kernel to it", path="torch")
+                for n in ("causal_conv1d_forward", "RMSNormZeroCentered")]
+    source = "None -> True unless USE_HUB_KERNELS disables kernels (transformers/modeling_utils.py line 4224)"
+    who = f"from_pretrained's use_kernels default is True ({source})"
+    got = hub_text.lines([
+        SwitchLine("YES", False, True, True, source),
+        UseLine(True, f"{who}; kernels 0.19.1 is inside transformers' window; USE_HUB_KERNELS=YES", said_above=who),
+        RowLine(unmapped[0], True), RowLine(rows[0], True), RowLine(unmapped[1], True), RowLine(rows[1], True),
+        RowLine(rows[2], True),
+    ])
+    assert got == [
+        f"USE_HUB_KERNELS=YES (transformers' default: Hub decorators on) · from_pretrained use_kernels default: "
+        f"True ({source})",
+        "Hub kernels in this job: YES - the use_kernels default, the kernels window and USE_HUB_KERNELS above all "
+        "allow them",
+        "causal_conv1d_forward, RMSNormZeroCentered (layers, each): transformers maps no Hub kernel to it",
+        f"causal_conv1d_fn, causal_conv1d_update, chunk_gated_delta_rule (functions, each): {cpu} -> the torch "
+        "path runs",
+    ]
+    assert sum("line 4224" in ln for ln in got) == 1  # wording: renderer test
+    not_used = hub_text.lines([UseLine(False, f"{who}: transformers loads no Hub kernel", said_above=who)])
+    assert not_used == ["Hub kernels in this job: no - by the use_kernels default above: transformers loads no Hub "
+                        "kernel"]
