@@ -227,8 +227,10 @@ def _dropped(view: BatchView, accepted: frozenset[str] | None) -> Problem | None
                     REF["packing-metadata-dropped"]), gone[0], None)
 
 
-def lint(view: BatchView, accepted: Iterable[str] | None = None) -> list[Problem]:
-    """Every metadata problem of the batch, in a fixed order. `accepted`: the forward's keys (None: unknown)."""
+def lint(view: BatchView, accepted: Iterable[str] | None = None, stateful: bool = True) -> list[Problem]:
+    """Every metadata problem of the batch, in a fixed order. `accepted`: the forward's keys (None: unknown);
+    `stateful`: the model has layers that need cu_seqlens or seq_idx (Gated DeltaNet, conv, Mamba: the functions
+    of matrix/packing.toml); without them position_ids alone keep packed sequences apart."""
     acc = frozenset(accepted) if accepted is not None else None
     out: list[Problem] = []
     tokens = view.tokens
@@ -249,7 +251,7 @@ def lint(view: BatchView, accepted: Iterable[str] | None = None) -> list[Problem
         mis = _seq_idx_mismatch(view, cu_key, view.values(cu_key) or ())
         if mis is not None:
             out.append(mis)
-    for extra in (_position_ids_only(view, acc), _dropped(view, acc)):
+    for extra in (_position_ids_only(view, acc) if stateful else None, _dropped(view, acc)):
         if extra is not None:
             out.append(extra)
     return out

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kernelcheck.core.status import Finding
+
 
 @dataclass(frozen=True)
 class BatchInfo:
@@ -127,6 +129,12 @@ class BatchSection:
         return cls(BatchInfo.from_json(d["batch"]), d["device"], d["dtype"], d["tolerance"],
                    [FunctionReach.from_json(r) for r in d["reach"]], [SegmentDiff.from_json(s) for s in d["segments"]],
                    d.get("error"), Payoff.from_json(d["payoff"]) if d.get("payoff") else None, d.get("ran", True))
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    """A finding as every report prints it (no `decorators`: none of these is about decorators)."""
+    return {"id": f.id, "severity": str(getattr(f.severity, "value", f.severity)), "message": f.message,
+            "fix": f.fix, "reference": f.reference, "functions": list(f.functions)}
 
 
 def _g(x: float) -> str:

@@ -148,6 +148,7 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tu
 
     from kernelcheck.integrations import transformers, transformers_models
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+    from kernelcheck.packing.decide import load_facts
 
     model = transformers_models.resolve(query)
     device, dtype = device_dtype()
@@ -155,7 +156,8 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tu
     with quiet_fallback_lines():
         built = layers.build(model, "tiny", device, dtype, None)
         accepted = lint.accepted_keys(type(built.model).forward)
-        problems = lint.lint(loaded.view, accepted)
+        problems = lint.lint(loaded.view, accepted, stateful=bool(set(model.spec.functions) & set(
+            load_facts()["functions"])))
         segs, segs_from = lint.segments(loaded.view)
         runner = Runner(built, loaded.tensors, device)
         info = BatchInfo(loaded.source, loaded.view.tokens,

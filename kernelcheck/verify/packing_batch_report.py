@@ -77,7 +77,7 @@ def run(query: str, batch: str | None, collator: str | None, lengths_file: str |
 
 def to_json(model: Any, sec: BatchSection | None, payoff: Payoff | None, findings: list[Finding]) -> dict[str, Any]:
     from kernelcheck import schemas
-    from kernelcheck.report.model import _finding_json
+    from kernelcheck.report.packing_batch import finding_json
     from kernelcheck.report.sections import ModelRef
 
     verdict = decide.verdict([], findings)
@@ -86,7 +86,7 @@ def to_json(model: Any, sec: BatchSection | None, payoff: Payoff | None, finding
     return {"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": verdict.value,
             "exit_code": EXIT_CODE[verdict], "model": ModelRef.of(model).to_json(), "declared": None,
             "judged_mode": None, "packing": [],
-            "findings": [_finding_json(f) for f in findings], **body, "device": device}
+            "findings": [finding_json(f) for f in findings], **body, "device": device}
 
 
 def render_text(query: str, sec: BatchSection | None, payoff: Payoff | None, findings: list[Finding]) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kernelcheck.integrations.transformers import Binding
 from kernelcheck.report.packing_batch import FunctionReach
-from kernelcheck.verify.instrument import _closure_cells, dotted
+from kernelcheck.verify.instrument import closure_cells, dotted
 
 WATCH = ("cu_seqlens", "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx")
 ATTENTION = "attention"
@@ -32,7 +32,7 @@ def _present(kwargs: dict[str, Any]) -> set[str]:
 
 @dataclass
 class _Seen:
-    implementation: str = "?"
+    ran: str = "?"  # dotted name of the callable that ran
     fast: bool = False
     calls: int = 0
     received: set[str] = field(default_factory=set)
@@ -56,7 +56,7 @@ class Reach:
             orig = getattr(self.module, attr, None)
             if orig is None:
                 continue
-            cells = _closure_cells(orig)
+            cells = closure_cells(orig)
             impl_cell = cells.get("implementation")
             tf_cell = cells.get("torch_function")
             real = impl_cell.cell_contents if impl_cell is not None else orig
@@ -82,7 +82,7 @@ class Reach:
             e.received |= _present(kwargs)
             if not outer:  # the attention: no filter between the model and the implementation
                 e.passed |= _present(kwargs)
-                e.implementation, e.fast = dotted(orig), fn != ATTENTION or self.attn.startswith("flash")
+                e.ran, e.fast = dotted(orig), fn != ATTENTION or self.attn.startswith("flash")
             try:
                 return orig(*args, **kwargs)
             except Exception as exc:
@@ -99,7 +99,7 @@ class Reach:
         @functools.wraps(real)
         def inner(*args: Any, **kwargs: Any) -> Any:
             e = self._entry(fn)
-            e.implementation, e.fast = name, fast
+            e.ran, e.fast = name, fast
             e.passed |= _present(kwargs)
             return real(*args, **kwargs)
 
@@ -130,7 +130,7 @@ class Reach:
         out = []
         for f in names:
             e = self.seen[f]
-            impl = e.implementation
+            impl = e.ran
             if impl == "?" and f in self.bindings:
                 impl, e.fast = self.bindings[f].implementation, self.bindings[f].bound == "package"
             out.append(FunctionReach(f, impl, e.fast, e.calls, tuple(k for k in WATCH if k in e.received),

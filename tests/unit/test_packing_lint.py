@@ -70,6 +70,8 @@ def test_position_ids_only_from_the_collators_defaults_and_trl_padding_free():
            "labels": torch.tensor([[-100, 6, 7, -100, 9, -100, 11, 12, 13]])}
     assert _ids(trl) == ["packing-position-ids-only"]
     assert lint.segments(batchfile.check(trl, "t").view)[0] == ((0, 3), (3, 5), (5, 9))
+    # an attention-only model keeps the sequences apart from position_ids alone
+    assert lint.lint(batchfile.check(trl, "t").view, ACCEPTED, stateful=False) == []
     # with cu_seq_lens_q under a name the forward reads, the restart is not position_ids-only
     assert "packing-position-ids-only" not in _ids({**trl, "cu_seq_lens_q": torch.tensor([0, 3, 5, 9])})
 
