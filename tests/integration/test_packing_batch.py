@@ -105,3 +105,30 @@ def test_cli_payoff_on_cpu_times_both_steps(tmp_path: Path):
                                                                                    rel=1e-2)
     assert p["packing_speedup_bound"] == pytest.approx(256 / 84, rel=1e-3)
     assert p["packed_with"].startswith("position_ids")  # the torch path refuses cu_seq_lens: timing only
+
+
+def test_transformers_5_17_drops_the_keys_silently_before_the_torch_conv_and_the_segments_mix(tmp_path: Path):
+    """No guard in 5.17.0: the conv's and the GDN's torch functions receive cu_seq_lens and seq_idx, the wrapper
+    keeps only the parameters they declare, none reaches them, and the segments mix (exit 4, not 3)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.envs import site
+
+    tf = site("transformers==5.17.0", deps=True)
+    pt = tmp_path / "b.pt"
+    torch.save(_batch(return_flash_attn_kwargs=True, return_seq_idx=True), pt)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{tf}{os.pathsep}{root}", "USE_HUB_KERNELS": "0"}
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--packing",
+                          "--batch", str(pt), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    rep = json.loads(res.stdout)
+    assert res.returncode == rep["exit_code"] == 4, res.stderr[-2000:]
+    assert [f["id"] for f in rep["findings"]] == ["packing-segment-mixed"]
+    reach = {r["function"]: r for r in rep["reach"]}
+    assert reach["causal_conv1d_fn"]["received"] == ["cu_seq_lens_q", "cu_seq_lens_k", "seq_idx"]
+    assert reach["chunk_gated_delta_rule"]["received"][0] == "cu_seqlens"
+    assert reach["causal_conv1d_fn"]["passed"] == reach["chunk_gated_delta_rule"]["passed"] == []
+    assert [s["wrong"] for s in rep["segments"]] == [True, True, True]
+    assert rep["segments"][1]["first_layer"] == "layer 0 (linear_attention)"
