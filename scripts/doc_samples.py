@@ -46,6 +46,11 @@ SAMPLES: dict[str, Sample] = {
     "trace-fast": Sample("README.md", ("trace", "tests/data/gpu/gdn_fast.json.gz")),
     "models": Sample("README.md", ("models",)),
     "packing-line": Sample("docs/packing.md", ("doctor", "--model", "qwen3.8-27b", "--verbose"), pick="[packing]"),
+    "packing-batch-collator": Sample("docs/packing.md", ("verify", "--model", "qwen3.8-27b", "--packing", "--collator",
+                                                         "transformers:DataCollatorWithFlattening", "--lengths",
+                                                         "tests/data/packing/lengths.txt")),
+    "packing-batch-zero": Sample("docs/packing.md", ("verify", "--model", "qwen3.8-27b", "--packing", "--batch",
+                                                     "tests/data/packing/zero_length.safetensors")),
 }
 MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```text\n(.*?)^```$", re.M | re.S)
 

@@ -95,8 +95,9 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
             from kernelcheck.verify import packing_batch_report
 
             text, code = packing_batch_report.command(model, as_json, batch, collator, lengths, benchmark)
-        else:
-            text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
+            emit(text, is_json=as_json)  # text wrapped to the terminal (report/terminal.py)
+            return code
+        text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
         if as_json:
             emit(text, is_json=True)  # the real stdout back (cli/stdout_fd.py)
         else:

@@ -235,7 +235,8 @@ def lint(view: BatchView, accepted: Iterable[str] | None = None, stateful: bool 
     out: list[Problem] = []
     tokens = view.tokens
     seen: set[tuple[int, ...]] = set()
-    for key, f in view.fields.items():
+    for key in sorted(view.fields, key=lambda k: (k != CU_Q, k != CU_K)):  # q first, then k, then the file's order
+        f = view.fields[key]
         if not is_offsets(key) or f.values is None or f.values in seen:
             continue  # cu_seq_lens_k equal to cu_seq_lens_q: one finding, on q
         seen.add(f.values)

@@ -147,8 +147,8 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
         got = ", ".join(r.passed) or "none"
         gave = ", ".join(r.received) or "none"
         path = "kernel" if r.fast else "torch path"
-        tail = f"; raised {r.error[:70]}" if r.error else ""
-        out.append(f"    {r.function:<24} {path:<10} passed {gave}; reached it: {got} ({r.calls} call"
+        tail = f"; raised {r.error.split(':')[0]}" if r.error else ""
+        out.append(f"    {r.function:<24} {path:<10} given {gave}; reached it: {got} ({r.calls} call"
                    f"{'s' if r.calls != 1 else ''}){tail}")
     return out
 
@@ -156,11 +156,11 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
 def segment_lines(sec: BatchSection) -> list[str]:
     if sec.error:
         return [f"  packed vs separate: not compared, the packed forward raised: {sec.error[:90]}"]
-    out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2 error; tolerance "
-           f"{sec.tolerance:g}, {sec.dtype}):"]
+    out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2; tolerance "
+           f"{sec.tolerance:g})"]
     for s in sec.segments:
         word = ("ok" if not s.wrong else f"WRONG from {s.first_layer}" if s.first_layer
-                else "WRONG in the backward only (later segments' loss reaches these tokens)")
+                else "WRONG in the backward only")
         out.append(f"    segment {s.index} [{s.start}:{s.end}] outputs {_g(s.output_max_abs)} ({_g(s.output_rel_l2)})"
                    f"  grads {_g(s.grad_max_abs)} ({_g(s.grad_rel_l2)})  {word}")
     return out
