@@ -7,8 +7,11 @@
 # Carry (prepare on the CPU machine: bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
-#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_packing_batch.sh")
+#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_packing_batch.sh batches")
+#   run(command="bash benchmarks/gpu_packing_batch.sh payoff")      # same warm machine, its own 10 minutes
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.)
+# Parts: `batches` (the three batches, ~2-6 min with a cold Triton/TileLang cache), `payoff` (two timed steps
+# at the full shape, ~2-5 min); no argument runs both (may not fit one 10-minute command).
 #
 # Each case runs in its own process (a kernel crash on a bad batch must not take the others down). Batches are
 # built here with transformers' DataCollatorWithFlattening over 40 + 70 + 30 tokens (fla's chunk is 64):
@@ -46,6 +49,7 @@ fi
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
 
+PARTS=${*:-batches payoff}
 B=$(mktemp -d)
 $py - "$B" <<'EOF'
 import sys, torch
@@ -63,22 +67,24 @@ torch.save(dict(DataCollatorWithFlattening()(feats)), f"{out}/position_ids.pt")
 with open(f"{out}/lengths.txt", "w") as fh:
     fh.write("\n".join(str(n) for n in [1900, 640, 420, 300, 260, 210, 180, 150, 120, 96, 80, 64, 48, 40, 32, 24]))
 EOF
-: > "$OUT/exits.txt"
+: >> "$OUT/exits.txt"
 for case in clean zero_length position_ids; do
+  case " $PARTS " in *" batches "*) ;; *) break ;; esac
   t0=$(date +%s)
-  timeout ${CASE_TIMEOUT:-240} $py -m kernelcheck verify --model qwen3.8-27b --packing --batch "$B/$case.pt" --json \
+  timeout ${CASE_TIMEOUT:-180} $py -m kernelcheck verify --model qwen3.8-27b --packing --batch "$B/$case.pt" --json \
     > "$OUT/$case.json" 2> "$OUT/$case.err"
   code=$?
   $py -c "import json,sys; from kernelcheck.verify.packing_batch_report import render_text; from kernelcheck.report.packing_batch import BatchSection; from kernelcheck.core.status import Finding; d=json.load(open(sys.argv[1])); print(render_text('qwen3.8-27b', BatchSection.from_json(d), None, [Finding.from_json(f) for f in d['findings']]))" "$OUT/$case.json" > "$OUT/$case.txt" 2>> "$OUT/$case.err"
   echo "$case exit $code in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
   cat "$OUT/$case.txt"
 done
+case " $PARTS " in *" payoff "*) ;; *) rm -rf "$B"; exit 0 ;; esac
 t0=$(date +%s)
-timeout ${PAYOFF_TIMEOUT:-300} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --json \
+timeout ${PAYOFF_TIMEOUT:-240} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --json \
   > "$OUT/payoff.json" 2> "$OUT/payoff.err"
 echo "payoff exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
 $py -c "import json; p=json.load(open('$OUT/payoff.json'))['payoff']; print(json.dumps(p, indent=1))"
-timeout ${PAYOFF_TIMEOUT:-300} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --lengths "$B/lengths.txt" \
+timeout ${PAYOFF_TIMEOUT:-240} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --lengths "$B/lengths.txt" \
   --json > "$OUT/payoff_lengths.json" 2> "$OUT/payoff_lengths.err"
 echo "payoff --lengths exit $?" | tee -a "$OUT/exits.txt"
 $py -m kernelcheck padding "$B/lengths.txt" --batching batch:16 > "$OUT/padding_lengths.txt" 2>&1

@@ -132,7 +132,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("packing-seq-idx-mismatch", (W,), _V, "seq_idx puts a token in another segment than cu_seqlens"),
     Entry("packing-position-ids-only", (W,), _V, "position_ids restart but neither cu_seq_lens nor seq_idx reaches "
           "the model"),
-    Entry("packing-metadata-dropped", (W,), _V, "batch keys the model's forward does not accept (dropped silently)"),
+    Entry("packing-metadata-dropped", (W,), _V, "batch keys the model's forward does not take by name (read by no "
+          "transformers code)"),
     Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
           "(names the segment and the first layer)"),
     Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),

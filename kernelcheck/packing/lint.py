@@ -13,7 +13,8 @@ with an id, a message naming the offending index and a fix. The checks, with the
 - packing-seq-idx-mismatch: seq_idx (the conv's and Mamba's boundaries) must agree with cu_seqlens (fla's);
   VeOmni#1076 / #845: empty segments make the two encodings disagree;
 - packing-position-ids-only: position_ids restart but neither cu_seq_lens nor seq_idx reaches the model;
-- packing-metadata-dropped: keys the forward does not accept (transformers drops them silently).
+- packing-metadata-dropped: keys the forward does not take by name (no transformers code reads them; they ride
+  along in **kwargs).
 """
 
 from __future__ import annotations
@@ -220,8 +221,9 @@ def _dropped(view: BatchView, accepted: frozenset[str] | None) -> Problem | None
     renames = [k for k in gone if is_offsets(k)]
     fix = (f"rename {', '.join(renames)} to {CU_Q}/{CU_K} (the names transformers reads); " if renames else "")
     return Problem(Finding("packing-metadata-dropped", Severity.WARNING,
-                    f"the model's forward does not accept {shapes}: transformers drops "
-                    f"{it} silently, no layer sees {it}",
+                    f"the model's forward does not take {shapes}: no transformers code reads {it} by that "
+                    f"name; {it} rides along in **kwargs to whatever takes **kwargs (which keys reached each kernel "
+                    "shows where), so its boundaries are lost or land under a name the kernel does not expect",
                     fix + "pass the boundaries under the forward's own keys: cu_seq_lens_q, cu_seq_lens_k, "
                     "max_length_q, max_length_k, seq_idx, position_ids",
                     REF["packing-metadata-dropped"]), gone[0], None)

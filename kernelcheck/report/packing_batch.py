@@ -146,7 +146,8 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
     for r in reach:
         got = ", ".join(r.passed) or "none"
         gave = ", ".join(r.received) or "none"
-        path = "kernel" if r.fast else "torch path"
+        path = ("kernel" if r.fast else "torch path") if r.function != "attention" else (
+            r.implementation.rsplit(".", 1)[-1].removesuffix("_attention_forward").removesuffix("_forward"))
         tail = f"; raised {r.error.split(':')[0]}" if r.error else ""
         out.append(f"    {r.function:<24} {path:<10} given {gave}; reached it: {got} ({r.calls} call"
                    f"{'s' if r.calls != 1 else ''}){tail}")
