@@ -79,9 +79,10 @@ def test_the_text_names_each_kernels_keys_and_each_segment():
     reach = [FunctionReach("causal_conv1d_fn", "x.causal_conv1d_fn", True, 2, ("cu_seq_lens_q", "seq_idx"), ())]
     text = "\n".join(render(_section([_seg(0, True), _seg(1, True, "layer 0 (linear_attention)")], reach=reach),
                             "qwen3.8-27b"))
-    assert "causal_conv1d_fn         kernel     given cu_seq_lens_q, seq_idx; reached it: none (2 calls)" in text
-    assert "segment 1 [40:110]" in text and "WRONG from layer 0 (linear_attention)" in text
-    assert "WRONG in the backward only" in text
+    line = "causal_conv1d_fn         kernel     given cu_seq_lens_q, seq_idx; reached it: none (2 calls)"
+    assert line in text  # wording: renderer test
+    assert "segment 1 [40:110]" in text and "WRONG from layer 0 (linear_attention)" in text  # wording: renderer test
+    assert "WRONG in the backward only" in text  # wording: renderer test
 
 
 @pytest.mark.parametrize(("kw", "flag"), [({"packing": False, "batch": "b.pt"}, "--batch"),

@@ -140,7 +140,8 @@ def test_the_lint_words_name_the_key_the_index_and_the_fix():
     assert f.message.startswith("cu_seq_lens_q[3] repeats 9 (tail padding") and "unique_consecutive" in (f.fix or "")
     dropped = lint.lint(batchfile.check({"input_ids": torch.arange(4)[None], "cu_seqlens": torch.tensor([0, 4])},
                                         "t").view, ACCEPTED)
-    assert "cu_seqlens (2,)" in dropped[0].finding.message and "cu_seq_lens_q" in (dropped[0].finding.fix or "")
+    said = dropped[0].finding
+    assert "cu_seqlens (2,)" in said.message and "cu_seq_lens_q" in (said.fix or "")  # wording: renderer test
 
 
 # -- bad input: one paragraph naming the key and the shape (exit 2) -------------------------------------------
@@ -160,7 +161,7 @@ def test_the_lint_words_name_the_key_the_index_and_the_fix():
 def test_a_bad_batch_is_bad_input_naming_the_key_and_its_shape(raw, words):
     with pytest.raises(BadInput) as exc:
         batchfile.check(raw, "b.pt")
-    assert words in str(exc.value) and "\n" not in str(exc.value)
+    assert words in str(exc.value) and "\n" not in str(exc.value)  # wording: the exit-2 message of bad input
 
 
 def test_files_are_read_with_weights_only_and_safetensors_is_read_too(tmp_path):
