@@ -134,6 +134,8 @@ ENTRIES: tuple[Entry, ...] = (
           "the model"),
     Entry("packing-metadata-dropped", (W,), _V, "batch keys the model's forward does not take by name (read by no "
           "transformers code)"),
+    Entry("packing-attention-mask-hides-boundaries", (W,), _V, "an attention_mask beside restarting position_ids: "
+          "the attention finds no packed boundaries"),
     Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
           "(names the segment and the first layer)"),
     Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),

@@ -13,6 +13,8 @@ with an id, a message naming the offending index and a fix. The checks, with the
 - packing-seq-idx-mismatch: seq_idx (the conv's and Mamba's boundaries) must agree with cu_seqlens (fla's);
   VeOmni#1076 / #845: empty segments make the two encodings disagree;
 - packing-position-ids-only: position_ids restart but neither cu_seq_lens nor seq_idx reaches the model;
+- packing-attention-mask-hides-boundaries: an attention_mask beside restarting position_ids (the attention then
+  finds no boundaries; TRL's padding-free collator leaves it out for this reason);
 - packing-metadata-dropped: keys the forward does not take by name (no transformers code reads them; they ride
   along in **kwargs).
 """
@@ -27,7 +29,7 @@ from typing import Any
 
 from kernelcheck.core.status import Finding, Severity
 
-CU_Q, CU_K, SEQ_IDX, POS = "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx", "position_ids"
+CU_Q, CU_K, SEQ_IDX, POS, MASK = "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx", "position_ids", "attention_mask"
 TOKENS_KEY = "input_ids"
 REF = {
     "packing-cu-seqlens-not-monotonic": "flash-attn varlen / fla cu_seqlens contract: [0, ..., total], "
@@ -38,6 +40,9 @@ REF = {
     "packing-seq-idx-mismatch": "VeOmni#1076, VeOmni#845 (empty segments: the two chunk-index encodings disagree)",
     "packing-position-ids-only": "transformers docs PR #46333 (no position_ids-only path for linear attention)",
     "packing-metadata-dropped": "transformers TransformersKwargs (the packed keys a forward reads)",
+    "packing-attention-mask-hides-boundaries": "transformers masking_utils._preprocess_mask_arguments "
+                                               "(find_packed_sequence_indices only without a 2D attention_mask); TRL "
+                                               "sft_trainer: padding-free must not create an attention_mask",
 }
 
 
@@ -210,6 +215,21 @@ def _position_ids_only(view: BatchView, accepted: frozenset[str] | None) -> Prob
                     REF["packing-position-ids-only"]), POS, r[0])
 
 
+def _mask_hides(view: BatchView) -> Problem | None:
+    pos = view.values(POS)
+    if view.values(MASK) is None or pos is None or not restarts(pos):
+        return None
+    r = restarts(pos)
+    return Problem(Finding("packing-attention-mask-hides-boundaries", Severity.WARNING,
+                           f"the batch carries an attention_mask and position_ids that restart at token {r[0]}: with "
+                           "a 2D attention_mask transformers does not look for packed sequences in position_ids, so "
+                           "sdpa, eager and flex attention attend across every boundary (flash attention unpads by the "
+                           "mask and ignores the position_ids too)",
+                           "drop attention_mask from packed batches (DataCollatorWithFlattening returns none); the "
+                           "boundaries travel in position_ids, cu_seq_lens_q/k and seq_idx",
+                           REF["packing-attention-mask-hides-boundaries"]), MASK, r[0])
+
+
 def _dropped(view: BatchView, accepted: frozenset[str] | None) -> Problem | None:
     if accepted is None:
         return None
@@ -254,7 +274,7 @@ def lint(view: BatchView, accepted: Iterable[str] | None = None, stateful: bool 
         mis = _seq_idx_mismatch(view, cu_key, view.values(cu_key) or ())
         if mis is not None:
             out.append(mis)
-    for extra in (_position_ids_only(view, acc) if stateful else None, _dropped(view, acc)):
+    for extra in (_position_ids_only(view, acc) if stateful else None, _mask_hides(view), _dropped(view, acc)):
         if extra is not None:
             out.append(extra)
     return out

@@ -62,6 +62,11 @@ def test_an_attention_only_model_keeps_position_ids_packing_apart_forward_and_ba
     assert [f.id for f in found] == ["packing-segments-match"]
     assert [s.wrong for s in sec.segments] == [False, False, False]
     assert max(s.grad_rel_l2 for s in sec.segments) < sec.tolerance
+    # the same batch with an attention_mask (TRL's padding-free warning): the attention finds no boundaries
+    masked = {**_batch(), "attention_mask": torch.ones(1, 140, dtype=torch.long)}
+    _, sec, found = packing_batch.check("llama", batchfile.check(masked, "t"))
+    assert [f.id for f in found] == ["packing-attention-mask-hides-boundaries", "packing-segment-mixed"]
+    assert [s.first_layer for s in sec.segments][1:] == ["layer 0 (LlamaDecoderLayer)"] * 2
 
 
 def test_cli_batch_file_collator_and_bad_offsets(tmp_path: Path):

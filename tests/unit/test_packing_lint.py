@@ -124,6 +124,16 @@ def test_veomni_seq_idx_that_counts_an_empty_segment_disagrees_with_the_offsets(
     assert "packing-seq-idx-mismatch" not in _ids(good)
 
 
+def test_an_attention_mask_beside_restarting_position_ids_hides_the_boundaries():
+    batch = {**_collated(), "attention_mask": torch.ones(1, 9, dtype=torch.long)}  # TRL's warning, reproduced
+    got = {p.id: p for p in lint.lint(batchfile.check(batch, "t").view, ACCEPTED, stateful=False)}
+    assert set(got) == {"packing-attention-mask-hides-boundaries"}
+    assert (got["packing-attention-mask-hides-boundaries"].key, got["packing-attention-mask-hides-boundaries"].index) \
+        == ("attention_mask", 3)
+    padded = {"input_ids": torch.arange(9)[None], "attention_mask": torch.ones(1, 9, dtype=torch.long)}
+    assert lint.lint(batchfile.check(padded, "t").view, ACCEPTED) == []  # one sequence: nothing to hide
+
+
 def test_slime_style_keys_the_forward_does_not_take_are_dropped():
     batch = {"input_ids": torch.arange(9)[None], "position_ids": torch.tensor([[0, 1, 2, 0, 1, 0, 1, 2, 3]]),
              "cu_seqlens": torch.tensor([0, 3, 5, 9], dtype=torch.int32)}
