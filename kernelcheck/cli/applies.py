@@ -57,8 +57,13 @@ def check_trace_dir(path: str | None) -> None:
 
 
 def check_packing_batch_flags(*, packing: bool, batch: str | None, collator: str | None,
-                              lengths: str | None) -> None:
-    """--batch, --collator and --lengths belong to --packing; --collator needs --lengths; one batch source."""
+                              lengths: str | None, mode: str | None = None, benchmark: bool = False) -> None:
+    """--batch, --collator and --lengths belong to --packing; --collator needs --lengths; one batch source; a
+    packing MODE (what transformers' collator passes) is not judged on the job's own batch or the payoff."""
+    if mode not in (None, "all") and (batch or collator or benchmark):
+        raise BadInput(f"--packing {mode} judges transformers' own collator in that mode; the job's batch (--batch, "
+                       "--collator) says itself what it passes, and --benchmark times the recommended one. Drop "
+                       f"{mode} (--packing alone); nothing was run.")
     for flag, given in (("--batch", batch), ("--collator", collator), ("--lengths", lengths)):
         if given and not packing:
             _refuse(flag, "--packing", "it gives the packed batch (or the lengths) that --packing checks.")

@@ -82,7 +82,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     from kernelcheck.verify import record as record_mod
     applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
                                trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
-    applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths)
+    applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths,
+                                      mode=packing, benchmark=benchmark)
     applies.check_trace_dir(trace_dir if step else None)
 
     if record and not step:

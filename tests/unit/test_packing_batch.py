@@ -88,7 +88,9 @@ def test_the_text_names_each_kernels_keys_and_each_segment():
 @pytest.mark.parametrize(("kw", "flag"), [({"packing": False, "batch": "b.pt"}, "--batch"),
                                           ({"packing": False, "lengths": "l.txt"}, "--lengths"),
                                           ({"packing": True, "batch": "b.pt", "collator": "m:f"}, "--batch and"),
-                                          ({"packing": True, "collator": "m:f"}, "--collator needs --lengths")])
+                                          ({"packing": True, "collator": "m:f"}, "--collator needs --lengths"),
+                                          ({"packing": True, "batch": "b.pt", "mode": "flash"}, "--packing flash"),
+                                          ({"packing": True, "benchmark": True, "mode": "none"}, "--packing none")])
 def test_batch_flags_belong_to_packing_and_need_their_partner(kw, flag):
     args = {"packing": False, "batch": None, "collator": None, "lengths": None, **kw}
     with pytest.raises(BadInput, match=flag):
