@@ -103,3 +103,13 @@ def test_benchmark_with_packing_is_the_payoff_not_a_refused_flag():
     with pytest.raises(BadInput):
         applies.check_verify_flags(step=False, packing=True, layers=None, checkpointing=None, trace_dir=None,
                                    benchmark=False, shape=None, tokens=128)
+
+
+def test_a_packing_payoff_row_in_verified_toml_is_not_taken_for_a_training_step():
+    from kernelcheck.doctor import cost
+
+    step = {"model_type": "qwen3_5", "date": "2026-12-03", "bound_tokens_per_s": 2320.5,
+            "reference_tokens_per_s": 540.5}
+    payoff = {"model_type": "qwen3_5", "date": "2026-12-08", "kind": "packing-payoff", "ratio": 2.1}
+    assert cost.choose([step, payoff], "qwen3_5", {})[0] is step
+    assert cost.choose([payoff], "qwen3_5", {})[0] is None
