@@ -86,8 +86,10 @@ class Runner:
         assert emb.grad is not None
         return logits.detach(), emb.grad.detach(), outs
 
-    def compare(self, segs: tuple[tuple[int, int], ...], tol: float) -> list[SegmentDiff]:
-        logits, grad, louts = self.run(0, int(self.ids.shape[1]), packed=True)
+    def compare(self, segs: tuple[tuple[int, int], ...], tol: float,
+                packed: tuple[Any, Any, list[Any]]) -> list[SegmentDiff]:
+        """Each segment alone against `packed` (the packed run's logits, gradients and layer outputs)."""
+        logits, grad, louts = packed
         out = []
         for i, (a, b) in enumerate(segs):
             al, ag, aouts = self.run(a, b, packed=False)
@@ -172,9 +174,9 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tu
             return model, sec, [p.finding for p in problems]
         try:
             with reach, torch.enable_grad():
-                runner.run(0, loaded.view.tokens, packed=True)
+                packed = runner.run(0, loaded.view.tokens, packed=True)
             if compare:
-                sec.segments = runner.compare(segs, tol)
+                sec.segments = runner.compare(segs, tol, packed)
         except Exception as exc:  # noqa: BLE001 - the job's batch raising in the forward is the result
             sec.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         sec.reach = reach.result()
