@@ -8,10 +8,12 @@
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_packing_batch.sh batches")
-#   run(command="bash benchmarks/gpu_packing_batch.sh payoff")      # same warm machine, its own 10 minutes
+#   run(command="bash benchmarks/gpu_packing_batch.sh payoff")           # same warm machine, its own 10 minutes
+#   run(command="bash benchmarks/gpu_packing_batch.sh payoff_lengths")    # optional: a shorter chat-like mix
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.)
-# Parts: `batches` (the three batches, ~2-6 min with a cold Triton/TileLang cache), `payoff` (two timed steps
-# at the full shape, ~2-5 min); no argument runs both (may not fit one 10-minute command).
+# Parts: `batches` (the three batches, ~2-6 min with a cold Triton/TileLang cache), `payoff` (padded and packed
+# steps at the full shape on the default mix, ~2-6 min), `payoff_lengths` (the same on lengths.txt); no argument
+# runs all three (will not fit one 10-minute command).
 #
 # Each case runs in its own process (a kernel crash on a bad batch must not take the others down). Batches are
 # built here with transformers' DataCollatorWithFlattening over 40 + 70 + 30 tokens (fla's chunk is 64):
@@ -49,7 +51,7 @@ fi
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
 
-PARTS=${*:-batches payoff}
+PARTS=${*:-batches payoff payoff_lengths}
 B=$(mktemp -d)
 $py - "$B" <<'EOF'
 import sys, torch
@@ -78,15 +80,21 @@ for case in clean zero_length position_ids; do
   echo "$case exit $code in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
   cat "$OUT/$case.txt"
 done
-case " $PARTS " in *" payoff "*) ;; *) rm -rf "$B"; exit 0 ;; esac
-t0=$(date +%s)
-timeout ${PAYOFF_TIMEOUT:-240} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --json \
-  > "$OUT/payoff.json" 2> "$OUT/payoff.err"
-echo "payoff exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
-$py -c "import json; p=json.load(open('$OUT/payoff.json'))['payoff']; print(json.dumps(p, indent=1))"
-timeout ${PAYOFF_TIMEOUT:-240} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --lengths "$B/lengths.txt" \
-  --json > "$OUT/payoff_lengths.json" 2> "$OUT/payoff_lengths.err"
-echo "payoff --lengths exit $?" | tee -a "$OUT/exits.txt"
-$py -m kernelcheck padding "$B/lengths.txt" --batching batch:16 > "$OUT/padding_lengths.txt" 2>&1
-cat "$OUT/padding_lengths.txt"
+case " $PARTS " in *" payoff "*)
+  t0=$(date +%s)
+  timeout ${PAYOFF_TIMEOUT:-420} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark --json \
+    > "$OUT/payoff.json" 2> "$OUT/payoff.err"
+  echo "payoff exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
+  $py -c "import json; p=json.load(open('$OUT/payoff.json'))['payoff']; print(json.dumps(p, indent=1))"
+  tail -3 "$OUT/payoff.err" ;;
+esac
+case " $PARTS " in *" payoff_lengths "*)
+  t0=$(date +%s)
+  timeout ${PAYOFF_TIMEOUT:-420} $py -m kernelcheck verify --model qwen3.8-27b --packing --benchmark \
+    --lengths "$B/lengths.txt" --json > "$OUT/payoff_lengths.json" 2> "$OUT/payoff_lengths.err"
+  echo "payoff --lengths exit $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/exits.txt"
+  $py -c "import json; p=json.load(open('$OUT/payoff_lengths.json'))['payoff']; print(json.dumps(p, indent=1))"
+  $py -m kernelcheck padding "$B/lengths.txt" --batching batch:16 > "$OUT/padding_lengths.txt" 2>&1
+  cat "$OUT/padding_lengths.txt" ;;
+esac
 rm -rf "$B"
