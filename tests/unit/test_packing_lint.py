@@ -208,3 +208,27 @@ def test_the_jobs_own_collator_builds_the_batch():
                         ("transformers:__version__", "not callable")):
         with pytest.raises(BadInput, match=words):
             batchfile.collate(spec, [3], vocab=128)
+
+
+def test_any_lengths_the_collator_packs_lint_clean_and_split_back_into_them():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from transformers import DataCollatorWithFlattening
+
+    collate = DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.integers(1, 90), min_size=1, max_size=8))
+    def check(lengths: list[int]) -> None:
+        batch = dict(collate([{"input_ids": list(range(1, n + 1))} for n in lengths]))
+        view = batchfile.check(batch, "t").view
+        assert lint.lint(view, ACCEPTED) == []
+        segs, src = lint.segments(view)
+        assert [b - a for a, b in segs] == lengths and src == "cu_seq_lens_q"
+        # the same row with a tail pad offset: one zero-length finding, the same segments
+        cu = batch["cu_seq_lens_q"]
+        padded = {**batch, "cu_seq_lens_q": torch.cat([cu, cu[-1:]]), "cu_seq_lens_k": torch.cat([cu, cu[-1:]])}
+        got = lint.lint(batchfile.check(padded, "t").view, ACCEPTED)
+        assert [(p.id, p.index) for p in got] == [("packing-zero-length-segment", len(lengths) + 1)]
+
+    check()
