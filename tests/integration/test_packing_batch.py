@@ -137,3 +137,59 @@ def test_transformers_5_17_drops_the_keys_silently_before_the_torch_conv_and_the
     assert reach["causal_conv1d_fn"]["passed"] == reach["chunk_gated_delta_rule"]["passed"] == []
     assert [s["wrong"] for s in rep["segments"]] == [True, True, True]
     assert rep["segments"][1]["first_layer"] == "layer 0 (linear_attention)"
+
+
+def _with_fake_kernels(pt: Path, drop: str | None = None) -> tuple[int, dict]:
+    """verify --packing --batch in a process where tests/programs/fake_kernels stand in for causal-conv1d and fla
+    (torch code with their names and keyword arguments): transformers binds them as the fast path."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root / 'tests' / 'programs' / 'fake_kernels'}{os.pathsep}{root}",
+           "USE_HUB_KERNELS": "0"}
+    env.pop("FAKE_KERNELS_DROP", None)
+    if drop:
+        env["FAKE_KERNELS_DROP"] = drop
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--packing",
+                          "--batch", str(pt), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    rep = json.loads(res.stdout)
+    assert res.returncode == rep["exit_code"], res.stderr[-2000:]
+    return res.returncode, rep
+
+
+def test_on_the_bound_path_each_key_reaches_its_kernel_and_the_segments_match(tmp_path: Path):
+    pt = tmp_path / "b.pt"
+    torch.save(_batch(return_flash_attn_kwargs=True, return_seq_idx=True), pt)
+    code, rep = _with_fake_kernels(pt)
+    reach = {r["function"]: r for r in rep["reach"]}
+    assert code == 0 and [f["id"] for f in rep["findings"]] == ["packing-segments-match"]
+    assert reach["causal_conv1d_fn"]["fast"] and reach["causal_conv1d_fn"]["passed"] == ["seq_idx"]
+    assert reach["chunk_gated_delta_rule"]["fast"] and reach["chunk_gated_delta_rule"]["passed"] == ["cu_seqlens"]
+    assert reach["causal_conv1d_fn"]["implementation"] == "causal_conv1d.causal_conv1d_fn"
+
+
+def test_slime_a_conv_that_never_gets_seq_idx_mixes_the_segments_and_the_reach_shows_where(tmp_path: Path):
+    """slime#1686: cu_seqlens reaches the GDN kernel but not the conv. The conv here has no seq_idx parameter, so
+    transformers' wrapper drops it before the call."""
+    pt = tmp_path / "b.pt"
+    torch.save(_batch(return_flash_attn_kwargs=True, return_seq_idx=True), pt)
+    code, rep = _with_fake_kernels(pt, drop="seq_idx")
+    reach = {r["function"]: r for r in rep["reach"]}
+    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-segment-mixed"]
+    assert reach["causal_conv1d_fn"]["received"] == ["cu_seq_lens_q", "cu_seq_lens_k", "seq_idx"]
+    assert reach["causal_conv1d_fn"]["passed"] == [] and reach["chunk_gated_delta_rule"]["passed"] == ["cu_seqlens"]
+    assert rep["segments"][1]["first_layer"] == "layer 0 (linear_attention)"
+
+
+def test_veomni_seq_idx_counting_an_empty_segment_keeps_the_conv_wrong_where_the_offsets_are_right(tmp_path: Path):
+    """VeOmni#1076: offsets with an empty segment and a seq_idx that puts the boundary elsewhere: the lint names
+    the token, and on the bound path the conv keeps other sequences apart than the GDN kernel: measured wrong."""
+    b = _batch(return_flash_attn_kwargs=True, return_seq_idx=True)
+    b["seq_idx"] = torch.tensor([[0] * 50 + [1] * 60 + [2] * 30], dtype=torch.int32)  # boundary at 50, not 40
+    pt = tmp_path / "b.pt"
+    torch.save(b, pt)
+    code, rep = _with_fake_kernels(pt)
+    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-seq-idx-mismatch", "packing-segment-mixed"]
+    assert [s["wrong"] for s in rep["segments"]][:2] == [True, True]
