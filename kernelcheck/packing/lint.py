@@ -173,24 +173,31 @@ def _expected_segment_ids(cu: tuple[int, ...]) -> list[int]:
 
 def _seq_idx_mismatch(view: BatchView, cu_key: str, cu: tuple[int, ...]) -> Problem | None:
     s = view.values(SEQ_IDX)
-    if s is None or monotonic_problem(cu, view.tokens) is not None:
+    tokens = view.tokens
+    if s is None or monotonic_problem(cu, tokens) is not None:
         return None
     want = _expected_segment_ids(cu)
-    t = next((i for i, (a, b) in enumerate(zip(s, want, strict=False)) if a != b), None)
-    if t is None:
-        return None
-    bound_s = t > 0 and s[t] != s[t - 1]
-    bound_cu = t in cu
-    if bound_s != bound_cu:
-        what = ("a boundary the offsets do not have" if bound_s else f"no boundary where {cu_key} has one")
+    by_s = {t for t in range(1, len(s)) if s[t] != s[t - 1]}
+    by_cu = {x for x in cu if 0 < x < tokens}
+    moved = sorted(by_s ^ by_cu)
+    if moved:
+        t = moved[0]
+        what = (f"seq_idx starts a sequence at token {t} where {cu_key} has none" if t in by_s
+                else f"{cu_key} starts a sequence at token {t} where seq_idx has none")
+        msg = (f"{what} (seq_idx[{t}] = {s[t]}, the offsets put it in segment {want[t]}): the conv (seq_idx) and the "
+               "Gated DeltaNet kernel (cu_seqlens) keep different sequences apart")
     else:
-        what = "another segment number than the offsets give (an empty segment counted on one side only)"
-    return Problem(Finding("packing-seq-idx-mismatch", Severity.WARNING,
-                    f"seq_idx[{t}] = {s[t]} but {cu_key} puts token {t} in segment {want[t]}: {what}; the conv "
-                    "(seq_idx) and the Gated DeltaNet kernel (cu_seqlens) then keep different sequences apart",
-                    f"derive seq_idx from the same offsets: seq_idx[t] = k for {cu_key}[k] <= t < {cu_key}[k+1], "
-                    "counting only non-empty segments (DataCollatorWithFlattening(return_flash_attn_kwargs=True, "
-                    "return_seq_idx=True) does)", REF["packing-seq-idx-mismatch"]), SEQ_IDX, t)
+        t = next((i for i, (a, b) in enumerate(zip(s, want, strict=False)) if a != b), -1)
+        if t < 0:
+            return None
+        msg = (f"seq_idx[{t}] = {s[t]} numbers the segment {want[t]} by {cu_key} (an empty segment counted on one side "
+               "only): the boundaries agree, so the conv keeps the same sequences apart, but code that indexes by "
+               "seq_idx (per-sequence states, chunk indices) takes the wrong entry")
+    return Problem(Finding("packing-seq-idx-mismatch", Severity.WARNING, msg,
+                           f"derive seq_idx from the same offsets: seq_idx[t] = k for {cu_key}[k] <= t < "
+                           f"{cu_key}[k+1], counting only non-empty segments (DataCollatorWithFlattening("
+                           "return_flash_attn_kwargs=True, return_seq_idx=True) does)",
+                           REF["packing-seq-idx-mismatch"]), SEQ_IDX, t)
 
 
 def restarts(pos: tuple[int, ...]) -> list[int]:
