@@ -93,7 +93,7 @@ PACKING_BATCH: S = {
     "dtype": STR, "tolerance": NUM, "error": opt(STR), "ran": BOOL,
     "reach": arr(obj({"function": STR, "implementation": STR, "fast": BOOL, "calls": INT,
                       "received": arr({"enum": list(PACKING_KEYS)}), "passed": arr({"enum": list(PACKING_KEYS)}),
-                      "error": opt(STR)})),
+                      "error": opt(STR), "traced": BOOL})),
     "segments": arr(obj({"index": INT, "start": INT, "end": INT, "output_max_abs": NUM, "output_rel_l2": NUM,
                          "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
     "payoff": opt(PAYOFF),

@@ -46,6 +46,7 @@ class FunctionReach:
     received: tuple[str, ...]  # packing keys the model passed (non-None)
     passed: tuple[str, ...]  # packing keys the implementation was called with (after transformers' filter)
     error: str | None = None
+    traced: bool = True  # False: transformers' wrapper had no implementation to wrap, `passed` is not known
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "received": list(self.received), "passed": list(self.passed)}
@@ -144,7 +145,7 @@ def _g(x: float) -> str:
 def reach_lines(reach: list[FunctionReach]) -> list[str]:
     out = ["  which packing keys reached each kernel (one forward of the real layers):"]
     for r in reach:
-        got = ", ".join(r.passed) or "none"
+        got = (", ".join(r.passed) or "none") if r.traced else "not recorded"
         gave = ", ".join(r.received) or "none"
         path = ("kernel" if r.fast else "torch path") if r.function != "attention" else (
             r.implementation.rsplit(".", 1)[-1].removesuffix("_attention_forward").removesuffix("_forward"))

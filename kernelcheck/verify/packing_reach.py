@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from kernelcheck.integrations.transformers import Binding
 from kernelcheck.report.packing_batch import FunctionReach
 from kernelcheck.verify.instrument import closure_cells, dotted
 
+log = logging.getLogger(__name__)
 WATCH = ("cu_seqlens", "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx")
 ATTENTION = "attention"
 
@@ -38,6 +40,7 @@ class _Seen:
     received: set[str] = field(default_factory=set)
     passed: set[str] = field(default_factory=set)
     error: str | None = None
+    traced: bool = True
 
 
 class Reach:
@@ -55,8 +58,12 @@ class Reach:
             attr = b.extra["attribute"]
             orig = getattr(self.module, attr, None)
             if orig is None:
+                log.info("reach: %s has no %s; its calls are not recorded", self.module.__name__, attr)
                 continue
             cells = closure_cells(orig)
+            if "implementation" not in cells:
+                log.info("reach: %s's wrapper has no implementation cell; what reached it is not recorded", fn)
+                self._entry(fn).traced = False
             impl_cell = cells.get("implementation")
             tf_cell = cells.get("torch_function")
             real = impl_cell.cell_contents if impl_cell is not None else orig
@@ -126,7 +133,8 @@ class Reach:
 
     def result(self) -> list[FunctionReach]:
         """Per function (in a fixed order: the bound functions, then the attention)."""
-        names = [*sorted(f for f in self.seen if f != ATTENTION), *([ATTENTION] if ATTENTION in self.seen else [])]
+        called = [f for f, e in self.seen.items() if e.calls]
+        names = [*sorted(f for f in called if f != ATTENTION), *([ATTENTION] if ATTENTION in called else [])]
         out = []
         for f in names:
             e = self.seen[f]
@@ -134,7 +142,7 @@ class Reach:
             if impl == "?" and f in self.bindings:
                 impl, e.fast = self.bindings[f].implementation, self.bindings[f].bound == "package"
             out.append(FunctionReach(f, impl, e.fast, e.calls, tuple(k for k in WATCH if k in e.received),
-                                     tuple(k for k in WATCH if k in e.passed), e.error))
+                                     tuple(k for k in WATCH if k in e.passed), e.error, e.traced))
         return out
 
 
