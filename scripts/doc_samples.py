@@ -49,6 +49,11 @@ SAMPLES: dict[str, Sample] = {
     "padding-seq": Sample("docs/packing.md", ("padding", "lengths.txt", "--batching", "batch:10"),
                           files=(("lengths.txt", "".join(f"{i}\n" for i in range(1, 101))),)),
     "packing-line": Sample("docs/packing.md", ("doctor", "--model", "qwen3.8-27b", "--verbose"), pick="[packing]"),
+    "packing-batch-collator": Sample("docs/packing.md", ("verify", "--model", "qwen3.8-27b", "--packing", "--collator",
+                                                         "transformers:DataCollatorWithFlattening", "--lengths",
+                                                         "tests/data/packing/lengths.txt")),
+    "packing-batch-zero": Sample("docs/packing.md", ("verify", "--model", "qwen3.8-27b", "--packing", "--batch",
+                                                     "tests/data/packing/zero_length.safetensors")),
 }
 MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```text\n(.*?)^```$", re.M | re.S)
 

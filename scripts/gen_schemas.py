@@ -78,6 +78,26 @@ PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": 
                "modes": arr(obj({"mode": STR, "outcome": {"enum": ["correct", "raises", "mixed"]}, "reason": STR,
                                  "fix": opt(STR)})), "reference": STR})
 LIVE = obj({"ran": BOOL, "lines": arr(STR)})
+# verify --packing --batch / --benchmark (kernelcheck/report/packing_batch.py); the mode run has none of these
+PACKING_KEYS = ("cu_seqlens", "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx")
+PAYOFF = obj({"shape": {"enum": ["tiny", "full"]}, "device": STR, "lengths": INT, "real_tokens": INT,
+              "padded_tokens": INT, "padded_s": NUM, "packed_s": NUM, "padding_fraction": NUM,
+              "packing_speedup_bound": NUM, "packed_with": STR, "ratio": NUM, "padded_tokens_per_s": opt(NUM),
+              "packed_tokens_per_s": opt(NUM)})
+PACKING_BATCH: S = {
+    "findings": arr(REF["finding"]),
+    "batch": obj({"source": STR, "tokens": INT, "keys": {"type": "object", "additionalProperties": obj(
+        {"dtype": STR, "shape": arr(INT)})}, "segments": arr(arr(INT)),
+        "segments_from": STR, "remapped_ids": BOOL},
+        {}),
+    "dtype": STR, "tolerance": NUM, "error": opt(STR), "ran": BOOL,
+    "reach": arr(obj({"function": STR, "implementation": STR, "fast": BOOL, "calls": INT,
+                      "received": arr({"enum": list(PACKING_KEYS)}), "passed": arr({"enum": list(PACKING_KEYS)}),
+                      "error": opt(STR), "traced": BOOL})),
+    "segments": arr(obj({"index": INT, "start": INT, "end": INT, "output_max_abs": NUM, "output_rel_l2": NUM,
+                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
+    "payoff": opt(PAYOFF),
+}
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
 
 
@@ -124,9 +144,11 @@ def kinds() -> dict[str, S]:
                           "model_types": arr(obj({"model_type": STR, "family": STR, "functions": arr(STR)}))}),
                    "title": "kernelcheck models --json"},
         "verify-packing": {**obj({"schema": {"const": "kernelcheck.verify-packing/1"}, "command": {"const": "verify"},
-                                  "verdict": {"enum": ["ready", "broken"]}, "exit_code": {"enum": [0, 4]},
-                                  "model": OBJ, "device": STR, "packing": arr(OBJ)}),
-                           "title": "kernelcheck verify --packing --json"},
+                                  "verdict": VERDICT, "exit_code": {"enum": [0, 3, 4]},
+                                  "model": OBJ, "device": STR, "packing": arr(OBJ)}, PACKING_BATCH),
+                           "title": "kernelcheck verify --packing --json (--batch/--collator: the job's own batch; "
+                                    "--benchmark: the payoff)",
+                           "$defs": DEFS},
         "fleet": {**obj({"schema": {"const": "kernelcheck.fleet/1"}, "command": STR, "kernelcheck": STR,
                          "verdict": opt(VERDICT), "exit_code": INT, "size": INT, "message": opt(STR),
                          "groups": arr(arr(STR)), "differences": arr(OBJ),

@@ -19,10 +19,10 @@ def _refuse(flag: str, needs: str, why: str) -> None:
 def check_verify_flags(*, step: bool, packing: bool, layers: int | None, checkpointing: bool | None,
                        trace_dir: str | None, benchmark: bool, shape: str | None, tokens: int | None) -> None:
     """BadInput for the first `verify` flag that the chosen kind of run (per function, --step, --packing)
-    would ignore."""
+    would ignore. With --packing, --benchmark times the padded vs packed step (the payoff)."""
     if packing:
-        for flag, given in (("--step", step), ("--benchmark", benchmark), ("--shape full", shape == "full"),
-                            ("--tokens", tokens is not None)):
+        for flag, given in (("--step", step), ("--shape full", shape == "full"), ("--tokens", tokens is not None),
+                            ("--benchmark", benchmark and step)):
             if given:
                 raise BadInput(f"{flag} does not apply with --packing: --packing runs two short sequences packed "
                                "and alone on the tiny shape, at its own lengths. Run them as two commands; nothing "
@@ -54,3 +54,21 @@ def check_trace_dir(path: str | None) -> None:
     except OSError as exc:
         raise BadInput(f"cannot write the step traces to {str(target)!r}: {exc.strerror or exc}. Pass --trace-dir "
                        "a folder you can write (it is created if missing); nothing was run.") from None
+
+
+def check_packing_batch_flags(*, packing: bool, batch: str | None, collator: str | None,
+                              lengths: str | None, mode: str | None = None, benchmark: bool = False) -> None:
+    """--batch, --collator and --lengths belong to --packing; --collator needs --lengths; one batch source; a
+    packing MODE (what transformers' collator passes) is not judged on the job's own batch or the payoff."""
+    if mode not in (None, "all") and (batch or collator or benchmark):
+        raise BadInput(f"--packing {mode} judges transformers' own collator in that mode; the job's batch (--batch, "
+                       "--collator) says itself what it passes, and --benchmark times the recommended one. Drop "
+                       f"{mode} (--packing alone); nothing was run.")
+    for flag, given in (("--batch", batch), ("--collator", collator), ("--lengths", lengths)):
+        if given and not packing:
+            _refuse(flag, "--packing", "it gives the packed batch (or the lengths) that --packing checks.")
+    if batch and collator:
+        raise BadInput("--batch and --collator are two sources of the same batch: give one. Nothing was run.")
+    if collator and not lengths:
+        raise BadInput("--collator needs --lengths FILE: the lengths of the examples the collator packs into one "
+                       "batch. Nothing was run.")

@@ -44,13 +44,23 @@ from kernelcheck.core.errors import BadInput
                    "cu_seq_lens, flash) at short, chunk-size and long lengths, compare them with each run alone "
                    "per layer type, beside doctor's decision. MODE: the job's mode, judged as `doctor --packing "
                    "MODE` judges it (default: flash, the recommended one). See docs/packing.md.")
+@click.option("--batch", "batch", type=click.Path(dir_okay=False), default=None,
+              help="With --packing: check one real batch as the job's collator yields it (a torch.save'd dict of "
+                   "tensors, or .safetensors): lint its metadata, record which packing keys reach each kernel, and "
+                   "compare each segment packed vs alone, forward and backward.")
+@click.option("--collator", "collator", default=None, metavar="MODULE:CALLABLE",
+              help="With --packing --lengths: build that batch with the job's own collator instead of a file.")
+@click.option("--lengths", "lengths", type=click.Path(dir_okay=False), default=None,
+              help="With --packing: the example lengths (as the padding command reads them) for --collator and "
+                   "for --benchmark (padded vs packed training step; default: a long-tailed mix).")
 @output_options
 @output_file_option
 @guarded("verify")
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
-           trace_dir: str | None = None, packing: str | None = None, record: str | None = None) -> int:
+           trace_dir: str | None = None, packing: str | None = None, record: str | None = None,
+           batch: str | None = None, collator: str | None = None, lengths: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -67,11 +77,14 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --mode infer --json
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
+      kernelcheck verify --model qwen3.8-27b --packing --batch batch.pt  # the job's own packed batch
     """
     from kernelcheck.cli import applies
     from kernelcheck.verify import record as record_mod
     applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
                                trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
+    applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths,
+                                      mode=packing, benchmark=benchmark)
     applies.check_trace_dir(trace_dir if step else None)
 
     if record and not step:
@@ -80,6 +93,12 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     if packing:
         from kernelcheck.verify import packing_report
 
+        if batch or collator or lengths or benchmark:
+            from kernelcheck.verify import packing_batch_report
+
+            text, code = packing_batch_report.command(model, as_json, batch, collator, lengths, benchmark)
+            emit(text, is_json=as_json)  # text wrapped to the terminal (report/terminal.py)
+            return code
         text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
         if as_json:
             emit(text, is_json=True)  # the real stdout back (cli/stdout_fd.py)

@@ -123,6 +123,26 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-mismatch", (B,), _V, "the fast path's results disagree with the torch reference"),
     Entry("verify-step-failed", (B,), _V, "the step failed outside the fast functions, or on the bound path"),
     Entry("verify-incomplete", (W,), _V, "the model failed in torch code before any fast kernel ran"),
+    # verify --packing --batch: the lint of the job's own batch (packing/lint.py), then the measurement
+    Entry("packing-cu-seqlens-not-monotonic", (B,), _V, "cu_seqlens do not start at 0, decrease, or do not end at the "
+          "token count: no forward is run"),
+    Entry("packing-zero-length-segment", (W,), _V, "a repeated offset (an empty segment, tail padding included)"),
+    Entry("packing-padded-offsets", (W,), _V, "SP/CP-padded offsets: transformers does not read them; how the "
+          "layout and cu_seq_lens_q must relate"),
+    Entry("packing-seq-idx-mismatch", (W,), _V, "seq_idx puts a token in another segment than cu_seqlens"),
+    Entry("packing-position-ids-only", (W,), _V, "position_ids restart but neither cu_seq_lens nor seq_idx reaches "
+          "the model"),
+    Entry("packing-metadata-dropped", (W,), _V, "batch keys the model's forward does not take by name (read by no "
+          "transformers code)"),
+    Entry("packing-attention-mask-hides-boundaries", (W,), _V, "an attention_mask beside restarting position_ids: "
+          "the attention finds no packed boundaries"),
+    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
+          "(names the segment and the first layer)"),
+    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),
+    Entry("packing-torch-path-refuses", (F,), _V, "transformers' torch path refuses the batch's cu_seqlens/seq_idx "
+          "(no fla-core / causal-conv1d): not compared"),
+    Entry("packing-batch-raises", (B,), _V, "the packed forward raised (names the function)"),
+    Entry("packing-payoff", (I_,), _V, "a training step padded to the longest vs packed, on the same tokens"),
     Entry("verify-step-out-of-memory", (F,), _V, "a step ran out of memory on this machine (a limit of the check)"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",

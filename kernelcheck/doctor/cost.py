@@ -45,7 +45,8 @@ def choose(ms: Sequence[Mapping[str, Any]], model_type: str | None,
            here: Mapping[str, str | None]) -> tuple[Mapping[str, Any] | None, list[str]]:
     """The measurement of the same model_type closest to this environment (fewest differing versions;
     newest on a tie), and how it differs."""
-    same = [m for m in ms if model_type and m.get("model_type") == model_type]
+    same = [m for m in ms if model_type and m.get("model_type") == model_type
+            and all(isinstance(m.get(k), int | float) for k in _NUMBERS)]  # a packing payoff row is not a step
     if not same:
         return None, []
     best = sorted(same, key=lambda m: (len(_distance(m, here)), [-ord(c) for c in str(m.get("date", ""))]))[0]

@@ -100,6 +100,9 @@ def _closure_cells(fn: Any) -> dict[str, Any]:
     return {}
 
 
+closure_cells = _closure_cells  # verify/packing_reach.py reads the same cells
+
+
 def _autograd_marks() -> tuple[Any, Any]:
     """Identity autograd nodes: `Start` (on a call's outputs) runs first in backward and opens the call's
     backward range; `End` (on its inputs) runs after the call's own backward and closes it."""
