@@ -29,11 +29,14 @@ __all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "
 
 
 def check(model: str | None, mode: str = "train", **options: Any) -> Report:
-    """`kernelcheck doctor --model MODEL --mode MODE`: the static check's Report (doctor/run.py `doctor`;
-    options: exact, hub, hub_device, hub_source, isolate, env)."""
-    from kernelcheck.doctor.run import doctor
+    """`kernelcheck doctor --model MODEL --mode MODE`: the static check's Report, assembled as the CLI assembles it
+    (commands/doctor.py `run`; options are its Request's fields: exact, hub, hub_device, hub_source, arch, packing,
+    live, no_cache, isolate (default off here: imports in this process), env)."""
+    from kernelcheck.commands import doctor
+    from kernelcheck.commands.context import Context
 
-    return doctor(model, mode, **options)
+    options.setdefault("isolate", False)
+    return doctor.run(doctor.Request(model=model, mode=mode, **options), Context.from_environ()).report
 
 
 def plan_install(model: str, mode: str = "train", **options: Any) -> Report:

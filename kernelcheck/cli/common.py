@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -21,6 +21,9 @@ from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json
 from kernelcheck.report.terminal import Terminal, present
 from kernelcheck.report.text import render_text
+
+if TYPE_CHECKING:
+    from kernelcheck.commands.context import Context
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
@@ -52,6 +55,14 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str |
 
 
 _OUTPUT = {"quiet": False, "verbose": False}
+
+
+def context(sink: Callable[[str], None] | None = None) -> Context:
+    """The command's Context: the settings read once from the environment, --verbose, and where progress lines go
+    (`sink`; default: nowhere)."""
+    from kernelcheck.commands.context import Context, drop
+
+    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"])
 
 
 def verbose() -> bool:

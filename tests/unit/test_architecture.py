@@ -51,7 +51,8 @@ def test_no_import_cycle_even_through_deferred_imports() -> None:
 # other packages or a higher one, deferred (function-level) imports included. The order is the package map's
 # (CONTRIBUTING.md): shared facts at the bottom; the code that knows other projects over them; the typed report
 # every command fills; the parts that stand alone; doctor (which adds hub's section); install and verify (which
-# run doctor again); the CLI; the front door (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
+# run doctor again); the commands (each one's assembly point, commands/); the CLI; the front door
+# (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "schemas"),
     ("integrations",),
@@ -59,6 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("packing", "padding", "trace", "hub", "fleet", "forecast"),
     ("doctor",),
     ("install", "verify"),
+    ("commands",),
     ("cli",),
     ("__init__", "__main__"),
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,13 +29,15 @@ def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
     assert all(hasattr(kernelcheck, name) for name in kernelcheck.__all__)
 
 
-def test_check_is_doctor_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelcheck.doctor import run
+def test_check_is_the_doctor_command_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.commands import doctor
+    from kernelcheck.commands.context import Outcome
+    from kernelcheck.core.status import Verdict
 
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(run, "doctor", lambda *a, **k: calls.append((a, k)) or "report")
+    calls: list[doctor.Request] = []
+    monkeypatch.setattr(doctor, "run", lambda req, ctx: calls.append(req) or Outcome("report", Verdict.READY))
     assert kernelcheck.check("qwen3.8-27b", "infer", hub=False) == "report"
-    assert calls == [(("qwen3.8-27b", "infer"), {"hub": False})]
+    assert calls == [doctor.Request(model="qwen3.8-27b", mode="infer", hub=False, isolate=False)]
 
 
 def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
