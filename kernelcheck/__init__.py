@@ -50,11 +50,19 @@ def plan_install(model: str, mode: str = "train", **options: Any) -> Report:
 
 
 def verify_model(model: str, mode: str = "train", shape: str = "tiny", **options: Any) -> Report:
-    """`kernelcheck verify`: the doctor's report plus what running the real layers showed (verify/run.py
-    `verify`; options: benchmark, tokens)."""
-    from kernelcheck.verify.run import verify
+    """`kernelcheck verify`: the doctor's report plus what running the real layers showed, assembled as the CLI
+    assembles it (commands/verify.py `run`; options are its Request's fields: benchmark, tokens, step, layers,
+    checkpointing, trace_dir, record). `verify --packing` is `kernelcheck.commands.verify.run` itself."""
+    from kernelcheck.commands import verify
+    from kernelcheck.commands.context import Context
+    from kernelcheck.report.model import Report
 
-    return verify(model, mode, shape, **options)
+    outcome = verify.run(verify.Request(model=model, mode=mode, shape=shape, **options), Context.from_environ())
+    if not isinstance(outcome.report, Report):
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput("verify_model returns a Report; --packing's measurement is kernelcheck.commands.verify.run's.")
+    return outcome.report
 
 
 def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:

@@ -31,7 +31,8 @@ def drop(line: str) -> None:
 class Context:
     """The inputs a command shares with everything it calls, read once: settings, matrix, environment, sink.
 
-    `verbose`: --verbose (every info finding, third-party output of live runs left visible)."""
+    `verbose`: --verbose or KERNELCHECK_VERBOSE=1 (every info finding, third-party output of live runs left
+    visible)."""
 
     def __init__(self, settings: Settings, *, sink: Sink = drop, verbose: bool = False,
                  matrix: Matrix | None = None, environment: Environment | None = None) -> None:
@@ -44,7 +45,8 @@ class Context:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None, *, sink: Sink = drop,
                      verbose: bool = False) -> Context:
-        return cls(Settings.from_environ(environ), sink=sink, verbose=verbose)
+        settings = Settings.from_environ(environ)
+        return cls(settings, sink=sink, verbose=verbose or settings.verbose)
 
     @property
     def matrix(self) -> Matrix:

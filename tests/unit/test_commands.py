@@ -44,3 +44,23 @@ def test_doctor_the_library_gets_the_cli_findings_cost_and_packing_included() ->
     assert ids(lib.findings) == ids(cli["findings"])
     assert {"gpu-target", "packing", "fallback-cost"} <= set(ids(lib.findings))
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
+
+
+def _static(model: str = "qwen3.8-27b", command: str = "verify") -> Any:
+    """doctor/run.py's report alone (nothing a command adds), standing in for a run of the real layers."""
+    from kernelcheck.doctor import run
+
+    report = run.doctor(model, "train")
+    report.command = command
+    return report
+
+
+def test_verify_the_library_gets_the_cli_findings_cost_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.verify import run
+
+    monkeypatch.setattr(run, "verify", lambda model, **_: _static(model))
+    lib = kernelcheck.verify_model("qwen3.8-27b")
+    cli = cli_json(["verify", "--model", "qwen3.8-27b"])
+    assert ids(lib.findings) == ids(cli["findings"])
+    assert "fallback-cost" in ids(lib.findings)
+    assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
