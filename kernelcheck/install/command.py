@@ -392,6 +392,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
                       report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
+    from kernelcheck.hub import prefetch
     from kernelcheck.integrations import kernels_prefetch as hub
 
     lock = wheelhouse / "kernels.lock"
@@ -403,15 +404,10 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
     report.plan = steps
     lock_written = str(lock) if not req.dry_run and any(s.action != "skip" for s in steps) else None
     # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as
-    # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
-    code = EXIT_READY
-    for st in steps:
-        if st.action in ("failed", "skipped"):
-            code = EXIT_FALLBACK
-            report.findings.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
-        elif st.action == "missing":
-            code = EXIT_FALLBACK
-            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
+    # `kernelcheck hub --prefetch` says, with the same findings (hub/prefetch.py).
+    missed = prefetch.findings(steps)
+    report.findings.extend(missed)
+    code = EXIT_FALLBACK if missed else EXIT_READY
     report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
                                    has_lock=True)
     return report, code

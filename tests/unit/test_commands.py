@@ -64,3 +64,32 @@ def test_verify_the_library_gets_the_cli_findings_cost_included(monkeypatch: pyt
     assert ids(lib.findings) == ids(cli["findings"])
     assert "fallback-cost" in ids(lib.findings)
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
+
+
+def test_hub_the_library_gets_the_cli_findings() -> None:
+    from kernelcheck.commands import hub
+    from kernelcheck.commands.context import Context
+
+    lib = hub.run(hub.Request(model="qwen3.8-27b", mode="train"), Context.from_environ()).report
+    cli = cli_json(["hub", "--model", "qwen3.8-27b", "--mode", "train"])
+    assert ids(lib.findings) == ids(cli["findings"])
+    assert "hub-decides-nothing" in ids(lib.findings)
+    assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
+
+
+def test_hub_and_install_share_one_copy_of_the_prefetch_findings() -> None:
+    from kernelcheck.core.plan_step import Step, StepKind
+    from kernelcheck.hub import prefetch
+
+    steps = [Step("fla", action, "hub", f"kernels-community/fla@v2 ({action})", "why", command="cmd" * (i == 0),
+                  kind=StepKind.HUB) for i, action in enumerate(["failed", "skipped", "missing", "cached", "planned"])]
+    got = prefetch.findings(steps)
+    assert [(f.id, f.severity, f.fix) for f in got] == [("hub-prefetch-failed", "fallback", "cmd"),
+                                                        ("hub-prefetch-skipped", "fallback", None),
+                                                        ("hub-prefetch-missing", "fallback", None)]
+    import inspect
+
+    from kernelcheck.commands import hub
+    from kernelcheck.install import command
+
+    assert "prefetch.findings(" in inspect.getsource(command) and "prefetch.findings(" in inspect.getsource(hub)
