@@ -40,13 +40,13 @@ def check(model: str | None, mode: str = "train", **options: Any) -> Report:
 
 
 def plan_install(model: str, mode: str = "train", **options: Any) -> Report:
-    """`kernelcheck install --model MODEL --dry-run`: the plan, nothing installed (install/command.py `run` with
+    """`kernelcheck install --model MODEL --dry-run`: the plan, nothing installed (commands/install.py `run` with
     `Request(dry_run=True, ...)`; options are Request's fields: wheelhouse, arch, source, allow_change, ...)."""
-    from kernelcheck.install.command import Request, run
+    from kernelcheck.commands import install
+    from kernelcheck.commands.context import Context
+    from kernelcheck.install.command import Request
 
-    report, _ = run(Request(model=model, mode=mode, dry_run=True, **options), echo=lambda line: None,
-                    as_json=False)
-    return report
+    return install.run(Request(model=model, mode=mode, dry_run=True, **options), Context.from_environ()).report
 
 
 def verify_model(model: str, mode: str = "train", shape: str = "tiny", **options: Any) -> Report:

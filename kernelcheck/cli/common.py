@@ -57,12 +57,12 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str |
 _OUTPUT = {"quiet": False, "verbose": False}
 
 
-def context(sink: Callable[[str], None] | None = None) -> Context:
-    """The command's Context: the settings read once from the environment, --verbose, and where progress lines go
-    (`sink`; default: nowhere)."""
+def context(sink: Callable[[str], None] | None = None, *, as_json: bool = False) -> Context:
+    """The command's Context: the settings read once from the environment, --verbose, --json, and where progress
+    lines go (`sink`; default: nowhere)."""
     from kernelcheck.commands.context import Context, drop
 
-    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"])
+    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"], json=as_json)
 
 
 def verbose() -> bool:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelcheck.commands.context import Context, Outcome, reported
+from kernelcheck.commands.context import Context
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.outcome import Outcome, reported
 from kernelcheck.core.status import Finding, Mode, Severity
 
 if TYPE_CHECKING:

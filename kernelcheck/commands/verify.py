@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kernelcheck.commands.context import Context, Outcome, reported
+from kernelcheck.commands.context import Context
 from kernelcheck.core.errors import BadInput
+from kernelcheck.core.outcome import Outcome, reported
 from kernelcheck.core.status import Mode
 
 if TYPE_CHECKING:

@@ -32,17 +32,8 @@ from packaging.utils import canonicalize_name
 from kernelcheck.core import decide, environment, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
-from kernelcheck.core.status import (
-    EXIT_BROKEN,
-    EXIT_CODE,
-    EXIT_FALLBACK,
-    EXIT_READY,
-    VERDICT_OF_EXIT,
-    Mode,
-    Severity,
-    Status,
-    verdict_of_exit,
-)
+from kernelcheck.core.outcome import Outcome, reported
+from kernelcheck.core.status import Mode, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
@@ -231,8 +222,8 @@ def _doctor_after(req: Request) -> DoctorRun:
     return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
-def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
-    """Plan, print, and unless --dry-run carry out; returns the final report and exit code.
+def run(req: Request, echo: Callable[[str], None], as_json: bool) -> Outcome[Report]:
+    """Plan, print, and unless --dry-run carry out; returns the final report and its verdict (the exit code follows).
 
     SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
     or the install completed before the doctor after it gave a verdict."""
@@ -258,7 +249,7 @@ def _require_pip(req: Request) -> None:
 
 
 def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhouse: Path,
-             before: Report) -> tuple[Report, int]:
+             before: Report) -> Outcome[Report]:
     """Changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after."""
     with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
         print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
@@ -268,7 +259,7 @@ def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhous
 
 
 def _run(req: Request, echo: Callable[[str], None], as_json: bool,
-         done: list[installer.Outcome]) -> tuple[Report, int]:
+         done: list[installer.Outcome]) -> Outcome[Report]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
     arches, versions = _validate(req)
@@ -326,7 +317,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             report.plan = list(plan.steps)
             report.findings.append(Finding("install-failed", Severity.BROKEN, exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
-            return report, EXIT_BROKEN
+            return Outcome(report, Verdict.BROKEN)
         if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
             report.installed = Installed([], outcome.manifest, round(outcome.seconds, 1))
             return _unchanged(report, before, plan, origin)
@@ -335,7 +326,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
 def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: installer.Outcome,
                    opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
-                   progress: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
+                   progress: Callable[[str], None], as_json: bool) -> Outcome[Report]:
     """What was installed, then doctor in a fresh process; its verdict is the command's."""
     report.plan = list(plan.steps)
     report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1))
@@ -371,11 +362,11 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings.append(Finding("install-for-arch", Severity.INFO,
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
-        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
-    return report, report.exit_code
+        return Outcome(report, decide.worst(report.verdict, plan.predicted))
+    return reported(report)
 
 
-def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> tuple[Report, int]:
+def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> Outcome[Report]:
     """An install whose plan changed nothing: the doctor run before it is still true (no process to re-run,
     no second copy of the report), and the report says there was nothing to change."""
     report.functions = list(before.functions)
@@ -384,12 +375,12 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
                                "nothing to change: every package the plan needs is already installed as planned, "
                                "so nothing was installed and the statuses are the doctor's before the plan")]
     if origin == "--arch":
-        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
-    return report, report.exit_code
+        return Outcome(report, decide.worst(report.verdict, plan.predicted))
+    return reported(report)
 
 
 def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Path, offline: bool,
-                      report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
+                      report: Report, progress: Callable[[str], None]) -> Outcome[Report]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
     from kernelcheck.hub import prefetch
@@ -407,10 +398,9 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
     # `kernelcheck hub --prefetch` says, with the same findings (hub/prefetch.py).
     missed = prefetch.findings(steps)
     report.findings.extend(missed)
-    code = EXIT_FALLBACK if missed else EXIT_READY
-    report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
-                                   has_lock=True)
-    return report, code
+    verdict = Verdict.FALLBACK if missed else Verdict.READY
+    report.prediction = Prediction(verdict.value, not req.dry_run, lock_written, has_lock=True)
+    return Outcome(report, verdict)
 
 
 def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
@@ -434,7 +424,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
     return out
 
 
-def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> tuple[Report, int]:
+def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> Outcome[Report]:
     report.plan = list(plan.steps)
     report.findings.extend(_plan_findings(plan))
     left = untouched(before, plan)
@@ -445,18 +435,19 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
         report.findings.append(Finding("install-stopped", Severity.FALLBACK,
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
-    return report, EXIT_CODE[predicted]
+    return Outcome(report, predicted)
 
 
-def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:
-    """Text for people: the plan (a dry run's), findings and the verdict line with the real exit code."""
-    return render_install(report, code, dry_run, verbose)
+def render(outcome: Outcome[Report], dry_run: bool, verbose: bool = True) -> str:
+    """Text for people: the plan (a dry run's), findings and the verdict line with the command's exit code."""
+    return render_install(outcome.report, outcome.exit_code, dry_run, verbose)
 
 
-def to_json(report: Report, code: int) -> str:
-    data: dict[str, Any] = report.to_json()
-    data["exit_code"] = code
-    data["verdict"] = VERDICT_OF_EXIT.get(code, data["verdict"])
+def to_json(outcome: Outcome[Report]) -> str:
+    """The report's JSON with the command's verdict and exit code (the doctor after an install, and with --arch
+    the worse of it and the plan's prediction)."""
+    data: dict[str, Any] = outcome.report.to_json()
+    data["verdict"], data["exit_code"] = outcome.verdict, outcome.exit_code
     return json.dumps(data, indent=2, default=str)
 
 

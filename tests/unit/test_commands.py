@@ -93,3 +93,17 @@ def test_hub_and_install_share_one_copy_of_the_prefetch_findings() -> None:
     from kernelcheck.install import command
 
     assert "prefetch.findings(" in inspect.getsource(command) and "prefetch.findings(" in inspect.getsource(hub)
+
+
+def test_install_dry_run_the_library_gets_the_cli_findings_and_verdict(tmp_path: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.install import sources
+
+    monkeypatch.setattr(sources, "gather", lambda *_, **__: {})  # no candidates: pip is not asked
+    options = {"source": "wheelhouse", "wheelhouse": str(tmp_path), "offline": True, "arch": "9.0"}
+    lib = kernelcheck.plan_install("qwen3.8-27b", "train", **options)
+    cli = cli_json(["install", "--model", "qwen3.8-27b", "--mode", "train", "--dry-run", "--source", "wheelhouse",
+                    "--wheelhouse", str(tmp_path), "--offline", "--arch", "9.0"])
+    assert ids(lib.findings) == ids(cli["findings"]) and lib.findings
+    assert [s.to_json() for s in lib.plan or []] == cli["plan"]
+    assert lib.prediction is not None and lib.prediction.predicted == cli["verdict"]

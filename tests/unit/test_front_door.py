@@ -31,7 +31,7 @@ def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
 
 def test_check_is_the_doctor_command_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelcheck.commands import doctor
-    from kernelcheck.commands.context import Outcome
+    from kernelcheck.core.outcome import Outcome
     from kernelcheck.core.status import Verdict
 
     calls: list[doctor.Request] = []
@@ -41,10 +41,12 @@ def test_check_is_the_doctor_command_with_the_same_arguments(monkeypatch: pytest
 
 
 def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core.outcome import Outcome
+    from kernelcheck.core.status import Verdict
     from kernelcheck.install import command
 
     seen: list[command.Request] = []
-    monkeypatch.setattr(command, "run", lambda req, echo, as_json: (seen.append(req), ("report", 0))[1])
+    monkeypatch.setattr(command, "run", lambda req, echo, as_json: seen.append(req) or Outcome("report", Verdict.READY))
     assert kernelcheck.plan_install("qwen3.8-27b", source="wheelhouse", wheelhouse="/wh") == "report"
     assert [(r.model, r.mode, r.dry_run, r.source, r.wheelhouse) for r in seen] == [
         ("qwen3.8-27b", "train", True, "wheelhouse", "/wh")]

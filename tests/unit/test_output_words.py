@@ -45,8 +45,9 @@ def test_an_install_with_nothing_to_change_says_so_once() -> None:
                            kind=plan_types.StepKind.INSTALLED)
     target = wheels.WheelFit("cp311", "linux_x86_64", "2.14", 13, True, ("9.0",))
     plan = plan_types.Plan((keep,), target, blocked=False)
-    rep, code = command._unchanged(report, before, plan, "--arch")
-    text = command.render(rep, code, dry_run=False)
+    outcome = command._unchanged(report, before, plan, "--arch")
+    rep, code = outcome.report, outcome.exit_code
+    text = command.render(outcome, dry_run=False)
     assert code == 0 and "install-nothing-to-change" in [f.id for f in rep.findings]
     lines = text.splitlines()
     assert "installed for" not in text and sum(ln.startswith("verdict") for ln in lines) == 1  # wording: renderer test
