@@ -73,10 +73,11 @@ def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
 
 
 def trace_report(path: str | os.PathLike[str]) -> Report:
-    """`kernelcheck trace FILE`: the Report behind the CLI (trace/analysis.py `trace_report`)."""
-    from kernelcheck.trace import analysis
+    """`kernelcheck trace FILE`: the Report behind the CLI (commands/trace.py `run`)."""
+    from kernelcheck.commands import trace
+    from kernelcheck.commands.context import Context
 
-    return analysis.trace_report(path)
+    return trace.run(trace.Request(os.fspath(path)), Context.from_environ()).report
 
 
 def resolve_model(query: str) -> ResolvedModel:

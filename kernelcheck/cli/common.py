@@ -62,7 +62,7 @@ def context(sink: Callable[[str], None] | None = None, *, as_json: bool = False)
     lines go (`sink`; default: nowhere)."""
     from kernelcheck.commands.context import Context, drop
 
-    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"], json=as_json)
+    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"], json=as_json, progress=True)
 
 
 def verbose() -> bool:

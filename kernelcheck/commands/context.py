@@ -29,22 +29,24 @@ class Context:
 
     `verbose`: --verbose or KERNELCHECK_VERBOSE=1 (every info finding, third-party output of live runs left
     visible); `json`: the output is one JSON object, so what a command would show a person as it runs (install's
-    plan before anything runs) is left out and its progress goes to stderr."""
+    plan before anything runs) is left out and its progress goes to stderr; `progress`: long steps say how far they
+    are on stderr (the CLI; report/progress.py), the library's stay silent."""
 
     def __init__(self, settings: Settings, *, sink: Sink = drop, verbose: bool = False, json: bool = False,
-                 matrix: Matrix | None = None, environment: Environment | None = None) -> None:
+                 progress: bool = False, matrix: Matrix | None = None, environment: Environment | None = None) -> None:
         self.settings = settings
         self.sink = sink
         self.verbose = verbose
         self.json = json
+        self.progress = progress
         self._matrix = matrix
         self._environment = environment
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None, *, sink: Sink = drop, verbose: bool = False,
-                     json: bool = False) -> Context:
+                     json: bool = False, progress: bool = False) -> Context:
         settings = Settings.from_environ(environ)
-        return cls(settings, sink=sink, verbose=verbose or settings.verbose, json=json)
+        return cls(settings, sink=sink, verbose=verbose or settings.verbose, json=json, progress=progress)
 
     @property
     def matrix(self) -> Matrix:

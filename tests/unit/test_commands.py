@@ -4,6 +4,7 @@ the same finding ids (both call commands/<command>.py `run`), and the verdict an
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,3 +108,14 @@ def test_install_dry_run_the_library_gets_the_cli_findings_and_verdict(tmp_path:
     assert ids(lib.findings) == ids(cli["findings"]) and lib.findings
     assert [s.to_json() for s in lib.plan or []] == cli["plan"]
     assert lib.prediction is not None and lib.prediction.predicted == cli["verdict"]
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.mark.parametrize("trace", ["step/cpu_tiny_step.json.gz", "gpu/gdn_fallback.json.gz"])
+def test_trace_the_library_gets_the_cli_findings(trace: str) -> None:
+    lib = kernelcheck.trace_report(DATA / trace)
+    cli = cli_json(["trace", str(DATA / trace)])
+    assert ids(lib.findings) == ids(cli["findings"]) and lib.findings
+    assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
