@@ -119,3 +119,15 @@ def test_trace_the_library_gets_the_cli_findings(trace: str) -> None:
     cli = cli_json(["trace", str(DATA / trace)])
     assert ids(lib.findings) == ids(cli["findings"]) and lib.findings
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
+
+
+def test_padding_the_library_gets_the_cli_measurement(tmp_path: Path) -> None:
+    from kernelcheck.commands import padding
+    from kernelcheck.commands.context import Context
+
+    data = tmp_path / "lengths.txt"
+    data.write_text("\n".join(str(n) for n in [5, 300, 17, 4096, 120, 64, 9000, 33]) + "\n")
+    lib = padding.run(padding.Request(str(data), "batch:4"), Context.from_environ())
+    cli = cli_json(["padding", str(data), "--batching", "batch:4"])
+    assert lib.report.to_json() == cli and cli["padding"]["pad_tokens"] > 0
+    assert lib.exit_code == cli["exit_code"] == 0
