@@ -131,3 +131,14 @@ def test_padding_the_library_gets_the_cli_measurement(tmp_path: Path) -> None:
     cli = cli_json(["padding", str(data), "--batching", "batch:4"])
     assert lib.report.to_json() == cli and cli["padding"]["pad_tokens"] > 0
     assert lib.exit_code == cli["exit_code"] == 0
+
+
+def test_compare_the_library_gets_the_cli_fleet() -> None:
+    from kernelcheck.commands import compare
+    from kernelcheck.commands.context import Context
+
+    files = [str(DATA / "reports" / "doctor_train.json"), str(DATA / "reports" / "doctor_infer.json")]
+    lib = compare.run(compare.Request(tuple(files), expect=3), Context.from_environ())
+    cli = cli_json(["compare", *files, "--expect", "3"])
+    assert lib.report.to_json() == cli and cli["missing"]
+    assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"]) == ("broken", 4)
