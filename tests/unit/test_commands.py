@@ -142,3 +142,27 @@ def test_compare_the_library_gets_the_cli_fleet() -> None:
     cli = cli_json(["compare", *files, "--expect", "3"])
     assert lib.report.to_json() == cli and cli["missing"]
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"]) == ("broken", 4)
+
+
+def test_fleet_the_gate_the_cli_runs_is_the_library_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`doctor --all-ranks` on rank 0 of 2 whose other rank sends a record it cannot read, on a store in memory: the
+    CLI's fleet is commands/fleet.py's for the same record."""
+    from kernelcheck.commands import fleet
+    from kernelcheck.commands.context import Context
+    from kernelcheck.fleet import gather, ranks
+    from tests.unit.test_fleet_record import _Store
+
+    monkeypatch.setattr(gather, "open_store", lambda info, timeout: _Store(others=1))
+    monkeypatch.setattr(gather, "_gather_records", lambda s, info, blob, timeout: [blob, b"from another version"])
+    monkeypatch.setattr(gather, "_destroy", lambda: None)
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    args = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--all-ranks", "--timeout", "1"]
+    cli = cli_json(args)
+    own = json.loads(CliRunner().invoke(main, args[:5] + ["--json"], env=OFFLINE).stdout)
+    lib = fleet.run(fleet.Request("doctor", own, ranks.discover(env), 1.0), Context.from_environ())
+    got = lib.report.table.to_json()
+    assert [(m["rank"], m["kind"]) for m in got["missing"]] == [(m["rank"], m["kind"]) for m in cli["missing"]]
+    assert [r["findings"] for r in got["ranks"]] == [r["findings"] for r in cli["ranks"]] and cli["ranks"]
+    assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"]) == ("broken", 4)
