@@ -98,9 +98,8 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
 
 def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
-    from kernelcheck.cli.common import emit
-    from kernelcheck.forecast import command, render
-    from kernelcheck.forecast.resolve import Index
+    from kernelcheck.commands import forecast
+    from kernelcheck.forecast import render
 
     specs = upgrade_specs()
     if not values.get("upgrade") or not specs:
@@ -109,10 +108,9 @@ def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
     if values.get("live"):
         raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
                        "Run verify after the upgrade instead.")
-    if values.get("offline") and not values.get("wheelhouse"):
-        raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
-    fc = command.run(specs, forward_args(values), Index(values.get("wheelhouse"), bool(values.get("offline"))),
-                     if_worse=bool(values.get("if_worse")))
+    req = forecast.Request(tuple(specs), tuple(forward_args(values)), values.get("wheelhouse"),
+                           bool(values.get("offline")), bool(values.get("if_worse")))
+    fc = forecast.run(req, context()).report
     if junit:
         render.write_junit(fc, junit)
     import json

@@ -166,3 +166,30 @@ def test_fleet_the_gate_the_cli_runs_is_the_library_gate(monkeypatch: pytest.Mon
     assert [(m["rank"], m["kind"]) for m in got["missing"]] == [(m["rank"], m["kind"]) for m in cli["missing"]]
     assert [r["findings"] for r in got["ranks"]] == [r["findings"] for r in cli["ranks"]] and cli["ranks"]
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"]) == ("broken", 4)
+
+
+def test_forecast_the_library_and_the_cli_forecast_the_same_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor --upgrade runs doctor in fresh processes (forecast/command.py, integration lane); here it is given the
+    two real reports, and both paths must ask it the same question and print the same diff."""
+    from kernelcheck.commands import forecast
+    from kernelcheck.commands.context import Context
+    from kernelcheck.core.status import Finding, Severity
+    from kernelcheck.forecast import command
+    from kernelcheck.forecast.diff import diff
+    from kernelcheck.report.model import Report
+
+    before, after = (Report.from_json(json.loads((DATA / "reports" / "doctor_train.json").read_text()))
+                     for _ in range(2))
+    after.findings.append(Finding("hub-offline-uncached", Severity.BROKEN, "not in the cache"))
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def forecast_of(specs: list[str], args: list[str], index: Any, if_worse: bool = False) -> command.Forecast:
+        asked.append((specs, args))
+        return command.Forecast(specs, [], before, after, diff(before, after), [], if_worse)
+
+    monkeypatch.setattr(command, "run", forecast_of)
+    cli = cli_json(["doctor", "--model", "qwen3.8-27b", "--upgrade", "transformers==5.25.0"])
+    lib = forecast.run(forecast.Request(("transformers==5.25.0",), tuple(asked[0][1])), Context.from_environ())
+    assert asked[0] == asked[1] and "--model" in asked[0][1]
+    assert lib.report.to_json() == cli and cli["diff"]["findings_added"] == ["hub-offline-uncached"]
+    assert lib.exit_code == cli["exit_code"] == 4
