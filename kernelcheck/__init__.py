@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from kernelcheck.core.version import SCHEMA as SCHEMA  # the package's metadata (core/version.py), for users
+from kernelcheck.core.version import __version__
+
 if TYPE_CHECKING:
     from kernelcheck.core.models import ResolvedModel
     from kernelcheck.core.plan_step import Step
     from kernelcheck.report.model import Report
     from kernelcheck.trace.analysis import TraceAnalysis
-
-__version__ = "0.1.0"
-SCHEMA = "kernelcheck.report/1"  # 0.1's one id; each report kind has its own now: kernelcheck/schemas
 
 __all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "plan_install",
            "prefetch_hub_kernels", "resolve_model", "trace_report", "verify_model"]

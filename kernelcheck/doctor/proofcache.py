@@ -223,15 +223,15 @@ def _packages() -> dict[str, Any]:
 
 
 def _kernelcheck() -> dict[str, Any]:
-    import kernelcheck
+    from kernelcheck.core import version
 
     h = hashlib.sha256()
-    root = os.path.dirname(kernelcheck.__file__)
+    root = str(version.PACKAGE)
     _tree(root, h, [_MAX_FILES])
     matrix_dir = os.path.join(os.path.dirname(root), "matrix")
     if os.path.isdir(matrix_dir):
         _tree(matrix_dir, h, [_MAX_FILES])
-    return {"version": kernelcheck.__version__, "at": root, "files": h.hexdigest()}
+    return {"version": version.__version__, "at": root, "files": h.hexdigest()}
 
 
 def _machine() -> dict[str, Any]:

@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelcheck import __version__
 from kernelcheck.core import gpu, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
+from kernelcheck.core.version import __version__
 from kernelcheck.install import build, wheels
 from kernelcheck.install.plan import PINNED, Plan, Step
 from kernelcheck.install.txn import (  # the transaction pip runs inside

@@ -393,7 +393,7 @@ def hub_api() -> Any:
     HF_HUB_DISABLE_TELEMETRY=1 that one sends an invalid User-Agent (see `kernels_client_problem`)."""
     from huggingface_hub import HfApi, get_session
 
-    from kernelcheck import __version__
+    from kernelcheck.core.version import __version__
 
     limit = network_timeout()
     try:  # huggingface_hub's client waits forever by default: every connect and read gets the network timeout

@@ -28,9 +28,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from kernelcheck import __version__
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
+from kernelcheck.core.version import __version__
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.step import Failed, PathProjection, StepSection

@@ -10,21 +10,27 @@ PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 
 
 def _imports() -> dict[str, set[str]]:
-    """Module -> the kernelcheck modules it imports. An import of the root package itself (`from kernelcheck import
-    __version__`, `import kernelcheck`) is no edge: Python runs the root's __init__ before any submodule, and its
-    body imports nothing (test_front_door.py), so it cannot close a cycle; its deferred imports are edges."""
+    """Module -> the kernelcheck modules it imports, the root package itself included (`import kernelcheck`, `from
+    kernelcheck import __version__`): the root's deferred imports reach every command, so an import of it from
+    inside the package closes a cycle."""
     mods: dict[str, set[str]] = {}
     for p in PKG.rglob("*.py"):
         name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
         deps: set[str] = set()
         for n in ast.walk(ast.parse(p.read_text())):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
-                deps.add(n.module)
-                deps.update(f"{n.module}.{a.name}" for a in n.names)
+                names = {f"{n.module}.{a.name}" for a in n.names}
+                deps.update(names)
+                if n.module != "kernelcheck" or not names <= _SUBMODULES:
+                    deps.add(n.module)
             elif isinstance(n, ast.Import):
                 deps.update(a.name for a in n.names if a.name.startswith("kernelcheck"))
         mods[name] = deps
-    return {k: {d for d in v if d in mods and d not in (k, "kernelcheck")} for k, v in mods.items()}
+    return {k: {d for d in v if d in mods and d != k} for k, v in mods.items()}
+
+
+_SUBMODULES = {".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in PKG.rglob("*.py")}
 
 
 def test_no_import_cycle_even_through_deferred_imports() -> None:
@@ -64,9 +70,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("__init__", "__main__"),
 )
-# `from kernelcheck import __version__` and `import kernelcheck` (for its __file__) read the root's metadata, which
-# imports nothing at import time (test_the_front_door_imports_nothing_until_called): the bottom, not the front door.
-_ROOT_METADATA = ("__version__", "SCHEMA", "__file__")
+# `from kernelcheck import __version__` and `import kernelcheck` reach the front door (the top layer): the package's
+# metadata lives in core/version.py (`__version__`, `SCHEMA`, `PACKAGE`), which the front door re-exports for users.
 
 
 def _package_of(module: str) -> str:
@@ -76,14 +81,14 @@ def _package_of(module: str) -> str:
 
 
 def _imported(node: ast.AST, pkg_names: set[str]) -> list[str]:
-    """The kernelcheck packages an import statement reaches ("" for the root's metadata)."""
+    """The kernelcheck packages an import statement reaches ("__init__" for the root package itself)."""
     if isinstance(node, ast.ImportFrom) and node.module == "kernelcheck":
-        return [a.name if a.name in pkg_names else "" for a in node.names]
+        return [a.name if a.name in pkg_names else "__init__" for a in node.names]
     if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernelcheck."):
         return [_package_of(node.module)]
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names if a.name.split(".")[0] == "kernelcheck"]
-        return [_package_of(n) if "." in n else "" for n in names]
+        return [_package_of(n) for n in names]
     return []
 
 
@@ -98,7 +103,7 @@ def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> l
         src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
         for node in ast.walk(ast.parse(path.read_text())):
             for dst in _imported(node, pkg_names):
-                if dst == src or dst == "" or rank.get(src, -1) > rank.get(dst, len(layers)):
+                if dst == src or rank.get(src, -1) > rank.get(dst, len(layers)):
                     continue
                 out.append(f"{rel}:{getattr(node, 'lineno', 0)}: {src} -> {dst}")
     return out
@@ -118,7 +123,40 @@ def test_an_upward_or_sideways_import_is_named_with_its_file_and_line(tmp_path: 
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     assert upward_imports(root) == ["extra/: in no layer (add it to LAYERS)", "core/m.py:2: core -> doctor",
-                                    "hub/check.py:1: hub -> trace"]
+                                    "hub/check.py:1: hub -> trace", "trace/__init__.py:2: trace -> __init__"]
+
+
+def root_imports(pkg: Path) -> list[str]:
+    """Every import of the package root from inside the package (`import kernelcheck`, `from kernelcheck import
+    __version__`), as "file:line"; `from kernelcheck import schemas` imports a subpackage, not the root's names."""
+    subpackages = {p.parent.name for p in pkg.glob("*/__init__.py")} | {p.stem for p in pkg.glob("*.py")}
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path == pkg / "__init__.py":
+            continue
+        for n in ast.walk(ast.parse(path.read_text())):
+            root = (isinstance(n, ast.Import) and any(a.name == "kernelcheck" for a in n.names)) or (
+                isinstance(n, ast.ImportFrom) and n.module == "kernelcheck"
+                and any(a.name not in subpackages for a in n.names))
+            if root:
+                out.append(f"{path.relative_to(pkg)}:{getattr(n, 'lineno', 0)}")
+    return out
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """The root's deferred imports reach every command: an import of it from inside closes a loop (kernelcheck ->
+    integrations.kernels_prefetch -> integrations.kernels_hub -> kernelcheck). Its metadata is core/version.py's."""
+    assert root_imports(PKG) == []
+
+
+def test_an_import_of_the_package_root_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "kernelcheck"
+    for name, text in {"__init__.py": "__version__ = '1'\n", "core/__init__.py": "",
+                       "core/m.py": "from kernelcheck import __version__\nfrom kernelcheck import core\n",
+                       "core/n.py": "def f():\n    import kernelcheck\n"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert root_imports(root) == ["core/m.py:1", "core/n.py:2"]
 
 def test_no_module_is_over_500_lines() -> None:
     long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}

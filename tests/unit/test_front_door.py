@@ -13,11 +13,16 @@ import kernelcheck
 PKG = Path(kernelcheck.__file__).resolve().parent
 
 
-def test_the_front_door_imports_nothing_until_called() -> None:
+def test_the_front_door_imports_nothing_until_called_but_the_package_metadata() -> None:
     tree = ast.parse((PKG / "__init__.py").read_text())
-    eager = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-             and "kernelcheck" in ast.unparse(n)]
-    assert eager == []  # `if TYPE_CHECKING:` imports are not statements of the module body
+    eager = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "kernelcheck" in ast.unparse(n)]
+    # `if TYPE_CHECKING:` imports are not statements of the module body
+    assert {getattr(n, "module", None) for n in eager} == {"kernelcheck.core.version"}
+    assert {a.name for n in eager for a in n.names} == {"__version__", "SCHEMA"}
+    version = ast.parse((PKG / "core" / "version.py").read_text())  # which itself imports nothing of the package
+    assert [ast.unparse(n) for n in version.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            and "kernelcheck" in ast.unparse(n)] == []
+    assert kernelcheck.__version__ == kernelcheck.core.version.__version__
 
 
 def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
