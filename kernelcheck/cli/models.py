@@ -7,7 +7,7 @@ import json
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.common import context, emit, guarded, output_options
 
 
 @click.command()
@@ -16,9 +16,7 @@ from kernelcheck.cli.common import emit, guarded, output_options
 @guarded("models")
 def models(as_json: bool) -> int:
     """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
-    from kernelcheck.core import matrix
-
-    m = matrix.load()
+    m = context().matrix
     if as_json:
         emit(json.dumps({
             "schema": schemas.schema_id("models"), "command": "models",

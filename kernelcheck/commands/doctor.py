@@ -62,7 +62,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         env = environment.probe(packages=False, gpu_override=gpu.parse_arch(req.arch))
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
-                               hub_source=req.hub_source, isolate=isolate)
+                               hub_source=req.hub_source, isolate=isolate, m=ctx.matrix)
     if req.arch is not None and env is not None:
         report.findings.insert(0, Finding(
             "gpu-target", Severity.INFO, "GPUs from --arch "

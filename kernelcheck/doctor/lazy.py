@@ -142,11 +142,10 @@ def _hub_offline_broken(model: models.ResolvedModel, result: transformers.Bindin
 
 
 def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResult,
-                  env: environment.Environment, mode: str, query: str | None
+                  env: environment.Environment, mode: str, query: str | None, m: matrix.Matrix
                   ) -> tuple[list[FunctionStatus], list[Finding]]:
     from kernelcheck.integrations import kernels_hub
 
-    m = matrix.load()
     lz = m.transformers.get("lazy_kernels") or {}
     ref = lz.get("reference")
     raises = (lz.get("raises") or {}).get(model.model_type)

@@ -28,20 +28,20 @@ def _decode_functions(m: matrix.Matrix) -> dict[str, str]:
     return out
 
 
-def decode_in_prefill(module: str) -> dict[str, transformers_calls.OutsideDecode]:
+def decode_in_prefill(module: str, m: matrix.Matrix) -> dict[str, transformers_calls.OutsideDecode]:
     """{kernelcheck function: its first call outside single-token decode} in modeling module `module`."""
-    names = _decode_functions(matrix.load())
+    names = _decode_functions(m)
     out: dict[str, transformers_calls.OutsideDecode] = {}
     for c in transformers_calls.decode_calls_outside_decode(module, set(names)):
         out.setdefault(names[c.registered], c)
     return out
 
 
-def source_findings(module: str, env: environment.Environment, mode: str) -> list[Finding]:
+def source_findings(module: str, env: environment.Environment, mode: str, m: matrix.Matrix) -> list[Finding]:
     out: list[Finding] = []
     tv = env.transformers
     if mode == Mode.TRAIN:
-        calls = decode_in_prefill(module)
+        calls = decode_in_prefill(module, m)
         if calls:
             parts = [f"{fn} ({c.attribute}, called in {c.caller}, line {c.line}"
                      + (": for the last tokens when the cache keeps intermediate recurrent states, "
@@ -54,14 +54,14 @@ def source_findings(module: str, env: environment.Environment, mode: str) -> lis
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
                 None, f"the installed {module} source", functions=tuple(calls)))
     hooks = transformers_calls.hooks(module)
-    out += hook_findings(module, tv, hooks)
+    out += hook_findings(module, tv, hooks, m)
     return out
 
 
-def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks) -> list[Finding]:
+def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks, m: matrix.Matrix) -> list[Finding]:
     """kernelize hooks around functions kernelcheck checks (info), decorators it cannot read (warning)."""
     out: list[Finding] = []
-    known = set(matrix.load().functions)
+    known = set(m.functions)
     relevant = [h for h in hooks.forward_functions if set(h[3]) & known or h[0] in known]
     for h in hooks.forward_functions:
         if h not in relevant:

@@ -73,7 +73,7 @@ class Request:
     build: TargetBuild = TargetBuild()  # --torch/--cuda/--python: plan for another machine's build (dry run only)
 
 
-def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
+def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
     if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
     if req.source not in plan_mod.SOURCES:
@@ -90,7 +90,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
                        "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
                        "the target machine, or in the image's build stage, without them.")
     arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch)) if req.arch else ()
-    return arches, _package_versions(req.packages)
+    return arches, _package_versions(req.packages, m)
 
 
 def _validate_sdist(sdist: str) -> None:
@@ -103,9 +103,8 @@ def _validate_sdist(sdist: str) -> None:
         raise BadInput(f"--sdist {sdist} is not a .tar.gz source distribution.")
 
 
-def _package_versions(packages: tuple[str, ...] | list[str]) -> dict[str, str]:
+def _package_versions(packages: tuple[str, ...] | list[str], m: matrix.Matrix) -> dict[str, str]:
     """{distribution: pinned version} of the --package specs; an unknown kernel package is bad input."""
-    m = matrix.load()
     versions: dict[str, str] = {}
     for spec in packages:
         name, _, ver = spec.partition("==")
@@ -170,8 +169,8 @@ def _probe(arches: tuple[str, ...]) -> tuple[environment.Environment, str]:
     return env, "gpu" if env.gpus else "none"
 
 
-def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
-    m = matrix.load()
+def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...],
+           m: matrix.Matrix) -> tuple[tuple[str, ...], frozenset[str]]:
     pkgs = list(report.needs.packages) if report.needs else []
     attn = m.attention.get(report.needs.attn_implementation if report.needs else "", "")
     if attn:
@@ -222,15 +221,16 @@ def _doctor_after(req: Request) -> DoctorRun:
     return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
-def run(req: Request, echo: Callable[[str], None], as_json: bool) -> Outcome[Report]:
+def run(req: Request, echo: Callable[[str], None], as_json: bool, m: matrix.Matrix | None = None) -> Outcome[Report]:
     """Plan, print, and unless --dry-run carry out; returns the final report and its verdict (the exit code follows).
+    `m`: the matrix the whole install decides on (a command's Context.matrix; default: the settings' one).
 
     SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
     or the install completed before the doctor after it gave a verdict."""
     done: list[installer.Outcome] = []  # the committed install, once there is one
     try:
         with _target_on_path(req.target):
-            return _run(req, echo, as_json, done)
+            return _run(req, echo, as_json, done, matrix.load() if m is None else m)
     except KeyboardInterrupt as exc:
         if done:
             detail = installer._completed_detail(done[0]).replace(
@@ -259,10 +259,10 @@ def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhous
 
 
 def _run(req: Request, echo: Callable[[str], None], as_json: bool,
-         done: list[installer.Outcome]) -> Outcome[Report]:
+         done: list[installer.Outcome], m: matrix.Matrix) -> Outcome[Report]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
-    arches, versions = _validate(req)
+    arches, versions = _validate(req, m)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages"):
         env, origin = _probe(arches)
@@ -272,8 +272,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
         env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
     with working("kernelcheck install: the doctor check before planning"):
-        before = run_doctor(req.model, req.mode, env)
-    packages, bound = _needs(before, versions, req.packages)
+        before = run_doctor(req.model, req.mode, env, m=m)
+    packages, bound = _needs(before, versions, req.packages, m)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
     opts = plan_mod.Options(
@@ -292,7 +292,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
-        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads)
+        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads, m=m)
         return plan_mod.make_plan(now, packages, opts, found, bound)
 
     if req.dry_run:
@@ -311,7 +311,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             return _finish_plan(report, plan, executed=False, before=before)
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
-                                        log=progress, jobs=req.jobs, offline=offline)
+                                        log=progress, jobs=req.jobs, offline=offline, m=m)
             done.append(outcome)
         except InstallFailed as exc:  # BuildFailed is one
             report.plan = list(plan.steps)

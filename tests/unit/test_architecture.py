@@ -280,3 +280,30 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
                 needless += [f"{path.relative_to(PKG)}:{n.lineno}: {a.name} as {a.asname}" for a in n.names
                              if (a.asname or "").endswith("_mod") and a.name not in taken]
     assert needless == []
+
+
+def matrix_loads(pkg: Path) -> dict[str, int]:
+    """file -> how many times it calls `matrix.load()` (or `load()` inside core/matrix.py)."""
+    out: dict[str, int] = {}
+    for path in sorted(pkg.rglob("*.py")):
+        rel = str(path.relative_to(pkg))
+        for n in ast.walk(ast.parse(path.read_text())):
+            called = ast.unparse(n.func) if isinstance(n, ast.Call) and not n.args else ""
+            if called == "matrix.load" or (rel == "core/matrix.py" and called == "load"):
+                out[rel] = out.get(rel, 0) + 1
+    return out
+
+
+# Where the matrix is still loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
+# Context.matrix) and passes it down: doctor/ and install/ take it as a parameter (`m`); the two defaults there serve
+# callers outside a command, imports.py's a child in a fresh interpreter (no parent matrix in memory), step_worker's a
+# worker process. The rest is to be threaded the same way: this count only goes down.
+MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py": 1, "install/command.py": 1,
+                "verify/step_worker.py": 1, "verify/run.py": 1, "verify/statuses.py": 1, "verify/noise.py": 1,
+                "trace/verdicts.py": 1, "forecast/command.py": 1, "integrations/transformers_models.py": 2,
+                "integrations/transformers_hub.py": 1, "integrations/transformers.py": 3, "core/environment.py": 2,
+                "core/models.py": 3, "core/matrix.py": 1}
+
+
+def test_the_matrix_is_loaded_in_no_new_place() -> None:
+    assert matrix_loads(PKG) == MATRIX_LOADS

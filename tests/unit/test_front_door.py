@@ -51,7 +51,8 @@ def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.Mo
     from kernelcheck.install import command
 
     seen: list[command.Request] = []
-    monkeypatch.setattr(command, "run", lambda req, echo, as_json: seen.append(req) or Outcome("report", Verdict.READY))
+    monkeypatch.setattr(command, "run",
+                        lambda req, echo, as_json, m: seen.append(req) or Outcome("report", Verdict.READY))
     assert kernelcheck.plan_install("qwen3.8-27b", source="wheelhouse", wheelhouse="/wh") == "report"
     assert [(r.model, r.mode, r.dry_run, r.source, r.wheelhouse) for r in seen] == [
         ("qwen3.8-27b", "train", True, "wheelhouse", "/wh")]
