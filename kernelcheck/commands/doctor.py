@@ -50,10 +50,6 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     from kernelcheck.doctor import run as doctor_run
 
     check(req)
-    if req.no_cache:
-        from kernelcheck.core import settings
-
-        settings.set_variable("KERNELCHECK_IMPORT_CACHE", "0")  # read by the import children too
     env = req.env
     if req.arch is not None:
         from kernelcheck.core import environment, gpu
@@ -62,7 +58,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         env = environment.probe(packages=False, gpu_override=gpu.parse_arch(req.arch))
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
-                               hub_source=req.hub_source, isolate=isolate, m=ctx.matrix)
+                               hub_source=req.hub_source, isolate=isolate, m=ctx.matrix, import_cache=not req.no_cache)
     if req.arch is not None and env is not None:
         report.findings.insert(0, Finding(
             "gpu-target", Severity.INFO, "GPUs from --arch "

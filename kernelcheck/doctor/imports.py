@@ -165,13 +165,14 @@ class ImportProbe:
         self.source = "proven"  # or "cache" once send() found the stored steps equal
 
     @classmethod
-    def start(cls, single: bool, query: str | None, m: matrix.Matrix) -> ImportProbe:
+    def start(cls, single: bool, query: str | None, m: matrix.Matrix, cache: bool = True) -> ImportProbe:
         """Children for this machine: one when a single sequence must run (`single`), else one per installed
         kernel package, at most CPUs - 1 (the parent keeps one core). Call right after `import torch`.
-        With a stored proof for this environment (proofcache) no child starts: `send` decides."""
+        With a stored proof for this environment (proofcache) no child starts: `send` decides. `cache` False
+        (`doctor --no-cache`): prove afresh and store nothing, as KERNELCHECK_IMPORT_CACHE=0."""
         probe = cls(m)
         n = 1 if single else min(len(probe.installed), max(1, (os.cpu_count() or 2) - 1))
-        if proofcache.enabled():
+        if cache and proofcache.enabled():
             probe._sys_path = list(sys.path)
             try:
                 probe._fingerprint = proofcache.fingerprint(query, single, n, m)

@@ -174,7 +174,8 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
 
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
-           hub_source: str = "auto", isolate: bool = False, m: matrix.Matrix | None = None) -> Report:
+           hub_source: str = "auto", isolate: bool = False, m: matrix.Matrix | None = None,
+           import_cache: bool = True) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
     hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
@@ -183,7 +184,8 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
-    m: the matrix every decision of this run reads (a command's Context.matrix; default: the settings' one)."""
+    m: the matrix every decision of this run reads (a command's Context.matrix; default: the settings' one).
+    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     if m is None:
@@ -196,7 +198,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
 
             def fork_children() -> None:
                 ticker.stop()
-                started.append(imports.ImportProbe.start(single, query, m))
+                started.append(imports.ImportProbe.start(single, query, m, cache=import_cache))
 
             try:
                 env = environment.probe(packages=False, after_torch_import=fork_children)

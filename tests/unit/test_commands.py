@@ -193,3 +193,18 @@ def test_forecast_the_library_and_the_cli_forecast_the_same_upgrade(monkeypatch:
     assert asked[0] == asked[1] and "--model" in asked[0][1]
     assert lib.report.to_json() == cli and cli["diff"]["findings_added"] == ["hub-offline-uncached"]
     assert lib.exit_code == cli["exit_code"] == 4
+
+
+def test_no_cache_is_passed_down_not_left_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kernelcheck.commands import doctor
+    from kernelcheck.commands.context import Context
+    from kernelcheck.doctor import run
+
+    seen: list[dict[str, Any]] = []
+    monkeypatch.delenv("KERNELCHECK_IMPORT_CACHE", raising=False)
+    static = _static(command="doctor")
+    monkeypatch.setattr(run, "doctor", lambda *a, **k: seen.append(k) or static)
+    doctor.run(doctor.Request(model="qwen3.8-27b", no_cache=True), Context.from_environ())
+    assert seen[0]["import_cache"] is False and "KERNELCHECK_IMPORT_CACHE" not in os.environ
