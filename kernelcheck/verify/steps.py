@@ -18,6 +18,7 @@ from kernelcheck.report.live_details import Benchmark
 from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence, layers, noise
 from kernelcheck.verify.instrument import CallRecord, Instrument
+from kernelcheck.verify.live_evidence import DirectComparison
 
 SHAPES = ("tiny", "full")
 
@@ -77,7 +78,7 @@ class LiveRun:
     step_error: str | None = None  # the step failed outside any instrumented function
     step_error_fast: bool = False  # ... after a fast kernel had run in that attempt
     nonfinite: set[str] = field(default_factory=set)  # functions that made NaN/Inf from finite inputs
-    direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
+    direct: dict[str, DirectComparison] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
     benchmark: Benchmark | None = None  # verify/bench.run_benchmark's; None: no --benchmark
