@@ -20,6 +20,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
     Finding,
     FunctionStatus,
     Severity,
+    Verdict,
     worst,
 )
 from kernelcheck.integrations.kernels_hub import Resolution
@@ -264,12 +265,12 @@ class Report:
     backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
 
     @property
-    def verdict(self) -> str:
-        return decide.verdict(self.functions, self.findings).value
+    def verdict(self) -> Verdict:
+        return decide.verdict(self.functions, self.findings)
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODE[worst([self.verdict])]
+        return EXIT_CODE[self.verdict]
 
     def sections_json(self) -> dict[str, Any]:
         """The typed sections as the JSON keys after `findings`."""
