@@ -75,7 +75,7 @@ class _Places:
                            for s0, _, n, pid, tid in self.steps if n in self.lb)
             else:
                 out.append(_instant(fd.id, t0, fd.message, fd.severity))
-        out.append(_instant("verdict", t0, f"kernelcheck trace verdict: {an.verdict}", Severity.INFO))
+        out.append(_instant("verdict", t0, f"kernelcheck trace verdict: {an.diagnosis}", Severity.INFO))
         return out
 
     def _per_step(self, sid: str, msg: str, sev: str, hits: list[tuple[float, Any, Any]]) -> Iterator[dict[str, Any]]:

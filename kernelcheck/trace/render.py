@@ -22,7 +22,7 @@ def report_of(a: TraceAnalysis) -> Report:
     r.trace = TraceSection(TraceFile(
         file=a.path, bytes=a.bytes, gzip=a.gzip, events=a.events, cpu_only=a.cpu_only,
         gpus=list(a.metadata.get("gpus") or []), profiler_error=a.metadata.get("error"),
-        diagnosis=a.verdict, missing_packages=list(a.missing_packages),
+        diagnosis=a.diagnosis, missing_packages=list(a.missing_packages),
         fast_packages=list(a.fast_packages), launch_bound_steps=list(a.launch_bound_steps),
         fallback_signatures=[m.reported() for m in a.fallbacks],
     ), summary=a.summary.row(), steps=[s.row() for s in a.steps], breakdown=a.breakdown or None)

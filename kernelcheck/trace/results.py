@@ -6,8 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelcheck.core import decide
+from kernelcheck.core.status import Verdict
 from kernelcheck.report.model import Finding
 from kernelcheck.report.trace import (
+    Diagnosis,
     FallbackSignature,
     IdleGaps,
     KernelCount,
@@ -115,13 +118,19 @@ class TraceAnalysis:
     breakdown: Mapping[str, Any] = field(default_factory=dict)  # phases and layer types (trace/phases.py)
 
     @property
-    def verdict(self) -> str:
+    def diagnosis(self) -> Diagnosis:
         """healthy | fallback (a torch reference path ran) | launch-bound."""
         if self.fallbacks and not self.cpu_only:
-            return "fallback"
+            return Diagnosis.FALLBACK
         if self.launch_bound_steps:
-            return "launch-bound"
-        return "healthy"
+            return Diagnosis.LAUNCH_BOUND
+        return Diagnosis.HEALTHY
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict of `kernelcheck trace` on this trace (ready | fallback), decided from its findings as a
+        report's is (core/decide.py)."""
+        return decide.verdict((), self.findings)
 
     @property
     def missing_packages(self) -> tuple[str, ...]:

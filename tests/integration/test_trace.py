@@ -112,7 +112,7 @@ def test_cpu_trace_text_and_gzip(cpu_trace):
     with open(plain) as fh:
         doc = json.load(fh)
     c = tr.analyze_events(doc.pop("traceEvents"), doc)
-    assert c.summary == a.summary and c.steps == a.steps and c.verdict == a.verdict == "healthy"
+    assert c.summary == a.summary and c.steps == a.steps and c.diagnosis == a.diagnosis == "healthy"
 
 
 def test_kernel_names_from_the_h200_are_recognised():
@@ -347,7 +347,7 @@ def test_fallback_signature_and_launch_bound_from_kernels(tmp_path):
     g.events.insert(0, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
                         "ts": 0, "dur": end + 10, "args": {}})
     a = tr.analyze_events(g.events)
-    assert a.verdict == "fallback"
+    assert a.diagnosis == "fallback"
     assert a.missing_packages == ("fla-core", "causal-conv1d")
     assert a.launch_bound_steps == ("ProfilerStep#1",)
     (st,) = a.steps
@@ -374,7 +374,7 @@ def test_fast_step_is_healthy_and_conv_alone_is_not_a_fallback():
     g.step(1, 0, 3300)
     _fast_step(g, 0)
     a = tr.analyze_events(g.events)
-    assert a.verdict == "healthy" and a.fallbacks == () and a.launch_bound_steps == ()
+    assert a.diagnosis == "healthy" and a.fallbacks == () and a.launch_bound_steps == ()
     assert set(a.fast_packages) == {"fla", "causal_conv1d"}
     ids = [f.id for f in a.findings]
     assert "fla-kernels-ran" in ids and "causal-conv1d-kernels-ran" in ids and "gpu-busy" in ids
@@ -398,7 +398,7 @@ def test_a_plain_transformer_step_is_not_a_gdn_fallback():
         g.launch(name, t, t + 7, 15)
         t += 20
     a = tr.analyze_events(g.events)
-    assert a.fallbacks == () and a.verdict != "fallback"
+    assert a.fallbacks == () and a.diagnosis != "fallback"
 
 
 def test_steps_are_judged_one_by_one():

@@ -63,7 +63,7 @@ def test_fast_trace_is_not_a_fallback():
 
 def test_fast_and_fallback_apart_in_numbers():
     fast, slow = tr.analyze_file(_need(FAST)), tr.analyze_file(_need(FALLBACK))
-    assert fast.verdict != "fallback" and slow.verdict == "fallback"
+    assert fast.diagnosis != "fallback" and slow.diagnosis == "fallback"
     # the same layer and input: the torch path launches many times more kernels and keeps the GPU less busy
     assert slow.summary.kernels > 5 * fast.summary.kernels
     assert (slow.summary.busy_fraction or 0) < (fast.summary.busy_fraction or 1)

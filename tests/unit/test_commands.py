@@ -119,6 +119,8 @@ def test_trace_the_library_gets_the_cli_findings(trace: str) -> None:
     cli = cli_json(["trace", str(DATA / trace)])
     assert ids(lib.findings) == ids(cli["findings"]) and lib.findings
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
+    analysed = kernelcheck.analyze_trace(DATA / trace)  # the analysis' own verdict is the report's, one enum
+    assert analysed.verdict is lib.verdict and analysed.diagnosis == cli["trace"]["diagnosis"]
 
 
 def test_padding_the_library_gets_the_cli_measurement(tmp_path: Path) -> None:
