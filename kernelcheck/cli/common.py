@@ -17,8 +17,8 @@ from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile, stdout_fd
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
-from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
-from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json
+from kernelcheck.core.status import EXIT_BROKEN, EXIT_INTERNAL, Mode, Verdict
+from kernelcheck.report.model import Report, render_json
 from kernelcheck.report.terminal import Terminal, present
 from kernelcheck.report.text import render_text
 

@@ -113,13 +113,14 @@ def _prefetch(report: Report, env: Environment, req: Request, modeling: str | No
     from kernelcheck.core import gpu
     from kernelcheck.core.plan_step import Step, StepKind
     from kernelcheck.hub import prefetch
-    from kernelcheck.integrations import kernels_hub, kernels_prefetch
+    from kernelcheck.integrations import kernels_prefetch
+    from kernelcheck.integrations.transformers_hub import HubRepo
 
-    repos = []
+    repos: list[HubRepo] = []
     if req.model:
         repos.extend(kernels_prefetch.model_repos(modeling or "", functions, req.mode, dev,
                                                   gpu.capability_number(env)))
-    repos.extend(kernels_hub.HubRepo(r, "", v, rev) for r, v, rev in parsed)
+    repos.extend(HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:
         ctx.sink(f"kernelcheck hub: {line}")

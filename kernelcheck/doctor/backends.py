@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from kernelcheck.core import matrix
 from kernelcheck.core.environment import Environment
-from kernelcheck.core.status import Mode, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
-from kernelcheck.report.model import Finding, FunctionStatus
 from kernelcheck.report.sections import BackendsSection
 
 

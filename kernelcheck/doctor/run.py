@@ -9,13 +9,13 @@ from typing import Any
 from kernelcheck.core import decide, environment, manifest, matrix, models
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
-from kernelcheck.core.status import Cause, Mode, Severity, Status
+from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.doctor import backends, drift, fixcheck, imports, source_notes, submodel
 from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import fla_dispatch, transformers, transformers_models, transformers_types
-from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
+from kernelcheck.report.model import Bindings, Needs, Report
 from kernelcheck.report.progress import Ticker
 from kernelcheck.report.sections import EnvironmentView, ModelRef
 
@@ -155,9 +155,9 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
     out: list[Finding] = []
     if not env.transformers:
         return out
-    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no transformers import
+    from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source, no import
 
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "

@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 
 from kernelcheck.core import environment, matrix
-from kernelcheck.core.status import Mode, Severity
+from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.integrations import transformers_calls
-from kernelcheck.report.model import Finding
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +79,9 @@ def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks, 
 
 def _hooks_finding(module: str, tv: str | None, relevant: list[tuple[str, str, int, tuple[str, ...]]],
                    kernelized: tuple[tuple[str, tuple[str, ...], int], ...]) -> Finding:
-    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no import
+    from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source: no import
 
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     mapped = {e.name: e for e in th.mapping}
     parts = []
     for fn, layer, line, called in relevant:

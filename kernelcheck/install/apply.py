@@ -25,9 +25,10 @@ from pathlib import Path
 from kernelcheck.core import gpu, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
+from kernelcheck.core.plan_step import Step
 from kernelcheck.core.version import __version__
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan import PINNED, Plan, Step
+from kernelcheck.install.plan import PINNED, Plan
 from kernelcheck.install.txn import (  # the transaction pip runs inside
     TXN,
     begin,

@@ -33,21 +33,12 @@ from kernelcheck.core import decide, environment, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
-from kernelcheck.core.status import Mode, Severity, Status, Verdict
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import sources, txn
-from kernelcheck.report.model import (
-    Before,
-    ErrorReport,
-    Finding,
-    FunctionStatus,
-    Installed,
-    Prediction,
-    Report,
-    read_report,
-)
+from kernelcheck.install import plan_types, sources, txn
+from kernelcheck.report.model import Before, ErrorReport, Installed, Prediction, Report, read_report
 from kernelcheck.report.progress import working
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan
@@ -76,8 +67,8 @@ class Request:
 def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
     if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
-    if req.source not in plan_mod.SOURCES:
-        raise BadInput(f"--source must be one of {', '.join(plan_mod.SOURCES)}, not '{req.source}'.")
+    if req.source not in plan_types.SOURCES:
+        raise BadInput(f"--source must be one of {', '.join(plan_types.SOURCES)}, not '{req.source}'.")
     for a in req.allow_change:
         if a not in plan_mod.PINNED:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "

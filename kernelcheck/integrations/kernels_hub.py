@@ -32,15 +32,7 @@ from kernelcheck.core.capability import Capability
 from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
-from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
-from kernelcheck.integrations.transformers_hub import (  # noqa: F401 - re-exported
-    HubRepo,
-    MappingEntry,
-    TransformersHub,
-    model_hub_names,
-    select_entry,
-    transformers_hub,
-)
+from kernelcheck.integrations.kernels_variants import nearest
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,11 @@ from typing import Any
 from kernelcheck import schemas
 from kernelcheck.core import decide
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
-    EXIT_BROKEN,
+from kernelcheck.core.status import (
     EXIT_CODE,
-    EXIT_FALLBACK,
-    EXIT_INTERNAL,
-    EXIT_READY,
-    EXIT_USAGE,
     Finding,
     FunctionStatus,
-    Severity,
     Verdict,
-    worst,
 )
 from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report import hub_text, live_text

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelcheck.core import decide
-from kernelcheck.core.status import Verdict
-from kernelcheck.report.model import Finding
+from kernelcheck.core.status import Finding, Verdict
 from kernelcheck.report.trace import (
     Diagnosis,
     FallbackSignature,

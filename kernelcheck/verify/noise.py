@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelcheck.core import matrix
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding
+from kernelcheck.core.status import Finding, Severity
 
 log = logging.getLogger(__name__)
 

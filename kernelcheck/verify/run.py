@@ -17,11 +17,11 @@ from typing import Any
 
 from kernelcheck.core import decide, matrix, models, settings
 from kernelcheck.core.errors import BackwardFailed, BadInput
-from kernelcheck.core.status import Mode, Severity, Status
+from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
 from kernelcheck.report.live_details import LiveDetails, LiveModel, Timing, TritonCacheState, comparison
-from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.model import LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers
 from kernelcheck.verify import noise as noise_mod

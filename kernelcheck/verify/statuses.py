@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kernelcheck.core import decide, matrix
-from kernelcheck.core.status import Severity
+from kernelcheck.core.status import Finding, FunctionStatus, Severity
 from kernelcheck.report import live_text
 from kernelcheck.report.live import (
     BenchmarkOnCpuLine,
@@ -30,7 +30,7 @@ from kernelcheck.report.live_details import (
     Timing,
     comparison,
 )
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.model import Report
 from kernelcheck.verify import evidence
 from kernelcheck.verify.live_evidence import LiveEvidence, RunError
 from kernelcheck.verify.steps import (

@@ -24,7 +24,7 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, Interrupted
-from kernelcheck.core.status import Mode, Severity
+from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.report.live import (
     CapturedLine,
     CheckCostLine,
@@ -36,7 +36,7 @@ from kernelcheck.report.live import (
     StepPathLine,
     WholeStepLine,
 )
-from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.model import LiveSection, Report
 from kernelcheck.report.step import (
     Failed,
     PathMeasured,

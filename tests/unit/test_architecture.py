@@ -307,3 +307,22 @@ MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py
 
 def test_the_matrix_is_loaded_in_no_new_place() -> None:
     assert matrix_loads(PKG) == MATRIX_LOADS
+
+
+# Each of these has one address: every import of it names its home, no module passes it on (a re-export hall).
+HOMES = {"Finding": "kernelcheck.core.status", "FunctionStatus": "kernelcheck.core.status",
+         "Step": "kernelcheck.core.plan_step", "StepKind": "kernelcheck.core.plan_step",
+         "TransformersHub": "kernelcheck.integrations.transformers_hub", "HubRepo": "kernelcheck.integrations.transformers_hub"}
+
+
+def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() -> None:
+    elsewhere = []
+    for root in (PKG, PKG.parent / "tests", PKG.parent / "scripts"):
+        for path in sorted(root.rglob("*.py")):
+            for n in ast.walk(ast.parse(path.read_text())):
+                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
+                    elsewhere += [f"{path.relative_to(PKG.parent)}:{n.lineno}: {a.name} from {n.module}"
+                                  for a in n.names if HOMES.get(a.name, n.module) != n.module]
+    assert elsewhere == []
+    halls = ("report/model.py", "install/plan_types.py", "install/plan.py", "integrations/kernels_hub.py")
+    assert [h for h in halls if "re-exported" in (PKG / h).read_text()] == []

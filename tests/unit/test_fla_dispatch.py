@@ -11,9 +11,9 @@ import pytest
 
 from kernelcheck.core import matrix, rules
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.status import FunctionStatus
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.integrations import fla_dispatch
-from kernelcheck.report.model import FunctionStatus
 from tests.environments import make_env
 
 GDN = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule")

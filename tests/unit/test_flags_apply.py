@@ -14,9 +14,11 @@ from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
 from kernelcheck.core import signals
+from kernelcheck.core.plan_step import Step, StepKind
+from kernelcheck.core.status import Finding, FunctionStatus
 from kernelcheck.install import command as install_command
-from kernelcheck.install.plan_types import Plan, Step, StepKind
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.install.plan_types import Plan
+from kernelcheck.report.model import Report
 from kernelcheck.report.step import Failed
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify import step_worker

@@ -11,13 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.integrations.kernels_hub import (
-    HubRepo,
-    MappingEntry,
-    Resolution,
-    TransformersHub,
-    VariantDecision,
-)
+from kernelcheck.integrations.kernels_hub import Resolution, VariantDecision
+from kernelcheck.integrations.transformers_hub import HubRepo, MappingEntry, TransformersHub
 from kernelcheck.report.hub import HubMapEntry, HubTransformers, RepoCheckLines
 from kernelcheck.report.model import HubSection, Report, render_json
 

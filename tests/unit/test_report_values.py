@@ -12,9 +12,10 @@ import pytest
 from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Gpu, PackageState, TorchInfo
+from kernelcheck.core.status import FunctionStatus
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.report import junit
-from kernelcheck.report.model import FunctionStatus, Report, render_json
+from kernelcheck.report.model import Report, render_json
 from kernelcheck.report.sections import (
     BackendsSection,
     EnvironmentView,
