@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+from kernelcheck.core.codec import Fields
+
 
 @dataclass(frozen=True)
 class KernelTotal:
@@ -32,26 +34,20 @@ class KernelCount(KernelTotal):
 
 
 @dataclass(frozen=True)
-class OpCount:
+class OpCount(Fields):
     """A CPU op of the top list: its name and how many times it ran."""
 
     name: str
     count: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "count": self.count}
-
 
 @dataclass(frozen=True)
-class IdleGaps:
+class IdleGaps(Fields):
     """The holes between busy intervals inside a step's GPU span: how many, their total and the longest (us)."""
 
     count: int
     total_us: float
     longest_us: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"count": self.count, "total_us": self.total_us, "longest_us": self.longest_us}
 
 
 @dataclass(frozen=True)
