@@ -4,6 +4,7 @@ the same finding ids (both call commands/<command>.py `run`), and the verdict an
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,12 @@ def test_fleet_the_gate_the_cli_runs_is_the_library_gate(monkeypatch: pytest.Mon
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     args = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--all-ranks", "--timeout", "1"]
-    cli = cli_json(args)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cli = cli_json(args)  # a rank that knows the fleet's verdict ignores SIGTERM from then on (cli/fleet.py)
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
     own = json.loads(CliRunner().invoke(main, args[:5] + ["--json"], env=OFFLINE).stdout)
     lib = fleet.run(fleet.Request("doctor", own, ranks.discover(env), 1.0), Context.from_environ())
     got = lib.report.table.to_json()
