@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests here (they walk every module)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_tree(path)))
 
 
 def _imports() -> dict[str, set[str]]:
@@ -17,7 +29,7 @@ def _imports() -> dict[str, set[str]]:
     for p in PKG.rglob("*.py"):
         name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
         deps: set[str] = set()
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in _nodes(p):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
                 names = {f"{n.module}.{a.name}" for a in n.names}
                 deps.update(names)
@@ -101,7 +113,7 @@ def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> l
     for path in sorted(pkg.rglob("*.py")):
         rel = path.relative_to(pkg)
         src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             for dst in _imported(node, pkg_names):
                 if dst == src or rank.get(src, -1) > rank.get(dst, len(layers)):
                     continue
@@ -134,7 +146,7 @@ def root_imports(pkg: Path) -> list[str]:
     for path in sorted(pkg.rglob("*.py")):
         if path == pkg / "__init__.py":
             continue
-        for n in ast.walk(ast.parse(path.read_text())):
+        for n in _nodes(path):
             root = (isinstance(n, ast.Import) and any(a.name == "kernelcheck" for a in n.names)) or (
                 isinstance(n, ast.ImportFrom) and n.module == "kernelcheck"
                 and any(a.name not in subpackages for a in n.names))
@@ -200,7 +212,7 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
         rel = str(p.relative_to(PKG))
         if rel == "core/decide.py":
             continue
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in _nodes(p):
             for t in _targets(n):
                 if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
                         and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
@@ -242,7 +254,7 @@ def test_no_module_imports_an_underscored_name_from_another() -> None:
     """A name another module needs is public (issue 24: the split modules' side doors got public names)."""
     found = []
     for p in PKG.rglob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in _nodes(p):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelcheck"):
                 found += [f"{p.relative_to(PKG)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
@@ -256,7 +268,7 @@ def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
     for path in sorted(PKG.rglob("*.py")):
         if path.relative_to(PKG).as_posix() == "core/errors.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(bases) for b in node.bases):
                 elsewhere.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.name}")
     assert elsewhere == []
@@ -267,15 +279,14 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
     variable, an argument): elsewhere the module goes by its own name (issue 24: the *_mod aliases)."""
     needless = []
     for path in sorted(PKG.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-        taken |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                    ast.ClassDef))}
-        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
-        taken |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+        nodes = _nodes(path)
+        taken = {n.id for n in nodes if isinstance(n, ast.Name)}
+        taken |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+        taken |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        taken |= {n.arg for n in nodes if isinstance(n, ast.keyword) and n.arg}
+        taken |= {a.asname or a.name for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
                   for a in n.names if not (a.asname or "").endswith("_mod")}
-        for n in ast.walk(tree):
+        for n in nodes:
             if isinstance(n, ast.ImportFrom):
                 needless += [f"{path.relative_to(PKG)}:{n.lineno}: {a.name} as {a.asname}" for a in n.names
                              if (a.asname or "").endswith("_mod") and a.name not in taken]
@@ -287,7 +298,7 @@ def matrix_loads(pkg: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     for path in sorted(pkg.rglob("*.py")):
         rel = str(path.relative_to(pkg))
-        for n in ast.walk(ast.parse(path.read_text())):
+        for n in _nodes(path):
             called = ast.unparse(n.func) if isinstance(n, ast.Call) and not n.args else ""
             if called == "matrix.load" or (rel == "core/matrix.py" and called == "load"):
                 out[rel] = out.get(rel, 0) + 1
@@ -312,14 +323,15 @@ def test_the_matrix_is_loaded_in_no_new_place() -> None:
 # Each of these has one address: every import of it names its home, no module passes it on (a re-export hall).
 HOMES = {"Finding": "kernelcheck.core.status", "FunctionStatus": "kernelcheck.core.status",
          "Step": "kernelcheck.core.plan_step", "StepKind": "kernelcheck.core.plan_step",
-         "TransformersHub": "kernelcheck.integrations.transformers_hub", "HubRepo": "kernelcheck.integrations.transformers_hub"}
+         "TransformersHub": "kernelcheck.integrations.transformers_hub",
+         "HubRepo": "kernelcheck.integrations.transformers_hub"}
 
 
 def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() -> None:
     elsewhere = []
     for root in (PKG, PKG.parent / "tests", PKG.parent / "scripts"):
         for path in sorted(root.rglob("*.py")):
-            for n in ast.walk(ast.parse(path.read_text())):
+            for n in _nodes(path):
                 if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
                     elsewhere += [f"{path.relative_to(PKG.parent)}:{n.lineno}: {a.name} from {n.module}"
                                   for a in n.names if HOMES.get(a.name, n.module) != n.module]
