@@ -102,9 +102,7 @@ def _setup_output(kwargs: dict[str, Any]) -> None:
     from kernelcheck.report import progress
 
     progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
-    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))
-    if verbose:
-        settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
+    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))  # the command's Context carries it (context())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="kernelcheck: %(name)s: %(message)s")
 

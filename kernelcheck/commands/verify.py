@@ -64,6 +64,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun]:
     from kernelcheck.doctor.cost import attach as attach_cost
     from kernelcheck.verify.run import verify
 
-    report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens)
+    report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
+                    verbose=ctx.verbose)
     attach_cost(report, req.model)
     return reported(report)

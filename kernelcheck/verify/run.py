@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import decide, matrix, models, settings
+from kernelcheck.core import decide, matrix, models
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
@@ -169,7 +169,7 @@ def _compare_with_reference(steps: Steps, inst: Instrument, run: LiveRun, first:
 
 
 def run_live(model: models.ResolvedModel, result: transformers.BindingResult, needs: models.Needs,
-             mode: str, shape: str, tokens: int | None, benchmark: bool) -> LiveRun:
+             mode: str, shape: str, tokens: int | None, benchmark: bool, verbose: bool = False) -> LiveRun:
     """Build, run, profile and compare. Never raises for a kernel failure: that is a result."""
     m = matrix.load()
     data = layers.verify_data()
@@ -187,7 +187,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     for e in m.transformers.get("misnamed", []):
         aliases[e["function"]] = (*aliases.get(e["function"], ()), e["registered"])
     inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks, aliases)
-    steps = Steps(built, inst, mode, ntok)
+    steps = Steps(built, inst, mode, ntok, verbose)
     cache = triton_cache_dir()
     before = cache_entries(cache)
     triton_pkgs = sorted({m.packages[h.package].title for h in inst.hooks.values()
@@ -202,7 +202,6 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
         say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
              f"{dtype})")
         t1 = time.perf_counter()
-        verbose = settings.variable("KERNELCHECK_VERBOSE") == "1"
         with steps_mod.ticker(what, cache), noise_mod.captured_logging(verbose) as got:
             first = _first_pass(steps, inst, run)
         steps_mod.CAPTURED.extend(got)
@@ -239,8 +238,9 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
 
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
-           tokens: int | None = None, command: str = "verify") -> Report:
-    """`kernelcheck verify`: the doctor's static report plus what running the real layers showed."""
+           tokens: int | None = None, command: str = "verify", verbose: bool = False) -> Report:
+    """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
+    (--verbose): third-party output of the run is left visible."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -253,12 +253,12 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
     report.command = command
-    _add_live(report, query, mode, shape, benchmark, tokens, t0)
+    _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose)
     return report
 
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
-              t0: float) -> None:
+              t0: float, verbose: bool = False) -> None:
     model = transformers_models.resolve(query)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
@@ -270,7 +270,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         return
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
-    run = run_live(model, result, needs, mode, shape, tokens, benchmark)
+    run = run_live(model, result, needs, mode, shape, tokens, benchmark, verbose)
     run.timing = {"static_s": static_s, **run.timing}
     total = time.perf_counter() - t0
     run.timing["total_s"] = round(total, 3)
@@ -306,7 +306,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 
-def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny") -> None:
+def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny", verbose: bool = False) -> None:
     """`doctor --live`: add verify's per-function evidence and observed statuses to a doctor report."""
     t0 = time.perf_counter()
-    _add_live(report, model_query, mode, shape, False, None, t0)
+    _add_live(report, model_query, mode, shape, False, None, t0, verbose)

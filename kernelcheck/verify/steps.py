@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.live_details import Benchmark
@@ -91,11 +90,12 @@ class LiveRun:
 class Steps:
     """The real steps: train (forward + backward), prefill with cache, one cached decode step."""
 
-    def __init__(self, built: layers.BuiltModel, inst: Instrument, mode: str, tokens: int):
+    def __init__(self, built: layers.BuiltModel, inst: Instrument, mode: str, tokens: int, verbose: bool = False):
+        """`verbose` (--verbose): third-party output of the runs is left visible, not captured."""
         import torch
 
         self.torch = torch
-        self.built, self.inst, self.mode = built, inst, mode
+        self.built, self.inst, self.mode, self.verbose = built, inst, mode, verbose
         g = torch.Generator().manual_seed(1234)
         vocab = int(built.model.config.vocab_size)
         self.ids = torch.randint(0, vocab, (1, tokens), generator=g).to(built.device)
@@ -182,7 +182,7 @@ def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) ->
     steps.inst.profiling = True
     try:
         # the profiler's C++ side prints `USDT ... profiler_start/stop` on fd 2: keep it in the log
-        with noise.captured(settings.variable("KERNELCHECK_VERBOSE") == "1") as got, \
+        with noise.captured(steps.verbose) as got, \
                 profile(activities=acts, record_shapes=False) as prof:
             result = fn()
     finally:

@@ -216,3 +216,19 @@ def test_no_cache_is_passed_down_not_left_in_the_environment(monkeypatch: pytest
     monkeypatch.setattr(run, "doctor", lambda *a, **k: seen.append(k) or static)
     doctor.run(doctor.Request(model="qwen3.8-27b", no_cache=True), Context.from_environ())
     assert seen[0]["import_cache"] is False and "KERNELCHECK_IMPORT_CACHE" not in os.environ
+
+
+def test_verbose_reaches_the_live_run_as_an_argument_not_through_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from kernelcheck.verify import run
+
+    seen: list[dict[str, Any]] = []
+    static = _static()
+    monkeypatch.delenv("KERNELCHECK_VERBOSE", raising=False)
+    monkeypatch.setattr(run, "verify", lambda model, **k: seen.append(k) or static)
+    res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--verbose", "--json"], env=OFFLINE,
+                             catch_exceptions=False)
+    assert json.loads(res.stdout)["command"] == "verify"
+    assert seen[0]["verbose"] is True and "KERNELCHECK_VERBOSE" not in os.environ
