@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 from kernelcheck.core.settings import Settings
 
 if TYPE_CHECKING:
-    from kernelcheck.core.environment import Environment
-    from kernelcheck.core.gpu import Gpu
+    from kernelcheck.core.environment import Environment, Gpu
     from kernelcheck.core.matrix import Matrix
 
 Sink = Callable[[str], None]
