@@ -43,9 +43,9 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
     Exit codes: 0 healthy, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
     """
     from kernelcheck.commands import trace as command
-    from kernelcheck.trace import analysis
+    from kernelcheck.trace.render import render_text
 
     report = command.run(command.Request(file, annotate), context()).report
     outfile.write(render_json(report))
-    emit(render_json(report) if as_json else analysis.render_text(report), is_json=as_json)
+    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
     return report.exit_code

@@ -341,3 +341,22 @@ def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() ->
     assert elsewhere == []
     halls = ("report/model.py", "install/plan_types.py", "install/plan.py", "integrations/kernels_hub.py")
     assert [h for h in halls if "re-exported" in (PKG / h).read_text()] == []
+
+
+# What the CLI may take from the packages below the commands: how to render an Outcome, install's own Request, and
+# --all-ranks' plumbing (the handoff of a rank's report, the rank it is). Everything a command assembles is in
+# commands/ (kernelcheck/__init__.py calls the same run).
+CLI_MAY_IMPORT = {"kernelcheck.forecast": {"render"}, "kernelcheck.trace.render": {"render_text"},
+                  "kernelcheck.install.command": {"Request", "render", "to_json"},
+                  "kernelcheck.fleet": {"handoff", "ranks"}}
+_ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast")
+
+
+def test_the_cli_assembles_no_command_it_renders_what_commands_run() -> None:
+    found = []
+    for path in sorted((PKG / "cli").glob("*.py")):
+        for n in _nodes(path):
+            if isinstance(n, ast.ImportFrom) and n.module and _package_of(n.module) in _ASSEMBLED:
+                found += [f"cli/{path.name}:{n.lineno}: {n.module}.{a.name}" for a in n.names
+                          if a.name not in CLI_MAY_IMPORT.get(n.module, set())]
+    assert found == []
