@@ -68,7 +68,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     if req.live and req.model:
         from kernelcheck.verify import run as verify_run
 
-        verify_run.merge_into(report, req.model, req.mode, verbose=ctx.verbose)
+        verify_run.merge_into(report, req.model, req.mode, verbose=ctx.verbose, m=ctx.matrix)
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, req.packing)

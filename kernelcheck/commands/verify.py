@@ -57,7 +57,8 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun]:
         from kernelcheck.verify.step import verify_step
 
         report = verify_step(req.model, mode=req.mode, shape=req.shape, tokens=req.tokens, layers=req.layers,
-                             checkpointing=req.checkpointing, trace_dir=req.trace_dir, verbose=ctx.verbose)
+                             checkpointing=req.checkpointing, trace_dir=req.trace_dir, verbose=ctx.verbose,
+                             m=ctx.matrix)
         if req.record:
             record.append(report, req.record, req.model)
         return reported(report)
@@ -65,6 +66,6 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun]:
     from kernelcheck.verify.run import verify
 
     report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
-                    verbose=ctx.verbose)
+                    verbose=ctx.verbose, m=ctx.matrix)
     attach_cost(report, req.model)
     return reported(report)

@@ -31,9 +31,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def advice_findings(text: str) -> list[Finding]:
+def advice_findings(text: str, m: matrix.Matrix) -> list[Finding]:
     """One info finding per distribution the captured output tells the user to install under another name."""
-    packages = matrix.load().packages
+    packages = m.packages
     told = set(_INSTALL_RX.findall(text))
     out: list[Finding] = []
     for key, p in packages.items():

@@ -125,24 +125,25 @@ def _broken_reason(fn: str, ev: LiveEvidence, run: LiveRun) -> str | None:
     return None
 
 
-def _runtime_error_fix(exception: str, dist: str, model: str) -> tuple[str | None, str | None]:
+def _runtime_error_fix(exception: str, dist: str, model: str, m: matrix.Matrix) -> tuple[str | None, str | None]:
     """(id, fix) of the [[runtime_error]] of matrix/breakages.toml the observed exception's text matches (fla's
     #640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
     from kernelcheck.core import rules
 
-    hit = rules.match_runtime_error(exception, matrix.load())
+    hit = rules.match_runtime_error(exception, m)
     if hit is None:
         return None, None
     return hit.id, f"{hit.message} Fix: " + hit.fix.format(dist=dist, model=model)
 
 
-def observation(report: Report, fs: FunctionStatus, ev: LiveEvidence, run: LiveRun) -> decide.Observation:
-    """What the run showed for `fs`, as evidence for the decider (core/decide.py)."""
+def observation(report: Report, fs: FunctionStatus, ev: LiveEvidence, run: LiveRun,
+                m: matrix.Matrix) -> decide.Observation:
+    """What the run showed for `fs`, as evidence for the decider (core/decide.py); `m` names known breakages."""
     broken = _broken_reason(fs.name, ev, run)
     rid, fix = _rule_fix(report, fs.name) if broken else (None, None)
     model = report.model.query if report.model else "M"
     if broken and not fix:
-        rid, fix = _runtime_error_fix(ev.error.exception if ev.error else "", fs.package, model or "M")
+        rid, fix = _runtime_error_fix(ev.error.exception if ev.error else "", fs.package, model or "M", m)
     if broken and not fix:
         fix = _UNKNOWN_FIX.format(dist=fs.package, model=model)
     return decide.Observation(ev.to_json(), ev.path, ev.calls, ev.implementation_called, broken, rid, fix)
