@@ -69,7 +69,7 @@ def check(req: Request) -> list[RepoSpec]:
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
-    from kernelcheck.core import environment, gpu
+    from kernelcheck.core import gpu
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub, kernels_prefetch, transformers_models
     from kernelcheck.report.model import Report
@@ -78,7 +78,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     parsed = check(req)
     target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
     gpus = gpu.parse_arch(req.arch) if req.arch else None  # the same parser as doctor and install
-    env = environment.probe(gpu_override=gpus)
+    env = ctx.environment(gpu_override=gpus)
     report = Report("hub", EnvironmentView.of(env), None, req.mode)
     functions: tuple[str, ...] = ()
     modeling = None

@@ -232,3 +232,19 @@ def test_verbose_reaches_the_live_run_as_an_argument_not_through_the_environment
                              catch_exceptions=False)
     assert json.loads(res.stdout)["command"] == "verify"
     assert seen[0]["verbose"] is True and "KERNELCHECK_VERBOSE" not in os.environ
+
+
+def test_the_context_reads_once_and_probes_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.commands import hub
+    from kernelcheck.commands.context import Context
+    from kernelcheck.core import environment, matrix
+    from kernelcheck.core.errors import BadInput
+
+    loads: list[int] = []
+    real = matrix.load
+    monkeypatch.setattr(matrix, "load", lambda: loads.append(1) or real())
+    ctx = Context.from_environ({"KERNELCHECK_VERBOSE": "1"})
+    assert ctx.matrix is ctx.matrix and loads == [1] and ctx.verbose
+    monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
+    with pytest.raises(BadInput, match="--prefetch"):
+        hub.run(hub.Request(model="qwen3.8-27b", lock="kernels.lock"), ctx)
