@@ -54,7 +54,14 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str |
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
-_OUTPUT = {"quiet": False, "verbose": False}
+def _output() -> dict[str, bool]:
+    """This invocation's --quiet and --verbose, kept in click's context (nothing carries over to the next command
+    run in the same process; outside a command both are off)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {"quiet": False, "verbose": False}
+    out: dict[str, bool] = ctx.meta.setdefault("kernelcheck.output", {"quiet": False, "verbose": False})
+    return out
 
 
 def context(sink: Callable[[str], None] | None = None, *, as_json: bool = False) -> Context:
@@ -62,12 +69,12 @@ def context(sink: Callable[[str], None] | None = None, *, as_json: bool = False)
     lines go (`sink`; default: nowhere)."""
     from kernelcheck.commands.context import Context, drop
 
-    return Context.from_environ(sink=sink or drop, verbose=_OUTPUT["verbose"], json=as_json, progress=True)
+    return Context.from_environ(sink=sink or drop, verbose=_output()["verbose"], json=as_json, progress=True)
 
 
 def verbose() -> bool:
     """--verbose was given: text reports show every info finding (render_findings groups them otherwise)."""
-    return _OUTPUT["verbose"]
+    return _output()["verbose"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,11 +105,12 @@ def device_option(dest: str, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
 
 
 def _setup_output(kwargs: dict[str, Any]) -> None:
-    _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
+    output = _output()
+    output["quiet"] = bool(kwargs.pop("quiet", False))
     from kernelcheck.report import progress
 
-    progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
-    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))  # the command's Context carries it (context())
+    progress.set_quiet(output["quiet"])  # --quiet: no progress lines either
+    verbose = output["verbose"] = bool(kwargs.pop("verbose", False))  # the command's Context carries it (context())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="kernelcheck: %(name)s: %(message)s")
 
@@ -114,7 +122,7 @@ def emit(text: str, *, is_json: bool = False) -> None:
     Text is adapted to a terminal (report/terminal.py: width, colour, --quiet); JSON is printed as it is.
     """
     stdout_fd.release()  # --json: fd 1 pointed at stderr while the command ran (cli/stdout_fd.py)
-    term = None if is_json else Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"])
+    term = None if is_json else Terminal.detect(sys.stdout, quiet=_output()["quiet"])
     if term is not None:
         text = present(text, term)
     try:
