@@ -3,6 +3,7 @@ the same finding ids (both call commands/<command>.py `run`), and the verdict an
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 from pathlib import Path
@@ -40,19 +41,37 @@ def _same_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(environment, "probe", lambda **_: make_env(transformers=version("transformers")))
 
 
+DOCTOR = ["doctor", "--model", "qwen3.8-27b", "--mode", "train", "--arch", "9.0"]
+
+
+@functools.cache
+def cli_doctor() -> str:
+    """`kernelcheck doctor` for the H200 image, as the CLI prints it (run once: the fleet case reuses it)."""
+    return json.dumps(cli_json(DOCTOR))
+
+
 def test_doctor_the_library_gets_the_cli_findings_cost_and_packing_included() -> None:
     lib = kernelcheck.check("qwen3.8-27b", "train", arch="9.0")
-    cli = cli_json(["doctor", "--model", "qwen3.8-27b", "--mode", "train", "--arch", "9.0"])
+    cli = json.loads(cli_doctor())
     assert ids(lib.findings) == ids(cli["findings"])
     assert {"gpu-target", "packing", "fallback-cost"} <= set(ids(lib.findings))
     assert (lib.verdict, lib.exit_code) == (cli["verdict"], cli["exit_code"])
 
 
-def _static(model: str = "qwen3.8-27b", command: str = "verify") -> Any:
-    """doctor/run.py's report alone (nothing a command adds), standing in for a run of the real layers."""
+@functools.cache
+def _static_json(model: str) -> str:
     from kernelcheck.doctor import run
+    from kernelcheck.report.model import render_json
 
-    report = run.doctor(model, "train")
+    return render_json(run.doctor(model, "train"))
+
+
+def _static(model: str = "qwen3.8-27b", command: str = "verify") -> Any:
+    """doctor/run.py's report alone (nothing a command adds), standing in for a run of the real layers: a fresh
+    Report each time, read back from one run."""
+    from kernelcheck.report.model import Report
+
+    report = Report.from_json(json.loads(_static_json(model)))
     report.command = command
     return report
 
@@ -161,14 +180,14 @@ def test_fleet_the_gate_the_cli_runs_is_the_library_gate(monkeypatch: pytest.Mon
     env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    args = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--all-ranks", "--timeout", "1"]
+    args = [*DOCTOR, "--all-ranks", "--timeout", "1"]
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         cli = cli_json(args)  # a rank that knows the fleet's verdict ignores SIGTERM from then on (cli/fleet.py)
     finally:
         for s, h in handlers.items():
             signal.signal(s, h)
-    own = json.loads(CliRunner().invoke(main, args[:5] + ["--json"], env=OFFLINE).stdout)
+    own = json.loads(cli_doctor())
     lib = fleet.run(fleet.Request("doctor", own, ranks.discover(env), 1.0), Context.from_environ())
     got = lib.report.table.to_json()
     assert [(m["rank"], m["kind"]) for m in got["missing"]] == [(m["rank"], m["kind"]) for m in cli["missing"]]
