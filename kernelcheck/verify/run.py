@@ -239,10 +239,10 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix) -> Report:
+           m: matrix.Matrix | None = None) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix)."""
+    Context.matrix; default: the settings' one)."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -252,6 +252,7 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     # at once, not after the static check and the model's import; without GPU device files, before torch's import
     _full_needs_cuda(shape, "cpu" if shape == "full" and not _gpu_device_files() else _device()[0])
     t0 = time.perf_counter()
+    m = _given(m)
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True, m=m)  # verify imports the modeling module anyway
     report.command = command
@@ -309,7 +310,12 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny", verbose: bool = False, *,
-               m: matrix.Matrix) -> None:
+               m: matrix.Matrix | None = None) -> None:
     """`doctor --live`: add verify's per-function evidence and observed statuses to a doctor report."""
     t0 = time.perf_counter()
-    _add_live(report, model_query, mode, shape, False, None, t0, verbose, m)
+    _add_live(report, model_query, mode, shape, False, None, t0, verbose, _given(m))
+
+
+def _given(m: matrix.Matrix | None) -> matrix.Matrix:
+    """The matrix a command passed down, or (a caller outside a command) the settings' one."""
+    return matrix.load() if m is None else m

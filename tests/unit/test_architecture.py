@@ -307,11 +307,13 @@ def matrix_loads(pkg: Path) -> dict[str, int]:
 
 # Where the matrix is still loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
 # Context.matrix) and passes it down: doctor/, install/ and verify/ take it as a parameter (`m`); the defaults left
-# in doctor/run.py and install/command.py serve callers outside a command, imports.py's a child in a fresh
-# interpreter (no parent matrix in memory), step_worker's a worker process. The rest (core, integrations, trace,
+# in doctor/run.py, install/command.py, verify/run.py and verify/step.py serve callers outside a command (their
+# entry points keep working without it), imports.py's a child in a fresh interpreter (no parent matrix in memory),
+# step_worker's a worker process. The rest (core, integrations, trace,
 # forecast) is to be threaded the same way: this count only goes down.
 MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py": 1, "install/command.py": 1,
-                "verify/step_worker.py": 1, "trace/verdicts.py": 1, "forecast/command.py": 1,
+                "verify/run.py": 1, "verify/step.py": 1, "verify/step_worker.py": 1, "trace/verdicts.py": 1,
+                "forecast/command.py": 1,
                 "integrations/transformers_models.py": 2, "integrations/transformers_hub.py": 1,
                 "integrations/transformers.py": 3, "core/environment.py": 2, "core/models.py": 3, "core/matrix.py": 1}
 
