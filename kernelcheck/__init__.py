@@ -15,43 +15,54 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from kernelcheck.core.version import SCHEMA as SCHEMA  # the package's metadata (core/version.py), for users
+from kernelcheck.core.version import __version__
+
 if TYPE_CHECKING:
     from kernelcheck.core.models import ResolvedModel
     from kernelcheck.core.plan_step import Step
     from kernelcheck.report.model import Report
     from kernelcheck.trace.analysis import TraceAnalysis
 
-__version__ = "0.1.0"
-SCHEMA = "kernelcheck.report/1"  # 0.1's one id; each report kind has its own now: kernelcheck/schemas
-
 __all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "plan_install",
            "prefetch_hub_kernels", "resolve_model", "trace_report", "verify_model"]
 
 
 def check(model: str | None, mode: str = "train", **options: Any) -> Report:
-    """`kernelcheck doctor --model MODEL --mode MODE`: the static check's Report (doctor/run.py `doctor`;
-    options: exact, hub, hub_device, hub_source, isolate, env)."""
-    from kernelcheck.doctor.run import doctor
+    """`kernelcheck doctor --model MODEL --mode MODE`: the static check's Report, assembled as the CLI assembles it
+    (commands/doctor.py `run`; options are its Request's fields: exact, hub, hub_device, hub_source, arch, packing,
+    live, no_cache, isolate (default off here: imports in this process), env)."""
+    from kernelcheck.commands import doctor
+    from kernelcheck.commands.context import Context
 
-    return doctor(model, mode, **options)
+    options.setdefault("isolate", False)
+    return doctor.run(doctor.Request(model=model, mode=mode, **options), Context.from_environ()).report
 
 
 def plan_install(model: str, mode: str = "train", **options: Any) -> Report:
-    """`kernelcheck install --model MODEL --dry-run`: the plan, nothing installed (install/command.py `run` with
+    """`kernelcheck install --model MODEL --dry-run`: the plan, nothing installed (commands/install.py `run` with
     `Request(dry_run=True, ...)`; options are Request's fields: wheelhouse, arch, source, allow_change, ...)."""
-    from kernelcheck.install.command import Request, run
+    from kernelcheck.commands import install
+    from kernelcheck.commands.context import Context
+    from kernelcheck.install.command import Request
 
-    report, _ = run(Request(model=model, mode=mode, dry_run=True, **options), echo=lambda line: None,
-                    as_json=False)
-    return report
+    return install.run(Request(model=model, mode=mode, dry_run=True, **options), Context.from_environ()).report
 
 
 def verify_model(model: str, mode: str = "train", shape: str = "tiny", **options: Any) -> Report:
-    """`kernelcheck verify`: the doctor's report plus what running the real layers showed (verify/run.py
-    `verify`; options: benchmark, tokens)."""
-    from kernelcheck.verify.run import verify
+    """`kernelcheck verify`: the doctor's report plus what running the real layers showed, assembled as the CLI
+    assembles it (commands/verify.py `run`; options are its Request's fields: benchmark, tokens, step, layers,
+    checkpointing, trace_dir, record). `verify --packing` is `kernelcheck.commands.verify.run` itself."""
+    from kernelcheck.commands import verify
+    from kernelcheck.commands.context import Context
+    from kernelcheck.report.model import Report
 
-    return verify(model, mode, shape, **options)
+    outcome = verify.run(verify.Request(model=model, mode=mode, shape=shape, **options), Context.from_environ())
+    if not isinstance(outcome.report, Report):
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput("verify_model returns a Report; --packing's measurement is kernelcheck.commands.verify.run's.")
+    return outcome.report
 
 
 def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
@@ -62,10 +73,11 @@ def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
 
 
 def trace_report(path: str | os.PathLike[str]) -> Report:
-    """`kernelcheck trace FILE`: the Report behind the CLI (trace/analysis.py `trace_report`)."""
-    from kernelcheck.trace import analysis
+    """`kernelcheck trace FILE`: the Report behind the CLI (commands/trace.py `run`)."""
+    from kernelcheck.commands import trace
+    from kernelcheck.commands.context import Context
 
-    return analysis.trace_report(path)
+    return trace.run(trace.Request(os.fspath(path)), Context.from_environ()).report
 
 
 def resolve_model(query: str) -> ResolvedModel:

@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -18,10 +18,13 @@ from kernelcheck.cli import early, interrupts, outfile, stdout_fd
 from kernelcheck.cli.upgrade_args import upgrade_specs
 from kernelcheck.core import settings, signals
 from kernelcheck.core.errors import KernelcheckError
-from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
-from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json
+from kernelcheck.core.status import EXIT_BROKEN, EXIT_INTERNAL, Mode, Verdict
+from kernelcheck.report.model import Report, render_json
 from kernelcheck.report.terminal import Terminal, present
 from kernelcheck.report.text import render_text
+
+if TYPE_CHECKING:
+    from kernelcheck.commands.context import Context
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
@@ -52,12 +55,27 @@ def _emit_error(command: str, as_json: bool, exc: KernelcheckError, model: str |
     click.echo(f"kernelcheck {command}: {exc.message}", err=True)
 
 
-_OUTPUT = {"quiet": False, "verbose": False}
+def _output() -> dict[str, bool]:
+    """This invocation's --quiet and --verbose, kept in click's context (nothing carries over to the next command
+    run in the same process; outside a command both are off)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {"quiet": False, "verbose": False}
+    out: dict[str, bool] = ctx.meta.setdefault("kernelcheck.output", {"quiet": False, "verbose": False})
+    return out
+
+
+def context(sink: Callable[[str], None] | None = None, *, as_json: bool = False) -> Context:
+    """The command's Context: the settings read once from the environment, --verbose, --json, and where progress
+    lines go (`sink`; default: nowhere)."""
+    from kernelcheck.commands.context import Context, drop
+
+    return Context.from_environ(sink=sink or drop, verbose=_output()["verbose"], json=as_json, progress=True)
 
 
 def verbose() -> bool:
     """--verbose was given: text reports show every info finding (render_findings groups them otherwise)."""
-    return _OUTPUT["verbose"]
+    return _output()["verbose"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,10 +113,11 @@ def device_option(dest: str, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
 
 
 def _setup_output(kwargs: dict[str, Any]) -> None:
-    _OUTPUT["quiet"] = bool(kwargs.pop("quiet", False))
+    output = _output()
+    output["quiet"] = bool(kwargs.pop("quiet", False))
     from kernelcheck.report import progress
 
-    progress.set_quiet(_OUTPUT["quiet"])  # --quiet: no progress lines either
+    progress.set_quiet(output["quiet"])  # --quiet: no progress lines either
     if kwargs.pop("no_progress", False):
         settings.set_variable("KERNELCHECK_PROGRESS", "0")  # also for the child processes a command starts
     color = kwargs.pop("color", None)
@@ -106,9 +125,7 @@ def _setup_output(kwargs: dict[str, Any]) -> None:
         from kernelcheck.report.terminal import set_color
 
         set_color(color)
-    verbose = _OUTPUT["verbose"] = bool(kwargs.pop("verbose", False))
-    if verbose:
-        settings.set_variable("KERNELCHECK_VERBOSE", "1")  # live runs and step workers leave third-party output visible
+    verbose = output["verbose"] = bool(kwargs.pop("verbose", False))  # the command's Context carries it (context())
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="kernelcheck: %(name)s: %(message)s")
 
@@ -120,7 +137,7 @@ def emit(text: str, *, is_json: bool = False) -> None:
     Text is adapted to a terminal (report/terminal.py: width, colour, --quiet); JSON is printed as it is.
     """
     stdout_fd.release()  # --json: fd 1 pointed at stderr while the command ran (cli/stdout_fd.py)
-    term = None if is_json else Terminal.detect(sys.stdout, quiet=_OUTPUT["quiet"])
+    term = None if is_json else Terminal.detect(sys.stdout, quiet=_output()["quiet"])
     if term is not None:
         text = present(text, term)
     try:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.common import context, emit, guarded, output_options
 
 
 @click.command("compare")
@@ -29,12 +27,8 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool)
       kernelcheck compare /shared/kernelcheck/$SLURM_JOB_ID/        # one JSON per node, from a prolog
       kernelcheck compare reports/*.json --expect 16 --json
     """
-    from kernelcheck.fleet import compare, table
+    from kernelcheck.commands import compare as command
 
-    records, missing = compare.collect(list(reports), expect)
-    code = table.fleet_code(records, missing)
-    if as_json:
-        emit(json.dumps(table.to_json("compare", records, missing, code), indent=2, default=str), is_json=True)
-    else:
-        emit(table.render_text("compare", records, missing, code))
-    return code
+    outcome = command.run(command.Request(reports, expect), context())
+    emit(outcome.report.render(as_json), is_json=as_json)
+    return outcome.exit_code

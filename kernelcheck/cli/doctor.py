@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODEL_HELP, device_option, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.common import (
+    MODEL_HELP,
+    context,
+    device_option,
+    emit,
+    finish,
+    guarded,
+    mode_option,
+    output_options,
+)
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Report
 
 
 @click.command(cls=UpgradeCommand)
@@ -76,64 +84,34 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
       kernelcheck doctor --model qwen3.8-27b --arch 9.0 --junit doctor.xml   # docker build gate
       kernelcheck doctor --model qwen3.8-27b --upgrade transformers==5.25.0 kernels==0.19.1   # forecast
     """
-    from kernelcheck.doctor.run import doctor as run_doctor
+    from kernelcheck.commands import doctor as command
 
     if upgrade or if_worse or wheelhouse or offline:
         return _forecast(locals(), as_json, junit)
     if report_issue and (as_json or junit):
         raise BadInput("--report-issue prints a markdown block for a bug report; --json and --junit are the "
                        "machine-readable reports. Use one or the other (-o FILE writes the JSON beside the block).")
-    if no_cache:
-        from kernelcheck.core import settings
-
-        settings.set_variable("KERNELCHECK_IMPORT_CACHE", "0")
-    env = None
-    if arch is not None:
-        from kernelcheck.core import environment
-        from kernelcheck.core import gpu as targets
-
-        if live:
-            raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
-                           "here. Use one or the other.")
-        # Packages are probed after binding, as doctor does without --arch.
-        env = environment.probe(packages=False, gpu_override=targets.parse_arch(arch))
-    report = run_doctor(model, mode, env=env, exact=exact, hub=hub, hub_device=hub_device, isolate=not live)
-    if env is not None:
-        report.findings.insert(0, Finding(
-            "gpu-target", Severity.INFO, "GPUs from --arch "
-            + ", ".join(g.capability.sm for g in env.gpus)
-            + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
-              "supports this torch's CUDA."))
-    if live and model:
-        from kernelcheck.verify import run
-
-        run.merge_into(report, model, mode)
-    from kernelcheck.packing.findings import attach as attach_packing
-
-    attach_packing(report, packing)
-    from kernelcheck.doctor.cost import attach as attach_cost
-
-    attach_cost(report, model)
+    req = command.Request(model=model, mode=mode, live=live, exact=exact, hub=hub, hub_device=hub_device, arch=arch,
+                          packing=packing, no_cache=no_cache)
+    outcome = command.run(req, context())
     if report_issue:
-        return _report_issue(report)
-    return finish(report, as_json, junit)
+        return _report_issue(outcome.report)
+    return finish(outcome.report, as_json, junit)
 
 
 def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
     from kernelcheck.cli import early
-    from kernelcheck.cli.common import emit
-    from kernelcheck.forecast import command, render
-    from kernelcheck.forecast.resolve import Index
+    from kernelcheck.commands import forecast
+    from kernelcheck.forecast import render
 
     specs = upgrade_specs() or []
     early.check_forecast(values, specs)
     if values.get("live"):
         raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
                        "Run verify after the upgrade instead.")
-    if values.get("offline") and not values.get("wheelhouse"):
-        raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
-    fc = command.run(specs, forward_args(values), Index(values.get("wheelhouse"), bool(values.get("offline"))),
-                     if_worse=bool(values.get("if_worse")))
+    req = forecast.Request(tuple(specs), tuple(forward_args(values)), values.get("wheelhouse"),
+                           bool(values.get("offline")), bool(values.get("if_worse")))
+    fc = forecast.run(req, context()).report
     if junit:
         render.write_junit(fc, junit)
     import json

@@ -16,16 +16,13 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from kernelcheck import schemas
-from kernelcheck.core.errors import BadInput, FleetError, FleetFailure, KernelcheckError
+from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.core.status import EXIT_CODE, EXIT_INTERNAL, EXIT_USAGE, WORDS
-
-if TYPE_CHECKING:
-    from kernelcheck.fleet.record import RankRecord
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +63,15 @@ def _own_record(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwa
 
 def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                   timeout: float) -> int:
-    from kernelcheck.fleet import ranks, summary
+    from kernelcheck.fleet import ranks
 
     info = ranks.discover(os.environ)
     if kwargs.get("junit") and info.world_size > 1:
         kwargs["junit"] = _rank_junit(kwargs["junit"], info.rank)
-    record = summary.summarise(_own_record(command, fn, args, kwargs), rank=info.rank, host=info.host)
+    own = _own_record(command, fn, args, kwargs)
     known = _Known(command, info.rank, info.world_size)
     try:
-        return _gate_and_print(command, record, info, timeout, kwargs, known)
+        return _gate_and_print(command, own, info, timeout, kwargs, known)
     except KeyboardInterrupt as exc:
         if known.code is None:
             raise
@@ -121,29 +118,23 @@ class _Known:
         os._exit(self.code if self.code is not None else 143)
 
 
-def _gate_and_print(command: str, record: RankRecord, info: Any, timeout: float, kwargs: dict[str, Any],
+def _gate_and_print(command: str, own: dict[str, Any], info: Any, timeout: float, kwargs: dict[str, Any],
                     known: _Known) -> int:
-    from kernelcheck.fleet import gather, table
+    from kernelcheck.cli.common import context
+    from kernelcheck.commands import fleet
 
-    try:
-        outcome = gather.gate(record, info, timeout, table.fleet_code, said=known)
-    except FleetFailure as exc:
-        raise FleetError(str(exc)) from None
+    outcome = fleet.run(fleet.Request(command, own, info, timeout, said=known), context())
     if known.code is None:  # a verdict this rank reached alone (rank 0 never joined, no verdict in time)
-        known(outcome.exit_code, outcome.message)
+        known(outcome.exit_code, outcome.report.table.message)
     if info.rank == 0:
-        if kwargs.get("as_json"):
-            import json
-
+        as_json = bool(kwargs.get("as_json"))
+        if as_json:
             from kernelcheck.cli.common import emit
 
-            emit(json.dumps(table.to_json(command, outcome.records, outcome.missing, outcome.exit_code,
-                                          outcome.message, {"timings": outcome.timings}), indent=2, default=str),
-                 is_json=True)  # the real stdout back (cli/stdout_fd.py)
+            emit(outcome.report.table.render(as_json=True), is_json=True)  # the real stdout back (cli/stdout_fd.py)
         else:
-            click.echo(table.render_text(command, outcome.records, outcome.missing, outcome.exit_code,
-                                         outcome.message))
-    outcome.release()
+            click.echo(outcome.report.table.render(as_json=False))
+    outcome.report.release()
     # From here on the process only exits: a SIGTERM would otherwise land in the interpreter's shutdown (torch's
     # teardown takes a while), where Python has put the default action back, and end the rank with 143.
     with contextlib.suppress(ValueError):

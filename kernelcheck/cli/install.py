@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import MODEL_HELP, emit, guarded, mode_option, output_options, verbose
+from kernelcheck.cli.common import MODEL_HELP, context, emit, guarded, mode_option, output_options, verbose
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
@@ -78,14 +78,14 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     2 bad flags or input; 1 internal error; 130/143 interrupted by SIGINT/SIGTERM (the environment
     is as it was, or the completed install: the last stderr line says which).
     """
-    from kernelcheck.install import command
+    from kernelcheck.commands import install as command
+    from kernelcheck.install.command import Request, render, to_json
 
-    req = command.Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch,
-                              source=source, allow_change=allow_change, with_packages=with_packages,
-                              packages=packages, offline=offline, target=target, sdist=sdist, jobs=jobs,
-                              fixes=not no_fixes, without=without, build=parse_target(torch_v, cuda_v, python_v))
-    report, code = command.run(req, click.echo, as_json)
-    outfile.write(command.to_json(report, code))
-    emit(command.to_json(report, code) if as_json else command.render(report, code, dry_run, verbose()),
-         is_json=as_json)
-    return code
+    req = Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch, source=source,
+                  allow_change=allow_change, with_packages=with_packages, packages=packages, offline=offline,
+                  target=target, sdist=sdist, jobs=jobs, fixes=not no_fixes, without=without,
+                  build=parse_target(torch_v, cuda_v, python_v))
+    outcome = command.run(req, context(click.echo, as_json=as_json))
+    outfile.write(to_json(outcome))
+    emit(to_json(outcome) if as_json else render(outcome, dry_run, verbose()), is_json=as_json)
+    return outcome.exit_code

@@ -8,7 +8,7 @@ import click
 
 from kernelcheck import schemas
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.common import context, emit, guarded, output_options
 from kernelcheck.cli.outfile import output_file_option
 
 
@@ -19,9 +19,7 @@ from kernelcheck.cli.outfile import output_file_option
 @guarded("models")
 def models(as_json: bool) -> int:
     """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
-    from kernelcheck.core import matrix
-
-    m = matrix.load()
+    m = context().matrix
     data = json.dumps({
         "schema": schemas.schema_id("models"), "command": "models",
         "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or

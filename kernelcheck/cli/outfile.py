@@ -21,7 +21,6 @@ import click
 from kernelcheck.core.errors import BadInput
 
 F = TypeVar("F", bound=Callable[..., Any])
-_FILE: dict[str, str | None] = {"path": None, "command": None}
 JUNIT_COMMANDS = ("doctor", "verify")
 
 
@@ -32,10 +31,20 @@ def output_file_option(fn: F) -> F:
                              "(doctor, verify); the text still goes to the terminal.")(fn)
 
 
+def _state() -> dict[str, str | None]:
+    """This invocation's -o FILE and command, kept in click's context: nothing carries over to the next command
+    run in the same process (a test's CliRunner, a library caller), and nothing outside a command has one."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {"path": None, "command": None}
+    state: dict[str, str | None] = ctx.meta.setdefault("kernelcheck.output_file", {"path": None, "command": None})
+    return state
+
+
 def take(command: str, kwargs: dict[str, Any]) -> None:
     """Pop -o from the command's arguments and check it before the run (BadInput: exit 2, nothing run)."""
     path = kwargs.pop("output_file", None)
-    _FILE.update(path=path, command=command)
+    _state().update(path=path, command=command)
     if not path:
         return
     if path.endswith(".xml") and command not in JUNIT_COMMANDS:
@@ -66,12 +75,12 @@ def check_writable(path: str | None, flag: str, kind: str, example: str) -> None
 
 
 def path() -> str | None:
-    return _FILE["path"]
+    return _state()["path"]
 
 
 def write(json_text: str, report: Any = None) -> None:
     """Write the report (JSON text; `report` for JUnit) to -o FILE, when one was given."""
-    target = _FILE["path"]
+    target = _state()["path"]
     if not target:
         return
     if target.endswith(".xml") and report is not None:
@@ -86,7 +95,8 @@ def write(json_text: str, report: Any = None) -> None:
 
 def write_error(error: dict[str, Any], message: str, exit_code: int, model: str | None) -> None:
     """The run ended before a report: the file holds the error (never a stale report of an earlier run)."""
-    target, command = _FILE["path"], _FILE["command"] or ""
+    state = _state()
+    target, command = state["path"], state["command"] or ""
     if not target:
         return
     try:

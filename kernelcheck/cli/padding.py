@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
-from kernelcheck import schemas
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.common import context, emit, guarded, output_options
 from kernelcheck.cli.outfile import output_file_option
-from kernelcheck.core.status import Verdict
 
 
 @click.command("padding")
@@ -40,26 +37,9 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
       kernelcheck padding train.jsonl --batching budget:16384 --plot padding.svg
       kernelcheck padding lengths.txt --batching batch:8 --json
     """
-    from kernelcheck.padding import batching as batching_mod
-    from kernelcheck.padding import lengths, svg, waste
-    from kernelcheck.padding import plot as plot_mod
+    from kernelcheck.commands import padding as command
 
-    rule = waste.Rule.parse(batching)
-    if plot:
-        plot_mod.check(plot)  # a .png nothing renders, or another suffix: exit 2 before the data is read
-    result = batching_mod.measure(lengths.chunks(data, tokenizer), rule)  # vectorized, bounded memory
-    drawn: dict[str, object] | None = None
-    if plot:
-        axis = svg.axis_for(result)
-        how = plot_mod.write(plot, svg.render(result, f"{Path(data).name}: lengths and padding under {rule}"))
-        drawn = {"file": plot, "format": "png" if how.startswith("PNG") else "svg", "bins": len(axis.edges) - 1,
-                 "scale": "log" if axis.log else "linear", "how": how, "bin_text": axis.describe()}
-    shown = {k: v for k, v in drawn.items() if k in ("file", "format", "bins", "scale")} if drawn else None
-    report = json.dumps({"schema": schemas.schema_id("padding"), "command": "padding", "verdict": Verdict.READY,
-                         "exit_code": 0, "data": data, "padding": waste.as_dict(result), "plot": shown}, indent=2)
-    outfile.write(report)  # -o FILE
-    if as_json:
-        emit(report, is_json=True)
-    else:
-        emit(waste.render_text(result, data, drawn))
-    return 0
+    outcome = command.run(command.Request(data, batching, tokenizer, plot), context())
+    outfile.write(json.dumps(outcome.report.to_json(), indent=2))  # -o FILE
+    emit(outcome.report.render(as_json), is_json=as_json)
+    return outcome.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import emit, guarded, output_options
+from kernelcheck.cli.common import context, emit, guarded, output_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.report.model import render_json
 
@@ -42,9 +42,10 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
 
     Exit codes: 0 ready, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
     """
-    from kernelcheck.trace import analysis
+    from kernelcheck.commands import trace as command
+    from kernelcheck.trace.render import render_text
 
-    report = analysis.trace_report(file, progress=analysis.progress_to_stderr, annotate=annotate)
+    report = command.run(command.Request(file, annotate), context()).report
     outfile.write(render_json(report))
-    emit(render_json(report) if as_json else analysis.render_text(report), is_json=as_json)
+    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
     return report.exit_code

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from kernelcheck.cli.common import MODEL_HELP, emit, finish, guarded, mode_option, output_options
+from kernelcheck.cli.common import MODEL_HELP, context, emit, finish, guarded, mode_option, output_options
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
-from kernelcheck.core import settings
-from kernelcheck.core.errors import BadInput
+from kernelcheck.report.model import Report
 
 
 @click.command()
@@ -80,43 +79,18 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --packing --batch batch.pt  # the job's own packed batch
     """
     from kernelcheck.cli import applies
-    from kernelcheck.verify import record as record_mod
+    from kernelcheck.commands import verify as command
+
     applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
                                trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
     applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths,
                                       mode=packing, benchmark=benchmark)
     applies.check_trace_dir(trace_dir if step else None)
-
-    if record and not step:
-        raise BadInput("--record only applies with --step: it appends the step's measurement.")
-    record_mod.check_path(record)
-    if packing:
-        from kernelcheck.verify import packing_report
-
-        if batch or collator or lengths or benchmark:
-            from kernelcheck.verify import packing_batch_report
-
-            text, code = packing_batch_report.command(model, as_json, batch, collator, lengths, benchmark)
-            emit(text, is_json=as_json)  # text wrapped to the terminal (report/terminal.py)
-            return code
-        text, code = packing_report.command(model, as_json, None if packing == "all" else packing)
-        if as_json:
-            emit(text, is_json=True)  # the real stdout back (cli/stdout_fd.py)
-        else:
-            click.echo(text)
-        return code
-    if step:
-        from kernelcheck.verify.step import verify_step
-
-        report = verify_step(model, mode=mode, shape=shape, tokens=tokens, layers=layers, checkpointing=checkpointing,
-                             trace_dir=trace_dir, verbose=bool(settings.variable("KERNELCHECK_VERBOSE")))
-        if record:
-            record_mod.append(report, record, model)
-        return finish(report, as_json, junit)
-    from kernelcheck.verify.run import verify as run_verify
-
-    report = run_verify(model, mode=mode, shape=shape or "tiny", benchmark=benchmark, tokens=tokens)
-    from kernelcheck.doctor.cost import attach as attach_cost
-
-    attach_cost(report, model)
-    return finish(report, as_json, junit)
+    req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
+                          layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
+                          packing=packing, batch=batch, collator=collator, lengths=lengths)
+    outcome = command.run(req, context())
+    if isinstance(outcome.report, Report):
+        return finish(outcome.report, as_json, junit)
+    emit(outcome.report.render(as_json), is_json=as_json)  # the real stdout back (cli/stdout_fd.py); text wrapped
+    return outcome.exit_code

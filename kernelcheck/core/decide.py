@@ -104,7 +104,7 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
     if checked_fix is not None and fs.fix == checked_fix.original:
         fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")
     if hub is not None and hub.function == fs.name and fs.status != Status.FAST:
-        fs.status, fs.implementation, fs.reason, fs.fix = Status.FAST.value, hub.implementation, None, None
+        fs.status, fs.implementation, fs.reason, fs.fix = Status.FAST, hub.implementation, None, None
     if observed is not None:
         _observe(fs, observed)
     return fs
@@ -124,17 +124,17 @@ def _observe(fs: FunctionStatus, ob: Observation) -> None:
     seen_before = fs.evidence is not None  # a live run already said what ran: its words stay as they are
     fs.evidence = ob.evidence
     if ob.broken:
-        fs.status = Status.BROKEN.value
+        fs.status = Status.BROKEN
         fs.reason = ob.broken + (f" [known breakage {ob.known_breakage}]" if ob.known_breakage else "")
         fs.fix = ob.fix
         return
     if ob.path == "fast" and ob.calls:
-        fs.status, fs.reason, fs.fix = Status.FAST.value, None, None
+        fs.status, fs.reason, fs.fix = Status.FAST, None, None
         fs.implementation = ob.implementation if isinstance(ob.implementation, str) else fs.implementation
         return
     # the torch reference ran
     if fs.status == Status.FAST:
-        fs.status = Status.FALLBACK.value
+        fs.status = Status.FALLBACK
         fs.reason = f"observed: the torch reference {ob.implementation} ran although transformers bound the fast kernel"
     elif fs.reason and not seen_before:
         fs.reason = f"observed: the torch reference ran ({ob.implementation}); {fs.reason}"

@@ -152,7 +152,8 @@ class _HubChatter:
         msg = record.getMessage()
         if not msg.startswith("Retrying"):
             self.last = msg.splitlines()[0] if msg else msg
-        return settings.variable("KERNELCHECK_VERBOSE") == "1"
+        # --verbose logs kernelcheck at INFO (cli/common.py); KERNELCHECK_VERBOSE=1 says the same without the flag
+        return logging.getLogger("kernelcheck").isEnabledFor(logging.INFO) or settings.current().verbose
 
 
 _CHATTER = _HubChatter()

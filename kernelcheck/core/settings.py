@@ -83,6 +83,7 @@ class Settings:
     debug: bool = False
     hf_hub_cache: str | None = None
     matrix_dir: Path | None = None  # KERNELCHECK_MATRIX_DIR: the matrix/ folder read instead of the shipped one
+    verbose: bool = False  # KERNELCHECK_VERBOSE=1 (--verbose)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -100,6 +101,7 @@ class Settings:
             debug=bool(env.get("KERNELCHECK_DEBUG")),
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
             matrix_dir=_matrix_dir(env),
+            verbose=env.get("KERNELCHECK_VERBOSE") == "1",
         )
 
     @property

@@ -1,4 +1,6 @@
-"""What `kernelcheck --version` says: the version, the git commit and the date of the matrix/ data.
+"""What `kernelcheck --version` says: the version, the git commit and the date of the matrix/ data; and the
+package's own metadata, at one address inside the package (`__version__`, `SCHEMA`, `PACKAGE`): kernelcheck/__init__.py
+re-exports the first two for users, and no module of the package imports the package root.
 
 The commit comes from the checkout kernelcheck runs from (read from .git's files: no git process, works in git
 worktrees), else from `kernelcheck/_commit.txt`, which every wheel build bakes in (setup.py: `git rev-parse HEAD`
@@ -11,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelcheck import __version__
-
-_PKG = Path(__file__).resolve().parents[1]
+__version__ = "0.1.0"  # pyproject.toml's [project] version
+SCHEMA = "kernelcheck.report/1"  # 0.1's one id; each report kind has its own now: kernelcheck/schemas
+PACKAGE = Path(__file__).resolve().parents[1]  # the kernelcheck package's folder
+_PKG = PACKAGE
 
 
 @dataclass(frozen=True)

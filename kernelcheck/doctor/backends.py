@@ -9,24 +9,23 @@ from __future__ import annotations
 
 from kernelcheck.core import matrix
 from kernelcheck.core.environment import Environment
-from kernelcheck.core.status import Mode, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
-from kernelcheck.report.model import Finding, FunctionStatus
 from kernelcheck.report.sections import BackendsSection
 
 
-def fla_functions(functions: list[FunctionStatus], mode: str) -> tuple[str, ...]:
+def fla_functions(functions: list[FunctionStatus], mode: str, m: matrix.Matrix) -> tuple[str, ...]:
     """The fla ops the job calls on fla (bound to fla, used in this mode; `unsupported` is bound but judged for a
     GPU that is not this machine's, as with --arch)."""
-    fla = matrix.load().packages["fla"].distributions  # fla-core, flash-linear-attention
+    fla = m.packages["fla"].distributions  # fla-core, flash-linear-attention
     return tuple(fs.name for fs in functions if fs.package in fla
                  and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 
 
-def section(env: Environment, functions: list[FunctionStatus], mode: str) -> tuple[BackendsSection | None,
-                                                                                       list[Finding]]:
+def section(env: Environment, functions: list[FunctionStatus], mode: str,
+            m: matrix.Matrix) -> tuple[BackendsSection | None, list[Finding]]:
     """The `backends` report section and its findings (None, [] where no fla op runs on a GPU here)."""
-    fns = fla_functions(functions, mode)
+    fns = fla_functions(functions, mode, m)
     if not fns or not env.gpus:
         return None, []
     lay = fla_dispatch.layout(env)

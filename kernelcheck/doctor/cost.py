@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
-from kernelcheck.core.status import Severity, Verdict
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.core.status import Finding, Severity, Verdict
+from kernelcheck.report.model import Report
 
 BILLION = 1e9
 _COMPARED = ("gpu", "torch", "triton", "transformers")

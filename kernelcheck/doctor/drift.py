@@ -7,8 +7,7 @@ from __future__ import annotations
 from kernelcheck.core import manifest
 from kernelcheck.core.environment import Environment, torch_minor
 from kernelcheck.core.gpu import arch_serves, cap_to_sm
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding
+from kernelcheck.core.status import Finding, Severity
 
 
 def explain(env: Environment) -> list[Finding]:

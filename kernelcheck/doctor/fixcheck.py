@@ -300,9 +300,9 @@ def pinned_triton() -> str | None:
 
 
 def apply_to(report: Report, env: Environment, mode: str, query: str | None, bound: frozenset[str],
-             built_nvcc: Mapping[str, str]) -> None:
-    """doctor's step: the report's findings and functions with every fix checked (the edge: reads torch's pin)."""
-    m = matrix.load()
+             built_nvcc: Mapping[str, str], m: matrix.Matrix) -> None:
+    """doctor's step: the report's findings and functions with every fix checked against the matrix `m` (the edge:
+    reads torch's pin)."""
     if query is None:  # no model: any importable kernel package may be bound by the job's model
         bound = frozenset(n for n, st in env.packages.items() if st.installed and st.imports)
     state = State(env, mode, tuple(report.functions), tuple(report.findings), bound, query or "",

@@ -69,7 +69,7 @@ def _attr_check(module: str, function: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
+def _run_step(step: dict[str, Any], results: list[Any], m: matrix.Matrix) -> Any:
     kind = step["kind"]
     if kind == "resolve":
         read = transformers.StaticRead(step["dotted"], (), step["submodule_fallback"])
@@ -77,9 +77,8 @@ def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
     if kind == "exact":
         return dataclasses.asdict(transformers.bind_exact(step["module"], tuple(step["functions"])))
     if kind == "probe":
-        return dataclasses.asdict(environment.probe_package(matrix.load().packages[step["name"]]))
+        return dataclasses.asdict(environment.probe_package(m.packages[step["name"]]))
     if kind == "attrs":  # `why_torch`'s check, for the functions of packages that imported in this child
-        m = matrix.load()
         fns = list(step["functions"])
         for i in step.get("discovered_from", []):
             fns.extend(results[i].get("discovered", []))
@@ -93,11 +92,14 @@ def _run_step(step: dict[str, Any], results: list[Any]) -> Any:
     raise ValueError(f"unknown step {kind!r}")
 
 
-def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int]) -> None:
-    """A forked child: read its steps (one JSON line), run them in order, write the results as JSON; never
-    returns (os._exit: the parent's atexit handlers and buffers are not the child's)."""
+def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int], m: matrix.Matrix | None = None) -> None:
+    """A forked child: read its steps (one JSON line), run them in order on the parent's matrix `m`, write the
+    results as JSON; never returns (os._exit: the parent's atexit handlers and buffers are not the child's).
+    A child in a fresh interpreter (`_spawn_fresh`) has no parent matrix in memory: it reads its own."""
     code = 1
     try:
+        if m is None:
+            m = matrix.load()
         for fd in inherited:  # the other children's pipe ends: their EOFs must not wait for this process
             os.close(fd)
         os.dup2(err_fd, 1)
@@ -108,7 +110,7 @@ def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int]) -> N
         for step in steps:
             sys.stderr.write(f"kernelcheck-step {json.dumps(step)}\n")
             sys.stderr.flush()
-            results.append(_run_step(step, results))
+            results.append(_run_step(step, results, m))
         with os.fdopen(result_fd, "w", encoding="utf-8") as out:
             out.write(json.dumps(results))
         code = 0
@@ -144,8 +146,8 @@ class ImportProbe:
     """The children of one doctor run. `start` before importing torch; `plan_*` once the steps are known, then
     `send`; the readers (`packages`, `resolved`, `exact`, `attr`) join the children on first use."""
 
-    def __init__(self) -> None:
-        m = matrix.load()
+    def __init__(self, m: matrix.Matrix) -> None:
+        self._m = m
         self._absent = {n: environment.absent_state(p) for n, p in m.packages.items()}
         self.installed = [n for n, st in self._absent.items() if st is None]
         self._children: list[_Child] = []
@@ -163,16 +165,17 @@ class ImportProbe:
         self.source = "proven"  # or "cache" once send() found the stored steps equal
 
     @classmethod
-    def start(cls, single: bool, query: str | None = None) -> ImportProbe:
+    def start(cls, single: bool, query: str | None, m: matrix.Matrix, cache: bool = True) -> ImportProbe:
         """Children for this machine: one when a single sequence must run (`single`), else one per installed
         kernel package, at most CPUs - 1 (the parent keeps one core). Call right after `import torch`.
-        With a stored proof for this environment (proofcache) no child starts: `send` decides."""
-        probe = cls()
+        With a stored proof for this environment (proofcache) no child starts: `send` decides. `cache` False
+        (`doctor --no-cache`): prove afresh and store nothing, as KERNELCHECK_IMPORT_CACHE=0."""
+        probe = cls(m)
         n = 1 if single else min(len(probe.installed), max(1, (os.cpu_count() or 2) - 1))
-        if proofcache.enabled():
+        if cache and proofcache.enabled():
             probe._sys_path = list(sys.path)
             try:
-                probe._fingerprint = proofcache.fingerprint(query, single, n)
+                probe._fingerprint = proofcache.fingerprint(query, single, n, m)
             except Exception as exc:  # noqa: BLE001 - no key, no cache: prove as without one
                 proofcache.log.info("import proof cache off for this run (%s: %s)", type(exc).__name__, exc)
                 probe._fingerprint = None
@@ -197,7 +200,7 @@ class ImportProbe:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(plan_r, result_w, err.fileno(), inherited)
+            _child(plan_r, result_w, err.fileno(), inherited, self._m)
         os.close(plan_r)
         os.close(result_w)
         self._children.append(_Child(pid, plan_w, result_r, err))
@@ -417,7 +420,7 @@ class ImportProbe:
             if res is not None:
                 out[n] = environment.PackageState(**res)
             else:
-                info = matrix.load().packages[n]
+                info = self._m.packages[n]
                 version = dist = None
                 for d in info.distributions:
                     version = environment.dist_version(d)

@@ -18,10 +18,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import environment, matrix, models, settings
-from kernelcheck.core.status import Mode, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.doctor.wording import install_fix, no_device_reason
 from kernelcheck.integrations import transformers
-from kernelcheck.report.model import Finding, FunctionStatus
 
 if TYPE_CHECKING:
     from kernelcheck.integrations.transformers_hub import TransformersHub
@@ -142,16 +141,15 @@ def _hub_offline_broken(model: models.ResolvedModel, result: transformers.Bindin
 
 
 def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResult,
-                  env: environment.Environment, mode: str, query: str | None
+                  env: environment.Environment, mode: str, query: str | None, m: matrix.Matrix
                   ) -> tuple[list[FunctionStatus], list[Finding]]:
-    from kernelcheck.integrations import kernels_hub
+    from kernelcheck.integrations.transformers_hub import transformers_hub
 
-    m = matrix.load()
     lz = m.transformers.get("lazy_kernels") or {}
     ref = lz.get("reference")
     raises = (lz.get("raises") or {}).get(model.model_type)
     hub_map, available, _ = transformers.lazy_kernel_sources()
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     hub_on = bool(env.kernels and th.window and th.window_met)
     tv = env.transformers
     statuses: list[FunctionStatus] = []

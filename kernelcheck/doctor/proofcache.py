@@ -66,7 +66,7 @@ KEEP = 64  # proofs kept (newest first); older ones are removed when a new one i
 
 
 def enabled() -> bool:
-    """False with KERNELCHECK_IMPORT_CACHE=0 (or `doctor --no-cache`, which sets it)."""
+    """False with KERNELCHECK_IMPORT_CACHE=0 (`doctor --no-cache` passes its choice to ImportProbe.start)."""
     return (settings.variable("KERNELCHECK_IMPORT_CACHE") or "1").strip().upper() not in ("0", "OFF", "NO", "FALSE",
                                                                                               "N")
 
@@ -184,11 +184,10 @@ def _dist_entry(dist: md.Distribution, deep: bool) -> dict[str, Any]:
     return entry
 
 
-def _packages() -> dict[str, Any]:
+def _packages(m: matrix.Matrix) -> dict[str, Any]:
     """Each kernel package of the matrix that is here, what it needs (matrix) and requires (its metadata, one
     level): every file; torch, transformers and kernels: version, RECORD and folder listing. Any other
     distribution's version is in the sys.path listings (its dist-info folder's name)."""
-    m = matrix.load()
     deep: list[str] = []
     out: dict[str, Any] = {}
     for info in m.packages.values():
@@ -223,15 +222,15 @@ def _packages() -> dict[str, Any]:
 
 
 def _kernelcheck() -> dict[str, Any]:
-    import kernelcheck
+    from kernelcheck.core import version
 
     h = hashlib.sha256()
-    root = os.path.dirname(kernelcheck.__file__)
+    root = str(version.PACKAGE)
     _tree(root, h, [_MAX_FILES])
     matrix_dir = os.path.join(os.path.dirname(root), "matrix")
     if os.path.isdir(matrix_dir):
         _tree(matrix_dir, h, [_MAX_FILES])
-    return {"version": kernelcheck.__version__, "at": root, "files": h.hexdigest()}
+    return {"version": version.__version__, "at": root, "files": h.hexdigest()}
 
 
 def _machine() -> dict[str, Any]:
@@ -246,21 +245,21 @@ def _machine() -> dict[str, Any]:
     return {"host": socket.gethostname(), "driver": driver, "devices": devices}
 
 
-def _environ() -> dict[str, str]:
-    prefixes = (*ENV_PREFIXES, *(p.env_prefix for p in matrix.load().packages.values() if p.env_prefix))
+def _environ(m: matrix.Matrix) -> dict[str, str]:
+    prefixes = (*ENV_PREFIXES, *(p.env_prefix for p in m.packages.values() if p.env_prefix))
     return {k: v for k, v in sorted(os.environ.items())
             if (k.startswith(prefixes) or k in ENV_NAMES) and k not in ENV_IGNORED}
 
 
-def fingerprint(query: str | None, single: bool, children: int) -> dict[str, Any]:
+def fingerprint(query: str | None, single: bool, children: int, m: matrix.Matrix) -> dict[str, Any]:
     """The key of this run's proof, before its steps are known (they are compared in `matches`)."""
     return {
         "format": FORMAT,
         "kernelcheck": _kernelcheck(),
         "python": {"executable": sys.executable, "version": sys.version, "prefix": sys.prefix,
                    "path": list(sys.path), "listing": {p: _listing(p or ".") for p in sys.path}},
-        "packages": _packages(),
-        "environ": _environ(),
+        "packages": _packages(m),
+        "environ": _environ(m),
         "machine": _machine(),
         "run": {"query": query, "cwd": os.getcwd(), "single": single, "children": children},
     }

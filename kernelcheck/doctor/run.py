@@ -9,13 +9,13 @@ from typing import Any
 from kernelcheck.core import decide, environment, manifest, matrix, models
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
-from kernelcheck.core.status import Cause, Mode, Severity, Status
+from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.doctor import backends, drift, fixcheck, imports, source_notes, submodel
 from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import fla_dispatch, transformers, transformers_models, transformers_types
-from kernelcheck.report.model import Bindings, Finding, FunctionStatus, Needs, Report
+from kernelcheck.report.model import Bindings, Needs, Report
 from kernelcheck.report.progress import Ticker
 from kernelcheck.report.sections import EnvironmentView, ModelRef
 
@@ -40,7 +40,7 @@ def function_statuses(
     """Each bound function's first status, from what transformers binds and the matrix `m` (its packages,
     functions and transformers regimes): no load here, the caller passes the matrix it decides with."""
     out = []
-    in_prefill = source_notes.decode_in_prefill(result.module) if mode == Mode.TRAIN else {}  # 5.25's chunked path
+    in_prefill = source_notes.decode_in_prefill(result.module, m) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
         pkg = m.packages.get(b.package or (info.package if info else ""))
@@ -155,9 +155,9 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
     out: list[Finding] = []
     if not env.transformers:
         return out
-    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no transformers import
+    from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source, no import
 
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
@@ -174,7 +174,8 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
 
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
-           hub_source: str = "auto", isolate: bool = False) -> Report:
+           hub_source: str = "auto", isolate: bool = False, m: matrix.Matrix | None = None,
+           import_cache: bool = True) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
     hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
@@ -182,10 +183,13 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     the torch build's). hub_source: auto | cache | hub (where build variants are listed from).
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
-    never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off."""
+    never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
+    m: the matrix every decision of this run reads (a command's Context.matrix; default: the settings' one).
+    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
-    m = matrix.load()  # the one matrix every decision of this run reads (passed down, never loaded again)
+    if m is None:
+        m = matrix.load()  # the one matrix every decision of this run reads (passed down, never loaded again)
     started: list[imports.ImportProbe] = []
     single = _single_sequence(query, m) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
@@ -194,7 +198,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
 
             def fork_children() -> None:
                 ticker.stop()
-                started.append(imports.ImportProbe.start(single, query))
+                started.append(imports.ImportProbe.start(single, query, m, cache=import_cache))
 
             try:
                 env = environment.probe(packages=False, after_torch_import=fork_children)
@@ -288,7 +292,7 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
         "no-model", Severity.FALLBACK, "no model was named, so no kernel was checked: this report covers the "
         "environment and installed packages only and cannot say that anything fast will run.",
         "kernelcheck doctor --model M --mode train (the model your job loads)"))
-    fixcheck.apply_to(report, env, mode, None, frozenset(), _built_nvcc())
+    fixcheck.apply_to(report, env, mode, None, frozenset(), _built_nvcc(), m)
     return report
 
 
@@ -325,16 +329,16 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
-        report.findings.extend(source_notes.source_findings(result.module, env, mode))  # the module's layers
+        report.findings.extend(source_notes.source_findings(result.module, env, mode, m))  # the module's layers
     runtime = runtime_findings(dict(os.environ))
     report.findings.extend(runtime)
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
         report.functions = _unsloth_noted(report.functions, m)
     bound = _bound(report, result)
-    report.backends, backend_findings = backends.section(env, report.functions, mode)  # fast ones, pre-rules
+    report.backends, backend_findings = backends.section(env, report.functions, mode, m)  # fast ones, pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query, m))
     report.findings.extend(backend_findings)
-    fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
+    fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc(), m)  # no printed fix makes it worse
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
     return report
@@ -370,7 +374,7 @@ def _function_section(report: Report, model: models.ResolvedModel, result: trans
     elif result.regime == "lazy-kernel":
         from kernelcheck.doctor.lazy import lazy_statuses
 
-        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query)
+        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query, m)
         report.functions.extend(lazy_fns)
         report.findings.extend(lazy_findings)
     else:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 
 from kernelcheck.core import environment, matrix
-from kernelcheck.core.status import Mode, Severity
+from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.integrations import transformers_calls
-from kernelcheck.report.model import Finding
 
 logger = logging.getLogger(__name__)
 
@@ -28,20 +27,20 @@ def _decode_functions(m: matrix.Matrix) -> dict[str, str]:
     return out
 
 
-def decode_in_prefill(module: str) -> dict[str, transformers_calls.OutsideDecode]:
+def decode_in_prefill(module: str, m: matrix.Matrix) -> dict[str, transformers_calls.OutsideDecode]:
     """{kernelcheck function: its first call outside single-token decode} in modeling module `module`."""
-    names = _decode_functions(matrix.load())
+    names = _decode_functions(m)
     out: dict[str, transformers_calls.OutsideDecode] = {}
     for c in transformers_calls.decode_calls_outside_decode(module, set(names)):
         out.setdefault(names[c.registered], c)
     return out
 
 
-def source_findings(module: str, env: environment.Environment, mode: str) -> list[Finding]:
+def source_findings(module: str, env: environment.Environment, mode: str, m: matrix.Matrix) -> list[Finding]:
     out: list[Finding] = []
     tv = env.transformers
     if mode == Mode.TRAIN:
-        calls = decode_in_prefill(module)
+        calls = decode_in_prefill(module, m)
         if calls:
             parts = [f"{fn} ({c.attribute}, called in {c.caller}, line {c.line}"
                      + (": for the last tokens when the cache keeps intermediate recurrent states, "
@@ -54,14 +53,14 @@ def source_findings(module: str, env: environment.Environment, mode: str) -> lis
                 "generation inside the job, RL rollouts), so doctor counts it as used in train mode.",
                 None, f"the installed {module} source", functions=tuple(calls)))
     hooks = transformers_calls.hooks(module)
-    out += hook_findings(module, tv, hooks)
+    out += hook_findings(module, tv, hooks, m)
     return out
 
 
-def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks) -> list[Finding]:
+def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks, m: matrix.Matrix) -> list[Finding]:
     """kernelize hooks around functions kernelcheck checks (info), decorators it cannot read (warning)."""
     out: list[Finding] = []
-    known = set(matrix.load().functions)
+    known = set(m.functions)
     relevant = [h for h in hooks.forward_functions if set(h[3]) & known or h[0] in known]
     for h in hooks.forward_functions:
         if h not in relevant:
@@ -80,9 +79,9 @@ def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks) 
 
 def _hooks_finding(module: str, tv: str | None, relevant: list[tuple[str, str, int, tuple[str, ...]]],
                    kernelized: tuple[tuple[str, tuple[str, ...], int], ...]) -> Finding:
-    from kernelcheck.integrations import kernels_hub  # reads transformers' source: no import
+    from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source: no import
 
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     mapped = {e.name: e for e in th.mapping}
     parts = []
     for fn, layer, line, called in relevant:

@@ -66,9 +66,9 @@ def _why_not_installed(pkg: matrix.PackageInfo, env: environment.Environment, qu
 
 
 def _why_no_import(pkg: matrix.PackageInfo, st: environment.PackageState,
-                   env: environment.Environment, query: str | None) -> Why:
+                   env: environment.Environment, query: str | None, m: matrix.Matrix) -> Why:
     """The reason for an installed package that does not import; a matching import_error rule gives the fix."""
-    rule = rules.match_import_error(st.error or "", matrix.load())
+    rule = rules.match_import_error(st.error or "", m)
     reason = f"{st.distribution} {st.version} is installed but does not import: {st.error}"
     if rule:
         fill = import_error_fill(env, st.distribution or pkg.name, pkg.name, query)
@@ -117,7 +117,7 @@ def why_torch(fn: str, b: bindings_mod.Binding, env: environment.Environment, qu
     if st is None or not st.installed:
         return _why_not_installed(pkg, env, query)
     if not st.imports:
-        return _why_no_import(pkg, st, env, query)
+        return _why_no_import(pkg, st, env, query, m)
     if info is not None and (missing := _why_no_attribute(fn, info, pkg, st, query, attr)) is not None:
         return missing
     root = _why_root_import(fn, pkg, st, env, m)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcheck import __version__
 from kernelcheck.core.status import Status, Verdict
+from kernelcheck.core.version import __version__
 
 ENV_KEYS = ("python", "platform", "triton", "transformers", "kernels", "driver", "nvcc")
 

@@ -16,9 +16,10 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from kernelcheck import __version__, schemas
+from kernelcheck import schemas
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Status, Verdict
+from kernelcheck.core.version import __version__
 from kernelcheck.fleet import record
 
 DISPATCH_ENV = "dispatch-env"  # doctor's finding that named the dispatch variables before the environment held them

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelcheck import __version__
 from kernelcheck.core.capability import sm_name
 from kernelcheck.core.status import (
     EXIT_BROKEN,
@@ -24,6 +23,7 @@ from kernelcheck.core.status import (
     verdict_of_exit,
     worst_exit,
 )
+from kernelcheck.core.version import __version__
 from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, Missing
 from kernelcheck.fleet.record import GpuBrief, RankRecord, RecordEnvironment
 from kernelcheck.fleet.summary import DISPATCH_ENV

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kernelcheck
 from kernelcheck import schemas
+from kernelcheck.core import version
 from kernelcheck.core.environment import torch_minor
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
@@ -60,7 +60,7 @@ def _pythonpath(overlay: Path | None) -> str:
     parts = [str(overlay)] if overlay else []
     if os.environ.get("PYTHONPATH"):
         parts.append(os.environ["PYTHONPATH"])
-    root = Path(kernelcheck.__file__).resolve().parent.parent
+    root = version.PACKAGE.parent
     if root.name not in ("site-packages", "dist-packages"):  # run from a checkout: the child needs it too
         parts.append(str(root))
     return os.pathsep.join(parts)

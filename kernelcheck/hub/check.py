@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import decide, environment, gpu, settings
-from kernelcheck.core.status import Severity, Status
+from kernelcheck.core.status import Finding, Severity, Status
 from kernelcheck.integrations import kernels_hub
+from kernelcheck.integrations.transformers_hub import TransformersHub, model_hub_names, select_entry, transformers_hub
 from kernelcheck.report.hub import (
     HubLine,
     HubMapEntry,
@@ -35,10 +36,10 @@ from kernelcheck.report.hub import (
     UseLine,
     WindowLine,
 )
-from kernelcheck.report.model import Finding, HubSection, Report
+from kernelcheck.report.model import HubSection, Report
 
 
-def decide_use(th: kernels_hub.TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
+def decide_use(th: TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
     """(will transformers load Hub kernels, why) for this transformers/kernels/env and the user's intent."""
     if th.transformers is None:
         return False, "transformers is not installed"
@@ -62,13 +63,13 @@ def decide_use(th: kernels_hub.TransformersHub, use_hub: bool | None) -> tuple[b
                   f"USE_HUB_KERNELS={th.use_hub_kernels}")
 
 
-def _who(th: kernels_hub.TransformersHub, use_hub: bool | None) -> str:
+def _who(th: TransformersHub, use_hub: bool | None) -> str:
     """Who decides whether Hub kernels load: the flag, or from_pretrained's default (with where it is read)."""
     return ("use_kernels=True (--hub / --use-kernels)" if use_hub else
             f"from_pretrained's use_kernels default is {th.use_kernels_default} ({th.use_kernels_source})")
 
 
-def refuses(th: kernels_hub.TransformersHub, use_hub: bool | None) -> bool:
+def refuses(th: TransformersHub, use_hub: bool | None) -> bool:
     """Whether from_pretrained raises ValueError because kernels is unusable: the job asks for Hub kernels (--hub,
     or 5.25's use_kernels=True default with USE_HUB_KERNELS on), kernels is outside the window (or absent), and
     this transformers' set_use_kernels raises on that (read from its source)."""
@@ -84,7 +85,7 @@ def _kernels_importable() -> bool:
     return True
 
 
-def _header(th: kernels_hub.TransformersHub, used: bool, why: str, refused: bool = False,
+def _header(th: TransformersHub, used: bool, why: str, refused: bool = False,
             use_hub: bool | None = None) -> list[HubLine]:
     items: list[HubLine] = []
     if th.window:
@@ -96,7 +97,7 @@ def _header(th: kernels_hub.TransformersHub, used: bool, why: str, refused: bool
     return items
 
 
-def _window_findings(th: kernels_hub.TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
+def _window_findings(th: TransformersHub, use_hub: bool | None, used: bool) -> list[Finding]:
     """Findings about whether transformers can use `kernels` at all, and what the static reader missed."""
     findings: list[Finding] = []
     if th.error:
@@ -149,7 +150,7 @@ def _listing_lines(env: environment.Environment, dev: str, mode: str, source: st
     return items
 
 
-def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environment.Environment, dev: str, mode: str,
+def _rows(th: TransformersHub, names: dict[str, str], env: environment.Environment, dev: str, mode: str,
           source: str, target: kernels_hub.HubSystem | None) -> tuple[list[HubRow], dict[str, kernels_hub.Resolution]]:
     """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
     cap = gpu.capability_number(env)
@@ -162,7 +163,7 @@ def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environme
         if not entries:
             row.note = "transformers maps no Hub kernel to it"
             continue
-        entry, note = kernels_hub.select_entry(entries, dev, mode, cap)
+        entry, note = select_entry(entries, dev, mode, cap)
         if entry is None:
             # a function's wrapper keeps what transformers bound at import (package or torch)
             row.note = note.replace("the torch forward stays", "the path bound at import stays") \
@@ -185,7 +186,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
           source: str = "auto", query: str | None = None,
           target: kernels_hub.HubSystem | None = None) -> HubSection:
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
-    th = kernels_hub.transformers_hub()
+    th = transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = gpu.default_device(env, device, target)
     refused = refuses(th, use_hub)
@@ -194,7 +195,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
-    names: dict[str, str] = kernels_hub.model_hub_names(modeling_module) if modeling_module else {}
+    names: dict[str, str] = model_hub_names(modeling_module) if modeling_module else {}
     for f in functions:
         names.setdefault(f, "function")
     if names:
@@ -235,7 +236,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     return section
 
 
-def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: kernels_hub.TransformersHub,
+def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: TransformersHub,
                 use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
     """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""
     if not _kernels_importable():
@@ -265,7 +266,7 @@ def _path(row: HubRow, used: bool, fstatus: dict[str, Any], replaced: set[str]) 
     return "torch", None
 
 
-def _absent(findings: list[Finding], th: kernels_hub.TransformersHub, use_hub: bool | None,
+def _absent(findings: list[Finding], th: TransformersHub, use_hub: bool | None,
             refused: bool) -> KernelsAbsentLine:
     """Without the `kernels` package there is no resolver to ask: the line for the section (and a finding unless
     hub-kernels-unusable already says that from_pretrained refuses)."""

@@ -22,12 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelcheck import __version__
 from kernelcheck.core import gpu, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
+from kernelcheck.core.plan_step import Step
+from kernelcheck.core.version import __version__
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan import PINNED, Plan, Step
+from kernelcheck.install.plan import PINNED, Plan
 from kernelcheck.install.txn import (  # the transaction pip runs inside
     TXN,
     begin,
@@ -205,9 +206,9 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
 
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
             jobs: int | None = None, constraints: Path | None = None,
-            offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            offline: bool = True, target: str | None = None, *,
+            m: matrix.Matrix) -> list[tuple[Step, wheels.WheelInfo, dict]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
-    m = matrix.load()
     out = []
     for step in plan.steps:
         if step.action not in ("install", "build"):
@@ -269,7 +270,8 @@ def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Enviro
 
 
 def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, allow_change: frozenset[str],
-            log: Callable[[str], None] = print, jobs: int | None = None, offline: bool = True) -> Outcome:
+            log: Callable[[str], None] = print, jobs: int | None = None, offline: bool = True, *,
+            m: matrix.Matrix) -> Outcome:
     """Carry out `plan` (the caller holds the locks). Raises InstallFailed/BuildFailed, env unchanged.
 
     SIGINT/SIGTERM raise Interrupted whose `detail` says what was left: before pip, nothing was changed
@@ -278,13 +280,12 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
     started = time.monotonic()
     outcome = Outcome()
     site = site_dir(target)
-    m = matrix.load()
     with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="kernelcheck-install-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text(constraints_text(env, allow_change), encoding="utf-8")
         log("constraints: " + ", ".join(ln for ln in constraints.read_text().splitlines()[1:]))
         try:
-            ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target)
+            ready = prepare(plan, env, wheelhouse, log, jobs, constraints, offline, target, m=m)
         except KeyboardInterrupt as exc:
             raise Interrupted.of(exc, "stopped before anything was installed (a build's processes were ended and "
                                       "its folder removed): nothing was changed.") from None

@@ -32,31 +32,13 @@ from packaging.utils import canonicalize_name
 from kernelcheck.core import decide, environment, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
-from kernelcheck.core.status import (
-    EXIT_BROKEN,
-    EXIT_CODE,
-    EXIT_FALLBACK,
-    EXIT_READY,
-    VERDICT_OF_EXIT,
-    Mode,
-    Severity,
-    Status,
-    verdict_of_exit,
-)
+from kernelcheck.core.outcome import Outcome, reported
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import sources, txn
-from kernelcheck.report.model import (
-    Before,
-    ErrorReport,
-    Finding,
-    FunctionStatus,
-    Installed,
-    Prediction,
-    Report,
-    read_report,
-)
+from kernelcheck.install import plan_types, sources, txn
+from kernelcheck.report.model import Before, ErrorReport, Installed, Prediction, Report, read_report
 from kernelcheck.report.progress import working
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.text import render_doctor_after, render_install, render_install_plan
@@ -82,11 +64,11 @@ class Request:
     build: TargetBuild = TargetBuild()  # --torch/--cuda/--python: plan for another machine's build (dry run only)
 
 
-def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
+def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
     if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
-    if req.source not in plan_mod.SOURCES:
-        raise BadInput(f"--source must be one of {', '.join(plan_mod.SOURCES)}, not '{req.source}'.")
+    if req.source not in plan_types.SOURCES:
+        raise BadInput(f"--source must be one of {', '.join(plan_types.SOURCES)}, not '{req.source}'.")
     for a in req.allow_change:
         if a not in plan_mod.PINNED:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
@@ -99,7 +81,7 @@ def _validate(req: Request) -> tuple[tuple[str, ...], dict[str, str]]:
                        "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
                        "the target machine, or in the image's build stage, without them.")
     arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch)) if req.arch else ()
-    return arches, _package_versions(req.packages)
+    return arches, _package_versions(req.packages, m)
 
 
 def _validate_sdist(sdist: str) -> None:
@@ -112,9 +94,8 @@ def _validate_sdist(sdist: str) -> None:
         raise BadInput(f"--sdist {sdist} is not a .tar.gz source distribution.")
 
 
-def _package_versions(packages: tuple[str, ...] | list[str]) -> dict[str, str]:
+def _package_versions(packages: tuple[str, ...] | list[str], m: matrix.Matrix) -> dict[str, str]:
     """{distribution: pinned version} of the --package specs; an unknown kernel package is bad input."""
-    m = matrix.load()
     versions: dict[str, str] = {}
     for spec in packages:
         name, _, ver = spec.partition("==")
@@ -179,8 +160,8 @@ def _probe(arches: tuple[str, ...]) -> tuple[environment.Environment, str]:
     return env, "gpu" if env.gpus else "none"
 
 
-def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
-    m = matrix.load()
+def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...],
+           m: matrix.Matrix) -> tuple[tuple[str, ...], frozenset[str]]:
     pkgs = list(report.needs.packages) if report.needs else []
     attn = m.attention.get(report.needs.attn_implementation if report.needs else "", "")
     if attn:
@@ -231,15 +212,16 @@ def _doctor_after(req: Request) -> DoctorRun:
     return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
-def run(req: Request, echo: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
-    """Plan, print, and unless --dry-run carry out; returns the final report and exit code.
+def run(req: Request, echo: Callable[[str], None], as_json: bool, m: matrix.Matrix | None = None) -> Outcome[Report]:
+    """Plan, print, and unless --dry-run carry out; returns the final report and its verdict (the exit code follows).
+    `m`: the matrix the whole install decides on (a command's Context.matrix; default: the settings' one).
 
     SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
     or the install completed before the doctor after it gave a verdict."""
     done: list[installer.Outcome] = []  # the committed install, once there is one
     try:
         with _target_on_path(req.target):
-            return _run(req, echo, as_json, done)
+            return _run(req, echo, as_json, done, matrix.load() if m is None else m)
     except KeyboardInterrupt as exc:
         if done:
             detail = installer._completed_detail(done[0]).replace(
@@ -258,7 +240,7 @@ def _require_pip(req: Request) -> None:
 
 
 def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhouse: Path,
-             before: Report, for_target: bool = False) -> tuple[Report, int]:
+             before: Report, for_target: bool = False) -> Outcome[Report]:
     """Changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after."""
     with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
         print(f"kernelcheck install: dry run: wheels downloaded to inspect them go to {tmp} and are removed at "
@@ -271,10 +253,10 @@ def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhous
 
 
 def _run(req: Request, echo: Callable[[str], None], as_json: bool,
-         done: list[installer.Outcome]) -> tuple[Report, int]:
+         done: list[installer.Outcome], m: matrix.Matrix) -> Outcome[Report]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
-    arches, versions = _validate(req)
+    arches, versions = _validate(req, m)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
         env, origin = _probe(arches)
@@ -284,8 +266,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
         env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
     with working("kernelcheck install: the doctor check before planning", announce=True):
-        before = run_doctor(req.model, req.mode, env)
-    packages, bound = _needs(before, versions, req.packages)
+        before = run_doctor(req.model, req.mode, env, m=m)
+    packages, bound = _needs(before, versions, req.packages, m)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
     opts = plan_mod.Options(
@@ -304,7 +286,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_mod.Plan:
         sdist = Path(req.sdist) if req.sdist else None
-        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads)
+        found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads, m=m)
         return plan_mod.make_plan(now, packages, opts, found, bound)
 
     if req.dry_run:
@@ -323,13 +305,13 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
             return _finish_plan(report, plan, executed=False, before=before)
         try:
             outcome = installer.execute(plan, env, wheelhouse, req.target, frozenset(req.allow_change),
-                                        log=progress, jobs=req.jobs, offline=offline)
+                                        log=progress, jobs=req.jobs, offline=offline, m=m)
             done.append(outcome)
         except InstallFailed as exc:  # BuildFailed is one
             report.plan = list(plan.steps)
             report.findings.append(Finding("install-failed", Severity.BROKEN, exc.message,
                                            "fix the cause above and rerun; the environment was not changed"))
-            return report, EXIT_BROKEN
+            return Outcome(report, Verdict.BROKEN)
         if not outcome.installed:  # every package already in place: the doctor above is the verdict, said once
             report.installed = Installed([], outcome.manifest, round(outcome.seconds, 1))
             return _unchanged(report, before, plan, origin)
@@ -338,7 +320,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
 def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: installer.Outcome,
                    opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
-                   progress: Callable[[str], None], as_json: bool) -> tuple[Report, int]:
+                   progress: Callable[[str], None], as_json: bool) -> Outcome[Report]:
     """What was installed, then doctor in a fresh process; its verdict is the command's."""
     report.plan = list(plan.steps)
     report.installed = Installed(outcome.installed, outcome.manifest, round(outcome.seconds, 1))
@@ -374,11 +356,11 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
         report.findings.append(Finding("install-for-arch", Severity.INFO,
                                        f"installed for {', '.join(opts.arches)} given by --arch; doctor above "
                                        "judged those GPUs (--arch), not this machine's"))
-        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
-    return report, report.exit_code
+        return Outcome(report, decide.worst(report.verdict, plan.predicted))
+    return reported(report)
 
 
-def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> tuple[Report, int]:
+def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> Outcome[Report]:
     """An install whose plan changed nothing: the doctor run before it is still true (no process to re-run,
     no second copy of the report), and the report says there was nothing to change."""
     report.functions = list(before.functions)
@@ -387,14 +369,15 @@ def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str)
                                "nothing to change: every package the plan needs is already installed as planned, "
                                "so nothing was installed and the statuses are the doctor's before the plan")]
     if origin == "--arch":
-        return report, EXIT_CODE[decide.worst(report.verdict, plan.predicted)]
-    return report, report.exit_code
+        return Outcome(report, decide.worst(report.verdict, plan.predicted))
+    return reported(report)
 
 
 def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Path, offline: bool,
-                      report: Report, progress: Callable[[str], None]) -> tuple[Report, int]:
+                      report: Report, progress: Callable[[str], None]) -> Outcome[Report]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
+    from kernelcheck.hub import prefetch
     from kernelcheck.integrations import kernels_prefetch as hub
 
     lock = wheelhouse / "kernels.lock"
@@ -406,18 +389,12 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
     report.plan = steps
     lock_written = str(lock) if not req.dry_run and any(s.action != "skip" for s in steps) else None
     # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as
-    # `kernelcheck hub --prefetch` says; not 4: nothing was shown to crash (docs/hub.md "Severity and exit codes").
-    code = EXIT_READY
-    for st in steps:
-        if st.action in ("failed", "skipped"):
-            code = EXIT_FALLBACK
-            report.findings.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
-        elif st.action == "missing":
-            code = EXIT_FALLBACK
-            report.findings.append(Finding("hub-prefetch-missing", Severity.FALLBACK, f"{st.spec}: {st.reason}"))
-    report.prediction = Prediction(verdict_of_exit(code).value, not req.dry_run, lock_written,
-                                   has_lock=True)
-    return report, code
+    # `kernelcheck hub --prefetch` says, with the same findings (hub/prefetch.py).
+    missed = prefetch.findings(steps)
+    report.findings.extend(missed)
+    verdict = Verdict.FALLBACK if missed else Verdict.READY
+    report.prediction = Prediction(verdict.value, not req.dry_run, lock_written, has_lock=True)
+    return Outcome(report, verdict)
 
 
 def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
@@ -441,7 +418,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
     return out
 
 
-def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> tuple[Report, int]:
+def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> Outcome[Report]:
     report.plan = list(plan.steps)
     report.findings.extend(_plan_findings(plan))
     left = untouched(before, plan)
@@ -452,18 +429,19 @@ def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Re
         report.findings.append(Finding("install-stopped", Severity.FALLBACK,
                                        "the plan needs a pinned package changed, so nothing was installed",
                                        "rerun with --allow-change PACKAGE if you accept that change"))
-    return report, EXIT_CODE[predicted]
+    return Outcome(report, predicted)
 
 
-def render(report: Report, code: int, dry_run: bool, verbose: bool = True) -> str:
-    """Text for people: the plan (a dry run's), findings and the verdict line with the real exit code."""
-    return render_install(report, code, dry_run, verbose)
+def render(outcome: Outcome[Report], dry_run: bool, verbose: bool = True) -> str:
+    """Text for people: the plan (a dry run's), findings and the verdict line with the command's exit code."""
+    return render_install(outcome.report, outcome.exit_code, dry_run, verbose)
 
 
-def to_json(report: Report, code: int) -> str:
-    data: dict[str, Any] = report.to_json()
-    data["exit_code"] = code
-    data["verdict"] = VERDICT_OF_EXIT.get(code, data["verdict"])
+def to_json(outcome: Outcome[Report]) -> str:
+    """The report's JSON with the command's verdict and exit code (the doctor after an install, and with --arch
+    the worse of it and the plan's prediction)."""
+    data: dict[str, Any] = outcome.report.to_json()
+    data["verdict"], data["exit_code"] = outcome.verdict, outcome.exit_code
     return json.dumps(data, indent=2, default=str)
 
 

@@ -8,19 +8,10 @@ from packaging.version import Version
 
 from kernelcheck.core import gpu, matrix
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
 from kernelcheck.core.status import Severity
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan_types import (
-    Candidates,
-    Options,
-    Rejected,
-    RejectKind,
-    Step,
-    StepKind,
-    pip_cmd,
-    sm_tag,
-    version_text,
-)
+from kernelcheck.install.plan_types import Candidates, Options, pip_cmd, sm_tag, version_text
 
 
 def plan_extension(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,

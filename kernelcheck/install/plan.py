@@ -22,21 +22,15 @@ from packaging.version import Version
 from kernelcheck.core import matrix
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.environment import Environment, PackageState, dist_version
+from kernelcheck.core.plan_step import Rejected, RejectKind, Role, Step, StepKind
 from kernelcheck.core.status import Mode, Severity
 from kernelcheck.install import wheels
-from kernelcheck.install.plan_types import (  # noqa: F401 - re-exported: the plan's vocabulary
+from kernelcheck.install.plan_types import (
     PINNED,
-    SOURCES,
     Candidates,
     Options,
     Plan,
-    Rejected,
-    RejectKind,
-    Role,
-    Step,
-    StepKind,
     pip_cmd,
-    sm_tag,
     version_text,
     wheel_fit,
 )

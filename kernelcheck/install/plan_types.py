@@ -10,12 +10,9 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import gpu
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.environment import Environment, torch_minor
-from kernelcheck.core.plan_step import (  # noqa: F401 - re-exported: the step values live in core (the report holds them)
-    Rejected,
+from kernelcheck.core.plan_step import (
     RejectKind,
-    Role,
     Step,
-    StepKind,
 )
 from kernelcheck.core.status import Mode, Severity, Verdict
 from kernelcheck.install import wheels

@@ -121,10 +121,10 @@ def _release_status(url: str, offline: bool) -> tuple[str, RejectKind | None]:
 
 def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhouse: Path,
            sdist: Path | None = None, versions: dict[str, str] | None = None,
-           downloads: Path | None = None) -> dict[str, Candidates]:
+           downloads: Path | None = None, *, m: matrix.Matrix) -> dict[str, Candidates]:
     """Candidates for each needed package (import names), its dependencies and offered fixes. `downloads`: where
-    pip downloads the wheels it inspects (a dry run's temporary folder), instead of the wheelhouse."""
-    m = matrix.load()
+    pip downloads the wheels it inspects (a dry run's temporary folder), instead of the wheelhouse. `m`: the
+    matrix the install decides on."""
     pins = _constraints_file(env)
     ctx = _Ctx(env, opts, wheelhouse, versions or {}, *scan_wheelhouse(wheelhouse), downloads=downloads,
                constraints=pins)

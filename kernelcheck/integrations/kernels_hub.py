@@ -32,15 +32,7 @@ from kernelcheck.core.capability import Capability
 from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
 from kernelcheck.integrations import kernels_api
-from kernelcheck.integrations.kernels_variants import nearest, would_match  # noqa: F401 - re-exported
-from kernelcheck.integrations.transformers_hub import (  # noqa: F401 - re-exported
-    HubRepo,
-    MappingEntry,
-    TransformersHub,
-    model_hub_names,
-    select_entry,
-    transformers_hub,
-)
+from kernelcheck.integrations.kernels_variants import nearest
 
 
 @dataclass(frozen=True)
@@ -393,7 +385,7 @@ def hub_api() -> Any:
     HF_HUB_DISABLE_TELEMETRY=1 that one sends an invalid User-Agent (see `kernels_client_problem`)."""
     from huggingface_hub import HfApi, get_session
 
-    from kernelcheck import __version__
+    from kernelcheck.core.version import __version__
 
     limit = network_timeout()
     try:  # huggingface_hub's client waits forever by default: every connect and read gets the network timeout

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.core.status import Finding, Severity
+from kernelcheck.report.model import Report
 from kernelcheck.report.sections import ModeOutcome, PackingSection
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kernelcheck.integrations.kernels_hub import MappingEntry, Resolution, TransformersHub
+from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.integrations.transformers_hub import MappingEntry, TransformersHub
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from kernelcheck import __version__
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Severity, Status
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.core.status import EXIT_USAGE, SEVERITY_RANK, Finding, FunctionStatus, Severity, Status
+from kernelcheck.core.version import __version__
+from kernelcheck.report.model import Report
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.step import Failed, PathProjection, StepSection
 from kernelcheck.report.text import render_text

@@ -6,9 +6,10 @@ the section's lines about them are made in report/live_text.py from report/live.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
+from kernelcheck.core.codec import Fields
 from kernelcheck.report.trace import StepRow
 
 
@@ -64,19 +65,16 @@ class ProfiledStep:
 
 
 @dataclass(frozen=True)
-class LogitsError:
+class LogitsError(Fields):
     """One step's logits against the reference: relative and largest absolute error (None: not finite), ok."""
 
     rel_err: float | None
     max_abs_err: float | None
     ok: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rel_err": self.rel_err, "max_abs_err": self.max_abs_err, "ok": self.ok}
-
 
 @dataclass(frozen=True)
-class GradsError:
+class GradsError(Fields):
     """The train step's gradients against the reference: the global relative error, the worst parameter, ok."""
 
     rel_err: float | None
@@ -84,9 +82,6 @@ class GradsError:
     worst_parameter_rel_err: float | None
     parameters: int
     ok: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -166,7 +161,7 @@ def comparison(data: Mapping[str, Any]) -> Comparison:
 
 
 @dataclass(frozen=True)
-class TritonCacheState:
+class TritonCacheState(Fields):
     """The Triton cache's directory, its entries before and after the run, those compiled, and `cold`: the cache
     was empty and the run filled it."""
 
@@ -176,12 +171,9 @@ class TritonCacheState:
     compiled: int
     cold: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
 
 @dataclass(frozen=True)
-class PathTimed:
+class PathTimed(Fields):
     """One path of a benchmark pass, timed (verify/bench.py): the median ms over `iters` calls, the kernels and CPU
     ops of one profiled call, the GPU's busy fraction (None: no GPU activity), launch-bound, and the functions the
     path kept on the torch reference."""
@@ -193,9 +185,6 @@ class PathTimed:
     gpu_busy_fraction: float | None
     launch_bound: bool
     forced_torch: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,13 @@ from typing import Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
+from kernelcheck.core.codec import Fields
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit codes' and records' home is core/status.py
-    EXIT_BROKEN,
+from kernelcheck.core.status import (
     EXIT_CODE,
-    EXIT_FALLBACK,
-    EXIT_INTERNAL,
-    EXIT_READY,
-    EXIT_USAGE,
     Finding,
     FunctionStatus,
-    Severity,
-    worst,
+    Verdict,
 )
 from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report import hub_text, live_text
@@ -33,34 +28,20 @@ from kernelcheck.report.trace import TraceSection
 
 
 @dataclass(frozen=True)
-class Needs:
+class Needs(Fields):
     """What the model needs (doctor): its fast functions, their packages, the attention implementation."""
 
     functions: list[str]
     packages: list[str]
     attn_implementation: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Needs:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
-class Bindings:
+class Bindings(Fields):
     """How doctor read transformers' bindings: the regime and the modeling module."""
 
     regime: str
     module: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Bindings:
-        return cls(**data)
 
 
 @dataclass
@@ -148,7 +129,7 @@ class Before:
 
 
 @dataclass(frozen=True)
-class ImportProof:
+class ImportProof(Fields):
     """doctor: where the import answers came from (doctor/imports.py, doctor/proofcache.py): `source` proven |
     cache; `cache` off | hit | stored | not stored; the proof file and when it was made."""
 
@@ -156,13 +137,6 @@ class ImportProof:
     cache: str
     file: str | None = None
     proven_at: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "cache": self.cache, "file": self.file, "proven_at": self.proven_at}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ImportProof:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -264,12 +238,12 @@ class Report:
     backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
 
     @property
-    def verdict(self) -> str:
-        return decide.verdict(self.functions, self.findings).value
+    def verdict(self) -> Verdict:
+        return decide.verdict(self.functions, self.findings)
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODE[worst([self.verdict])]
+        return EXIT_CODE[self.verdict]
 
     def sections_json(self) -> dict[str, Any]:
         """The typed sections as the JSON keys after `findings`."""

@@ -6,9 +6,10 @@ report/live_text.py from these values."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
+from kernelcheck.core.codec import Fields
 from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 
 
@@ -30,7 +31,7 @@ class Failed:
 
 
 @dataclass(frozen=True)
-class WorkerCost:
+class WorkerCost(Fields):
     """What one path's worker process cost (s): its imports, the model's build, the first (compiling) step, in
     all as the worker saw it; the wall clock (s since the epoch) when it started, passed the GPU gate and finished
     (verify/step.py keeps the paths' GPU work sequential with them), and the process as the parent timed it."""
@@ -43,9 +44,6 @@ class WorkerCost:
     gate_passed_at: float
     finished_at: float
     process_s: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -174,7 +172,7 @@ class Projection:
 
 
 @dataclass(frozen=True)
-class TritonCache:
+class TritonCache(Fields):
     """Whether the check paid for compiling: the cache's entries before, those the bound path added, `state`
     cold | warm, the bound path's first step and a note on what it means."""
 
@@ -188,9 +186,6 @@ class TritonCache:
     @property
     def cold(self) -> bool:
         return self.state == "cold"
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Severity
-from kernelcheck.report.model import (
-    ErrorReport,
-    Finding,
-    FunctionStatus,
-    HubSection,
-    ImportProof,
-    LiveSection,
-    Report,
-)
+from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
+from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.trace import StepRow
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from typing import Any
+
+from kernelcheck.core.codec import Fields
 
 
 @dataclass(frozen=True)
@@ -31,26 +34,20 @@ class KernelCount(KernelTotal):
 
 
 @dataclass(frozen=True)
-class OpCount:
+class OpCount(Fields):
     """A CPU op of the top list: its name and how many times it ran."""
 
     name: str
     count: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "count": self.count}
-
 
 @dataclass(frozen=True)
-class IdleGaps:
+class IdleGaps(Fields):
     """The holes between busy intervals inside a step's GPU span: how many, their total and the longest (us)."""
 
     count: int
     total_us: float
     longest_us: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"count": self.count, "total_us": self.total_us, "longest_us": self.longest_us}
 
 
 @dataclass(frozen=True)
@@ -154,6 +151,15 @@ class Annotated:
         return {"file": self.file, "instant_events": self.instant_events}
 
 
+class Diagnosis(StrEnum):  # a str: JSON and comparisons with plain strings keep working
+    """What a trace shows: healthy, a torch reference path (fallback), or steps whose GPU waited for launches. The
+    verdict is the report's (core/decide.py, from the findings that say so): ready for healthy, else fallback."""
+
+    HEALTHY = "healthy"
+    FALLBACK = "fallback"
+    LAUNCH_BOUND = "launch-bound"
+
+
 @dataclass(frozen=True)
 class TraceFile:
     """The file read and its diagnosis (healthy | fallback | launch-bound), with the facts it rests on."""
@@ -166,7 +172,7 @@ class TraceFile:
     # the trace's own top-level "gpus" records, as written ({name, capability, ...}): the profiler's shape, not ours
     gpus: list[Mapping[str, Any]]
     profiler_error: str | None
-    diagnosis: str
+    diagnosis: Diagnosis
     missing_packages: list[str]
     fast_packages: list[str]
     launch_bound_steps: list[str]
@@ -188,7 +194,7 @@ class TraceFile:
     def from_json(cls, data: dict[str, Any]) -> TraceFile:
         ann = data.get("annotated")
         return cls(data["file"], data["bytes"], data["gzip"], data["events"], data["cpu_only"],
-                   [dict(g) for g in data["gpus"]], data["profiler_error"], data["diagnosis"],
+                   [dict(g) for g in data["gpus"]], data["profiler_error"], Diagnosis(data["diagnosis"]),
                    list(data["missing_packages"]), list(data["fast_packages"]), list(data["launch_bound_steps"]),
                    [FallbackSignature.from_json(m) for m in data["fallback_signatures"]],
                    Annotated(**ann) if ann is not None else None)

@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelcheck.report.model import Finding
+from kernelcheck.core import decide
+from kernelcheck.core.status import Finding, Verdict
 from kernelcheck.report.trace import (
+    Diagnosis,
     FallbackSignature,
     IdleGaps,
     KernelCount,
@@ -115,19 +117,19 @@ class TraceAnalysis:
     breakdown: Mapping[str, Any] = field(default_factory=dict)  # phases and layer types (trace/phases.py)
 
     @property
-    def verdict(self) -> str:
-        """The verdict, in every command's words (core/status.py Verdict): ready, or fallback (a torch reference
-        path ran, or the step is launch-bound); `diagnosis` says which."""
-        return "ready" if self.diagnosis == "healthy" else "fallback"
-
-    @property
-    def diagnosis(self) -> str:
+    def diagnosis(self) -> Diagnosis:
         """healthy | fallback (a torch reference path ran) | launch-bound."""
         if self.fallbacks and not self.cpu_only:
-            return "fallback"
+            return Diagnosis.FALLBACK
         if self.launch_bound_steps:
-            return "launch-bound"
-        return "healthy"
+            return Diagnosis.LAUNCH_BOUND
+        return Diagnosis.HEALTHY
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict of `kernelcheck trace` on this trace (ready | fallback), decided from its findings as a
+        report's is (core/decide.py)."""
+        return decide.verdict((), self.findings)
 
     @property
     def missing_packages(self) -> tuple[str, ...]:

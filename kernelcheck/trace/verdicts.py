@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelcheck.core import matrix
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding
+from kernelcheck.core.status import Finding, Severity
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
 
 

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from kernelcheck.verify.instrument import Instrument
+from kernelcheck.verify.live_evidence import DirectComparison
 from kernelcheck.verify.steps import (
     LiveRun,
     Steps,
@@ -41,31 +42,31 @@ def _compare_outputs(fast: Any, ref: Any) -> tuple[float, float, bool]:
     return worst_rel, worst_abs, nonfinite
 
 
-def direct_compare(inst: Instrument, tol: float) -> dict[str, dict[str, Any]]:
+def direct_compare(inst: Instrument, tol: float) -> dict[str, DirectComparison]:
     """Each captured function called twice on the same inputs: the bound path and the torch reference."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, DirectComparison] = {}
     for fn, hook in inst.hooks.items():
         if fn not in inst.capture:
             continue
         if not hook.fast_bound:
-            out[fn] = {"compared": False, "why": "the torch reference itself is bound: nothing to compare"}
+            out[fn] = DirectComparison(False, why="the torch reference itself is bound: nothing to compare")
             continue
         if hook.torch_function is None:
-            out[fn] = {"compared": False, "why": "the reference is inline code in the layer"}
+            out[fn] = DirectComparison(False, why="the reference is inline code in the layer")
             continue
         try:
             ref = inst.call_direct(fn, reference=True)
         except Exception as exc:  # noqa: BLE001
-            out[fn] = {"compared": False, "why": f"the torch reference raised {type(exc).__name__}: {exc}"}
+            out[fn] = DirectComparison(False, why=f"the torch reference raised {type(exc).__name__}: {exc}")
             continue
         try:
             fast = inst.call_direct(fn, reference=False)
         except Exception as exc:  # noqa: BLE001
-            out[fn] = {"compared": False, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+            out[fn] = DirectComparison(False, error=f"{type(exc).__name__}: {first_line(exc)}")
             continue
         rel, ab, nonfinite = _compare_outputs(fast, ref)
-        out[fn] = {"compared": True, "rel_err": _round(rel), "max_abs_err": _round(ab), "tolerance": tol,
-                   "nonfinite": nonfinite, "ok": (not nonfinite) and rel <= tol}
+        out[fn] = DirectComparison(True, rel_err=_round(rel), max_abs_err=_round(ab), tolerance=tol,
+                                   nonfinite=nonfinite, ok=(not nonfinite) and rel <= tol)
     return out
 
 

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kernelcheck.core import matrix
-from kernelcheck.core.status import Severity
-from kernelcheck.report.model import Finding
+from kernelcheck.core.status import Finding, Severity
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +31,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def advice_findings(text: str) -> list[Finding]:
+def advice_findings(text: str, m: matrix.Matrix) -> list[Finding]:
     """One info finding per distribution the captured output tells the user to install under another name."""
-    packages = matrix.load().packages
+    packages = m.packages
     told = set(_INSTALL_RX.findall(text))
     out: list[Finding] = []
     for key, p in packages.items():

@@ -10,11 +10,12 @@ matching is ready (exit 0).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from kernelcheck.core import decide
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import EXIT_CODE, Finding, Severity
+from kernelcheck.core.status import EXIT_CODE, Finding, Severity, Verdict
 from kernelcheck.packing import batchfile
 from kernelcheck.report.packing_batch import BatchSection, Payoff, payoff_lines, render
 
@@ -99,6 +100,35 @@ def render_text(query: str, sec: BatchSection | None, payoff: Payoff | None, fin
     lines += render_findings(findings)
     lines.append(f"verdict: {verdict.value.upper()} (exit {EXIT_CODE[verdict]})")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """What `verify --packing --batch/--collator/--benchmark` measured, with its verdict (core/decide.py's over
+    the findings)."""
+
+    query: str
+    model: Any
+    section: BatchSection | None
+    payoff: Payoff | None
+    findings: list[Finding]
+
+    @property
+    def verdict(self) -> Verdict:
+        return decide.verdict([], self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODE[self.verdict]
+
+    def render(self, as_json: bool) -> str:
+        if as_json:
+            return json.dumps(to_json(self.model, self.section, self.payoff, self.findings), indent=2)
+        return render_text(self.query, self.section, self.payoff, self.findings)
+
+
+def measure(query: str, batch: str | None, collator: str | None, lengths: str | None, benchmark: bool) -> BatchRun:
+    return BatchRun(query, *run(query, batch, collator, lengths, benchmark))
 
 
 def command(query: str, as_json: bool, batch: str | None, collator: str | None, lengths: str | None,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 from kernelcheck.core.status import EXIT_CODE, EXIT_READY, Status, Verdict
 from kernelcheck.packing.decide import RECOMMENDED
+from kernelcheck.report.sections import ModelRef
 from kernelcheck.verify.packing import MODES, PackingResult, render_text
 
 log = logging.getLogger(__name__)
@@ -53,14 +56,43 @@ def _tail(results: list[PackingResult], declared: str | None, code: int) -> list
     return out
 
 
-def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str, int]:
-    """`verify --model M --packing [MODE]`: (output, exit code)."""
+@dataclass(frozen=True)
+class PackingRun:
+    """What `verify --packing [MODE]` measured: the model, the device, each mode's result beside doctor's decision,
+    the cached forward's largest logit difference, the declared mode, and the verdict."""
+
+    model: ModelRef
+    device: str
+    results: list[PackingResult]
+    cached: float
+    declared: str | None
+    verdict: Verdict
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODE[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        from kernelcheck import schemas
+
+        return {"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": self.verdict,
+                "exit_code": self.exit_code, "model": self.model.to_json(), "device": self.device,
+                "declared": self.declared, "judged_mode": self.declared or RECOMMENDED,
+                "packing": [r.as_dict() for r in self.results], "cached_forward_max_logit_diff": round(self.cached, 6)}
+
+    def render(self, as_json: bool) -> str:
+        if as_json:
+            return json.dumps(self.to_json(), indent=2)
+        return "\n".join([render_text(self.results, self.device, self.cached),
+                          *_tail(self.results, self.declared, self.exit_code)])
+
+
+def measure(query: str, declared: str | None = None) -> PackingRun:
+    """`verify --model M --packing [MODE]`: measured, beside doctor's decision, and judged."""
     import torch
 
-    from kernelcheck import schemas
     from kernelcheck.core.errors import BadInput
     from kernelcheck.integrations import transformers_models
-    from kernelcheck.report.sections import ModelRef
     from kernelcheck.verify import packing
 
     model = transformers_models.resolve(query)
@@ -76,11 +108,11 @@ def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str
     for r in results:
         r.doctor = decided.get(r.mode)
     cached = packing.cached_forward(device)
-    word, code = verdict(results, declared)
-    if as_json:
-        return json.dumps({"schema": schemas.schema_id("verify-packing"), "command": "verify", "verdict": word,
-                           "exit_code": code,
-                           "model": ModelRef.of(model).to_json(), "device": device, "declared": declared,
-                           "judged_mode": declared or RECOMMENDED, "packing": [r.as_dict() for r in results],
-                           "cached_forward_max_logit_diff": round(cached, 6)}, indent=2), code
-    return "\n".join([render_text(results, device, cached), *_tail(results, declared, code)]), code
+    word, _ = verdict(results, declared)
+    return PackingRun(ModelRef.of(model), device, results, cached, declared, word)
+
+
+def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str, int]:
+    """`verify --model M --packing [MODE]`: (output, exit code)."""
+    run = measure(query, declared)
+    return run.render(as_json), run.exit_code

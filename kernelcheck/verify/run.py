@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import decide, matrix, models, settings
+from kernelcheck.core import decide, matrix, models
 from kernelcheck.core.errors import BackwardFailed, BadInput
-from kernelcheck.core.status import Mode, Severity, Status
+from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
 from kernelcheck.report.live import CapturedLine, NotRunLine
 from kernelcheck.report.live_details import LiveDetails, LiveModel, Timing, TritonCacheState, comparison
-from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.model import LiveSection, Report
 from kernelcheck.report.progress import working
 from kernelcheck.verify import layers
 from kernelcheck.verify import noise as noise_mod
@@ -169,9 +169,9 @@ def _compare_with_reference(steps: Steps, inst: Instrument, run: LiveRun, first:
 
 
 def run_live(model: models.ResolvedModel, result: transformers.BindingResult, needs: models.Needs,
-             mode: str, shape: str, tokens: int | None, benchmark: bool) -> LiveRun:
-    """Build, run, profile and compare. Never raises for a kernel failure: that is a result."""
-    m = matrix.load()
+             mode: str, shape: str, tokens: int | None, benchmark: bool, verbose: bool = False, *,
+             m: matrix.Matrix) -> LiveRun:
+    """Build, run, profile and compare on the matrix `m`. Never raises for a kernel failure: that is a result."""
     data = layers.verify_data()
     device, dtype = _device()
     _full_needs_cuda(shape, device)
@@ -187,7 +187,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     for e in m.transformers.get("misnamed", []):
         aliases[e["function"]] = (*aliases.get(e["function"], ()), e["registered"])
     inst = Instrument(result.module, result.bindings, built.model, result.regime, fallbacks, aliases)
-    steps = Steps(built, inst, mode, ntok)
+    steps = Steps(built, inst, mode, ntok, verbose)
     cache = triton_cache_dir()
     before = cache_entries(cache)
     triton_pkgs = sorted({m.packages[h.package].title for h in inst.hooks.values()
@@ -202,7 +202,6 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
         say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
              f"{dtype})")
         t1 = time.perf_counter()
-        verbose = settings.variable("KERNELCHECK_VERBOSE") == "1"
         with steps_mod.ticker(what, cache), noise_mod.captured_logging(verbose) as got:
             first = _first_pass(steps, inst, run)
         steps_mod.CAPTURED.extend(got)
@@ -239,8 +238,11 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
 
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
-           tokens: int | None = None, command: str = "verify") -> Report:
-    """`kernelcheck verify`: the doctor's static report plus what running the real layers showed."""
+           tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
+           m: matrix.Matrix | None = None) -> Report:
+    """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
+    (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
+    Context.matrix; default: the settings' one)."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -250,15 +252,16 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     # at once, not after the static check and the model's import; without GPU device files, before torch's import
     _full_needs_cuda(shape, "cpu" if shape == "full" and not _gpu_device_files() else _device()[0])
     t0 = time.perf_counter()
+    m = _given(m)
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
-        report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
+        report = run_doctor(query, mode, exact=True, m=m)  # verify imports the modeling module anyway
     report.command = command
-    _add_live(report, query, mode, shape, benchmark, tokens, t0)
+    _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose, m)
     return report
 
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
-              t0: float) -> None:
+              t0: float, verbose: bool, m: matrix.Matrix) -> None:
     model = transformers_models.resolve(query)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
@@ -270,7 +273,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
         return
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     steps_mod.CAPTURED.clear()
-    run = run_live(model, result, needs, mode, shape, tokens, benchmark)
+    run = run_live(model, result, needs, mode, shape, tokens, benchmark, verbose, m=m)
     run.timing = {"static_s": static_s, **run.timing}
     total = time.perf_counter() - t0
     run.timing["total_s"] = round(total, 3)
@@ -282,10 +285,10 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
                 fs.evidence = {"calls": 0, "note": "not called in this run: none of the built layers "
                                f"({', '.join(dict.fromkeys(run.built.layer_types))}) calls it"}
             continue
-        report.functions[i] = decide.decide(fs, observed=observation(report, fs, ev, run))
+        report.functions[i] = decide.decide(fs, observed=observation(report, fs, ev, run, m))
     report.findings.extend(model_findings(run, report))
     noise = "\n".join(steps_mod.CAPTURED)
-    report.findings.extend(f for f in noise_mod.advice_findings(noise)
+    report.findings.extend(f for f in noise_mod.advice_findings(noise, m)
                            if f.id not in {g.id for g in report.findings})
     fast = [f.name for f in report.functions if f.evidence and f.evidence.get("path") == "fast"]
     if not run.built.device.startswith("cuda"):
@@ -306,7 +309,13 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 
-def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny") -> None:
+def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny", verbose: bool = False, *,
+               m: matrix.Matrix | None = None) -> None:
     """`doctor --live`: add verify's per-function evidence and observed statuses to a doctor report."""
     t0 = time.perf_counter()
-    _add_live(report, model_query, mode, shape, False, None, t0)
+    _add_live(report, model_query, mode, shape, False, None, t0, verbose, _given(m))
+
+
+def _given(m: matrix.Matrix | None) -> matrix.Matrix:
+    """The matrix a command passed down, or (a caller outside a command) the settings' one."""
+    return matrix.load() if m is None else m

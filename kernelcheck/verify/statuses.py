@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelcheck.core import decide, matrix
-from kernelcheck.core.status import Severity
+from kernelcheck.core.status import Finding, FunctionStatus, Severity
 from kernelcheck.report import live_text
 from kernelcheck.report.live import (
     BenchmarkOnCpuLine,
@@ -32,22 +30,22 @@ from kernelcheck.report.live_details import (
     Timing,
     comparison,
 )
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.model import Report
 from kernelcheck.verify import evidence
+from kernelcheck.verify.live_evidence import LiveEvidence, RunError
 from kernelcheck.verify.steps import (
     LiveRun,
 )
 
 
 # -- from observations to statuses ------------------------------------------------------------------
-def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
-    """The evidence block for one function: what ran, how often, what it launched, how it compared."""
+def function_evidence(run: LiveRun, fn: str) -> LiveEvidence | None:
+    """The evidence for one function: what ran, how often, what it launched, how it compared."""
     calls = [r for recs in run.records.values() for r in recs if r.function == fn]
     fail = run.failures.get(fn)
     if not calls and fail is None and fn in run.inline:
-        return {"device": run.built.device, "path": "torch", "calls": 0,
-                "implementation_called": f"inline torch code in {run.inline[fn]}",
-                "note": "transformers stored no function for it, so the layer ran its own torch code"}
+        return LiveEvidence(run.built.device, "torch", 0, f"inline torch code in {run.inline[fn]}",
+                            inline_note="transformers stored no function for it, so the layer ran its own torch code")
     if not calls and fail is None:
         return None
     ranges = [rs for tr in run.traces.values() for rs in tr.ranges if rs.function == fn]
@@ -58,47 +56,37 @@ def function_evidence(run: LiveRun, fn: str) -> dict[str, Any] | None:
     for rs in ranges:
         for k, v in rs.kernel_names.items():
             names[k] = names.get(k, 0) + v
-    ev: dict[str, Any] = {
-        "device": run.built.device,
-        "implementation_called": impls[0] if len(impls) == 1 else impls,
-        "path": "fast" if any(r.fast and not r.forced for r in calls) else "torch",
-        "calls": len(calls),
-        "calls_by_step": {s: sum(1 for r in recs if r.function == fn) for s, recs in run.records.items()
-                          if any(r.function == fn for r in recs)},
-        "cpu_ops": sum(rs.cpu_ops for rs in fwd),
-        "gpu_kernels": sum(rs.kernels for rs in fwd),
-        "backward_cpu_ops": sum(rs.cpu_ops for rs in bwd),
-        "backward_gpu_kernels": sum(rs.kernels for rs in bwd),
-        "cpu_ms": round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
-        "gpu_ms": round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
-        "kernel_names": [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])][:12],
-        "fast_kernels_seen": evidence.fast_kernel_names(
-            run.package_of.get(fn, ""), [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])])[:12],
-        "per_layer": [{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
-                       "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
-    }
+    by_count = [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])]
+    backends = None
     if run.package_of.get(fn) == "fla":  # which of fla's backends ran, named from the kernels in each pass
-        ev["backends"] = {"forward": evidence.backends_seen([k for rs in fwd for k in rs.kernel_names]),
-                          "backward": evidence.backends_seen([k for rs in bwd for k in rs.kernel_names])}
-    ev.update(_run_notes(run, fn, calls, fail))
-    return ev
-
-
-def _run_notes(run: LiveRun, fn: str, calls: list[Any], fail: Any) -> dict[str, Any]:
-    """What went wrong or was compared for `fn`: forced torch, NaN, the failure, the reference comparisons."""
-    ev: dict[str, Any] = {}
-    if any(r.forced for r in calls):
-        ev["forced_torch"] = "the torch reference was forced for the rest of the run after the failure below"
-    if fn in run.nonfinite:
-        ev["nonfinite_output"] = True
-    if fail is not None:
-        ev["error"] = {"phase": fail.phase, "step": fail.step, "exception": fail.error,
-                       "implementation": fail.implementation}
-    if fn in run.direct:
-        ev["vs_reference"] = run.direct[fn]
-    if fn in run.isolated:
-        ev["alone_on_fast_path_vs_reference"] = run.isolated[fn]
-    return ev
+        backends = {"forward": evidence.backends_seen([k for rs in fwd for k in rs.kernel_names]),
+                    "backward": evidence.backends_seen([k for rs in bwd for k in rs.kernel_names])}
+    return LiveEvidence(
+        device=run.built.device,
+        implementation_called=impls[0] if len(impls) == 1 else impls,
+        path="fast" if any(r.fast and not r.forced for r in calls) else "torch",
+        calls=len(calls),
+        calls_by_step={s: sum(1 for r in recs if r.function == fn) for s, recs in run.records.items()
+                       if any(r.function == fn for r in recs)},
+        cpu_ops=sum(rs.cpu_ops for rs in fwd),
+        gpu_kernels=sum(rs.kernels for rs in fwd),
+        backward_cpu_ops=sum(rs.cpu_ops for rs in bwd),
+        backward_gpu_kernels=sum(rs.kernels for rs in bwd),
+        cpu_ms=round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
+        gpu_ms=round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
+        kernel_names=by_count[:12],
+        fast_kernels_seen=evidence.fast_kernel_names(run.package_of.get(fn, ""), by_count)[:12],
+        per_layer=[{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
+                    "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
+        backends=backends,
+        # what went wrong or was compared: forced torch, NaN, the failure, the reference comparisons
+        forced_torch="the torch reference was forced for the rest of the run after the failure below"
+        if any(r.forced for r in calls) else None,
+        nonfinite_output=fn in run.nonfinite,
+        error=RunError(fail.phase, fail.step, fail.error, fail.implementation) if fail is not None else None,
+        vs_reference=run.direct.get(fn),
+        alone_on_fast_path_vs_reference=run.isolated.get(fn),
+    )
 
 
 def _rule_fix(report: Report, fn: str) -> tuple[str | None, str | None]:
@@ -113,56 +101,52 @@ _UNKNOWN_FIX = ("not a known breakage: reinstall {dist} for this torch/CUDA (ker
                 "until then `pip uninstall {dist}` gives the slow but working torch path")
 
 
-def _broken_reason(fn: str, ev: dict[str, Any], run: LiveRun) -> str | None:
+def _broken_reason(fn: str, ev: LiveEvidence, run: LiveRun) -> str | None:
     """Why the observed run shows `fn` broken (exception, NaN, mismatch), or None."""
-    err = ev.get("error")
-    direct = ev.get("vs_reference") or {}
-    impl = ev.get("implementation_called")
+    err, direct, impl = ev.error, ev.vs_reference, ev.implementation_called
     if err:
-        reason = (f"observed: {err['implementation']} raised in the {err['phase']} of the {err['step']} step: "
-                  f"{err['exception']}")
-        if err["phase"] == "backward" and ev.get("path") == "fast":
+        reason = f"observed: {err.implementation} raised in the {err.phase} of the {err.step} step: {err.exception}"
+        if err.phase == "backward" and ev.path == "fast":
             reason += " (its forward ran the fast path correctly; training fails at the first backward)"
         return reason
-    if ev.get("nonfinite_output") or direct.get("nonfinite"):
+    if ev.nonfinite_output or (direct is not None and direct.nonfinite):
         return f"observed: {impl} returned NaN/Inf"
-    if direct.get("compared") and not direct.get("ok"):
+    if direct is not None and direct.compared and not direct.ok:
         return (f"observed: {impl} disagrees with the torch reference on the same inputs "
-                f"(relative error {direct.get('rel_err')} > {direct.get('tolerance')})")
+                f"(relative error {direct.rel_err} > {direct.tolerance})")
     iso = run.isolated.get(fn)
     if iso and iso.get("ok") is False:
         bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in iso.items() if isinstance(v, dict)
                for k in ("logits", "grads") if k in v and not v[k]["ok"]]
         return (f"observed: with only {fn} on its bound path ({impl}), the model's results disagree with the torch "
                 f"reference ({'; '.join(bad)}; tolerance {iso['tolerance']})")
-    if direct.get("error") and ev.get("path") == "fast":
-        return f"observed: calling {fn} again on the captured inputs raised {direct['error']}"
+    if direct is not None and direct.error and ev.path == "fast":
+        return f"observed: calling {fn} again on the captured inputs raised {direct.error}"
     return None
 
 
-def _runtime_error_fix(ev: dict[str, Any], dist: str, model: str) -> tuple[str | None, str | None]:
+def _runtime_error_fix(exception: str, dist: str, model: str, m: matrix.Matrix) -> tuple[str | None, str | None]:
     """(id, fix) of the [[runtime_error]] of matrix/breakages.toml the observed exception's text matches (fla's
     #640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
     from kernelcheck.core import rules
 
-    err = ev.get("error") or {}
-    hit = rules.match_runtime_error(str(err.get("exception") or ""), matrix.load())
+    hit = rules.match_runtime_error(exception, m)
     if hit is None:
         return None, None
     return hit.id, f"{hit.message} Fix: " + hit.fix.format(dist=dist, model=model)
 
 
-def observation(report: Report, fs: FunctionStatus, ev: dict[str, Any], run: LiveRun) -> decide.Observation:
-    """What the run showed for `fs`, as evidence for the decider (core/decide.py)."""
+def observation(report: Report, fs: FunctionStatus, ev: LiveEvidence, run: LiveRun,
+                m: matrix.Matrix) -> decide.Observation:
+    """What the run showed for `fs`, as evidence for the decider (core/decide.py); `m` names known breakages."""
     broken = _broken_reason(fs.name, ev, run)
     rid, fix = _rule_fix(report, fs.name) if broken else (None, None)
     model = report.model.query if report.model else "M"
     if broken and not fix:
-        rid, fix = _runtime_error_fix(ev, fs.package, model or "M")
+        rid, fix = _runtime_error_fix(ev.error.exception if ev.error else "", fs.package, model or "M", m)
     if broken and not fix:
         fix = _UNKNOWN_FIX.format(dist=fs.package, model=model)
-    return decide.Observation(ev, ev.get("path", ""), ev.get("calls") or 0, ev.get("implementation_called", ""),
-                              broken, rid, fix)
+    return decide.Observation(ev.to_json(), ev.path, ev.calls, ev.implementation_called, broken, rid, fix)
 
 
 def model_findings(run: LiveRun, report: Report) -> list[Finding]:

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import settings
+from kernelcheck.core import matrix, settings
 from kernelcheck.core.errors import BadInput, Interrupted
-from kernelcheck.core.status import Mode, Severity
+from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.report.live import (
     CapturedLine,
     CheckCostLine,
@@ -36,7 +36,7 @@ from kernelcheck.report.live import (
     StepPathLine,
     WholeStepLine,
 )
-from kernelcheck.report.model import Finding, LiveSection, Report
+from kernelcheck.report.model import LiveSection, Report
 from kernelcheck.report.step import (
     Failed,
     PathMeasured,
@@ -171,13 +171,15 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
 
 def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
-                verbose: bool = False) -> Report:
-    """The doctor's static report plus the whole-step measurement of both paths and the projection."""
+                verbose: bool = False, *, m: matrix.Matrix | None = None) -> Report:
+    """The doctor's static report plus the whole-step measurement of both paths and the projection, decided on
+    the matrix `m` (the command's Context.matrix; default: the settings' one)."""
     from kernelcheck.doctor.run import doctor as run_doctor
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
+    m = matrix.load() if m is None else m
     resolved = transformers_models.resolve(query)
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
@@ -213,7 +215,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
-            report = run_doctor(query, mode, exact=False)
+            report = run_doctor(query, mode, exact=False, m=m)
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":
@@ -234,7 +236,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                     _cache_state(cache, cache_before, cache_after, fast),
                     {p: noise.summary(t) for p, t in logs.items()})
     report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
-    report.findings.extend(noise.advice_findings("\n".join(logs.values())))
+    report.findings.extend(noise.advice_findings("\n".join(logs.values()), m))
     report.step = step
     report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import settings
 from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.live_details import Benchmark
 from kernelcheck.report.progress import working
 from kernelcheck.verify import evidence, layers, noise
 from kernelcheck.verify.instrument import CallRecord, Instrument
+from kernelcheck.verify.live_evidence import DirectComparison
 
 SHAPES = ("tiny", "full")
 
@@ -77,7 +77,7 @@ class LiveRun:
     step_error: str | None = None  # the step failed outside any instrumented function
     step_error_fast: bool = False  # ... after a fast kernel had run in that attempt
     nonfinite: set[str] = field(default_factory=set)  # functions that made NaN/Inf from finite inputs
-    direct: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-function fast vs reference
+    direct: dict[str, DirectComparison] = field(default_factory=dict)  # per-function fast vs reference
     model_compare: dict[str, Any] = field(default_factory=dict)
     isolated: dict[str, dict[str, Any]] = field(default_factory=dict)  # fn alone on the fast path vs reference
     benchmark: Benchmark | None = None  # verify/bench.run_benchmark's; None: no --benchmark
@@ -90,11 +90,12 @@ class LiveRun:
 class Steps:
     """The real steps: train (forward + backward), prefill with cache, one cached decode step."""
 
-    def __init__(self, built: layers.BuiltModel, inst: Instrument, mode: str, tokens: int):
+    def __init__(self, built: layers.BuiltModel, inst: Instrument, mode: str, tokens: int, verbose: bool = False):
+        """`verbose` (--verbose): third-party output of the runs is left visible, not captured."""
         import torch
 
         self.torch = torch
-        self.built, self.inst, self.mode = built, inst, mode
+        self.built, self.inst, self.mode, self.verbose = built, inst, mode, verbose
         g = torch.Generator().manual_seed(1234)
         vocab = int(built.model.config.vocab_size)
         self.ids = torch.randint(0, vocab, (1, tokens), generator=g).to(built.device)
@@ -181,7 +182,7 @@ def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) ->
     steps.inst.profiling = True
     try:
         # the profiler's C++ side prints `USDT ... profiler_start/stop` on fd 2: keep it in the log
-        with noise.captured(settings.variable("KERNELCHECK_VERBOSE") == "1") as got, \
+        with noise.captured(steps.verbose) as got, \
                 profile(activities=acts, record_shapes=False) as prof:
             result = fn()
     finally:

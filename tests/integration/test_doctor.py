@@ -390,13 +390,14 @@ def test_the_installed_transformers_has_no_recurrent_call_in_the_chunked_path():
 def test_a_kernel_decorator_the_reader_does_not_know_is_a_warning():
     import ast
 
+    from kernelcheck.core import matrix
     from kernelcheck.doctor import source_notes
     from kernelcheck.integrations import transformers_calls
 
     src = (site(*TF525, deps=True) / "transformers" / "models" / "qwen3_5" / "modeling_qwen3_5.py").read_text()
     src += '\n\n@use_kernel_stepwise_from_hub("chunk_gated_delta_rule")\ndef stepwise(x):\n    return x\n'
     got = source_notes.hook_findings("transformers.models.qwen3_5.modeling_qwen3_5", "5.99.0",
-                                     transformers_calls.hooks_of(ast.parse(src)))
+                                     transformers_calls.hooks_of(ast.parse(src)), matrix.load())
     bad = next(f for f in got if f.id == "kernel-decorator-unread")
     assert bad.severity == "warning"
     assert bad.decorators == ("use_kernel_stepwise_from_hub",) and bad.functions == ()

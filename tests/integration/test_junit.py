@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from kernelcheck.core.environment import PackageState
+from kernelcheck.core.status import Finding, FunctionStatus
 from kernelcheck.report import junit
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.report.model import Report
 from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.text import render_text
 from tests import envs

@@ -343,7 +343,8 @@ def _doctor_accepts(argv: list[str], kc_bin: Path) -> None:
 
 def _verdict_line(exit_code: int) -> str:
     """The verdict line kernelcheck's text report ends with for `exit_code` (its renderer says the words)."""
-    from kernelcheck.report.model import FunctionStatus, Report
+    from kernelcheck.core.status import FunctionStatus
+    from kernelcheck.report.model import Report
     from kernelcheck.report.text import render_text
 
     status = {0: "fast", 3: "fallback", 4: "broken"}[exit_code]

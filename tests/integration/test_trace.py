@@ -348,7 +348,7 @@ def test_fallback_signature_and_launch_bound_from_kernels(tmp_path):
     g.events.insert(0, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
                         "ts": 0, "dur": end + 10, "args": {}})
     a = tr.analyze_events(g.events)
-    assert a.verdict == "fallback"
+    assert a.diagnosis == "fallback"
     assert a.missing_packages == ("fla-core", "causal-conv1d")
     assert a.launch_bound_steps == ("ProfilerStep#1",)
     (st,) = a.steps

@@ -3,28 +3,46 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the tests here (they walk every module)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_tree(path)))
+
+
 def _imports() -> dict[str, set[str]]:
-    """Module -> the kernelcheck modules it imports. An import of the root package itself (`from kernelcheck import
-    __version__`, `import kernelcheck`) is no edge: Python runs the root's __init__ before any submodule, and its
-    body imports nothing (test_front_door.py), so it cannot close a cycle; its deferred imports are edges."""
+    """Module -> the kernelcheck modules it imports, the root package itself included (`import kernelcheck`, `from
+    kernelcheck import __version__`): the root's deferred imports reach every command, so an import of it from
+    inside the package closes a cycle."""
     mods: dict[str, set[str]] = {}
     for p in PKG.rglob("*.py"):
         name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
         deps: set[str] = set()
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in _nodes(p):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
-                deps.add(n.module)
-                deps.update(f"{n.module}.{a.name}" for a in n.names)
+                names = {f"{n.module}.{a.name}" for a in n.names}
+                deps.update(names)
+                if n.module != "kernelcheck" or not names <= _SUBMODULES:
+                    deps.add(n.module)
             elif isinstance(n, ast.Import):
                 deps.update(a.name for a in n.names if a.name.startswith("kernelcheck"))
         mods[name] = deps
-    return {k: {d for d in v if d in mods and d not in (k, "kernelcheck")} for k, v in mods.items()}
+    return {k: {d for d in v if d in mods and d != k} for k, v in mods.items()}
+
+
+_SUBMODULES = {".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in PKG.rglob("*.py")}
 
 
 def test_no_import_cycle_even_through_deferred_imports() -> None:
@@ -51,7 +69,8 @@ def test_no_import_cycle_even_through_deferred_imports() -> None:
 # other packages or a higher one, deferred (function-level) imports included. The order is the package map's
 # (CONTRIBUTING.md): shared facts at the bottom; the code that knows other projects over them; the typed report
 # every command fills; the parts that stand alone; doctor (which adds hub's section); install and verify (which
-# run doctor again); the CLI; the front door (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
+# run doctor again); the commands (each one's assembly point, commands/); the CLI; the front door
+# (kernelcheck/__init__.py's library API, kernelcheck/__main__.py).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "schemas"),
     ("integrations",),
@@ -59,12 +78,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("packing", "padding", "trace", "hub", "fleet", "forecast"),
     ("doctor",),
     ("install", "verify"),
+    ("commands",),
     ("cli",),
     ("__init__", "__main__"),
 )
-# `from kernelcheck import __version__` and `import kernelcheck` (for its __file__) read the root's metadata, which
-# imports nothing at import time (test_the_front_door_imports_nothing_until_called): the bottom, not the front door.
-_ROOT_METADATA = ("__version__", "SCHEMA", "__file__")
+# `from kernelcheck import __version__` and `import kernelcheck` reach the front door (the top layer): the package's
+# metadata lives in core/version.py (`__version__`, `SCHEMA`, `PACKAGE`), which the front door re-exports for users.
 
 
 def _package_of(module: str) -> str:
@@ -74,14 +93,14 @@ def _package_of(module: str) -> str:
 
 
 def _imported(node: ast.AST, pkg_names: set[str]) -> list[str]:
-    """The kernelcheck packages an import statement reaches ("" for the root's metadata)."""
+    """The kernelcheck packages an import statement reaches ("__init__" for the root package itself)."""
     if isinstance(node, ast.ImportFrom) and node.module == "kernelcheck":
-        return [a.name if a.name in pkg_names else "" for a in node.names]
+        return [a.name if a.name in pkg_names else "__init__" for a in node.names]
     if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kernelcheck."):
         return [_package_of(node.module)]
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names if a.name.split(".")[0] == "kernelcheck"]
-        return [_package_of(n) if "." in n else "" for n in names]
+        return [_package_of(n) for n in names]
     return []
 
 
@@ -94,9 +113,9 @@ def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> l
     for path in sorted(pkg.rglob("*.py")):
         rel = path.relative_to(pkg)
         src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             for dst in _imported(node, pkg_names):
-                if dst == src or dst == "" or rank.get(src, -1) > rank.get(dst, len(layers)):
+                if dst == src or rank.get(src, -1) > rank.get(dst, len(layers)):
                     continue
                 out.append(f"{rel}:{getattr(node, 'lineno', 0)}: {src} -> {dst}")
     return out
@@ -116,7 +135,40 @@ def test_an_upward_or_sideways_import_is_named_with_its_file_and_line(tmp_path: 
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     assert upward_imports(root) == ["extra/: in no layer (add it to LAYERS)", "core/m.py:2: core -> doctor",
-                                    "hub/check.py:1: hub -> trace"]
+                                    "hub/check.py:1: hub -> trace", "trace/__init__.py:2: trace -> __init__"]
+
+
+def root_imports(pkg: Path) -> list[str]:
+    """Every import of the package root from inside the package (`import kernelcheck`, `from kernelcheck import
+    __version__`), as "file:line"; `from kernelcheck import schemas` imports a subpackage, not the root's names."""
+    subpackages = {p.parent.name for p in pkg.glob("*/__init__.py")} | {p.stem for p in pkg.glob("*.py")}
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path == pkg / "__init__.py":
+            continue
+        for n in _nodes(path):
+            root = (isinstance(n, ast.Import) and any(a.name == "kernelcheck" for a in n.names)) or (
+                isinstance(n, ast.ImportFrom) and n.module == "kernelcheck"
+                and any(a.name not in subpackages for a in n.names))
+            if root:
+                out.append(f"{path.relative_to(pkg)}:{getattr(n, 'lineno', 0)}")
+    return out
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """The root's deferred imports reach every command: an import of it from inside closes a loop (kernelcheck ->
+    integrations.kernels_prefetch -> integrations.kernels_hub -> kernelcheck). Its metadata is core/version.py's."""
+    assert root_imports(PKG) == []
+
+
+def test_an_import_of_the_package_root_is_named_with_its_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "kernelcheck"
+    for name, text in {"__init__.py": "__version__ = '1'\n", "core/__init__.py": "",
+                       "core/m.py": "from kernelcheck import __version__\nfrom kernelcheck import core\n",
+                       "core/n.py": "def f():\n    import kernelcheck\n"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    assert root_imports(root) == ["core/m.py:1", "core/n.py:2"]
 
 def test_no_module_is_over_500_lines() -> None:
     long = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
@@ -160,7 +212,7 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
         rel = str(p.relative_to(PKG))
         if rel == "core/decide.py":
             continue
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in _nodes(p):
             for t in _targets(n):
                 if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
                         and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
@@ -202,7 +254,7 @@ def test_no_module_imports_an_underscored_name_from_another() -> None:
     """A name another module needs is public (issue 24: the split modules' side doors got public names)."""
     found = []
     for p in PKG.rglob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in _nodes(p):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelcheck"):
                 found += [f"{p.relative_to(PKG)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
@@ -216,7 +268,7 @@ def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
     for path in sorted(PKG.rglob("*.py")):
         if path.relative_to(PKG).as_posix() == "core/errors.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(bases) for b in node.bases):
                 elsewhere.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.name}")
     assert elsewhere == []
@@ -227,16 +279,88 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
     variable, an argument): elsewhere the module goes by its own name (issue 24: the *_mod aliases)."""
     needless = []
     for path in sorted(PKG.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-        taken |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                    ast.ClassDef))}
-        taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
-        taken |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+        nodes = _nodes(path)
+        taken = {n.id for n in nodes if isinstance(n, ast.Name)}
+        taken |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+        taken |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        taken |= {n.arg for n in nodes if isinstance(n, ast.keyword) and n.arg}
+        taken |= {a.asname or a.name for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
                   for a in n.names if not (a.asname or "").endswith("_mod")}
-        for n in ast.walk(tree):
+        for n in nodes:
             if isinstance(n, ast.ImportFrom):
                 needless += [f"{path.relative_to(PKG)}:{n.lineno}: {a.name} as {a.asname}" for a in n.names
                              if (a.asname or "").endswith("_mod") and a.name not in taken]
     assert needless == []
+
+
+def matrix_loads(pkg: Path) -> dict[str, int]:
+    """file -> how many times it calls `matrix.load()` (or `load()` inside core/matrix.py)."""
+    out: dict[str, int] = {}
+    for path in sorted(pkg.rglob("*.py")):
+        rel = str(path.relative_to(pkg))
+        for n in _nodes(path):
+            called = ast.unparse(n.func) if isinstance(n, ast.Call) and not n.args else ""
+            if called == "matrix.load" or (rel == "core/matrix.py" and called == "load"):
+                out[rel] = out.get(rel, 0) + 1
+    return out
+
+
+# Where the matrix is still loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
+# Context.matrix) and passes it down: doctor/, install/ and verify/ take it as a parameter (`m`); the defaults left
+# in doctor/run.py, install/command.py, verify/run.py and verify/step.py serve callers outside a command (their
+# entry points keep working without it), imports.py's a child in a fresh interpreter (no parent matrix in memory),
+# step_worker's a worker process. The rest (core, integrations, trace,
+# forecast) is to be threaded the same way: this count only goes down.
+MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py": 1, "install/command.py": 1,
+                "verify/run.py": 1, "verify/step.py": 1, "verify/step_worker.py": 1, "trace/verdicts.py": 1,
+                "forecast/command.py": 1,
+                "integrations/transformers_models.py": 2, "integrations/transformers_hub.py": 1,
+                "integrations/transformers.py": 3, "core/environment.py": 2, "core/models.py": 4, "core/matrix.py": 1,
+                "cli/complete.py": 1}
+
+
+def test_the_matrix_is_loaded_in_no_new_place() -> None:
+    assert matrix_loads(PKG) == MATRIX_LOADS
+
+
+# Each of these has one address: every import of it names its home, no module passes it on (a re-export hall).
+HOMES = {"Finding": "kernelcheck.core.status", "FunctionStatus": "kernelcheck.core.status",
+         "Step": "kernelcheck.core.plan_step", "StepKind": "kernelcheck.core.plan_step",
+         "TransformersHub": "kernelcheck.integrations.transformers_hub",
+         "HubRepo": "kernelcheck.integrations.transformers_hub"}
+
+
+def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() -> None:
+    elsewhere = []
+    for root in (PKG, PKG.parent / "tests", PKG.parent / "scripts"):
+        for path in sorted(root.rglob("*.py")):
+            text = path.read_text()
+            if not any(f"{name}{end}" in text for name in HOMES for end in (",", ")", "\n", " ")):
+                continue  # none of the names is imported here (an import line ends or goes on after each)
+            for n in _nodes(path):
+                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
+                    elsewhere += [f"{path.relative_to(PKG.parent)}:{n.lineno}: {a.name} from {n.module}"
+                                  for a in n.names if HOMES.get(a.name, n.module) != n.module]
+    assert elsewhere == []
+    halls = ("report/model.py", "install/plan_types.py", "install/plan.py", "integrations/kernels_hub.py")
+    assert [h for h in halls if "re-exported" in (PKG / h).read_text()] == []
+
+
+# What the CLI may take from the packages below the commands: how to render an Outcome, install's own Request, and
+# --all-ranks' plumbing (the handoff of a rank's report, the rank it is). Everything a command assembles is in
+# commands/ (kernelcheck/__init__.py calls the same run).
+CLI_MAY_IMPORT = {"kernelcheck.forecast": {"render"}, "kernelcheck.trace.render": {"render_text"},
+                  "kernelcheck.install.command": {"Request", "render", "to_json"},
+                  "kernelcheck.fleet": {"handoff", "ranks"},
+                  "kernelcheck.packing": {"decide"}}  # cli/early.py: an unknown --packing mode, before any probe
+_ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast")
+
+
+def test_the_cli_assembles_no_command_it_renders_what_commands_run() -> None:
+    found = []
+    for path in sorted((PKG / "cli").glob("*.py")):
+        for n in _nodes(path):
+            if isinstance(n, ast.ImportFrom) and n.module and _package_of(n.module) in _ASSEMBLED:
+                found += [f"cli/{path.name}:{n.lineno}: {n.module}.{a.name}" for a in n.names
+                          if a.name not in CLI_MAY_IMPORT.get(n.module, set())]
+    assert found == []

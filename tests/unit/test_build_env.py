@@ -86,7 +86,7 @@ def test_apply_builds_mamba_ssm_with_its_build_env_and_extension(tmp_path: Path,
 
     monkeypatch.setattr(build, "build_wheel", fake_build)
     with pytest.raises(Stop):
-        apply.prepare(p, _env(), tmp_path / "wh", lambda _: None)
+        apply.prepare(p, _env(), tmp_path / "wh", lambda _: None, m=matrix.load())
     assert (seen["env_prefix"], seen["package_env"], seen["extension"]) == \
         ("MAMBA", (("MAMBA_KEEP_CUDA_BUILD", "TRUE"),), "selective_scan_cuda")
 

@@ -13,9 +13,9 @@ from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
-from kernelcheck.core.status import FunctionStatus, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
 from kernelcheck.report import progress
-from kernelcheck.report.model import Finding, Report
+from kernelcheck.report.model import Report
 from kernelcheck.report.text import render_text
 
 REPO = Path(__file__).resolve().parents[2]

@@ -82,3 +82,16 @@ def test_verdict_is_the_worst_of_used_functions_and_findings():
     assert decide.verdict([bound("unsupported")], []) == Verdict.FALLBACK
     assert decide.verdict([bound()], [Finding("x", "broken", "m")]) == Verdict.BROKEN
     assert decide.worst("ready", Verdict.FALLBACK) == Verdict.FALLBACK
+
+
+def test_every_decided_status_is_the_enum_member_not_its_word():
+    from kernelcheck.core.status import Status
+
+    torch_ran = Observation({}, "torch", 3, "torch.chunk")
+    outs = [decide.decide(bound(), rules=[rule()]), decide.decide(bound("fallback", reason="r"), hub=HUB),
+            decide.decide(bound(), observed=Observation({}, "fast", 1, "x", broken="raised")),
+            decide.decide(bound("fallback"), observed=Observation({}, "fast", 1, "x")),
+            decide.decide(bound(), observed=torch_ran), decide.assume(bound(), "fallback")]
+    assert [type(o.status) for o in outs] == [Status] * len(outs)
+    assert [o.status for o in outs] == [Status.BROKEN, Status.FAST, Status.BROKEN, Status.FAST, Status.FALLBACK,
+                                        Status.FALLBACK]

@@ -130,8 +130,8 @@ def test_why_torch_says_not_installed_as_a_cause_and_the_json_does_not_print_it(
 
 
 def test_dependencies_go_first_and_fixes_are_counted_by_role_not_by_words(tmp_path: Path) -> None:
+    from kernelcheck.core.plan_step import Role
     from kernelcheck.install import plan
-    from kernelcheck.install.plan_types import Role
     from tests.unit.test_install_plan import env, fla_candidates
 
     p = plan.make_plan(env(), ("fla",), plan.Options(mode="train", arches=("9.0",), model="qwen3.8-27b",

@@ -11,13 +11,15 @@ import pytest
 
 from kernelcheck.core import matrix, rules
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.status import FunctionStatus
 from kernelcheck.doctor import backends as backends_mod
 from kernelcheck.integrations import fla_dispatch
-from kernelcheck.report.model import FunctionStatus
 from tests.environments import make_env
 
 GDN = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule")
 KDA = ("chunk_kda", "fused_recurrent_kda")
+
+M = matrix.load()  # the matrix doctor passes down
 
 
 def h200(**kw) -> Environment:
@@ -189,22 +191,22 @@ def _fs(name: str, status: str = "fast") -> FunctionStatus:
 
 
 def test_doctor_section_reports_each_pass_and_infer_mode_only_the_forward():
-    data, findings = backends_mod.section(h200(nvcc=None), [_fs("chunk_gated_delta_rule")], "train")
+    data, findings = backends_mod.section(h200(nvcc=None), [_fs("chunk_gated_delta_rule")], "train", M)
     assert data is not None
     assert [(o.phase, o.backend, o.cause) for o in data.ops] == [
         ("forward", "triton", "default"), ("backward", "triton", "no-nvcc")]
     assert data.nvcc_source == "none" and data.read_from == "table"
     assert [(f.id, f.severity, f.functions) for f in findings] == [("fla-backend", "info", ("chunk_gated_delta_rule",))]
-    data, _ = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "infer")
+    data, _ = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "infer", M)
     assert data is not None and [o.phase for o in data.ops] == ["forward"]
-    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "fallback")], "train") == (None, [])
-    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "unsupported")], "train")[0] is not None
+    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "fallback")], "train", M) == (None, [])
+    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "unsupported")], "train", M)[0] is not None
 
 
 def test_doctor_section_says_when_the_dispatch_cannot_be_read(monkeypatch):
     monkeypatch.setattr(fla_dispatch, "layout", lambda env: fla_dispatch.Layout("9.9.9", "source",
                                                                                    problems=("no registry",)))
-    _, findings = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "train")
+    _, findings = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "train", M)
     assert [f.id for f in findings][0] == "fla-dispatch-unknown"
     assert findings[0].severity == "warning"
 

@@ -14,9 +14,11 @@ from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
 from kernelcheck.core import signals
+from kernelcheck.core.plan_step import Step, StepKind
+from kernelcheck.core.status import Finding, FunctionStatus
 from kernelcheck.install import command as install_command
-from kernelcheck.install.plan_types import Plan, Step, StepKind
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.install.plan_types import Plan
+from kernelcheck.report.model import Report
 from kernelcheck.report.step import Failed
 from kernelcheck.verify import step as step_mod
 from kernelcheck.verify import step_worker
@@ -151,7 +153,8 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
                 None, False)  # type: ignore[arg-type]
     assert plan.predicted == "ready"  # what the dry run said before
     report = Report("install", None, before.model, "train")
-    report, code = install_command._finish_plan(report, plan, executed=False, before=before)
+    outcome = install_command._finish_plan(report, plan, executed=False, before=before)
+    report, code = outcome.report, outcome.exit_code
     assert code == 3 and report.prediction is not None and report.prediction.predicted == "fallback"
     (left,) = [f for f in report.findings if f.id == "install-leaves-package"]
     assert left.functions == ("causal_conv1d_fn",) and left.severity == "fallback"
@@ -159,5 +162,6 @@ def test_a_dry_run_predicts_the_packages_it_leaves_alone():
     full = Plan(plan.steps + (Step("causal-conv1d", "install", "wheelhouse", "causal-conv1d==1.7.0", "ok",
                                       kind=StepKind.WHEELHOUSE_WHEEL),),
                 None, False)  # type: ignore[arg-type]
-    report2, code2 = install_command._finish_plan(Report("install", None, before.model, "train"), full, False, before)
+    outcome2 = install_command._finish_plan(Report("install", None, before.model, "train"), full, False, before)
+    report2, code2 = outcome2.report, outcome2.exit_code
     assert code2 == 0 and not [f for f in report2.findings if isinstance(f, Finding) and f.id.startswith("install-l")]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,11 +13,16 @@ import kernelcheck
 PKG = Path(kernelcheck.__file__).resolve().parent
 
 
-def test_the_front_door_imports_nothing_until_called() -> None:
+def test_the_front_door_imports_nothing_until_called_but_the_package_metadata() -> None:
     tree = ast.parse((PKG / "__init__.py").read_text())
-    eager = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-             and "kernelcheck" in ast.unparse(n)]
-    assert eager == []  # `if TYPE_CHECKING:` imports are not statements of the module body
+    eager = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and "kernelcheck" in ast.unparse(n)]
+    # `if TYPE_CHECKING:` imports are not statements of the module body
+    assert {getattr(n, "module", None) for n in eager} == {"kernelcheck.core.version"}
+    assert {a.name for n in eager for a in n.names} == {"__version__", "SCHEMA"}
+    version = ast.parse((PKG / "core" / "version.py").read_text())  # which itself imports nothing of the package
+    assert [ast.unparse(n) for n in version.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            and "kernelcheck" in ast.unparse(n)] == []
+    assert kernelcheck.__version__ == kernelcheck.core.version.__version__
 
 
 def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
@@ -30,20 +34,25 @@ def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
     assert all(hasattr(kernelcheck, name) for name in kernelcheck.__all__)
 
 
-def test_check_is_doctor_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelcheck.doctor import run
+def test_check_is_the_doctor_command_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.commands import doctor
+    from kernelcheck.core.outcome import Outcome
+    from kernelcheck.core.status import Verdict
 
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(run, "doctor", lambda *a, **k: calls.append((a, k)) or "report")
+    calls: list[doctor.Request] = []
+    monkeypatch.setattr(doctor, "run", lambda req, ctx: calls.append(req) or Outcome("report", Verdict.READY))
     assert kernelcheck.check("qwen3.8-27b", "infer", hub=False) == "report"
-    assert calls == [(("qwen3.8-27b", "infer"), {"hub": False})]
+    assert calls == [doctor.Request(model="qwen3.8-27b", mode="infer", hub=False, isolate=False)]
 
 
 def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core.outcome import Outcome
+    from kernelcheck.core.status import Verdict
     from kernelcheck.install import command
 
     seen: list[command.Request] = []
-    monkeypatch.setattr(command, "run", lambda req, echo, as_json: (seen.append(req), ("report", 0))[1])
+    monkeypatch.setattr(command, "run",
+                        lambda req, echo, as_json, m: seen.append(req) or Outcome("report", Verdict.READY))
     assert kernelcheck.plan_install("qwen3.8-27b", source="wheelhouse", wheelhouse="/wh") == "report"
     assert [(r.model, r.mode, r.dry_run, r.source, r.wheelhouse) for r in seen] == [
         ("qwen3.8-27b", "train", True, "wheelhouse", "/wh")]

@@ -11,13 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelcheck.integrations.kernels_hub import (
-    HubRepo,
-    MappingEntry,
-    Resolution,
-    TransformersHub,
-    VariantDecision,
-)
+from kernelcheck.integrations.kernels_hub import Resolution, VariantDecision
+from kernelcheck.integrations.transformers_hub import HubRepo, MappingEntry, TransformersHub
 from kernelcheck.report.hub import HubMapEntry, HubTransformers, RepoCheckLines
 from kernelcheck.report.model import HubSection, Report, render_json
 
@@ -74,13 +69,13 @@ def test_the_values_read_back_equal() -> None:
 
 
 def test_a_section_with_a_repo_check_writes_typed_repos_and_reads_them_back() -> None:
-    """What `kernelcheck hub --repo` adds (cli/hub._judge_repo): a Resolution in `repos`, its lines in `items`."""
-    from kernelcheck.cli.hub import _judge_repo
+    """What `kernelcheck hub --repo` adds (commands/hub.judge_repo): a Resolution in `repos`, its lines in `items`."""
+    from kernelcheck.commands.hub import judge_repo
 
     rep = Report("hub", None, None, "train")
     rep.hub = HubSection([], False, "use_kernels is off", "cuda", "train", True, HubTransformers.of(TH),
                          [HubMapEntry.of(FLA)], [], [])
-    _judge_repo(rep, rep.hub, RES)
+    judge_repo(rep, rep.hub, RES)
     assert rep.hub.repos == [RES] and rep.hub.items == [RepoCheckLines(RES)]
     data = json.loads(render_json(rep))
     assert data["hub"]["repos"] == [RES.to_json()]

@@ -19,7 +19,8 @@ import jsonschema
 import pytest
 
 from kernelcheck import schemas
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.core.status import Finding, FunctionStatus
+from kernelcheck.report.model import Report
 from tests.environments import make_view, model_ref
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,8 @@ packing line, and an install that had nothing to change."""
 
 from __future__ import annotations
 
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.core.status import Finding, FunctionStatus
+from kernelcheck.report.model import Report
 
 
 def test_a_short_launch_delay_says_the_gpu_waited_only_where_the_trace_is_launch_bound() -> None:
@@ -33,6 +34,7 @@ def test_the_undeclared_packing_line_says_each_mode_and_what_happens_in_words() 
 
 
 def test_an_install_with_nothing_to_change_says_so_once() -> None:
+    from kernelcheck.core.plan_step import Step, StepKind
     from kernelcheck.install import command, plan_types, wheels
     from tests.environments import make_view, model_ref
 
@@ -41,12 +43,13 @@ def test_an_install_with_nothing_to_change_says_so_once() -> None:
     before = Report("doctor", env, model_ref("m", "m", source="x"), "train", fs,
                     [Finding("bound-at-import", "info", "bound once")])
     report = Report("install", env, before.model, "train")
-    keep = plan_types.Step("causal-conv1d", "keep", "installed", "causal-conv1d==1.7.0", "already installed",
-                           kind=plan_types.StepKind.INSTALLED)
+    keep = Step("causal-conv1d", "keep", "installed", "causal-conv1d==1.7.0", "already installed",
+                kind=StepKind.INSTALLED)
     target = wheels.WheelFit("cp311", "linux_x86_64", "2.14", 13, True, ("9.0",))
     plan = plan_types.Plan((keep,), target, blocked=False)
-    rep, code = command._unchanged(report, before, plan, "--arch")
-    text = command.render(rep, code, dry_run=False)
+    outcome = command._unchanged(report, before, plan, "--arch")
+    rep, code = outcome.report, outcome.exit_code
+    text = command.render(outcome, dry_run=False)
     assert code == 0 and "install-nothing-to-change" in [f.id for f in rep.findings]
     lines = text.splitlines()
     assert "installed for" not in text and sum(ln.startswith("verdict") for ln in lines) == 1  # wording: renderer test

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core.outcome import Outcome
+from kernelcheck.core.status import verdict_of_exit
 from kernelcheck.install import command as install_cmd
 from kernelcheck.report.model import ErrorReport, Installed, Report, read_report, render_json
 from kernelcheck.report.terminal import PIPED_WIDTH, Terminal, present
@@ -51,7 +53,8 @@ def test_the_install_dry_run_reads_back_and_its_verdict_line_comes_from_the_valu
     raw, text = sample("install_dry_run")
     data = json.loads(raw)
     rep = Report.from_json(data)
-    assert install_cmd.to_json(rep, data["exit_code"]) + "\n" == raw
+    outcome = Outcome(rep, verdict_of_exit(data["exit_code"]))
+    assert install_cmd.to_json(outcome) + "\n" == raw
     out = render_install(rep, data["exit_code"], dry_run=True, verbose=False)
     assert shown(out) == text
     assert out.splitlines()[-1] == ("verdict (predicted after this plan): FALLBACK (exit 3)  "

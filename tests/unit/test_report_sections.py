@@ -105,7 +105,7 @@ def test_trace_sections_and_annotation():
 
 
 def test_install_reads_back_the_doctor_json_it_ran():
-    from kernelcheck.report.model import Finding, FunctionStatus
+    from kernelcheck.core.status import Finding, FunctionStatus
 
     fs = FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch", "not installed", "pip install",
                         "prefill", True, {"calls": 0})

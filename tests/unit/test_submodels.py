@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from kernelcheck.core import matrix
 from kernelcheck.doctor import source_notes
 from kernelcheck.integrations import transformers_calls, transformers_models, transformers_submodels
 
@@ -42,4 +43,5 @@ def test_use_kernel_func_from_hub_is_a_kernelize_hook_not_an_unread_decorator():
     assert hooks.unread == ()
     assert hooks.forward_functions == (("apply_rotary_pos_emb", "rotary_pos_emb", 1, ()),)
     # it wraps no function kernelcheck checks: no finding at all (a debug log line says so)
-    assert source_notes.hook_findings("transformers.models.llama.modeling_llama", "5.13.1", hooks) == []
+    assert source_notes.hook_findings("transformers.models.llama.modeling_llama", "5.13.1", hooks,
+                                      matrix.load()) == []

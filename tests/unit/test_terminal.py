@@ -6,7 +6,8 @@ import io
 
 import pytest
 
-from kernelcheck.report.model import Finding, FunctionStatus, Report
+from kernelcheck.core.status import Finding, FunctionStatus
+from kernelcheck.report.model import Report
 from kernelcheck.report.terminal import Terminal, present, wrap_line
 from kernelcheck.report.text import render_text
 

@@ -39,7 +39,7 @@ def test_a_forward_only_run_shows_only_triton_and_flash_qla_names_are_told_apart
 
 
 def test_the_640_runtime_error_maps_to_its_rule_and_fixes_not_to_reinstall():
-    rid, fix = _runtime_error_fix({"error": {"exception": FLA_640}}, "fla-core", "qwen3.8-27b")
+    rid, fix = _runtime_error_fix(FLA_640, "fla-core", "qwen3.8-27b", matrix.load())
     assert rid == "fla-640-refuses"
     assert fix is not None and "--allow-change triton" in fix and "nvcc" in fix \
         and "reinstall" not in fix  # wording: renderer test
@@ -47,4 +47,4 @@ def test_the_640_runtime_error_maps_to_its_rule_and_fixes_not_to_reinstall():
 
 def test_tilelangs_failed_jit_maps_to_the_pip_nvcc_rule():
     assert rules.match_runtime_error(TILELANG_JIT, matrix.load()).id == "tilelang-jit-pip-nvcc"
-    assert _runtime_error_fix({"error": {"exception": "ValueError: other"}}, "fla-core", "m") == (None, None)
+    assert _runtime_error_fix("ValueError: other", "fla-core", "m", matrix.load()) == (None, None)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core.outcome import Outcome
 from kernelcheck.install import command as install_cmd
 from kernelcheck.report.model import Report
 from kernelcheck.report.terminal import Terminal, present, wrap_line
@@ -18,7 +19,8 @@ from kernelcheck.report.wrap import break_word
 from kernelcheck.trace import render as trace_render
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted((REPO / "docs" / "gpu").glob("*.json"))
+SAMPLES = sorted((REPO / "tests" / "data" / "reports").glob("*.json")) + sorted(
+    (REPO / "docs" / "measurements" / "2026-12-02-h200-doctor-7552758").glob("*.json"))
 NAME = re.compile(r"[A-Za-z0-9_]{3,}")
 
 
@@ -28,7 +30,7 @@ def _text(path: Path) -> str:
     if rep.command == "trace":
         return trace_render.render_text(rep)
     if rep.command == "install":
-        return install_cmd.render(rep, data["exit_code"], True, False)
+        return install_cmd.render(Outcome.of_exit(rep, data["exit_code"]), True, False)
     return render_text(rep, verbose=False)
 
 

@@ -1,0 +1,22 @@
+"""`kernelcheck install` (and `kernelcheck.plan_install()`): plan, and unless --dry-run carry out, assembled once.
+
+The request is install's own, at its one address (install/command.py `Request`: every option, frozen); the plan
+and, with --json left out, the doctor block after a real install go to the context's sink as they happen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernelcheck.commands.context import Context
+
+if TYPE_CHECKING:
+    from kernelcheck.core.outcome import Outcome
+    from kernelcheck.install.command import Request
+    from kernelcheck.report.model import Report
+
+
+def run(req: Request, ctx: Context) -> Outcome[Report]:
+    from kernelcheck.install import command
+
+    return command.run(req, ctx.sink, ctx.json, ctx.matrix)

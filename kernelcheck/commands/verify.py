@@ -1,0 +1,80 @@
+"""`kernelcheck verify` (and `kernelcheck.verify_model()`): the real layers run under the profiler, assembled once.
+
+Three runs, one request: the layers (verify/run.py) or the whole step (verify/step.py, with --record's line), each
+with a FALLBACK's cost in GPU-hours as doctor adds it; or --packing's measurement (verify/packing_report.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kernelcheck.commands.context import Context
+from kernelcheck.core.errors import BadInput
+from kernelcheck.core.outcome import Outcome, reported
+from kernelcheck.core.status import Mode
+
+if TYPE_CHECKING:
+    from kernelcheck.report.model import Report
+    from kernelcheck.verify.packing_batch_report import BatchRun
+    from kernelcheck.verify.packing_report import PackingRun
+
+
+@dataclass(frozen=True)
+class Request:
+    """verify's options. `packing`: "all" measures every mode (`--packing` alone), a mode judges that one."""
+
+    model: str
+    mode: str = Mode.TRAIN
+    shape: str | None = None
+    benchmark: bool = False
+    tokens: int | None = None
+    step: bool = False
+    layers: int | None = None
+    checkpointing: bool | None = None
+    trace_dir: str | None = None
+    record: str | None = None
+    packing: str | None = None
+    batch: str | None = None  # --batch FILE: the job's own batch (torch.save'd dict or .safetensors)
+    collator: str | None = None  # --collator module:callable, with --lengths FILE
+    lengths: str | None = None
+
+
+def check(req: Request) -> None:
+    """Usage errors, found before anything runs."""
+    from kernelcheck.verify import record
+
+    if req.record and not req.step:
+        raise BadInput("--record only applies with --step: it appends the step's measurement.")
+    record.check_path(req.record)
+
+
+def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | Outcome[BatchRun]:
+    check(req)
+    if req.packing and (req.batch or req.collator or req.lengths or req.benchmark):
+        from kernelcheck.verify import packing_batch_report
+
+        ran = packing_batch_report.measure(req.model, req.batch, req.collator, req.lengths, req.benchmark)
+        return Outcome(ran, ran.verdict)
+    if req.packing:
+        from kernelcheck.verify import packing_report
+
+        measured = packing_report.measure(req.model, None if req.packing == "all" else req.packing)
+        return Outcome(measured, measured.verdict)
+    if req.step:
+        from kernelcheck.verify import record
+        from kernelcheck.verify.step import verify_step
+
+        report = verify_step(req.model, mode=req.mode, shape=req.shape, tokens=req.tokens, layers=req.layers,
+                             checkpointing=req.checkpointing, trace_dir=req.trace_dir, verbose=ctx.verbose,
+                             m=ctx.matrix)
+        if req.record:
+            record.append(report, req.record, req.model)
+        return reported(report)
+    from kernelcheck.doctor.cost import attach as attach_cost
+    from kernelcheck.verify.run import verify
+
+    report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
+                    verbose=ctx.verbose, m=ctx.matrix)
+    attach_cost(report, req.model)
+    return reported(report)
