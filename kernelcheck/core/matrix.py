@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from kernelcheck.core import matrix_shape
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
@@ -32,6 +33,12 @@ def _checked_root(chosen: Path) -> Path:
     if not (chosen / "models.toml").is_file():
         raise BadInput(f"KERNELCHECK_MATRIX_DIR={chosen} has no models.toml: point it at a copy of kernelcheck's "
                        "matrix/ folder (every *.toml file of it), or unset it to use the shipped data.")
+    for name in matrix_shape.SHAPES:  # every file, checked once, before any command reads one of them
+        if name not in matrix_shape.OPTIONAL or (chosen / name).exists():
+            _load(name, chosen)
+    for alias in _load_matrix(chosen).aliases.values():
+        if alias.config:
+            _config_at(chosen / alias.config)
     return chosen
 
 
@@ -49,8 +56,23 @@ def data_file(name: str) -> Path:
 
 
 def _load(name: str, root: Path | None = None) -> dict[str, Any]:
-    with open((root or _root()) / name, "rb") as fh:
-        return tomllib.load(fh)
+    """One matrix file, parsed and checked against its shape (core/matrix_shape.py): a missing, unreadable,
+    malformed or wrong-typed file is BadInput naming it (a KERNELCHECK_MATRIX_DIR copy is the user's file)."""
+    source = (root or _root()) / name
+    try:
+        with open(source, "rb") as fh:
+            data = tomllib.load(fh)
+    except (FileNotFoundError, NotADirectoryError):
+        raise matrix_shape.bad(source, "(whole file)", "missing: the matrix folder needs every file of kernelcheck's "
+                               "matrix/") from None
+    except OSError as exc:
+        raise matrix_shape.bad(source, "(whole file)", f"not readable ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise matrix_shape.bad(source, "(whole file)", "not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise matrix_shape.bad(source, "(whole file)", f"not valid TOML ({exc})") from None
+    matrix_shape.check(name, data, source)
+    return data
 
 
 @dataclass(frozen=True)
@@ -145,9 +167,7 @@ class Matrix:
         return (*STACK_KEYS, *self.packages)
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
-        with open(_root() / relpath, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
-        return data
+        return _config_at(_root() / relpath)
 
     def package_of_distribution(self, dist: str) -> PackageInfo | None:
         norm = dist.lower().replace("_", "-")
@@ -157,6 +177,20 @@ class Matrix:
         return None
 
 
+def _config_at(source: Path) -> dict[str, Any]:
+    try:
+        with open(source, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise matrix_shape.bad(source, "(whole file)", f"not readable ({exc.strerror or exc}); models.toml's "
+                               "aliases name it as a config") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise matrix_shape.bad(source, "(whole file)", f"not a JSON config ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
+        raise matrix_shape.bad(source, "model_type", "a config is a JSON object with a model_type string")
+    return data
+
+
 def load() -> Matrix:
     """Load and type-check all matrix files, once per process and folder (_root)."""
     return _load_matrix(_root())
@@ -164,6 +198,14 @@ def load() -> Matrix:
 
 @functools.lru_cache(maxsize=2)
 def _load_matrix(root: Path) -> Matrix:
+    try:
+        return _typed_matrix(root)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a shape matrix_shape does not pin
+        raise matrix_shape.bad(root / "models.toml", "(the matrix folder)", f"its files do not fit together "
+                               f"({type(exc).__name__}: {exc})") from None
+
+
+def _typed_matrix(root: Path) -> Matrix:
     pkgs = packages_from(_load("packages.toml", root), root / "packages.toml")
     funcs = functions_from(_load("functions.toml", root), root / "functions.toml", frozenset(pkgs))
     models = _load("models.toml", root)
@@ -453,6 +495,14 @@ def load_signatures() -> TraceSignatures:
 
 @functools.lru_cache(maxsize=2)
 def _load_signatures(root: Path) -> TraceSignatures:
+    try:
+        return _typed_signatures(root)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise matrix_shape.bad(root / "signatures.toml", "(whole file)", f"an entry lacks a key or has the wrong type "
+                               f"({type(exc).__name__}: {exc})") from None
+
+
+def _typed_signatures(root: Path) -> TraceSignatures:
     d = _load("signatures.toml", root)
     pk = d.get("package", {})
     sigs = tuple(

@@ -294,6 +294,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         dists = [info.name.name for _, info, _ in ready]
         files = [info.path for _, info, _ in ready]
         where = manifest.target_path(target) if target else None
+        manifest.check(where or manifest.path())  # a corrupt manifest is bad input before pip changes anything
         txn: Path | None = None
         try:
             site.mkdir(parents=True, exist_ok=True)
