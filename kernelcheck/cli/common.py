@@ -15,7 +15,7 @@ import click
 
 from kernelcheck import schemas
 from kernelcheck.cli import interrupts, outfile, stdout_fd
-from kernelcheck.core import settings, signals
+from kernelcheck.core import paths, settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, Mode, Verdict
 from kernelcheck.report.model import EXIT_INTERNAL, Report, render_json
@@ -140,6 +140,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             _setup_output(kwargs)
             try:
                 with signals.routed(), stdout_fd.reserved(as_json):
+                    paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
                     code = fn(*args, **kwargs)

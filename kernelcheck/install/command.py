@@ -46,7 +46,7 @@ from kernelcheck.core.status import (
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import sources, txn
+from kernelcheck.install import sources, txn, writable
 from kernelcheck.report.model import (
     Before,
     ErrorReport,
@@ -306,7 +306,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     if req.dry_run:
         return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before)
-    wheelhouse.mkdir(parents=True, exist_ok=True)
+    writable.wheelhouse(wheelhouse, named=bool(req.wheelhouse))  # read-only HOME: exit 2 with the way out
+    writable.target(req.target)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
@@ -396,7 +397,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
 
     lock = wheelhouse / "kernels.lock"
     if not req.dry_run:
-        wheelhouse.mkdir(parents=True, exist_ok=True)
+        writable.wheelhouse(wheelhouse, named=bool(req.wheelhouse))
     # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
     steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
                                dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
