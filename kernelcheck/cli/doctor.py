@@ -119,6 +119,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
 
 def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
     from kernelcheck.cli.common import emit
+    from kernelcheck.core import settings
     from kernelcheck.forecast import command, render
     from kernelcheck.forecast.resolve import Index
 
@@ -131,7 +132,8 @@ def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
                        "Run verify after the upgrade instead.")
     if values.get("offline") and not values.get("wheelhouse"):
         raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
-    fc = command.run(specs, forward_args(values), Index(values.get("wheelhouse"), bool(values.get("offline"))),
+    fc = command.run(specs, forward_args(values), Index.of(values.get("wheelhouse"), bool(values.get("offline")),
+                                                           settings.offline()),
                      if_worse=bool(values.get("if_worse")))
     if junit:
         render.write_junit(fc, junit)

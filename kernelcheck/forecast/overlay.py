@@ -52,10 +52,39 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
                        f"{tail}. Nothing in this environment was changed.")
 
 
+PREFIX = "kernelcheck-forecast-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def sweep(tmp: Path | None = None) -> list[Path]:
+    """Remove the overlays of forecasts whose process is gone (a SIGKILL leaves its folder): each folder is named
+    PREFIX + the pid that made it. Returns what was removed."""
+    tmp = tmp or Path(tempfile.gettempdir())
+    removed = []
+    for folder in tmp.glob(PREFIX + "*"):
+        pid = folder.name[len(PREFIX):].split("-", 1)[0]
+        if pid.isascii() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) \
+                and folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 @contextlib.contextmanager
 def overlay(changes: Sequence[Change], index: Index, timeout: float = 1800) -> Iterator[Path]:
-    """Yield a folder holding exactly `changes`; it is removed when the block ends, however it ends."""
-    folder = Path(tempfile.mkdtemp(prefix="kernelcheck-forecast-"))
+    """Yield a folder holding exactly `changes`; it is removed when the block ends, however it ends (and a
+    SIGKILLed forecast's folder by the next forecast's `sweep`)."""
+    sweep()
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     try:
         if changes:
             _say(f"forecast: installing {len(changes)} distribution(s) into a throwaway overlay {folder} "
