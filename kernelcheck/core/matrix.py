@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -38,7 +37,7 @@ def _checked_root(chosen: Path) -> Path:
             _load(name, chosen)
     for alias in _load_matrix(chosen).aliases.values():
         if alias.config:
-            _config_at(chosen / alias.config)
+            matrix_shape.read_config(chosen / alias.config)
     return chosen
 
 
@@ -56,23 +55,8 @@ def data_file(name: str) -> Path:
 
 
 def _load(name: str, root: Path | None = None) -> dict[str, Any]:
-    """One matrix file, parsed and checked against its shape (core/matrix_shape.py): a missing, unreadable,
-    malformed or wrong-typed file is BadInput naming it (a KERNELCHECK_MATRIX_DIR copy is the user's file)."""
-    source = (root or _root()) / name
-    try:
-        with open(source, "rb") as fh:
-            data = tomllib.load(fh)
-    except (FileNotFoundError, NotADirectoryError):
-        raise matrix_shape.bad(source, "(whole file)", "missing: the matrix folder needs every file of kernelcheck's "
-                               "matrix/") from None
-    except OSError as exc:
-        raise matrix_shape.bad(source, "(whole file)", f"not readable ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise matrix_shape.bad(source, "(whole file)", "not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise matrix_shape.bad(source, "(whole file)", f"not valid TOML ({exc})") from None
-    matrix_shape.check(name, data, source)
-    return data
+    """One matrix file, parsed and checked against its shape (core/matrix_shape.py)."""
+    return matrix_shape.read_toml((root or _root()) / name)
 
 
 @dataclass(frozen=True)
@@ -167,7 +151,7 @@ class Matrix:
         return (*STACK_KEYS, *self.packages)
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
-        return _config_at(_root() / relpath)
+        return matrix_shape.read_config(_root() / relpath)
 
     def package_of_distribution(self, dist: str) -> PackageInfo | None:
         norm = dist.lower().replace("_", "-")
@@ -177,35 +161,14 @@ class Matrix:
         return None
 
 
-def _config_at(source: Path) -> dict[str, Any]:
-    try:
-        with open(source, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise matrix_shape.bad(source, "(whole file)", f"not readable ({exc.strerror or exc}); models.toml's "
-                               "aliases name it as a config") from None
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise matrix_shape.bad(source, "(whole file)", f"not a JSON config ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
-        raise matrix_shape.bad(source, "model_type", "a config is a JSON object with a model_type string")
-    return data
-
-
 def load() -> Matrix:
     """Load and type-check all matrix files, once per process and folder (_root)."""
     return _load_matrix(_root())
 
 
 @functools.lru_cache(maxsize=2)
+@matrix_shape.typed("models.toml")
 def _load_matrix(root: Path) -> Matrix:
-    try:
-        return _typed_matrix(root)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a shape matrix_shape does not pin
-        raise matrix_shape.bad(root / "models.toml", "(the matrix folder)", f"its files do not fit together "
-                               f"({type(exc).__name__}: {exc})") from None
-
-
-def _typed_matrix(root: Path) -> Matrix:
     pkgs = packages_from(_load("packages.toml", root), root / "packages.toml")
     funcs = functions_from(_load("functions.toml", root), root / "functions.toml", frozenset(pkgs))
     models = _load("models.toml", root)
@@ -494,15 +457,8 @@ def load_signatures() -> TraceSignatures:
 
 
 @functools.lru_cache(maxsize=2)
+@matrix_shape.typed("signatures.toml")
 def _load_signatures(root: Path) -> TraceSignatures:
-    try:
-        return _typed_signatures(root)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise matrix_shape.bad(root / "signatures.toml", "(whole file)", f"an entry lacks a key or has the wrong type "
-                               f"({type(exc).__name__}: {exc})") from None
-
-
-def _typed_signatures(root: Path) -> TraceSignatures:
     d = _load("signatures.toml", root)
     pk = d.get("package", {})
     sigs = tuple(

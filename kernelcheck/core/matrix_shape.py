@@ -13,9 +13,13 @@ key (None: no other key allowed; absent: other keys are free).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelcheck.core.errors import BadInput
 
@@ -142,3 +146,58 @@ def bad(source: Path, key: str, what: str) -> BadInput:
     fix = "Fix that file" if key.startswith("(") else "Fix that key"
     return BadInput(f"{source}: {key}: {what}. {fix} (kernelcheck's own matrix/ folder holds the same file in its "
                     "form), or unset KERNELCHECK_MATRIX_DIR to use the shipped data.")
+
+
+def read_toml(source: Path) -> dict[str, Any]:
+    """One matrix file, parsed and checked against its shape: a missing, unreadable, malformed or wrong-typed file
+    is BadInput naming it (a KERNELCHECK_MATRIX_DIR copy is the user's file)."""
+    try:
+        with open(source, "rb") as fh:
+            data = tomllib.load(fh)
+    except (FileNotFoundError, NotADirectoryError):
+        raise bad(source, "(whole file)", "missing: the matrix folder needs every file of kernelcheck's matrix/") \
+            from None
+    except OSError as exc:
+        raise bad(source, "(whole file)", f"not readable ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise bad(source, "(whole file)", "not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise bad(source, "(whole file)", f"not valid TOML ({exc})") from None
+    check(source.name, data, source)
+    return data
+
+
+def read_config(source: Path) -> dict[str, Any]:
+    """A config.json models.toml's aliases name (configs/): a JSON object with a model_type string, or BadInput."""
+    try:
+        with open(source, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise bad(source, "(whole file)", f"not readable ({exc.strerror or exc}); models.toml's aliases name it as "
+                  "a config") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise bad(source, "(whole file)", f"not a JSON config ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("model_type"), str):
+        raise bad(source, "model_type", "a config is a JSON object with a model_type string")
+    return data
+
+
+T = TypeVar("T")
+
+
+def typed(name: str) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
+    """A typed reader of the folder `root` whose files do not fit together in a way the shapes do not pin (a key
+    one table names missing from another): BadInput naming `name` in that folder, not a KeyError."""
+
+    def deco(fn: Callable[[Path], T]) -> Callable[[Path], T]:
+        @functools.wraps(fn)
+        def wrapper(root: Path) -> T:
+            try:
+                return fn(root)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise bad(root / name, "(the matrix folder)", f"an entry lacks a key or has the wrong type "
+                          f"({type(exc).__name__}: {exc})") from None
+
+        return wrapper
+
+    return deco

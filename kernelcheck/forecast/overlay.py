@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
 from kernelcheck.forecast.resolve import Change, Index
 
@@ -37,7 +38,7 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
            "--no-compile", "--target", str(folder), *index.args(), *(c.spec for c in changes)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lifeline.preexec())  # dies with kernelcheck
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

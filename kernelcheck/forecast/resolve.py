@@ -53,7 +53,7 @@ class Index:
         return cls(wheelhouse, offline)
 
     def args(self) -> list[str]:
-        from kernelcheck.install.sources import PIP_NET  # the bound install's pip calls have: no 115 s waits
+        from kernelcheck.core.lifeline import PIP_NET  # the bound install's pip calls have: no 115 s waits
 
         out: list[str] = []
         if self.wheelhouse:

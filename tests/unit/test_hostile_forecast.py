@@ -30,7 +30,7 @@ def test_kernelcheck_offline_stops_the_cli_forecast_before_any_pip(monkeypatch) 
 
 
 def test_online_pip_calls_are_bounded_as_installs_are() -> None:
-    from kernelcheck.install.sources import PIP_NET
+    from kernelcheck.core.lifeline import PIP_NET
 
     args = Index.of(None, False, no_network=False).args()
     assert args == PIP_NET and "--retries" in args and "--timeout" in args
