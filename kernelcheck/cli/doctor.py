@@ -121,7 +121,7 @@ def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
     from kernelcheck.cli.common import emit
     from kernelcheck.core import settings
     from kernelcheck.forecast import command, render
-    from kernelcheck.forecast.resolve import Index
+    from kernelcheck.forecast.resolve import Index, pip_args
 
     specs = upgrade_specs()
     if not values.get("upgrade") or not specs:
@@ -132,6 +132,7 @@ def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
                        "Run verify after the upgrade instead.")
     if values.get("offline") and not values.get("wheelhouse"):
         raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
+    pip_args(specs)  # the specs (-r FILE) are checked before the network policy they would run under
     fc = command.run(specs, forward_args(values), Index.of(values.get("wheelhouse"), bool(values.get("offline")),
                                                            settings.offline()),
                      if_worse=bool(values.get("if_worse")))

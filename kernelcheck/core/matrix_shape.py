@@ -6,9 +6,9 @@ file and the first key at fault, so a bad copy is exit 2 with the key to fix, ne
 The deeper rules of packages.toml, functions.toml and breakages.toml (cross references, version specifiers) stay
 with their typed readers in core/matrix.py; this module checks what is read as plain tables.
 
-A shape is "str", "nstr" (a string or null), "int" (> 0), "num" (a finite number > 0), "bool", "any",
-("list", item shape), or a dict of key -> shape: a key ending in "?" may be absent, "*" is the shape of every other
-key (None: no other key allowed; absent: other keys are free).
+A shape is "str", "nstr" (a string or null), "cap" (a compute capability, "9.0"), "int" (> 0), "num" (a finite
+number > 0), "bool", "any", ("list", item shape), or a dict of key -> shape: a key ending in "?" may be absent, "*"
+is the shape of every other key (None: no other key allowed; absent: other keys are free).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +52,8 @@ SHAPES: dict[str, Shape] = {
         "cache?": {"file": "str", "texts": ("list", "str")},
         "functions": {"*": {"needs": "str", "package": "str"}},
     },
-    "gpus.toml": {"capabilities": {"known": ("list", "str")}},
+    "gpus.toml": {"capabilities": {"known": ("list", "cap")}},
+    "breakages.toml": {"breakage?": ("list", {}), "import_error?": ("list", {}), "runtime_error?": ("list", {})},
     "torch.toml": {"triton?": {"*": {"version": "str"}}},
     "data.toml": {"updated?": "str"},
     "fla_dispatch.toml": {"layout?": ("list", {})},
@@ -62,7 +64,9 @@ SHAPES: dict[str, Shape] = {
 OPTIONAL = ("verified.toml", "data.toml")  # read only where present
 MEASURED = _MEASURED  # one measured step (verified.toml [[measured]], a KERNELCHECK_MEASUREMENTS line)
 
-_WORDS = {"str": "a string", "nstr": "a string or null", "int": "a whole number above 0",
+_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")  # a compute capability as NVIDIA writes it: 9.0, 12.1
+_WORDS = {"str": "a string", "nstr": "a string or null", "cap": "a compute capability such as \"9.0\"",
+          "int": "a whole number above 0",
           "num": "a finite number above 0", "bool": "true or false", "list": "a list", "table": "a table"}
 
 
@@ -73,6 +77,8 @@ def _scalar(v: Any, shape: str) -> bool:
         return isinstance(v, str)
     if shape == "nstr":
         return v is None or isinstance(v, str)
+    if shape == "cap":
+        return isinstance(v, str) and _CAPABILITY.fullmatch(v) is not None
     if shape == "bool":
         return isinstance(v, bool)
     if isinstance(v, bool) or not isinstance(v, int | float):

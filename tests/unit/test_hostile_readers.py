@@ -125,7 +125,7 @@ MATRIX_CASES = {
                                "(whole file)"),
     "gpus.toml malformed": (lambda r: (r / "gpus.toml").open("a").write("[[[x\n"), "gpus.toml", "(whole file)"),
     "gpus.toml not a capability": (lambda r: (r / "gpus.toml").write_text('[capabilities]\nknown = ["nine"]\n'),
-                                   "gpus.toml", "capabilities.known"),
+                                   "gpus.toml", "capabilities.known[0]"),
     "verify.toml without tokens": (_drop_tokens, "verify.toml", "tokens"),
     "verify.toml step tokens negative": (lambda r: (r / "verify.toml").write_text(
         (r / "verify.toml").read_text().replace("tokens = { tiny = 64", "tokens = { tiny = -64")),
