@@ -43,7 +43,7 @@ def test_a_corrupt_manifest_is_bad_input_naming_the_file_and_the_key(tmp_path: P
     monkeypatch.setenv("KERNELCHECK_MANIFEST", str(p))
     with pytest.raises(BadInput) as exc:
         manifest.read()
-    assert f"{p}: {key}:" in exc.value.message
+    assert f"{p}: {key}:" in exc.value.message  # wording: renderer test (the exit-2 message names file and key)
     with pytest.raises(BadInput):
         manifest.built_nvcc()  # what doctor reads: exit 2, never a TypeError in a gate
 
@@ -54,7 +54,7 @@ def test_a_corrupt_manifest_in_a_target_folder_on_sys_path_is_bad_input(tmp_path
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(BadInput) as exc:
         manifest.read()
-    assert "packages.causal_conv1d.nvcc" in exc.value.message
+    assert "packages.causal_conv1d.nvcc" in exc.value.message  # wording: renderer test (names the key)
 
 
 def test_a_missing_manifest_is_empty_and_a_good_one_reads_back(tmp_path: Path, monkeypatch) -> None:
@@ -81,7 +81,7 @@ def test_the_manifest_message_is_one_paragraph_with_the_fix(tmp_path: Path, monk
     with pytest.raises(BadInput) as exc:
         manifest.read()
     msg = exc.value.message
-    assert "\n" not in msg and "delete the file" in msg and "KERNELCHECK_MANIFEST" in msg  # the wording's one test
+    assert "\n" not in msg and "delete the file" in msg and "KERNELCHECK_MANIFEST" in msg  # wording: renderer test
 
 
 # -- 2: the matrix folder --------------------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def test_a_bad_matrix_folder_is_bad_input_naming_the_file_and_key(tmp_path: Path
             gpu.known()
     finally:
         gpu.known.cache_clear()
-    assert f"{root / name}: {key}:" in exc.value.message
+    assert f"{root / name}: {key}:" in exc.value.message  # wording: renderer test (names file and key)
 
 
 @pytest.mark.parametrize("args", [["models"], ["doctor", "--model", "qwen3.8-27b", "--no-hub"],
@@ -176,7 +176,7 @@ def test_every_shipped_matrix_file_has_its_shape() -> None:
 
 def test_the_matrix_message_names_the_way_back_to_the_shipped_data(tmp_path: Path) -> None:
     msg = matrix_shape.bad(tmp_path / "models.toml", "families", "missing").message
-    assert "\n" not in msg and "unset KERNELCHECK_MATRIX_DIR" in msg  # the wording's one test
+    assert "\n" not in msg and "unset KERNELCHECK_MATRIX_DIR" in msg  # wording: renderer test
 
 
 # -- 3: measured steps ----------------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_a_bad_measured_step_is_bad_input_naming_the_line_and_key(tmp_path: Path
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(rec))
     with pytest.raises(BadInput) as exc:
         cost.measurements()
-    assert f"{rec}: line 1" in exc.value.message and key in exc.value.message
+    assert f"{rec}: line 1" in exc.value.message and key in exc.value.message  # wording: renderer test (line, key)
 
 
 def test_good_measured_steps_are_read_and_blank_lines_skipped(tmp_path: Path, monkeypatch) -> None:
