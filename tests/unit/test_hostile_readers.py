@@ -245,3 +245,15 @@ def test_verify_leaves_a_torch_that_does_not_import_to_the_static_check(monkeypa
     assert run._early_device("tiny") is None
     monkeypatch.setattr(run, "_gpu_device_files", lambda: False)
     assert run._early_device("full") == "cpu"
+
+
+# -- kernelcheck's own import-proof cache under KERNELCHECK_HOME: a corrupt file is no proof, never exit 1 ----------
+
+@pytest.mark.parametrize("text", [DEEP, "{nope", '{"format": 1, "key": "k", "children": ["x"]}'])
+def test_a_corrupt_import_proof_is_no_proof(tmp_path: Path, monkeypatch, text: str) -> None:
+    from kernelcheck.doctor import proofcache
+
+    monkeypatch.setenv("KERNELCHECK_HOME", str(tmp_path))
+    proofcache.folder().mkdir(parents=True)
+    (proofcache.folder() / "k.json").write_text(text.replace('"format": 1', f'"format": {proofcache.FORMAT}'))
+    assert proofcache.load("k") is None
