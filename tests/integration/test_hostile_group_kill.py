@@ -118,3 +118,25 @@ def test_a_group_kill_of_install_target_leaves_no_pip_writing(tmp_path: Path) ->
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], "pip kept installing into the target after kernelcheck was killed"
+
+
+def test_taking_the_install_lock_ends_the_pip_its_dead_owner_left(tmp_path: Path) -> None:
+    """The lock's owner check inside install/apply.py `locked`: the lock file of a killed install names its live
+    child; the next install, on taking the lock, ends it before anything else runs."""
+    from kernelcheck.install import apply
+
+    lock = tmp_path / "wh" / ".kernelcheck.lock"
+    lock.parent.mkdir()
+    proc, child = _start("untied", lock)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    said: list[str] = []
+    try:
+        assert lifeline.alive([child]) == [child]
+        with apply.locked([lock], progress=said.append):
+            assert _gone(child, 10.0), "the dead owner's child still runs inside the new lock"
+        assert said and str(child) in said[0]
+        assert "child" not in lock.read_text()  # the new owner's record: its own pid, no stale children
+    finally:
+        if lifeline.alive([child]):
+            os.killpg(child, signal.SIGKILL)
