@@ -147,3 +147,23 @@ def test_any_batching_rule_is_parsed_to_a_bounded_int_or_refused(text: str) -> N
     except BadInput:
         return
     assert 0 < rule.value <= 10 ** 12
+
+
+_segment = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1,
+                   max_size=300)
+
+
+@FUZZ
+@given(parts=st.lists(_segment, min_size=1, max_size=3), under=st.sampled_from(["", "f", "/proc", "/sys"]))
+def test_any_named_path_is_checked_or_refused(tmp_path: Path, parts: list[str], under: str) -> None:
+    from kernelcheck.core import paths
+
+    (tmp_path / "f").write_text("")
+    base = tmp_path / under if under == "f" else Path(under) if under else tmp_path
+    path = str(base.joinpath(*parts))
+    try:
+        got = paths.checked(path, "--model")
+    except BadInput as exc:
+        assert exc.message.startswith("--model")
+        return
+    assert str(got) == path or got == Path(path)
