@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
-from kernelcheck.forecast.resolve import Change, Index
+from kernelcheck.forecast.resolve import PREFIX, Change, Index
 
 
 def _say(text: str) -> None:
@@ -53,7 +53,6 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
                        f"{tail}. Nothing in this environment was changed.")
 
 
-PREFIX = "kernelcheck-forecast-"
 
 
 def _alive(pid: int) -> bool:

@@ -6,6 +6,7 @@ decision is tested in-process; `resolve` runs pip (the only part that needs a pr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,8 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from kernelcheck.core.errors import BadInput
+
+PREFIX = "kernelcheck-forecast-"  # a forecast's temporary folders: PREFIX + the pid that made them
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,8 @@ def _existing(path: str) -> str:
 
 def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Change]:
     """Ask pip (this interpreter's) what `pip install SPECS` would change here; nothing is installed."""
-    with tempfile.TemporaryDirectory(prefix="kc-forecast-") as tmp:
+    # named by this pid, as the overlay is: a SIGKILLed forecast's folder is swept by the next (overlay.sweep)
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-report-") as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                "--report", str(report), *index.args(), *pip_args(specs)]
