@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
-from kernelcheck.forecast.resolve import PREFIX, Change, Index
+from kernelcheck.forecast.resolve import PREFIX, REPORT_PREFIX, Change, Index
 
 
 def _say(text: str) -> None:
@@ -70,8 +70,15 @@ def sweep(tmp: Path | None = None) -> list[Path]:
     PREFIX + the pid that made it. Returns what was removed."""
     tmp = tmp or Path(tempfile.gettempdir())
     removed = []
-    for folder in tmp.glob(PREFIX + "*"):
-        pid = folder.name[len(PREFIX):].split("-", 1)[0]
+    for prefix in (PREFIX, REPORT_PREFIX):
+        removed += _sweep(tmp, prefix)
+    return removed
+
+
+def _sweep(tmp: Path, prefix: str) -> list[Path]:
+    removed = []
+    for folder in tmp.glob(prefix + "*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
         if pid.isascii() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) \
                 and folder.is_dir() and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)

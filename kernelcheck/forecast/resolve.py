@@ -20,7 +20,9 @@ from packaging.utils import canonicalize_name
 
 from kernelcheck.core.errors import BadInput
 
-PREFIX = "kernelcheck-forecast-"  # a forecast's temporary folders: PREFIX + the pid that made them
+# a forecast's temporary folders, each named by the pid that made it: the overlay, and pip's report
+PREFIX = "kernelcheck-forecast-"
+REPORT_PREFIX = "kernelcheck-resolve-"
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def _existing(path: str) -> str:
 def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Change]:
     """Ask pip (this interpreter's) what `pip install SPECS` would change here; nothing is installed."""
     # named by this pid, as the overlay is: a SIGKILLed forecast's folder is swept by the next (overlay.sweep)
-    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-report-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{REPORT_PREFIX}{os.getpid()}-") as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                "--report", str(report), *index.args(), *pip_args(specs)]

@@ -83,10 +83,11 @@ def test_the_overlay_of_a_killed_forecast_is_swept_and_a_live_ones_kept(tmp_path
     live = tmp_path / f"{overlay.PREFIX}{os.getppid()}-def"
     mine = tmp_path / f"{overlay.PREFIX}{os.getpid()}-ghi"
     legacy = tmp_path / f"{overlay.PREFIX}xyz123"  # no pid in the name: not ours to judge
-    for d in (dead, live, mine, legacy):
+    report = tmp_path / f"{overlay.REPORT_PREFIX}{_dead_pid()}-jkl"  # pip's report folder of a killed resolve
+    for d in (dead, live, mine, legacy, report):
         (d / "pkg").mkdir(parents=True)
-    assert overlay.sweep(tmp_path) == [dead]
-    assert not dead.exists() and live.exists() and mine.exists() and legacy.exists()
+    assert overlay.sweep(tmp_path) == [dead, report]
+    assert not dead.exists() and not report.exists() and live.exists() and mine.exists() and legacy.exists()
 
 
 def test_the_overlay_folder_names_its_process(monkeypatch, tmp_path: Path) -> None:
