@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import os
 import signal
 import sys
@@ -32,14 +32,15 @@ PIP_NET = ["--retries", "0", "--timeout", "15"]  # every pip call that may reach
 _HELD: list[IO[str]] = []  # the lock files this process holds (install/apply.py locked)
 
 
+@functools.lru_cache(maxsize=1)
 def _prctl() -> Callable[..., int] | None:
+    """libc's prctl from the symbols this process has loaded already (dlopen(NULL): no ldconfig run)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
+        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
         return None
-    fn: Callable[..., int] = libc.prctl
     return fn
 
 
