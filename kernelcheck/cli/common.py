@@ -16,7 +16,7 @@ import click
 from kernelcheck import schemas
 from kernelcheck.cli import early, interrupts, outfile, stdout_fd
 from kernelcheck.cli.upgrade_args import upgrade_specs
-from kernelcheck.core import settings, signals
+from kernelcheck.core import paths, settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, EXIT_INTERNAL, Mode, Verdict
 from kernelcheck.report.model import Report, render_json
@@ -172,6 +172,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             _setup_output(kwargs)
             try:
                 with signals.routed(), stdout_fd.reserved(as_json):
+                    paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))
                     early.check(command, kwargs, upgrade_specs())  # usage errors before any probe

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,7 +62,8 @@ def check_writable(path: str | None, flag: str, kind: str, example: str) -> None
     """
     if not path:
         return
-    target = Path(path)
+    hint = f"Pass {flag} a path in a writable folder (it is created if missing); nothing was run."
+    target = paths.checked(path, flag, hint)
     if target.is_dir():
         raise BadInput(f"{flag} {path} is a folder; give a file name such as {target / example}.")
     probe = target.with_name(f".{target.name}.kernelcheck-probe")
@@ -70,8 +72,7 @@ def check_writable(path: str | None, flag: str, kind: str, example: str) -> None
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise BadInput(f"cannot write the {kind} file {str(target)!r}: {exc.strerror or exc}. Pass {flag} a path "
-                       "in a writable folder (it is created if missing); nothing was run.") from None
+        raise paths.os_error(target, f"cannot write the {kind} file: {flag}", exc, hint) from None
 
 
 def path() -> str | None:

@@ -30,6 +30,9 @@ def check(req: Request) -> None:
     """Usage errors, found before pip or doctor runs."""
     if req.offline and not req.wheelhouse:
         raise BadInput("--offline with --upgrade resolves from a wheelhouse only: pass --wheelhouse DIR too.")
+    from kernelcheck.forecast.resolve import pip_args
+
+    pip_args(list(req.specs))  # the specs (-r FILE) are checked before the network policy they would run under
 
 
 def run(req: Request, ctx: Context) -> Outcome[Forecast]:
@@ -38,6 +41,6 @@ def run(req: Request, ctx: Context) -> Outcome[Forecast]:
     from kernelcheck.forecast.resolve import Index
 
     check(req)
-    fc = command.run(list(req.specs), list(req.doctor_args), Index(req.wheelhouse, req.offline),
-                     if_worse=req.if_worse)
+    fc = command.run(list(req.specs), list(req.doctor_args),
+                     Index.of(req.wheelhouse, req.offline, ctx.settings.offline), if_worse=req.if_worse)
     return Outcome.of_exit(fc, fc.exit_code)

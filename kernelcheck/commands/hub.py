@@ -54,7 +54,7 @@ def parse_repo(text: str) -> RepoSpec:
     if ref is None:
         raise BadInput(f"--repo '{text}' needs a version or revision, as kernels does: {m.group(1)}@v1 "
                        f"or {m.group(1)}@<commit>.")
-    if re.fullmatch(r"v\d+", ref):
+    if re.fullmatch(r"v[0-9]+", ref):
         return m.group(1), int(ref[1:]), None
     return m.group(1), None, ref
 

@@ -11,7 +11,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_FORMS = re.compile(r"^(?:sm_?|compute_)?(\d{1,3})(?:\.(\d{1,2}))?[af]?$")
+_FORMS = re.compile(r"^(?:sm_?|compute_)?([0-9]{1,3})(?:\.([0-9]{1,2}))?[af]?$")  # ASCII digits only
 
 
 @functools.total_ordering

@@ -58,6 +58,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("fallback-cost", (W,), _D, "the measured slowdown of the torch path for this model"),
     Entry("fallback-cost-unmeasured", (I_,), _D, "no measured step for this model family: the fallback's cost is "
           "unknown"),
+    Entry("measurements-unread", (W,), _D, "KERNELCHECK_MEASUREMENTS names no file: the team's measured steps were "
+          "not read"),
     Entry("manifest-replaced", (I_,), _D, "a package kernelcheck installed was replaced since"),
     Entry("manifest-torch-changed", (W,), _D, "a compiled package was built for another torch minor"),
     Entry("manifest-arch-missing", (W,), _D, "a compiled package was built without this GPU's arch"),

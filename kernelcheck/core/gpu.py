@@ -34,7 +34,13 @@ def known() -> tuple[Capability, ...]:
     from kernelcheck.core import matrix
 
     data = matrix._load("gpus.toml")["capabilities"]
-    return tuple(Capability.parse(c) for c in data["known"])
+    try:
+        return tuple(Capability.parse(c) for c in data["known"])
+    except ValueError as exc:
+        from kernelcheck.core.matrix_shape import bad
+
+        raise bad(matrix.data_file("gpus.toml"), "capabilities.known", f"{exc}; each is a major.minor such as "
+                  "\"9.0\"") from None
 
 
 def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None) -> tuple[Gpu, ...]:

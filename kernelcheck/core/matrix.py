@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from kernelcheck.core import matrix_shape
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
@@ -32,6 +32,12 @@ def _checked_root(chosen: Path) -> Path:
     if not (chosen / "models.toml").is_file():
         raise BadInput(f"KERNELCHECK_MATRIX_DIR={chosen} has no models.toml: point it at a copy of kernelcheck's "
                        "matrix/ folder (every *.toml file of it), or unset it to use the shipped data.")
+    for name in matrix_shape.SHAPES:  # every file, checked once, before any command reads one of them
+        if name not in matrix_shape.OPTIONAL or (chosen / name).exists():
+            _load(name, chosen)
+    for alias in _load_matrix(chosen).aliases.values():
+        if alias.config:
+            matrix_shape.read_config(chosen / alias.config)
     return chosen
 
 
@@ -49,8 +55,8 @@ def data_file(name: str) -> Path:
 
 
 def _load(name: str, root: Path | None = None) -> dict[str, Any]:
-    with open((root or _root()) / name, "rb") as fh:
-        return tomllib.load(fh)
+    """One matrix file, parsed and checked against its shape (core/matrix_shape.py)."""
+    return matrix_shape.read_toml((root or _root()) / name)
 
 
 @dataclass(frozen=True)
@@ -145,9 +151,7 @@ class Matrix:
         return (*STACK_KEYS, *self.packages)
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
-        with open(_root() / relpath, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
-        return data
+        return matrix_shape.read_config(_root() / relpath)
 
     def package_of_distribution(self, dist: str) -> PackageInfo | None:
         norm = dist.lower().replace("_", "-")
@@ -163,6 +167,7 @@ def load() -> Matrix:
 
 
 @functools.lru_cache(maxsize=2)
+@matrix_shape.typed("models.toml")
 def _load_matrix(root: Path) -> Matrix:
     pkgs = packages_from(_load("packages.toml", root), root / "packages.toml")
     funcs = functions_from(_load("functions.toml", root), root / "functions.toml", frozenset(pkgs))
@@ -452,6 +457,7 @@ def load_signatures() -> TraceSignatures:
 
 
 @functools.lru_cache(maxsize=2)
+@matrix_shape.typed("signatures.toml")
 def _load_signatures(root: Path) -> TraceSignatures:
     d = _load("signatures.toml", root)
     pk = d.get("package", {})

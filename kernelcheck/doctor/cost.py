@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import settings
+from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Finding, Severity, Verdict
 from kernelcheck.report.model import Report
 
@@ -20,20 +21,74 @@ _COMPARED = ("gpu", "torch", "triton", "transformers")
 _NUMBERS = ("bound_tokens_per_s", "reference_tokens_per_s")
 
 
+MAX_RECORD_BYTES = 64 << 20  # a line per measured step; far more than any team's record
+
+
 def measurements(record: Path | None = None) -> list[dict[str, Any]]:
+    """verified.toml's [[measured]] (checked by core/matrix_shape.py) and the team's record: `record` or
+    KERNELCHECK_MEASUREMENTS (a file missing there is `record_unread`'s finding, not an error)."""
     from kernelcheck.core import matrix
 
     out = [dict(m) for m in matrix.table("verified.toml").get("measured", [])]
-    path = record or (Path(p) if (p := settings.variable("KERNELCHECK_MEASUREMENTS")) else None)
+    path = record or recorded_path()
     if path is not None and path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(item, dict) and all(isinstance(item.get(k), int | float) for k in _NUMBERS):
-                out.append(item | {"recorded_in": str(path)})
+        out += read_record(path)
     return out
+
+
+def recorded_path() -> Path | None:
+    return Path(p) if (p := settings.variable("KERNELCHECK_MEASUREMENTS")) else None
+
+
+def read_record(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines `verify --step --record` appends, each checked as a measured step (matrix_shape.MEASURED:
+    a model_type, both tokens/s finite and above 0); BadInput naming the file, the line and the key."""
+    from kernelcheck.core import matrix_shape
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise _bad_record(path, "", f"not readable ({exc.strerror or exc})") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise _bad_record(path, "", f"over {MAX_RECORD_BYTES >> 20} MB, far more than a record of steps holds")
+    out = []
+    for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line, parse_constant=_no_constant)
+        except RecursionError:
+            raise _bad_record(path, f"line {n}", "nested too deeply to be a measurement") from None
+        except ValueError as exc:
+            raise _bad_record(path, f"line {n}", f"not a JSON object ({exc})") from None
+        if (problem := matrix_shape.problem(item, matrix_shape.MEASURED)) is not None:
+            raise _bad_record(path, f"line {n}" + (f": {problem[0]}" if problem[0] else ""), problem[1])
+        out.append(item | {"recorded_in": str(path)})
+    return out
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a measurement")
+
+
+def _bad_record(path: Path, where: str, what: str) -> BadInput:
+    at = f"{path}: {where}" if where else str(path)
+    return BadInput(f"KERNELCHECK_MEASUREMENTS {at}: {what}. Each line is one JSON object as `kernelcheck verify "
+                    "--step --record FILE` writes it (model_type, bound_tokens_per_s and reference_tokens_per_s "
+                    "above 0); delete or fix that line, or unset KERNELCHECK_MEASUREMENTS.")
+
+
+def record_unread() -> Finding | None:
+    """KERNELCHECK_MEASUREMENTS names no file (missing, or a folder): said, never skipped in silence."""
+    path = recorded_path()
+    if path is None or path.is_file():
+        return None
+    what = "is a folder" if path.is_dir() else "does not exist"
+    return Finding("measurements-unread", Severity.WARNING,
+                   f"KERNELCHECK_MEASUREMENTS={path} {what}, so the team's measured steps were not read; a "
+                   "fallback's cost comes from the shipped measurements only.",
+                   "point KERNELCHECK_MEASUREMENTS at the file `kernelcheck verify --step --record FILE` writes")
 
 
 def _distance(m: Mapping[str, Any], here: Mapping[str, str | None]) -> list[str]:
@@ -74,6 +129,8 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
 
 def attach(report: Report, model: str | None) -> None:
     """Add the cost finding to a FALLBACK report of a known model (nothing for other verdicts)."""
+    if (unread := record_unread()) is not None:
+        report.findings.append(unread)
     if not model or report.verdict != Verdict.FALLBACK:
         return
     env = report.environment

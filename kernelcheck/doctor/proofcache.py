@@ -279,10 +279,11 @@ def load(key: str) -> dict[str, Any] | None:
     path = folder() / f"{key}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a cache: a corrupt or deeply nested file is no proof
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key \
-            or not isinstance(data.get("children"), list):
+            or not isinstance(data.get("children"), list) \
+            or not all(isinstance(c, dict) and isinstance(c.get("steps"), list) for c in data["children"]):
         return None
     data["file"] = str(path)
     return data

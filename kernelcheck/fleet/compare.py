@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.paths import regular_file
+from kernelcheck.core.paths import checked, regular_file
 from kernelcheck.fleet import report_check, summary
 from kernelcheck.fleet.gather import NO_REPORT, Missing
 from kernelcheck.fleet.record import RankRecord
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 def report_files(paths: list[str]) -> list[Path]:
     """The files named, a folder standing for the *.json inside it (a Slurm prolog's shared folder)."""
     out: list[Path] = []
-    for p in map(Path, paths):
+    for p in (checked(text, "compare: the report") for text in paths):  # ENAMETOOLONG & co: bad input
         if p.is_dir():
             found = sorted(p.glob("*.json"))
             if not found:

@@ -24,7 +24,7 @@ from kernelcheck.core.environment import torch_minor
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
 from kernelcheck.forecast.diff import Diff, diff
-from kernelcheck.forecast.resolve import Change, Index, resolve
+from kernelcheck.forecast.resolve import Change, Index, pip_args, resolve
 from kernelcheck.report.model import Report, read_report
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ def run(specs: Sequence[str], doctor_args: Sequence[str], index: Index, if_worse
 
     if not specs:
         raise BadInput("--upgrade needs at least one spec, e.g. --upgrade transformers==5.25.0 kernels==0.19.1.")
+    pip_args(specs)  # a bad -r FILE is refused before any doctor runs
     before = _doctor(doctor_args, None, timeout)
     changes = resolve(specs, index)
     with overlay(changes, index) as folder:

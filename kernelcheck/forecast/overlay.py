@@ -14,8 +14,9 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
-from kernelcheck.forecast.resolve import Change, Index
+from kernelcheck.forecast.resolve import PREFIX, REPORT_PREFIX, Change, Index
 
 
 def _say(text: str) -> None:
@@ -37,7 +38,7 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
            "--no-compile", "--target", str(folder), *index.args(), *(c.spec for c in changes)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lifeline.preexec())  # dies with kernelcheck
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -52,10 +53,45 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
                        f"{tail}. Nothing in this environment was changed.")
 
 
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def sweep(tmp: Path | None = None) -> list[Path]:
+    """Remove the overlays of forecasts whose process is gone (a SIGKILL leaves its folder): each folder is named
+    PREFIX + the pid that made it. Returns what was removed."""
+    tmp = tmp or Path(tempfile.gettempdir())
+    removed = []
+    for prefix in (PREFIX, REPORT_PREFIX):
+        removed += _sweep(tmp, prefix)
+    return removed
+
+
+def _sweep(tmp: Path, prefix: str) -> list[Path]:
+    removed = []
+    for folder in tmp.glob(prefix + "*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
+        if pid.isascii() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) \
+                and folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 @contextlib.contextmanager
 def overlay(changes: Sequence[Change], index: Index, timeout: float = 1800) -> Iterator[Path]:
-    """Yield a folder holding exactly `changes`; it is removed when the block ends, however it ends."""
-    folder = Path(tempfile.mkdtemp(prefix="kernelcheck-forecast-"))
+    """Yield a folder holding exactly `changes`; it is removed when the block ends, however it ends (and a
+    SIGKILLed forecast's folder by the next forecast's `sweep`)."""
+    sweep()
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     try:
         if changes:
             _say(f"forecast: installing {len(changes)} distribution(s) into a throwaway overlay {folder} "

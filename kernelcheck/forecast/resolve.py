@@ -6,6 +6,7 @@ decision is tested in-process; `resolve` runs pip (the only part that needs a pr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,10 @@ from packaging.utils import canonicalize_name
 
 from kernelcheck.core.errors import BadInput
 
+# a forecast's temporary folders, each named by the pid that made it: the overlay, and pip's report
+PREFIX = "kernelcheck-forecast-"
+REPORT_PREFIX = "kernelcheck-resolve-"
+
 
 @dataclass(frozen=True)
 class Change:
@@ -27,10 +32,11 @@ class Change:
     name: str
     before: str | None
     after: str
+    url: str | None = None  # a direct reference (local wheel, URL, VCS checkout): installed as given, not by name
 
     @property
     def spec(self) -> str:
-        return f"{self.name}=={self.after}"
+        return f"{self.name} @ {self.url}" if self.url else f"{self.name}=={self.after}"
 
 
 @dataclass(frozen=True)
@@ -40,12 +46,24 @@ class Index:
     wheelhouse: str | None = None
     offline: bool = False
 
+    @classmethod
+    def of(cls, wheelhouse: str | None, offline_flag: bool, no_network: bool) -> Index:
+        """--wheelhouse and --offline, with KERNELCHECK_OFFLINE (`no_network`): no network means pip sees the
+        wheelhouse only (--no-index), and without one there is nothing to forecast from: BadInput."""
+        offline = offline_flag or no_network
+        if offline and not wheelhouse:
+            why = "--offline" if offline_flag else "KERNELCHECK_OFFLINE is set, so"
+            raise BadInput(f"{why} the forecast may not use the network: pass --wheelhouse DIR holding the "
+                           "upgrade's wheels (pip then resolves from it alone), or unset KERNELCHECK_OFFLINE.")
+        return cls(wheelhouse, offline)
+
     def args(self) -> list[str]:
+        from kernelcheck.core.lifeline import PIP_NET  # the bound install's pip calls have: no 115 s waits
+
         out: list[str] = []
         if self.wheelhouse:
             out += ["--find-links", self.wheelhouse]
-        if self.offline:
-            out.append("--no-index")
+        out += ["--no-index"] if self.offline else PIP_NET
         return out
 
 
@@ -69,8 +87,21 @@ def changes_from_report(report: Mapping[str, Any], installed: Mapping[str, str])
             continue
         before = installed.get(canonicalize_name(name))
         if before != version:
-            out.append(Change(canonicalize_name(name), before, str(version)))
+            out.append(Change(canonicalize_name(name), before, str(version), direct_url(item)))
     return sorted(out, key=lambda c: c.name)
+
+
+def direct_url(item: Mapping[str, Any]) -> str | None:
+    """The artifact pip chose for a direct requirement (a local wheel, a URL, a VCS checkout at its commit), from
+    the report's download_info; None for a requirement resolved from an index by name."""
+    info = item.get("download_info")
+    if not item.get("is_direct") or not isinstance(info, dict) or not isinstance(info.get("url"), str):
+        return None
+    url: str = info["url"]
+    vcs = info.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str) and isinstance(vcs.get("commit_id"), str):
+        return f"{vcs['vcs']}+{url}@{vcs['commit_id']}"
+    return url
 
 
 def pip_args(specs: Sequence[str]) -> list[str]:
@@ -95,14 +126,21 @@ def pip_args(specs: Sequence[str]) -> list[str]:
 
 
 def _existing(path: str) -> str:
-    if not Path(path).is_file():
+    from kernelcheck.core import paths
+
+    words = paths.kind(paths.checked(path, "--upgrade -r"))
+    if words == paths.MISSING:
         raise BadInput(f"--upgrade -r {path}: no such requirements file.")
+    if words is not None:
+        raise BadInput(f"--upgrade -r {path} is {words}, not a requirements file: name the file itself (e.g. "
+                       f"--upgrade -r {Path(path) / 'requirements.txt'}).")
     return path
 
 
 def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Change]:
     """Ask pip (this interpreter's) what `pip install SPECS` would change here; nothing is installed."""
-    with tempfile.TemporaryDirectory(prefix="kc-forecast-") as tmp:
+    # named by this pid, as the overlay is: a SIGKILLed forecast's folder is swept by the next (overlay.sweep)
+    with tempfile.TemporaryDirectory(prefix=f"{REPORT_PREFIX}{os.getpid()}-") as tmp:
         report = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                "--report", str(report), *index.args(), *pip_args(specs)]

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelcheck.core import gpu, manifest, matrix
+from kernelcheck.core import gpu, lifeline, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
 from kernelcheck.core.plan_step import Step
@@ -63,17 +63,21 @@ def locked(paths: list[Path], progress: Callable[[str], None] = print) -> Iterat
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 fh.seek(0)
-                holder = fh.read().strip() or "another process"
+                holder = (fh.read().strip() or "another process").splitlines()[0]
                 progress(f"waiting for another kernelcheck install to finish ({holder}, lock {p}) ...")
                 fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0)
+            lifeline.end_orphans(fh.read(), progress)  # a pip whose kernelcheck died holding this lock
             fh.seek(0)
             fh.truncate()
             fh.write(f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}\n")
             fh.flush()
             fhs.append(fh)
+            lifeline.hold(fh)
         yield
     finally:
         for fh in reversed(fhs):
+            lifeline.release(fh)
             fcntl.flock(fh, fcntl.LOCK_UN)
             fh.close()
 
@@ -129,8 +133,10 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     scratch = constraints.parent / "pip-tmp"
     scratch.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(scratch))
+    # tied to this process (core/lifeline.py): a SIGKILL of kernelcheck's group must not leave pip writing
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=env)
+                            env=env, preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+    lifeline.note_child(proc.pid)
     try:
         out, err = proc.communicate()
     except BaseException:
@@ -295,6 +301,7 @@ def execute(plan: Plan, env: Environment, wheelhouse: Path, target: str | None, 
         dists = [info.name.name for _, info, _ in ready]
         files = [info.path for _, info, _ in ready]
         where = manifest.target_path(target) if target else None
+        manifest.check(where or manifest.path())  # a corrupt manifest is bad input before pip changes anything
         txn: Path | None = None
         try:
             site.mkdir(parents=True, exist_ok=True)

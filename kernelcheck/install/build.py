@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelcheck.core import gpu
+from kernelcheck.core import gpu, lifeline
 from kernelcheck.core.errors import BuildFailed
 from kernelcheck.install import wheels
 
@@ -307,7 +307,9 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             # its own process group: on SIGINT/SIGTERM/any error the whole group (pip, ninja, nvcc, cicc,
             # cc1plus) is ended before the build folder goes away
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                    cwd=str(src), errors="replace", start_new_session=True)
+                                    cwd=str(src), errors="replace", start_new_session=True,
+                                    preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
+            lifeline.note_child(proc.pid)  # its group, ended by the next install if kernelcheck dies first
             try:
                 _stream(proc, log_fh, progress, started)
                 rc = proc.wait()

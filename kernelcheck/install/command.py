@@ -37,7 +37,7 @@ from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Sta
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import plan_types, sources, txn
+from kernelcheck.install import plan_types, sources, txn, writable
 from kernelcheck.report.model import Before, ErrorReport, Installed, Prediction, Report, read_report
 from kernelcheck.report.progress import working
 from kernelcheck.report.sections import EnvironmentView
@@ -291,7 +291,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
 
     if req.dry_run:
         return _dry_run(report, lambda tmp: plan_now(env, tmp), wheelhouse, before, req.build.given)
-    wheelhouse.mkdir(parents=True, exist_ok=True)
+    writable.wheelhouse(wheelhouse, named=bool(req.wheelhouse))  # read-only HOME: exit 2 with the way out
+    writable.target(req.target)
     with installer.locked(installer.lock_paths(wheelhouse, req.target), progress):
         txn.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
@@ -382,7 +383,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
 
     lock = wheelhouse / "kernels.lock"
     if not req.dry_run:
-        wheelhouse.mkdir(parents=True, exist_ok=True)
+        writable.wheelhouse(wheelhouse, named=bool(req.wheelhouse))
     # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
     steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
                                dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)

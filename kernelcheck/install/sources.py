@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import matrix, settings
+from kernelcheck.core import lifeline, matrix, settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build, wheels
@@ -30,7 +30,7 @@ from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-expor
 from kernelcheck.report.progress import working
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")
-PIP_NET = ["--retries", "0", "--timeout", "15"]
+PIP_NET = lifeline.PIP_NET
 
 
 def default_wheelhouse() -> Path:

@@ -19,6 +19,9 @@ from kernelcheck.core.errors import BadInput
 log = logging.getLogger(__name__)
 
 
+MAX_RULE_VALUE = 10 ** 12  # tokens or examples in one batch: far above any real one, far below int64's end
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str  # budget | batch | packing
@@ -27,10 +30,13 @@ class Rule:
     @classmethod
     def parse(cls, text: str) -> Rule:
         kind, _, num = text.partition(":")
-        if kind not in ("budget", "batch", "packing") or not num.isdigit() or int(num) <= 0:
+        if kind not in ("budget", "batch", "packing") or not (num.isascii() and num.isdigit()) or int(num) <= 0:
             raise BadInput(f"--batching {text!r} is not a batching rule. Use budget:TOKENS (pad to the longest "
                            "under a token budget, e.g. budget:8192), batch:SIZE (fixed batch size, e.g. batch:8) "
                            "or packing:TOKENS (padding-free rows of that many tokens).")
+        if int(num) > MAX_RULE_VALUE:
+            raise BadInput(f"--batching {text!r}: {num} is more than any batch holds (at most {MAX_RULE_VALUE:,}); "
+                           "give the token budget, batch size or row length of the real job, e.g. budget:8192.")
         return cls(kind, int(num))
 
     def __str__(self) -> str:

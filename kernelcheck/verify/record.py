@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 from kernelcheck.report.sections import EnvironmentView, ModelRef
@@ -24,11 +25,9 @@ def check_path(path: str | None) -> None:
         raise BadInput(f"--record {path}: is a folder; name a file (JSON lines are appended to it).")
     if not p.parent.exists() or not p.parent.is_dir():
         raise BadInput(f"--record {path}: the folder {str(p.parent)!r} does not exist; nothing was run.")
-    try:
-        with p.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise BadInput(f"--record {path}: cannot append to it ({exc.strerror or exc}); nothing was run.") from None
+    with paths.open_checked(p, "a", "--record", "Name a file kernelcheck can append to; nothing was run.",
+                            encoding="utf-8"):
+        pass
 
 
 def measurement(step: StepSection, environment: EnvironmentView | None, model: ModelRef | None,

@@ -237,6 +237,17 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
 
 
 
+def _early_device(shape: str) -> str | None:
+    """The device, known before the static check; None when torch does not import here: the static check then
+    refuses the environment as doctor does (exit 2 without torch, 4 with a torch whose import fails)."""
+    if shape == "full" and not _gpu_device_files():
+        return "cpu"
+    try:
+        return _device()[0]
+    except (Exception, SystemExit):  # noqa: BLE001 - any failure of torch's import is doctor's to judge
+        return None
+
+
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
            m: matrix.Matrix | None = None) -> Report:
@@ -250,7 +261,8 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if tokens is not None and tokens < 1:
         raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
     # at once, not after the static check and the model's import; without GPU device files, before torch's import
-    _full_needs_cuda(shape, "cpu" if shape == "full" and not _gpu_device_files() else _device()[0])
+    if (early := _early_device(shape)) is not None:
+        _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
     m = _given(m)
     with working("kernelcheck verify: static check (importing the model's modeling module)"):

@@ -41,7 +41,7 @@ def test_a_teams_own_record_is_read_and_preferred_when_closer(tmp_path: Path, mo
     rec = tmp_path / "m.jsonl"
     mine = dict(H200, transformers="5.25.0", model_type="qwen3_5", date="2026-12-04", command="mine",
                 bound_tokens_per_s=3000.0, reference_tokens_per_s=600.0)
-    rec.write_text("not json\n" + json.dumps(mine) + "\n")
+    rec.write_text(json.dumps(mine) + "\n")  # a line that is not a measurement: tests/unit/test_hostile_readers.py
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(rec))
     m, distance = cost.choose(cost.measurements(), "qwen3_5", dict(H200, transformers="5.25.0"))
     assert m is not None and m["command"] == "mine" and distance == [] and m["recorded_in"] == str(rec)
