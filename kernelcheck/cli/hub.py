@@ -76,7 +76,7 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
     from kernelcheck.core import environment, gpu
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub, kernels_prefetch, transformers_models
-    from kernelcheck.report.model import Finding, Report
+    from kernelcheck.report.model import Report
     from kernelcheck.report.sections import EnvironmentView, ModelRef
 
     if (lock or dry_run) and not prefetch:
@@ -107,21 +107,16 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
                                    target=target)
         _judge_repo(report, section, res)
     # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
-    if model and not section.used and not parsed and not prefetch:
-        report.findings.append(Finding(
-            HUB_DECIDES_NOTHING, Severity.FALLBACK,
-            f"this job would not load Hub kernels ({section.why or 'use_kernels is off'}), so kernelcheck hub "
-            "cannot say that any of the model's functions run fast: it judges the Hub path only.",
-            f"kernelcheck doctor --model {model} --mode {mode}  (the verdict for the functions; pass "
-            "--use-kernels here if the job loads with use_kernels=True)"))
+    nothing = hub_check.decides_nothing(section, model, mode) if model and not parsed and not prefetch else None
+    if nothing is not None:
+        report.findings.append(nothing)
     return finish(report, as_json)
 
 
 # `kernelcheck hub` judges the Kernel Hub path only. When that path is not taken, or a check could not be
 # completed (the Hub unreachable for --repo, a failed --prefetch), it has proven nothing fast: exit 3, never 0.
 # Not 4 either: nothing was shown to crash; the job would keep (or fall back to) the torch forward or whatever
-# doctor reports. See docs/hub.md "Severity and exit codes".
-HUB_DECIDES_NOTHING = "hub-decides-nothing"
+# doctor reports. See docs/hub.md "Severity and exit codes" (hub/check.py decides_nothing).
 
 
 def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, functions: tuple[str, ...],
@@ -148,7 +143,7 @@ def _prefetch(report: Any, env: Any, model: str | None, modeling: str | None, fu
     steps = kernels_prefetch.prefetch(targets, env=env, lock_path=lock, dry_run=dry_run, progress=say, target=target)
     report.plan = steps
     for st in steps:
-        if st.action in ("failed", "skipped"):  # an incomplete step, not a crash: see HUB_DECIDES_NOTHING
+        if st.action in ("failed", "skipped"):  # an incomplete step, not a crash: see hub-decides-nothing
             report.findings.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK,
                                            f"{st.spec}: {st.reason} (the build is not in the cache)",
                                            st.command or None))

@@ -6,13 +6,14 @@ import functools
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from kernelcheck.core import model_history
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
@@ -91,6 +92,14 @@ class ModelType:
     layer: str = ""
     text_model_type: str = ""
     since: str = ""  # the first transformers release that has this model_type
+    # (before, family, functions): what the type's layers called in transformers releases older than `before`
+    earlier: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def at(self, transformers_version: str | None) -> ModelType:
+        """This type as transformers `transformers_version` builds it: an `earlier` family for an older release;
+        the current one for the newest releases or when no transformers version is known."""
+        earlier = model_history.family_at(self.earlier, transformers_version)
+        return self if earlier is None else replace(self, family=earlier[0], functions=earlier[1], earlier=())
 
 
 @dataclass(frozen=True)
@@ -182,6 +191,8 @@ def _load_matrix(root: Path) -> Matrix:
             layer=d.get("layer", ""),
             text_model_type=d.get("text_model_type", ""),
             since=d.get("since", ""),
+            earlier=model_history.earlier_from(d.get("earlier", []), families, functools.partial(
+                _bad, root / "models.toml", f"[model_types.{n}] earlier")),
         )
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}

@@ -228,6 +228,29 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     return section
 
 
+# `kernelcheck hub` judges the Kernel Hub path only. When that path is not taken, or no Hub kernel applies on the
+# device (transformers maps none for it: every layer and function keeps its torch or package path), it has proven
+# nothing fast: exit 3, never 0 (a "nothing checked" gate is never READY). Not 4 either: nothing was shown to crash.
+HUB_DECIDES_NOTHING = "hub-decides-nothing"
+
+
+def decides_nothing(section: HubSection, model: str, mode: str) -> Finding | None:
+    """hub-decides-nothing for `kernelcheck hub --model`, when this job would load no Hub kernel: Hub kernels are
+    not used, or none of the model's mapped kernels applies on the section's device; None when one was judged."""
+    if not section.used:
+        why = f"this job would not load Hub kernels ({section.why or 'use_kernels is off'})"
+    elif not any(r.repo is not None for r in section.names):
+        why = (f"no Hub kernel that transformers maps applies to this model on {section.device} (every layer and "
+               "function keeps the path bound at import)")
+    else:
+        return None
+    return Finding(HUB_DECIDES_NOTHING, Severity.FALLBACK,
+                   f"{why}, so kernelcheck hub cannot say that any of the model's functions run fast: it judges the "
+                   "Hub path only.",
+                   f"kernelcheck doctor --model {model} --mode {mode}  (the verdict for the functions; pass "
+                   "--use-kernels here if the job loads with use_kernels=True)")
+
+
 def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: kernels_hub.TransformersHub,
                 use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
     """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""

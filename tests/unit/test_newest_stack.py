@@ -1,0 +1,54 @@
+"""The regressions the newest releases (transformers 5.25 + kernels 0.19.1, what the README's set-up resolves to)
+brought in, each pinned by a test that runs on both the pinned stack and the newest one (the "today" lane of
+.ci/run runs the fast lane there): a `kernelcheck hub` that checked nothing is never READY."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from kernelcheck.cli.main import main
+from kernelcheck.core.status import Verdict
+from kernelcheck.hub import check as hub_check
+from kernelcheck.integrations.kernels_hub import HubRepo, MappingEntry, TransformersHub
+from kernelcheck.report.hub import HubMapEntry, HubRow, HubTransformers
+from kernelcheck.report.model import HubSection, Report
+from tests.environments import make_env
+
+FLA = MappingEntry("chunk_gated_delta_rule", "cuda", ("TRAINING",), HubRepo("kernels-community/fla",
+                   "chunk_gated_delta_rule", version=2))
+TH = TransformersHub("5.25.0", "0.19.1", ("0.19.1", "0.20.0"), "import_utils", True, "YES", False, True, True,
+                     "modeling_utils.py line 4224", True, (FLA,), "hub_kernels.py", None, ())
+
+
+def _section(used: bool, rows: list[HubRow], device: str = "cpu") -> HubSection:
+    return HubSection([], used, None if used else "use_kernels is off", device, "train", True,
+                      HubTransformers.of(TH), [HubMapEntry.of(FLA)], rows, [])
+
+
+def test_hub_used_but_mapping_nothing_for_the_device_decides_nothing() -> None:
+    """5.25 defaults use_kernels to True, and on a CPU it maps no Hub kernel: nothing was checked, so not READY."""
+    cpu = [HubRow("chunk_gated_delta_rule", "function", True, note="no Hub kernel for cpu")]
+    f = hub_check.decides_nothing(_section(True, cpu), "qwen3.8-27b", "train")
+    assert f is not None and f.id == "hub-decides-nothing" and f.severity == "fallback"
+    rep = Report("hub", None, None, "train")
+    rep.findings.append(f)
+    assert rep.verdict == Verdict.FALLBACK
+    assert hub_check.decides_nothing(_section(False, cpu), "qwen3.8-27b", "train") is not None  # not used: as before
+    judged = [HubRow("chunk_gated_delta_rule", "function", True, repo="kernels-community/fla@v2",
+                     variant="torch-universal")]
+    assert hub_check.decides_nothing(_section(True, judged, "cuda"), "qwen3.8-27b", "train") is None
+
+
+def test_hub_for_a_model_on_a_cpu_machine_is_never_ready(monkeypatch) -> None:
+    """The installed transformers and kernels, whichever they are (5.24: Hub kernels off by default; 5.25: on by
+    default, but none mapped for cpu), on a CPU machine (the probe's answer given, not run)."""
+    from kernelcheck.core import environment
+    from kernelcheck.integrations import transformers_models
+
+    cpu = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None, nvcc=None,
+                           transformers=transformers_models.installed_version() or "5.24.0")
+    monkeypatch.setattr(environment, "probe", lambda **_: cpu)
+    res = CliRunner().invoke(main, ["hub", "--model", "qwen3.8-27b", "--device", "cpu"],
+                             env={"HF_HUB_OFFLINE": "1"})
+    assert res.exit_code == 3, res.output
+    assert "[hub-decides-nothing]" in res.output
