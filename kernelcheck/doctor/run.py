@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernelcheck.core import decide, environment, manifest, matrix, models
+from kernelcheck.core import device as device_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Mode, Severity, Status
@@ -299,6 +300,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     env = env or environment.probe(packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
+    report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
+    hub_device = report.device.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
     if not env.transformers:

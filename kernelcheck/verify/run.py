@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import decide, matrix, models, settings
+from kernelcheck.core.device import Device
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
@@ -250,8 +251,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     # at once, not after the static check and the model's import; without GPU device files, before torch's import
     _full_needs_cuda(shape, "cpu" if shape == "full" and not _gpu_device_files() else _device()[0])
     t0 = time.perf_counter()
+    here = _device()[0].split(":")[0]  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
-        report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
+        report = run_doctor(query, mode, exact=True, hub_device=here)  # verify imports the modeling module anyway
+    report.device = Device(here, "run-here", True)
     report.command = command
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
     return report

@@ -4,6 +4,8 @@ brought in, each pinned by a test that runs on both the pinned stack and the new
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
@@ -48,7 +50,9 @@ def test_hub_for_a_model_on_a_cpu_machine_is_never_ready(monkeypatch) -> None:
     cpu = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None, nvcc=None,
                            transformers=transformers_models.installed_version() or "5.24.0")
     monkeypatch.setattr(environment, "probe", lambda **_: cpu)
-    res = CliRunner().invoke(main, ["hub", "--model", "qwen3.8-27b", "--device", "cpu"],
+    res = CliRunner().invoke(main, ["hub", "--model", "qwen3.8-27b", "--device", "cpu", "--json"],
                              env={"HF_HUB_OFFLINE": "1"})
     assert res.exit_code == 3, res.output
-    assert "[hub-decides-nothing]" in res.output
+    data = json.loads(res.stdout)
+    assert "hub-decides-nothing" in [f["id"] for f in data["findings"]]
+    assert data["device"] == {"type": "cpu", "origin": "flag", "visible": True}
