@@ -339,7 +339,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc())  # no printed fix makes it worse
     if hub is not False:
-        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
+                   submodel.dropped(report.findings))
     return report
 
 
@@ -468,10 +469,12 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
 
 
 def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
-               mode: str, hub: bool | None, device: str | None, source: str, query: str | None) -> None:
+               mode: str, hub: bool | None, device: str | None, source: str, query: str | None,
+               dropped: tuple[str, ...] = ()) -> None:
     from kernelcheck.hub import check as hub_check
 
-    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
+    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query,
+                    dropped=dropped)
 
 
 def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:

@@ -178,8 +178,9 @@ def _rows(th: kernels_hub.TransformersHub, names: dict[str, str], env: environme
 def check(report: Report, env: environment.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: kernels_hub.HubSystem | None = None) -> HubSection:
-    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
+          target: kernels_hub.HubSystem | None = None, dropped: tuple[str, ...] = ()) -> HubSection:
+    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section. `dropped`: the
+    module's functions the model never calls (a vision or audio tower: doctor/submodel.py), left out."""
     th = kernels_hub.transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = gpu.default_device(env, device, target)
@@ -194,6 +195,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
     names: dict[str, str] = kernels_hub.model_hub_names(modeling_module) if modeling_module else {}
+    names = {n: kind for n, kind in names.items() if n not in dropped}
     for f in functions:
         names.setdefault(f, "function")
     if names:
