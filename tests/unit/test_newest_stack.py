@@ -56,3 +56,30 @@ def test_hub_for_a_model_on_a_cpu_machine_is_never_ready(monkeypatch) -> None:
     data = json.loads(res.stdout)
     assert "hub-decides-nothing" in [f["id"] for f in data["findings"]]
     assert data["device"] == {"type": "cpu", "origin": "flag", "visible": True}
+
+
+def test_the_ground_truth_harness_imports_no_test_runner_at_module_level() -> None:
+    """`python -m tests.groundtruth` runs in a user's venv (a CUDA torch build without pytest): the harness and the
+    test modules it imports (tests/envs.py builds its sites) import pytest only where pytest runs them."""
+    import ast
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parents[1]
+    todo, seen = ["groundtruth"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = ast.parse((tests / f"{name}.py").read_text())
+        nested = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                  for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if id(node) in nested or not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            assert not any(m.split(".")[0] in ("pytest", "hypothesis", "_pytest") for m in mods), (name, mods)
+            todo += [m.split(".", 1)[1] for m in mods if m.startswith("tests.") and (tests / f"{m[6:]}.py").exists()]
+        if name == "groundtruth":  # and what main() imports when it builds a site
+            todo.append("envs")
+    assert {"groundtruth", "groundtruth_compare", "envs"} <= seen
