@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from kernelcheck.core import device
+from kernelcheck.core import device, gpu
 from kernelcheck.core.environment import TorchInfo
 from kernelcheck.hub import check as hub_check
 from kernelcheck.integrations.kernels_hub import Resolution
@@ -34,6 +34,7 @@ def test_arch_implies_a_cuda_device_even_on_a_cpu_torch_build() -> None:
     """The upgrade gate `doctor --arch 9.0 --upgrade ... --if-worse` must not judge the CPU silently."""
     cpu_box_arch = replace(ARCH, torch=CPU_TORCH.torch)
     assert device.choose(cpu_box_arch) == device.Device("cuda", "arch", False)
+    assert gpu.default_device(cpu_box_arch) == "cuda"  # the Hub mapping and the prefetch take the same device
     assert device.choose(ARCH, "cpu") == device.Device("cpu", "flag", True)  # --device wins
 
 
