@@ -83,3 +83,21 @@ def test_the_ground_truth_harness_imports_no_test_runner_at_module_level() -> No
         if name == "groundtruth":  # and what main() imports when it builds a site
             todo.append("envs")
     assert {"groundtruth", "groundtruth_compare", "envs"} <= seen
+
+
+def test_the_today_lane_runs_the_readmes_own_set_up_commands() -> None:
+    """.ci/run's "today" lane installs what scripts/readme_setup.py reads from the README: torch first, then
+    kernelcheck with its test extra, unpinned otherwise (what a newcomer gets that day)."""
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(repo / "scripts"))
+    try:
+        import readme_setup
+    finally:
+        sys.path.pop(0)
+    commands = readme_setup.setup_commands((repo / "README.md").read_text())
+    assert commands[0].startswith("pip install torch") and commands[-1] == "pip install -e '.[test]'"
+    assert "scripts/readme_setup.py" in (repo / ".ci" / "run").read_text()
+    assert readme_setup.setup_commands("```bash\npip install x\n```\n") == []  # not the fast lane's block
