@@ -23,13 +23,21 @@
 #   cuda_home_empty baseline, nvcc on PATH, CUDA_HOME naming a folder without bin/nvcc (tilelang compiles with
 #                 $CUDA_HOME/bin/nvcc only; fla counts PATH: rule tilelang-jit-cuda-home-no-nvcc)
 #   nvcc_hidden   baseline with the CUDA toolkit hidden (no nvcc)
+#   t525_load_llama / t525_load_qwen35   transformers 5.25.0 + kernels 0.19.1 alone (no kernel package),
+#                 HF_HUB_OFFLINE=1, an empty Hub cache per load: a tiny llama / qwen3_5 built from its config, saved,
+#                 loaded with from_pretrained (plain, then .to(cuda); and device_map=cuda), one train step
+#                 (benchmarks/hub_offline_load.py): does the load raise? The proof for doctor's CUDA prediction
+#                 (hub-not-listable). Each: load-plain.json, load-device_map.json, doctor-cuda.json/.rc,
+#                 doctor-cpu.json/.rc. Only these rows need only the 5.25 wheels: T525=DIR names a flat folder of
+#                 them (default part4 under $WH; an absolute folder works), e.g.
+#                 T525=$PWD/.carry/t525 ROWS="t525_load_llama t525_load_qwen35" bash benchmarks/gpu_differential.sh
 # Each row: truth.json, doctor-train.json, doctor-infer.json, verify-train.json, verify-infer.json (+ .err);
 # summary.md; everything tarred into $OUT/differential.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WH=${WH:-/tmp/kcwh}
 RES=${RES:-/tmp/diff}
-S=/tmp/s
+S=${S:-/tmp/s}
 PY=${PYTHON:-python3}
 MODEL=/tmp/tiny-q35
 mkdir -p "$RES" "$S"
@@ -40,20 +48,25 @@ site() {  # site NAME WHEEL-GLOB...
   local name=$1; shift
   [ -d "$S/$name" ] && return 0
   local files=()
-  for g in "$@"; do files+=( $WH/$g ); done
+  for g in "$@"; do case $g in /*) files+=( $g ) ;; *) files+=( $WH/$g ) ;; esac; done
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$S/$name" "${files[@]}" \
     > "$RES/site-$name.log" 2>&1 || { echo "site $name failed"; tail -3 "$RES/site-$name.log"; }
 }
-site base "fla_core-0.6.0-*.whl" "einops-*.whl"
-site cc "causal_conv1d-1.7.0-*.whl"
-site tl "tilelang-0.1.15-*.whl" "apache_tvm_ffi-0.1.12-*.whl" "torch_c_dlpack_ext-*.whl" "z3_solver-*.whl"
-site tvm13 "part4/pert/apache_tvm_ffi-0.1.13-*.whl"
-site fla052 "part4/pert/fla_core-0.5.2-*.whl"
-site t525 "part4/transformers-5.25.0-*.whl" "part4/kernels-0.19.1-*.whl" "part4/huggingface_hub-*.whl" \
-  "part4/tomlkit-*.whl" "part4/hf_xet-*.whl" "part4/httpx2-*.whl" "part4/httpcore2-*.whl" "part4/truststore-*.whl" \
-  "part4/idna-*.whl" "part4/anyio-*.whl" "part4/h11-*.whl" "part4/click-*.whl"
+ROWS=${ROWS:-all}
+[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub cuda_home_empty t525_load_llama t525_load_qwen35 nvcc_hidden"
+T525=${T525:-part4}  # under $WH, or an absolute folder
+site t525 "$T525/transformers-5.25.0-*.whl" "$T525/kernels-0.19.1-*.whl" "$T525/huggingface_hub-*.whl" \
+  "$T525/tomlkit-*.whl" "$T525/hf_xet-*.whl" "$T525/httpx2-*.whl" "$T525/httpcore2-*.whl" "$T525/truststore-*.whl" \
+  "$T525/idna-*.whl" "$T525/anyio-*.whl" "$T525/h11-*.whl" "$T525/click-*.whl"
+if [ -n "$(for r in $ROWS; do case $r in t525_load_*) ;; *) echo "$r" ;; esac; done)" ]; then
+  site base "fla_core-0.6.0-*.whl" "einops-*.whl"
+  site cc "causal_conv1d-1.7.0-*.whl"
+  site tl "tilelang-0.1.15-*.whl" "apache_tvm_ffi-0.1.12-*.whl" "torch_c_dlpack_ext-*.whl" "z3_solver-*.whl"
+  site tvm13 "part4/pert/apache_tvm_ffi-0.1.13-*.whl"
+  site fla052 "part4/pert/fla_core-0.5.2-*.whl"
+  [ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu_truth.py --model-dir $MODEL --save-only
+fi
 echo "sites ready in $(( $(date +%s) - t0 )) s"; du -sh $S/* 2>/dev/null | tr '\n' ' '; echo
-[ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu_truth.py --model-dir $MODEL --save-only
 
 row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
   case $1 in
@@ -68,6 +81,28 @@ row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
     t525_nohub) echo "$S/t525:$S/tl:$S/cc:$S/base HF_HUB_OFFLINE=1 HF_HOME=/tmp/hf-empty USE_HUB_KERNELS=0" ;;
     cuda_home_empty) echo "$S/tl:$S/cc:$S/base CUDA_HOME=/tmp/cuda-empty" ;;
   esac
+}
+
+load_row() {  # t525_load_<model>: does from_pretrained raise under 5.25 + kernels 0.19.1, offline, empty cache?
+  local row=$1 d=$RES/$1 mt folder r0
+  case $row in t525_load_llama) mt=llama ;; t525_load_qwen35) mt=qwen3_5 ;; esac
+  folder=/tmp/tiny-$mt; mkdir -p "$d"; r0=$(date +%s)
+  local base=(env "PYTHONPATH=$S/t525:$PWD" HF_HUB_OFFLINE=1 "KERNELCHECK_HOME=$d/kchome")
+  [ -f $folder/config.json ] || "${base[@]}" HF_HOME=$(mktemp -d) $PY benchmarks/hub_offline_load.py --model-type $mt \
+    --folder $folder --save-only > "$d/save.json" 2> "$d/save.err"
+  for load in plain device_map; do
+    "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY benchmarks/hub_offline_load.py --model-type $mt --folder $folder \
+      --load $load --device cuda > "$d/load-$load.json" 2> "$d/load-$load.err"
+  done
+  for dev in cuda cpu; do
+    "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY -m kernelcheck doctor --model $folder --mode train --device $dev \
+      --json > "$d/doctor-$dev.json" 2> "$d/doctor-$dev.err"; echo $? > "$d/doctor-$dev.rc"
+  done
+  echo "$row done in $(( $(date +%s) - r0 )) s:" $(cat "$d"/load-*.json | $PY -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    print(r["load"], "loaded=%s step_ok=%s" % (r["loaded"], r["step_ok"]), r["load_error"] or r["step_error"] or "")') \
+    "doctor cuda=$(cat "$d/doctor-cuda.rc") cpu=$(cat "$d/doctor-cpu.rc")"
 }
 
 run_row() {
@@ -89,11 +124,9 @@ run_row() {
   echo "$row done in $(( $(date +%s) - r0 )) s"
 }
 
-ROWS=${ROWS:-all}
-[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub cuda_home_empty nvcc_hidden"
 par=""; last=""
 for r in $ROWS; do if [ "$r" = nvcc_hidden ]; then last=nvcc_hidden; else par="$par $r"; fi; done
-for r in $par; do run_row "$r" & done
+for r in $par; do case $r in t525_load_*) load_row "$r" & ;; *) run_row "$r" & ;; esac; done
 wait
 if [ -n "$last" ]; then
   mkdir -p /tmp/hidden-cuda; hidden=()
@@ -104,5 +137,6 @@ if [ -n "$last" ]; then
 fi
 
 $PY benchmarks/differential_table.py "$RES" > "$RES/summary.md" 2>&1; cat "$RES/summary.md"
+for f in "$RES"/t525_load_*/load-*.json; do [ -f "$f" ] && echo "$f: $(head -c 600 "$f")"; done
 echo "== done in $(( $(date +%s) - t0 )) s"
 tar czf "${OUT:-/tmp}/differential.tgz" -C "$RES" --exclude=kchome --exclude=tlcache .

@@ -20,6 +20,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "kernelcheck" / "schemas"
 sys.path.insert(0, str(ROOT))
+from kernelcheck.core.device import ORIGINS as DEVICE_ORIGINS  # noqa: E402 - the origins' one home
 from kernelcheck.core.plan_step import RejectKind, StepKind  # noqa: E402 - the kinds' one home
 from kernelcheck.fleet.gather import KINDS as MISSING_KINDS  # noqa: E402 - why a rank is missing: its one home
 
@@ -98,6 +99,7 @@ PACKING_BATCH: S = {
                          "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
     "payoff": opt(PAYOFF),
 }
+DEVICE = obj({"type": STR, "origin": {"enum": list(DEVICE_ORIGINS)}, "visible": BOOL}, closed=True)
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
 
 
@@ -115,9 +117,10 @@ def kinds() -> dict[str, S]:
         "doctor": report("doctor", {}, {"needs": obj({"functions": arr(STR), "packages": arr(STR),
                                                       "attn_implementation": STR}),
                                         "bindings": obj({"regime": STR, "module": STR}), "hub": HUB, "live": LIVE,
-                                        "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ},
+                                        "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ,
+                                        "device": DEVICE},
                          "kernelcheck doctor --json"),
-        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING},
+        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING, "device": DEVICE},
                          "kernelcheck verify --json"),
         "install": report("install", {"before": obj({"verdict": VERDICT, "functions": OBJ}),
                                       "plan": arr(PLAN_STEP)},
@@ -125,7 +128,7 @@ def kinds() -> dict[str, S]:
                            "manifest": {}, "install_seconds": NUM, "doctor_after": opt(OBJ)},
                           "kernelcheck install --json (--dry-run: predicted/executed; after an install: installed)"),
         "hub": report("hub", {"hub": HUB}, {"plan": arr(OBJ), "predicted": VERDICT, "executed": BOOL,
-                                            "lock": opt(STR)}, "kernelcheck hub --json"),
+                                            "lock": opt(STR), "device": DEVICE}, "kernelcheck hub --json"),
         "trace": report("trace", {"trace": obj({"file": STR, "events": INT, "cpu_only": BOOL,
                                                 "diagnosis": STR}),
                                   "summary": COUNTS, "steps": arr(COUNTS)}, {"breakdown": OBJ},
@@ -174,7 +177,7 @@ def kinds() -> dict[str, S]:
                                                     "outcome": {"enum": ["import-error", "silent-fallback",
                                                                          "unknown"]},
                                                     "fix": STR})),
-                            "before": OBJ, "after": OBJ}),
+                            "before": OBJ, "after": OBJ}, {"device": DEVICE}),
                      "title": "kernelcheck doctor --upgrade --json (before and after: doctor reports)"},
         "error": {**obj({"schema": {"const": "kernelcheck.error/1"}, "command": STR, "verdict": {"type": "null"},
                          "exit_code": INT, "error": STR}),

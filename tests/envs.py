@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("KERNELCHECK_TEST_CACHE", Path.home() / ".cache" / "kernelcheck-tests"))
 
@@ -34,6 +32,16 @@ def cache_lock(name: str):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def fail(message: str) -> None:
+    """Stop: the test fails (pytest.fail) under pytest; elsewhere (`python -m tests.groundtruth` in a venv without
+    pytest) a RuntimeError with the same message."""
+    if "pytest" in sys.modules:
+        import pytest
+
+        pytest.fail(message)
+    raise RuntimeError(message)
 
 
 def progress(message: str) -> None:
@@ -68,7 +76,7 @@ def _build_site(target: Path, done: Path, requirements: tuple[str, ...], deps: b
         cmd.insert(4, "--no-deps")
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
-        pytest.fail(f"could not build test site {requirements}: {res.stderr[-2000:]}")
+        fail(f"could not build test site {requirements}: {res.stderr[-2000:]}")
     done.write_text(" ".join(requirements))
     return target
 
@@ -96,7 +104,7 @@ def stack_venv(transformers: str, kernels: str | None) -> Path:
             res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                                   "--no-compile", *reqs], capture_output=True, text=True)
             if res.returncode != 0:
-                pytest.fail(f"could not build test venv {reqs}: {res.stderr[-2000:]}")
+                fail(f"could not build test venv {reqs}: {res.stderr[-2000:]}")
             done.write_text(" ".join(reqs))
     return python
 

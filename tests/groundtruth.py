@@ -24,6 +24,11 @@ reports it, as used in this mode, not fast when its torch path ran and fast when
     python -m tests.groundtruth --transformers 5.25.0 --env USE_HUB_KERNELS=0   # with the kernels 0.19.1 it requires
     python -m tests.groundtruth --transformers 5.25.0 --no-deps        # the base's kernels, outside its window
     python -m tests.groundtruth --site DIR --site DIR2 --env HF_HUB_OFFLINE=1 --json
+    /path/to/cuda-torch-venv/bin/python -m tests.groundtruth --transformers 5.25.0 --types qwen3_5,llama,mamba2
+                                                                 # a CUDA torch build without a GPU
+
+Runs without pytest (tests/envs.py imports it only under pytest). The truth runs on this machine's CPU, so doctor
+runs with `--device cpu`: its verdict for running here, whatever the torch build.
 
 Exit 0 when doctor agrees with the truth everywhere, 1 when it disagrees anywhere, 2 for bad arguments.
 """
@@ -445,7 +450,10 @@ def truth(types: list[str], modes: tuple[str, ...], sites: list[Path], extra: di
 
 
 def doctor(model_type: str, mode: str, sites: list[Path], extra: dict[str, str]) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", model_type, "--mode", mode, "--json"]
+    # the truth runs on this machine's CPU: doctor's verdict for running here is `--device cpu` (with a CUDA torch
+    # build and no GPU, doctor's default is a prediction for a CUDA machine, not what happens here)
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", model_type, "--mode", mode, "--json",
+           "--device", "cpu"]
     res = subprocess.run(cmd, capture_output=True, text=True, env=_env(sites, extra), cwd=str(REPO), timeout=600)
     try:
         rep = json.loads(res.stdout)

@@ -105,11 +105,12 @@ DEVICE_CHOICE = click.Choice(["cuda", "rocm", "xpu", "cpu", "mps", "npu"])  # ke
 
 
 def device_option(dest: str, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """--device TYPE: the device type the job's model runs on, for the Hub mapping (doctor and hub alike), stored
+    """--device TYPE: the device type the job's model runs on, the device of the verdict (doctor and hub alike), stored
     as `dest`; `aliases`: its other spellings (doctor's earlier name --hub-device)."""
     return click.option("--device", *aliases, dest, type=DEVICE_CHOICE, default=None,
-                        help="Device type the job runs on, for the Hub mapping (default: from the torch build: cuda "
-                             "for CUDA builds, else cpu).")
+                        help="Device type the job runs on: the device of the whole verdict (default: a visible GPU; "
+                             "--arch: cuda; else the torch build's: cuda for a CUDA build, as a prediction for a "
+                             "CUDA machine when no GPU is visible, cpu for a CPU build). --device cpu: running here.")
 
 
 def _setup_output(kwargs: dict[str, Any]) -> None:

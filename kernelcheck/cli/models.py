@@ -19,13 +19,16 @@ from kernelcheck.cli.outfile import output_file_option
 @guarded("models")
 def models(as_json: bool) -> int:
     """List the models kernelcheck knows: aliases, model types and the fast functions each needs."""
+    from kernelcheck.integrations.transformers_models import installed_version
+
     m = context().matrix
+    at = {n: t.at(installed_version()) for n, t in m.model_types.items()}  # as the installed transformers builds
     data = json.dumps({
         "schema": schemas.schema_id("models"), "command": "models",
         "aliases": [{"alias": a.name, "id": a.id, "model_type": a.model_type or
                      m.shipped_config(a.config)["model_type"]} for a in m.aliases.values()],
         "model_types": [{"model_type": t.name, "family": t.family, "functions": list(t.functions)}
-                        for t in m.model_types.values()],
+                        for t in at.values()],
     }, indent=2)
     outfile.write(data)  # -o FILE
     if as_json:
@@ -37,7 +40,7 @@ def models(as_json: bool) -> int:
         lines.append(f"  {a.name:<22} {a.id:<42} {mt}")
     lines.append("model types (by family)")
     for fam, d in m.families.items():
-        types = [t.name for t in m.model_types.values() if t.family == fam]
+        types = [t.name for t in at.values() if t.family == fam]
         lines.append(f"  {fam}: {d['title']}")
         lines.append(f"    functions: {', '.join(d['functions'])}")
         lines.append(f"    model_type: {', '.join(types)}")

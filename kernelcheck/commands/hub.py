@@ -98,13 +98,10 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
                                        target=target)
         judge_repo(report, section, res)
     # --prefetch asks a different question (are the builds in the cache?): its steps carry its verdict
-    if req.model and not section.used and not parsed and not req.prefetch:
-        report.findings.append(Finding(
-            HUB_DECIDES_NOTHING, Severity.FALLBACK,
-            f"this job would not load Hub kernels ({section.why or 'use_kernels is off'}), so kernelcheck hub "
-            "cannot say that any of the model's functions run fast: it judges the Hub path only.",
-            f"kernelcheck doctor --model {req.model} --mode {req.mode}  (the verdict for the functions; pass "
-            "--use-kernels here if the job loads with use_kernels=True)"))
+    nothing = hub_check.decides_nothing(section, req.model, req.mode) if req.model and not parsed and not req.prefetch \
+        else None
+    if nothing is not None:
+        report.findings.append(nothing)
     return reported(report)
 
 

@@ -97,7 +97,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-build-fails", (B,), _DHI, "the chosen build fails kernels' arch or version check"),
     Entry("hub-no-variant", (F, I_), _DHI, "no build for this torch/CUDA (info when the package path is fast)"),
     Entry("hub-not-listable", (B,), _DHI, "the repository's builds cannot be listed here (offline, not cached)"),
-    Entry("hub-decides-nothing", (F,), _H, "--model M and Hub kernels are not used by this job"),
+    Entry("hub-decides-nothing", (F,), _H, "--model M and Hub kernels are not used by this job, or none applies on "
+          "the device"),
     Entry("hub-repo-unresolved", (F,), _H, "--repo R cannot be resolved here"),
     Entry("hub-prefetch-{action}", (F,), "hub, install", "a build could not be fetched into the cache",
           members=("failed", "skipped")),

@@ -110,11 +110,13 @@ class _TargetBuild(Protocol):
 
 def default_device(env: Environment, device: str | None = None, target: _TargetBuild | None = None) -> str:
     """The device type the job's model sits on: `device` when the user named one (--device/--hub-device), CUDA
-    for a CUDA `target` build (planning for a GPU image from another machine), else from this torch build (as
-    kernels' backend is)."""
+    for a CUDA `target` build (planning for a GPU image from another machine) or GPUs from --arch, else from this
+    torch build (as kernels' backend is). core/device.py `choose` says where it came from and whether it is here."""
     if device:
         return device
     if target is not None and target.cuda:
+        return "cuda"
+    if env.gpus and env.gpu_source == "override":  # --arch names GPU targets: a CUDA device (core/device.py)
         return "cuda"
     if env.torch and env.torch.cuda:
         return "cuda"

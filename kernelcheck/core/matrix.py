@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from kernelcheck.core import matrix_shape
+from kernelcheck.core import matrix_shape, model_history
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
@@ -97,6 +97,12 @@ class ModelType:
     layer: str = ""
     text_model_type: str = ""
     since: str = ""  # the first transformers release that has this model_type
+    earlier: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (before, family, functions) of older releases
+
+    def at(self, transformers_version: str | None) -> ModelType:
+        """This type as that transformers release builds it (an `earlier` family before `before`; else itself)."""
+        earlier = model_history.family_at(self.earlier, transformers_version)
+        return self if earlier is None else replace(self, family=earlier[0], functions=earlier[1], earlier=())
 
 
 @dataclass(frozen=True)
@@ -180,13 +186,10 @@ def _load_matrix(root: Path) -> Matrix:
                        "[families.*] table of models.toml")
         fam = families[d["family"]]
         mtypes[n] = ModelType(
-            name=n,
-            family=d["family"],
-            module=d["module"],
-            functions=tuple(fam["functions"]),
-            layer=d.get("layer", ""),
-            text_model_type=d.get("text_model_type", ""),
-            since=d.get("since", ""),
+            name=n, family=d["family"], module=d["module"], functions=tuple(fam["functions"]),
+            layer=d.get("layer", ""), text_model_type=d.get("text_model_type", ""), since=d.get("since", ""),
+            earlier=model_history.earlier_from(d.get("earlier", []), families, functools.partial(
+                _bad, root / "models.toml", f"[model_types.{n}] earlier")),
         )
     aliases = {n.lower(): Alias(name=n, **d) for n, d in models["aliases"].items()}
     attention = {n: d["package"] for n, d in models["attention"].items()}

@@ -33,7 +33,7 @@ SHAPES: dict[str, Shape] = {
     "models.toml": {
         "families": {"*": {"functions": ("list", "str")}},
         "model_types": {"*": {"family": "str", "module": "str", "layer?": "str", "text_model_type?": "str",
-                              "since?": "str", "*": None}},
+                              "since?": "str", "earlier?": ("list", {"before": "str", "family": "str"}), "*": None}},
         "aliases": {"*": {"id": "str", "config?": "str", "model_type?": "str", "reference?": "str", "*": None}},
         "attention": {"*": {"package": "str"}},
     },

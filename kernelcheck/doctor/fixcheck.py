@@ -114,15 +114,17 @@ def _import_name(dist: str, m: matrix.Matrix) -> str:
     return dist.replace("-", "_")
 
 
-def after(change: Change, state: State, m: matrix.Matrix) -> tuple[Environment, frozenset[str]]:
-    """The environment and the bound packages once `change` is applied (pure)."""
+def after(change: Change, state: State, m: matrix.Matrix,
+          triton_version: str | None = None) -> tuple[Environment, frozenset[str]]:
+    """The environment and the bound packages once `change` is applied (pure). `triton_version`: the triton an
+    unversioned `pip install triton` gets, where torch pins none (triton_versions)."""
     env, bound = state.env, set(state.bound)
     packages, present = dict(env.packages), dict(env.present)
     triton = env.triton
     for dist, version in change.install:
         name = _import_name(dist, m)
         if name == "triton":
-            triton = version or state.pinned_triton or triton or "unknown"
+            triton = version or state.pinned_triton or triton_version or triton or "unknown"
         elif name in m.packages:
             old = packages.get(name)
             packages[name] = PackageState(name, True, version or (old.version if old else None) or "unknown", dist,
@@ -153,14 +155,41 @@ def _backs_a_used_function(name: str, state: State, m: matrix.Matrix) -> bool:
     return any(fs.used and fs.package in dists for fs in state.functions)
 
 
+def triton_versions(change: Change, state: State, m: matrix.Matrix) -> list[str | None]:
+    """The triton versions `change` may install: one (None: as `after` decides) unless it installs triton with no
+    version while this torch pins none (a CPU build, or a prediction for another machine, whose torch pins its own).
+    Then every version the rules tell apart (each bound of a `triton` condition in breakages.toml) may be the one:
+    the fix is judged by the worst of them."""
+    if state.pinned_triton or not any(_import_name(d, m) == "triton" and v is None for d, v in change.install):
+        return [None]
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    found: set[str] = set()
+    for b in m.breakages:
+        try:
+            spec = SpecifierSet(str(b.when.get("triton", "")))
+        except InvalidSpecifier:
+            continue
+        found.update(s.version for s in spec if s.operator in (">=", "==", "<=", "~=") and "*" not in s.version)
+    return [None, *sorted(found, key=lambda v: tuple(int(x) if x.isdigit() else 0 for x in v.split(".")))]
+
+
 def verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | None = None
                   ) -> tuple[Verdict, list[rules_mod.RuleHit]]:
-    """The verdict doctor would print once `change` is applied, and the certain rule hits there.
+    """The verdict doctor would print once `change` is applied, and the certain rule hits there (for an unpinned
+    triton, the worst over the versions it may be: triton_versions).
 
     A function whose package becomes bound is fast (unsupported without a GPU), one whose package is removed falls
     back; then the rules of the new environment raise them as they do in doctor. `fixed`: the finding the fix is
     for, which it no longer prints."""
-    env, bound = after(change, state, m)
+    outcomes = [_verdict_after(change, state, m, fixed, t) for t in triton_versions(change, state, m)]
+    bad = worst([v for v, _ in outcomes])
+    return next(o for o in outcomes if o[0] == bad)
+
+
+def _verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | None,
+                   triton_version: str | None) -> tuple[Verdict, list[rules_mod.RuleHit]]:
+    env, bound = after(change, state, m, triton_version)
     facts = rules_mod.Facts(env=env, mode=state.mode, bound=bound, built_nvcc=dict(state.built_nvcc or {}),
                             model=state.model, fla_dispatch=fla_dispatch.backends)
     hits = [h for h in rules_mod.evaluate(facts, m) if h.certain]

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernelcheck.core import decide, environment, manifest, matrix, models
+from kernelcheck.core import device as device_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
@@ -303,6 +304,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     env = env or environment.probe(packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
+    report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
+    hub_device = report.device.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
     if not env.transformers:
@@ -340,7 +343,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc(), m)  # no printed fix makes it worse
     if hub is not False:
-        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
+        _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
+                   submodel.dropped(report.findings))
     return report
 
 
@@ -469,10 +473,12 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
 
 
 def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
-               mode: str, hub: bool | None, device: str | None, source: str, query: str | None) -> None:
+               mode: str, hub: bool | None, device: str | None, source: str, query: str | None,
+               dropped: tuple[str, ...] = ()) -> None:
     from kernelcheck.hub import check as hub_check
 
-    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query)
+    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query,
+                    dropped=dropped)
 
 
 def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:

@@ -28,3 +28,9 @@ def restrict(model: models.ResolvedModel, result: transformers.BindingResult,
         functions=tuple(dropped)))
     return replace(result, bindings={f: b for f, b in result.bindings.items() if f in model.spec.functions},
                    discovered=())
+
+
+def dropped(findings: list[Finding]) -> tuple[str, ...]:
+    """The module's functions `restrict` dropped for a tower (none for any other model): the Hub section leaves them
+    out too, as the model never calls them."""
+    return next((f.functions for f in findings if f.id == "sub-model-without-kernels"), ())

@@ -53,7 +53,8 @@ class Forecast:
                 "verdict": self.diff.verdict_after, "exit_code": self.exit_code,
                 "changes": [c.__dict__ for c in self.changes], "diff": self.diff.to_json(),
                 "torch_drift": [d.to_json() for d in self.drift], "before": self.before.to_json(),
-                "after": self.after.to_json()}
+                "after": self.after.to_json(),
+                **({"device": self.before.device.to_json()} if self.before.device is not None else {})}
 
 
 def _pythonpath(overlay: Path | None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kernelcheck.core.status import STATUS_RANK
 from kernelcheck.forecast.command import Forecast
+from kernelcheck.report.text import device_words
 
 _OUTCOME = {
     "silent-fallback": "its import fails (undefined symbol) and transformers silently runs the torch path",
@@ -29,6 +30,8 @@ def render_text(fc: Forecast) -> str:
     d = fc.diff
     lines = [f"forecast for pip install {' '.join(fc.specs)} (computed in a throwaway overlay; nothing here "
              "was changed)"]
+    if fc.before.device is not None:
+        lines.append(f"  {device_words(fc.before.device)}")
     if not fc.changes:
         lines.append("  pip would change nothing here: the verdict stays as it is.")
     else:

@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelcheck.core import decide, environment, gpu, settings
+from kernelcheck.core import device as device_mod
 from kernelcheck.core.status import Finding, Severity, Status
+from kernelcheck.hub import prediction
 from kernelcheck.integrations import kernels_hub
 from kernelcheck.integrations.transformers_hub import TransformersHub, model_hub_names, select_entry, transformers_hub
 from kernelcheck.report.hub import (
@@ -184,11 +186,16 @@ def _rows(th: TransformersHub, names: dict[str, str], env: environment.Environme
 def check(report: Report, env: environment.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: kernels_hub.HubSystem | None = None) -> HubSection:
-    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section."""
+          target: kernels_hub.HubSystem | None = None, dropped: tuple[str, ...] = ()) -> HubSection:
+    """Add the Hub section (`report.hub`) and its findings to `report`; returns the section. `dropped`: the
+    module's functions the model never calls (a vision or audio tower: doctor/submodel.py), left out."""
     th = transformers_hub()
     used, why = decide_use(th, use_hub)
     dev = gpu.default_device(env, device, target)
+    verdict_device = device_mod.choose(env, dev, target)
+    if report.device is None:  # kernelcheck hub; doctor set its own
+        report.device = device_mod.choose(env, device, target)
+    predicted = dev if verdict_device.predicted else None
     refused = refuses(th, use_hub)
     lines = _header(th, used, why, refused, use_hub)  # what the section's lines say (report/hub_text.py writes them)
     findings = _window_findings(th, use_hub, used)
@@ -196,6 +203,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
     names: dict[str, str] = model_hub_names(modeling_module) if modeling_module else {}
+    names = {n: kind for n, kind in names.items() if n not in dropped}
     for f in functions:
         names.setdefault(f, "function")
     if names:
@@ -210,7 +218,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     replaced: list[decide.HubEvidence] = []
     for spec, group in by_repo.items():
         replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M",
-                               by_default=use_hub is None))
+                               by_default=use_hub is None, predicted=predicted))
     report.functions = decide.decide_all(report.functions, hub=replaced)
     rows = _paths(rows, used, fstatus, {h.function for h in replaced})
     lines.extend(RowLine(row, used) for row in rows)
@@ -234,6 +242,29 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     report.hub = section
     report.findings.extend(findings)
     return section
+
+
+# `kernelcheck hub` judges the Kernel Hub path only. When that path is not taken, or no Hub kernel applies on the
+# device (transformers maps none for it: every layer and function keeps its torch or package path), it has proven
+# nothing fast: exit 3, never 0 (a "nothing checked" gate is never READY). Not 4 either: nothing was shown to crash.
+HUB_DECIDES_NOTHING = "hub-decides-nothing"
+
+
+def decides_nothing(section: HubSection, model: str, mode: str) -> Finding | None:
+    """hub-decides-nothing for `kernelcheck hub --model`, when this job would load no Hub kernel: Hub kernels are
+    not used, or none of the model's mapped kernels applies on the section's device; None when one was judged."""
+    if not section.used:
+        why = f"this job would not load Hub kernels ({section.why or 'use_kernels is off'})"
+    elif not any(r.repo is not None for r in section.names):
+        why = (f"no Hub kernel that transformers maps applies to this model on {section.device} (every layer and "
+               "function keeps the path bound at import)")
+    else:
+        return None
+    return Finding(HUB_DECIDES_NOTHING, Severity.FALLBACK,
+                   f"{why}, so kernelcheck hub cannot say that any of the model's functions run fast: it judges the "
+                   "Hub path only.",
+                   f"kernelcheck doctor --model {model} --mode {mode}  (the verdict for the functions; pass "
+                   "--use-kernels here if the job loads with use_kernels=True)")
 
 
 def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: TransformersHub,
@@ -307,7 +338,8 @@ def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[st
 
 
 def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolution, used: bool,
-           fstatus: dict[str, Any], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
+           fstatus: dict[str, Any], q: str, by_default: bool = False,
+           predicted: str | None = None) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r.name} ({r.kind})" for r in group)
@@ -345,7 +377,7 @@ def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolu
                                 "kernels validate.py ArchValidator/MinverValidator", fns))
         return []
     if res.error:
-        findings.append(_not_listable(res, names, q, by_default, fns))
+        findings.append(_not_listable(res, names, q, by_default, fns, predicted))
         return []
     def is_slow(r: HubRow) -> bool:
         fs = fstatus.get(r.name)
@@ -369,16 +401,24 @@ def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolu
     return []
 
 
-def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...]) -> Finding:
-    """The build kernels needs cannot be found (offline, not cached; or the Hub unreachable): the load fails."""
+def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...],
+                  predicted: str | None = None) -> Finding:
+    """The build kernels needs cannot be found (offline, not cached; or the Hub unreachable): the load fails.
+    `predicted`: the device type of a verdict for a device not visible here (the failure is a prediction for a
+    machine with one; matrix/hub_offline.toml says for which repositories it was seen on a GPU)."""
     said = f"{res.kernels_error.rstrip('.')}; " if res.kernels_error else ""
     off = ("or set USE_HUB_KERNELS=0 for the job to keep the pip packages (from_pretrained then loads no Hub "
            "kernel)" if by_default else "or drop use_kernels=True from the job (or set USE_HUB_KERNELS=0)")
+    head = f"{res.spec} (for {names}) cannot be resolved here: {said}{res.error}. kernels raises"
+    if predicted:
+        head = (f"on a {predicted.upper()} device this load fails: {res.spec} (for {names}) cannot be resolved from "
+                f"this cache: {said}{res.error}. On such a device kernels raises")
+        if res.repo_id not in prediction.confirmed_repos():
+            head = f"{head} (not yet confirmed on a GPU for {res.repo_id})"
     return Finding(
         "hub-not-listable", Severity.BROKEN,
-        f"{res.spec} (for {names}) cannot be resolved here: {said}{res.error}. kernels raises instead of falling "
-        "back (offline: ValueError 'not available in the local cache'; online: a connection error), so the model "
-        "load fails.",
+        f"{head} instead of falling back (offline: ValueError 'not available in the local cache'; online: a "
+        "connection error), so the model load fails.",
         f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
         f"then run the job with HF_HUB_OFFLINE=1; {off}",
         "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns)

@@ -5,14 +5,27 @@ modeling module transformers maps them to, and `resolve`, core/models.py's resol
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
+from importlib import metadata
 
 from kernelcheck.core import matrix, models
 from kernelcheck.integrations import transformers_submodels, transformers_types
 
 
 def resolve(query: str) -> models.ResolvedModel:
-    """`core/models.resolve`, knowing every model_type the installed transformers registers."""
-    return models.resolve(query, installed=installed_spec)
+    """`core/models.resolve`, knowing every model_type the installed transformers registers; the spec is the
+    model type as the installed transformers builds it (matrix/models.toml `earlier`)."""
+    resolved = models.resolve(query, installed=installed_spec)
+    spec = resolved.spec.at(installed_version())
+    return resolved if spec is resolved.spec else replace(resolved, spec=spec)
+
+
+def installed_version() -> str | None:
+    """The installed transformers' version (distribution metadata, nothing imported); None without one."""
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def installed_spec(model_type: str) -> matrix.ModelType | None:
@@ -24,7 +37,7 @@ def installed_spec(model_type: str) -> matrix.ModelType | None:
         return None
     module = known[model_type]
     m = matrix.load()
-    parent = next((s for s in m.model_types.values() if s.module == module), None)
+    parent = next((s.at(installed_version()) for s in m.model_types.values() if s.module == module), None)
     if parent is not None and tower_of(model_type) is None:
         return matrix.ModelType(name=model_type, family=parent.family, module=module,
                                     functions=parent.functions, layer=parent.layer, since=parent.since)
@@ -39,7 +52,7 @@ def tower_of(model_type: str) -> tuple[str, str] | None:
     kernelcheck cannot follow (then the parent's needs are kept: listing a function is safe, dropping one is not)."""
     m = matrix.load()
     module = (transformers_types.known_model_types() or {}).get(model_type)
-    parent = next((s for s in m.model_types.values() if s.module == module), None)
+    parent = next((s.at(installed_version()) for s in m.model_types.values() if s.module == module), None)
     if module is None or parent is None or model_type in m.model_types:
         return None
     functions = set(parent.functions)

@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from kernelcheck.integrations.transformers import transformers_dir
-from kernelcheck.integrations.transformers_types import literal_pairs
+from kernelcheck.integrations.transformers_types import config_class, literal_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,18 @@ def _model_class(tdir: Path, model_type: str) -> str | None:
         if model_type in found[name]:
             return found[name][model_type]
     return None
+
+
+def _class_for_config(classes: dict[str, ast.ClassDef], config_cls: str | None) -> str | None:
+    """The one class of the module whose body declares `config: CONFIG_CLS` (InklingAudioModel for
+    InklingAudioConfig, a tower its parent builds with `InklingAudioModel(config.audio_config)`); None when there
+    is none or more than one."""
+    if not config_cls:
+        return None
+    found = [name for name, cls in classes.items()
+             if any(isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == "config"
+                    and isinstance(n.annotation, ast.Name) and n.annotation.id == config_cls for n in cls.body)]
+    return found[0] if len(found) == 1 else None
 
 
 def _init_calls(cls: ast.ClassDef) -> tuple[set[str], set[str]]:
@@ -84,8 +96,6 @@ def builds_any(model_type: str, module: str, layers: set[str], functions: set[st
     if tdir is None:
         return None, None
     cls_name = _model_class(tdir, model_type)
-    if cls_name is None:
-        return None, None
     path = tdir / "models" / module / f"modeling_{module}.py"
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -93,7 +103,9 @@ def builds_any(model_type: str, module: str, layers: set[str], functions: set[st
         logger.info("cannot read %s: %s", path, exc)
         return None, cls_name
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    if cls_name not in classes:
+    if cls_name is None:  # no Auto mapping (inkling_audio): the one model class declared for its config class
+        cls_name = _class_for_config(classes, config_class(model_type))
+    if cls_name is None or cls_name not in classes:
         return None, cls_name
     reached = _reach(classes, cls_name)
     if reached & layers:

@@ -47,6 +47,21 @@ def known_model_types() -> dict[str, str] | None:
     """{model_type: modeling module name} for every config type the installed transformers registers
     (sub-configs such as qwen3_5_text or glm5_next_vision map to their parent's module), or None when
     transformers is absent or its auto mappings cannot be read."""
+    found = _mappings()
+    if found is None:
+        return None
+    special = found["SPECIAL_MODEL_TYPE_TO_MODULE_NAME"]
+    return {t: special.get(t, t.replace("-", "_")) for t in found["CONFIG_MAPPING_NAMES"]}
+
+
+def config_class(model_type: str) -> str | None:
+    """The config class name the installed transformers registers for `model_type` (InklingAudioConfig)."""
+    found = _mappings()
+    return None if found is None else found["CONFIG_MAPPING_NAMES"].get(model_type)
+
+
+def _mappings() -> dict[str, dict[str, str]] | None:
+    """transformers' auto mappings (CONFIG_MAPPING_NAMES, SPECIAL_MODEL_TYPE_TO_MODULE_NAME), read statically."""
     tdir = transformers_dir()
     if tdir is None:
         return None
@@ -62,5 +77,4 @@ def known_model_types() -> dict[str, str] | None:
     if not found["CONFIG_MAPPING_NAMES"]:
         logger.warning("no CONFIG_MAPPING_NAMES found in %s/models/auto", tdir)
         return None
-    special = found["SPECIAL_MODEL_TYPE_TO_MODULE_NAME"]
-    return {t: special.get(t, t.replace("-", "_")) for t in found["CONFIG_MAPPING_NAMES"]}
+    return found

@@ -10,6 +10,7 @@ from typing import Any
 from kernelcheck import schemas
 from kernelcheck.core import decide
 from kernelcheck.core.codec import Fields
+from kernelcheck.core.device import Device
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import (
     EXIT_CODE,
@@ -208,6 +209,7 @@ class Installed:
 # "raw": key -> the value itself, "merge": the section's own keys merged in at that place, "steps": key -> each
 # step's to_json().
 _SECTIONS: tuple[tuple[str, str], ...] = (
+    ("device", "json"),
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "steps"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
     ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
@@ -223,6 +225,7 @@ class Report:
     functions: list[FunctionStatus] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     # the typed sections, each written by one module; JSON shows the set ones in this order
+    device: Device | None = None  # the device the verdict is for (core/device.py): doctor, verify, hub
     needs: Needs | None = None  # doctor
     bindings: Bindings | None = None  # doctor
     before: Before | None = None  # install
@@ -298,6 +301,7 @@ class Report:
 
 # The typed sections' classes; a merged section is read back when its first key is in the report's JSON.
 _SECTION_TYPE: dict[str, Any] = {
+    "device": Device,
     "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
     "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
     "packing": PackingSection, "backends": BackendsSection,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelcheck.core.device import Device
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
@@ -77,7 +78,22 @@ def _render_head(report: Report) -> str:
         head += f" · {mm.name} ({mm.model_type}, from {mm.source})"
     if report.mode:
         head += f" · mode {report.mode}"
+    if report.device is not None:
+        head += f" · {device_words(report.device)}"
     return head
+
+
+_DEVICE_ORIGIN = {"flag": "--device", "arch": "--arch", "target": "the target build", "run-here": "where it runs",
+                  "gpu-visible": "the GPU here", "torch-build": "the torch build"}
+
+
+def device_words(device: Device) -> str:
+    """The headline's device: "device cpu (the torch build)"; a prediction says it is one."""
+    said = f"device {device.type} (from {_DEVICE_ORIGIN.get(device.origin, device.origin)}"
+    if device.predicted:
+        kind = device.type.upper()
+        return said + f"; no {kind} device here: the verdict is a prediction for a {kind} machine)"
+    return said + ")"
 
 
 def _render_functions(functions: list[FunctionStatus]) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import decide, matrix, models
+from kernelcheck.core.device import Device
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
@@ -265,8 +266,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
     m = _given(m)
+    here = _device()[0].split(":")[0]  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
-        report = run_doctor(query, mode, exact=True, m=m)  # verify imports the modeling module anyway
+        report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
+    report.device = Device(here, "run-here", True)
     report.command = command
     _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose, m)
     return report

@@ -117,3 +117,15 @@ def test_a_spec_pip_cannot_resolve_is_exit_2_and_one_paragraph():
     res = run(["doctor", "--model", "qwen3.8-27b", "--upgrade", "transformers==0.0.0-no-such"])
     assert res.returncode == 2
     assert "Traceback" not in res.stderr and "--upgrade" in res.stderr  # wording: renderer test (exit 2)
+
+
+def test_the_documented_arch_gate_judges_a_cuda_device_on_a_cpu_torch_build(tmp_path: Path):
+    """`doctor --arch 9.0 --upgrade transformers==5.25.0 --if-worse` on this CPU torch build (5.24 with the base's
+    kernels, Hub kernels off by default): 5.25 turns Hub kernels on, and for a CUDA device offline with an empty
+    cache the load fails. The forecast is for the device --arch names (cuda, not the CPU build's cpu), so the gate
+    does not pass because it silently judged the CPU."""
+    code, fc = run_json(["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--upgrade", "transformers==5.25.0",
+                         "--if-worse"], timeout=1200, env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)})
+    assert fc["device"] == {"type": "cuda", "origin": "arch", "visible": False}
+    assert fc["after"]["device"]["type"] == "cuda" and fc["after"]["hub"]["device"] == "cuda"
+    assert fc["diff"]["worse"] and code == fc["exit_code"] != 0, fc["diff"]

@@ -21,6 +21,7 @@ FLA = ("fla-core==0.6.0", "einops", "triton==3.6.0")
 # hybrid, a Mamba, a short-conv model, a model with no fast kernel (llama: 5.13's rotary Hub decorator) and a
 # vision tower (qwen3_5_vision: the parent's module, none of its layers).
 SUBSET = ["qwen3_5", "mamba2", "lfm2", "llama", "qwen3_5_vision"]
+NEWEST = ["qwen3_5", "llama", "mamba2"]  # the newest transformers + kernels, on a CPU and on a CUDA torch build
 
 
 def _check(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -109,8 +110,9 @@ def test_transformers_5_13_with_kernels_in_window_offline_crashes_at_build_and_d
 def test_5_25_with_its_kernels_hub_kernels_by_default_load_on_cpu_and_doctor_agrees():
     # transformers 5.25.0 with kernels 0.19.1 installed the normal way (its hard requirement), Hub kernels on by
     # default, offline: on this CPU from_pretrained loads (the mapping has no CPU kernel) and the torch path runs
-    rows = _check(groundtruth.run(["qwen3_5", "llama"], ("train",), [site(*TF525, deps=True)], {}))
+    rows = _check(groundtruth.run(NEWEST, ("train",), [site(*TF525, deps=True)], {}))
     assert rows[("qwen3_5", "train")]["truth_exit"] == 3 and rows[("llama", "train")]["truth_exit"] == 0
+    assert rows[("mamba2", "train")]["truth_exit"] == 3
     assert any(c.startswith("chunk_gated_delta_rule=torch:") for c in rows[("qwen3_5", "train")]["truth_calls"])
 
 
@@ -162,3 +164,29 @@ def test_harness_reports_a_disagreement_and_exits_1():
         {"name": "fused_recurrent_gated_delta_rule", "status": "fallback", "used": False}]}}
     row = groundtruth.compare(obs, old, "recording")
     assert row["problems"] == ["fused_recurrent_gated_delta_rule ran, doctor says it is not used in this mode"]
+
+
+def test_5_25_on_a_cuda_torch_build_without_a_gpu_doctor_for_the_cpu_agrees_and_the_default_predicts_cuda():
+    """What `pip install torch` gives on a login node or in a docker build stage (a CUDA build, no GPU), with the
+    newest transformers + kernels, offline: the job's load works here and the torch path runs (truth 3 for the
+    hybrids, 0 for llama), and `doctor --device cpu` (the harness's doctor) agrees. The harness runs on that
+    interpreter, which has no pytest. doctor's default there is a prediction for a CUDA machine: its device says
+    so, and its hub-not-listable is worded as one."""
+    from tests.kcfixtures import cuda_torch_venv
+
+    py = cuda_torch_venv() / "bin" / "python"
+    tf = site(*TF525, deps=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERNELCHECK_DEBUG")}
+    res = subprocess.run([str(py), "-m", "tests.groundtruth", "--site", str(tf), "--types", ",".join(NEWEST),
+                          "--modes", "train", "--json"], capture_output=True, text=True, cwd=str(REPO),
+                         env={**env, "HF_HUB_OFFLINE": "1"}, timeout=1500)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    rows = _check(json.loads(res.stdout))
+    assert rows[("qwen3_5", "train")]["truth_exit"] == 3 and rows[("mamba2", "train")]["truth_exit"] == 3
+    assert rows[("llama", "train")]["truth_exit"] == 0
+    default = subprocess.run([str(py), "-m", "kernelcheck", "doctor", "--model", "llama", "--json"],
+                             capture_output=True, text=True, cwd=str(REPO), timeout=600,
+                             env={**env, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{tf}{os.pathsep}{REPO}"})
+    rep = json.loads(default.stdout)
+    assert rep["device"] == {"type": "cuda", "origin": "torch-build", "visible": False}
+    assert default.returncode == 4 and "hub-not-listable" in [f["id"] for f in rep["findings"]]

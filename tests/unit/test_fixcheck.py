@@ -98,6 +98,22 @@ def test_the_same_fix_is_kept_where_transformers_checks_the_device():
     assert fn.fix == TRITON_FIX
 
 
+def test_a_prediction_for_hopper_from_a_torch_that_pins_no_triton_never_prints_pip_install_triton_alone():
+    """doctor --arch 9.0 on a GPU-less box (transformers 5.25): `pip install triton` gets whatever the job machine's
+    torch pins; with triton 3.6 (torch 2.11's pin) fla 0.6.0 refuses the Hopper backward (fla-640-refuses): 3 -> 4."""
+    state = _state(_env("9.0", transformers="5.25.0"), pinned=None)
+    assert decide.verdict(state.functions, state.findings) == Verdict.FALLBACK
+    change = fixcheck.parse(TRITON_FIX)
+    assert change is not None
+    then, hits = fixcheck.verdict_after(change, state, M)
+    assert then == Verdict.BROKEN and "fla-640-refuses" in [h.rule.id for h in hits]
+    (fn,), findings = _printed(state)
+    assert fn.fix != TRITON_FIX and fn.fix is not None
+    for version in ("3.4.0", "3.6.0", "3.7.1", "3.8.0"):
+        after, _ = fixcheck.verdict_after(fixcheck.parse(fn.fix), replace(state, pinned_triton=version), M)
+        assert worst([after, Verdict.FALLBACK]) == Verdict.FALLBACK, (fn.fix, version, after)
+
+
 def test_on_an_h200_in_train_mode_triton_alone_would_hit_fla_640_so_tilelang_comes_with_it():
     state = _state(_env("9.0"), pinned="3.6.0")
     (fn,), findings = _printed(state)
@@ -160,9 +176,13 @@ def test_no_printed_fix_leads_to_a_worse_verdict(cap, triton, tf, fla, tilelang,
     functions, findings = _printed(state)
     assert decide.verdict(functions, findings) == now  # checking fixes never changes the verdict itself
     by_fix = {f.fix: f.id for f in findings if f.fix}
+    # a torch that pins no triton (a CPU build; a prediction for another machine): `pip install triton` may get any
+    # version there, each judged on its own
+    gets = [pinned] if pinned else [None, "3.4.0", "3.6.0", "3.7.1", "3.8.0"]
     for fix in fixcheck.printed_fixes(functions, findings):
         change = fixcheck.parse(fix)
         if change is None:
             continue
-        then, _ = fixcheck.verdict_after(change, state, M, by_fix.get(fix))
-        assert worst([then, now]) == now, (fix, then, now)
+        for version in gets:
+            then, _ = fixcheck.verdict_after(change, replace(state, pinned_triton=version), M, by_fix.get(fix))
+            assert worst([then, now]) == now, (fix, version, then, now)

@@ -45,3 +45,45 @@ def test_use_kernel_func_from_hub_is_a_kernelize_hook_not_an_unread_decorator():
     # it wraps no function kernelcheck checks: no finding at all (a debug log line says so)
     assert source_notes.hook_findings("transformers.models.llama.modeling_llama", "5.13.1", hooks,
                                       matrix.load()) == []
+
+
+
+def test_an_audio_or_vision_tower_without_an_auto_mapping_is_found_by_its_config_class():
+    """inkling_audio / inkling_vision have no AutoModel entry: the model class is the one declaring
+    `config: InklingAudioConfig` (its parent builds InklingAudioModel(config.audio_config)); it holds none of the
+    parent's short convolutions, so doctor drops causal_conv1d_* for them."""
+    for sub, cls in (("inkling_audio", "InklingAudioModel"), ("inkling_vision", "InklingVisionModel")):
+        assert transformers_models.tower_of(sub) == ("inkling_mm_model", cls)
+        assert transformers_models.installed_spec(sub).functions == ()
+    src = ("class A(Base):\n    config: AConfig\n\nclass B(Base):\n    config: BConfig\n\n"
+           "class B2(Base):\n    config: BConfig\n")
+    classes = {n.name: n for n in ast.parse(src).body if isinstance(n, ast.ClassDef)}
+    assert transformers_submodels._class_for_config(classes, "AConfig") == "A"
+    assert transformers_submodels._class_for_config(classes, "BConfig") is None  # two: cannot tell
+    assert transformers_submodels._class_for_config(classes, None) is None
+
+
+def test_the_hub_section_of_a_tower_leaves_out_the_functions_the_report_dropped(monkeypatch):
+    from kernelcheck.core.status import Finding
+    from kernelcheck.doctor import submodel
+    from kernelcheck.hub import check as hub_check
+    from kernelcheck.report.model import Report
+    from tests.environments import make_env
+    from tests.unit.test_newest_stack import TH
+
+    dropped = submodel.dropped([Finding("sub-model-without-kernels", "info", "x",
+                                        functions=("causal_conv1d_update", "causal_conv1d_fn"))])
+    assert dropped == ("causal_conv1d_update", "causal_conv1d_fn")
+    assert submodel.dropped([Finding("no-gpu", "info", "x")]) == ()
+    monkeypatch.setattr(hub_check, "transformers_hub", lambda: TH)
+    monkeypatch.setattr(hub_check, "model_hub_names", lambda module: {
+        "RMSNorm": "layer", "causal_conv1d_update": "function", "causal_conv1d_fn": "function"})
+    env = make_env(None, torch="2.13.0+cpu", cuda=None)
+    rep = Report("doctor", None, None, "train")
+    sec = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
+                          source="cache", dropped=dropped)
+    assert [r.name for r in sec.names] == ["RMSNorm"]
+    rep = Report("doctor", None, None, "train")
+    full = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
+                           source="cache")
+    assert {r.name for r in full.names} == {"RMSNorm", "causal_conv1d_update", "causal_conv1d_fn"}

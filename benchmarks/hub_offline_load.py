@@ -1,0 +1,116 @@
+"""Does a job's `from_pretrained` raise under transformers 5.25 + kernels 0.19.1 with HF_HUB_OFFLINE=1 and an empty
+Hub cache? The proof for doctor's CUDA prediction (`hub-not-listable`: "kernels raises instead of falling back, so
+the load fails"), for a model with no fast-kernel layer (llama) and a hybrid (qwen3_5).
+
+    python benchmarks/hub_offline_load.py --model-type llama --folder /tmp/tiny-llama --save-only
+    HF_HUB_OFFLINE=1 HF_HOME=$(mktemp -d) python benchmarks/hub_offline_load.py --model-type llama \
+        --folder /tmp/tiny-llama --load plain --device cuda
+
+Building: the model type tiny, from its config (kernelcheck's verify builder, random weights, never a download),
+saved with save_pretrained. Loading, as a job does, one way per process:
+- plain: `AutoModelForCausalLM.from_pretrained(FOLDER)` (no device_map: the model is on the CPU while transformers
+  5.25 kernelizes it), then `.to(DEVICE)`;
+- device_map: `from_pretrained(FOLDER, device_map=DEVICE)` (kernelized for DEVICE).
+Then one train step (forward + backward) on DEVICE. Prints one JSON object: model_type, load, device, loaded,
+load_error (first line of the exception, or null), step_ok, step_error, hub (which Hub-named layers kernelize
+replaced), versions and the Hub switches. Runs on a GPU machine, on a CUDA torch build without a GPU and on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:400] if text else ''}"
+
+
+def save(model_type: str, folder: Path) -> str:
+    """The tiny model of `model_type` saved to `folder`; its class name."""
+    from kernelcheck.integrations import transformers_models
+    from kernelcheck.verify import layers
+
+    built = layers.build(transformers_models.resolve(model_type), "tiny", "cpu", "float32", None)
+    built.model.save_pretrained(folder)
+    return built.model_class
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for dist in ("torch", "transformers", "kernels", "huggingface_hub", "fla-core", "causal-conv1d", "triton"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def load_and_step(folder: Path, load: str, device: str) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out: dict[str, Any] = {"loaded": False, "load_error": None, "step_ok": False, "step_error": None, "hub": []}
+    try:
+        if load == "device_map":
+            model = AutoModelForCausalLM.from_pretrained(folder, device_map=device)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(folder)
+        out["loaded"] = True
+    except Exception as exc:  # noqa: BLE001 - the outcome under test
+        out["load_error"] = _first_line(exc)
+        return out
+    try:
+        from kernelcheck.integrations.kernels_prefetch import applied_kernels
+
+        out["hub"] = applied_kernels(model)
+    except Exception as exc:  # noqa: BLE001 - extra evidence only
+        out["hub"] = [{"error": _first_line(exc)}]
+    try:
+        model.to(device).train()
+        ids = torch.randint(0, model.config.vocab_size, (1, 32), device=device)
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        out["step_ok"] = bool(torch.isfinite(loss).item())
+    except Exception as exc:  # noqa: BLE001 - the outcome under test
+        out["step_error"] = _first_line(exc)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model-type", required=True)
+    ap.add_argument("--folder", type=Path, required=True)
+    ap.add_argument("--save-only", action="store_true")
+    ap.add_argument("--load", choices=("plain", "device_map"), default="plain")
+    ap.add_argument("--device", default="cuda")
+    a = ap.parse_args()
+    if a.save_only or not (a.folder / "config.json").is_file():
+        cls = save(a.model_type, a.folder)
+        if a.save_only:
+            print(json.dumps({"model_type": a.model_type, "saved": str(a.folder), "class": cls}))
+            return 0
+    import logging
+
+    logging.disable(logging.WARNING)
+    result = {"model_type": a.model_type, "load": a.load, "device": a.device, "folder": str(a.folder),
+              **load_and_step(a.folder, a.load, a.device), "versions": versions(),
+              "env": {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE", "USE_HUB_KERNELS",
+                                                     "LOCAL_KERNELS")}}
+    print(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

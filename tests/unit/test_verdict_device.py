@@ -1,0 +1,84 @@
+"""The device a verdict is for (core/device.py): one value per report, named in the headline and in the JSON as
+`device: {type, origin, visible}`; a verdict for a device not visible here is a prediction and says so."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from kernelcheck.core import device, gpu
+from kernelcheck.core.environment import TorchInfo
+from kernelcheck.hub import check as hub_check
+from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.report.model import Report, render_json
+from kernelcheck.report.text import device_words
+from tests.environments import make_env
+
+CPU_TORCH = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None)
+CUDA_TORCH_NO_GPU = make_env(None, torch="2.14.1+cu130", cuda="13.0")
+GPU = make_env("9.0", gpu_source="torch")
+ARCH = make_env("9.0")  # GPUs from --arch: gpu_source "override"
+
+
+def test_the_default_is_the_gpu_here_else_the_torch_build() -> None:
+    assert device.choose(CPU_TORCH) == device.Device("cpu", "torch-build", True)
+    # a login node or a docker build stage with a CUDA torch: the job runs on a CUDA machine, predicted as such
+    assert device.choose(CUDA_TORCH_NO_GPU) == device.Device("cuda", "torch-build", False)
+    assert device.choose(CUDA_TORCH_NO_GPU).predicted
+    assert device.choose(GPU) == device.Device("cuda", "gpu-visible", True)
+    rocm = replace(CUDA_TORCH_NO_GPU, torch=TorchInfo("2.13.0+rocm6.4", None, True, "6.4"))
+    assert device.choose(rocm) == device.Device("rocm", "torch-build", False)
+
+
+def test_arch_implies_a_cuda_device_even_on_a_cpu_torch_build() -> None:
+    """The upgrade gate `doctor --arch 9.0 --upgrade ... --if-worse` must not judge the CPU silently."""
+    cpu_box_arch = replace(ARCH, torch=CPU_TORCH.torch)
+    assert device.choose(cpu_box_arch) == device.Device("cuda", "arch", False)
+    assert gpu.default_device(cpu_box_arch) == "cuda"  # the Hub mapping and the prefetch take the same device
+    assert device.choose(ARCH, "cpu") == device.Device("cpu", "flag", True)  # --device wins
+
+
+def test_device_flag_and_verify_run_here() -> None:
+    assert device.choose(CUDA_TORCH_NO_GPU, "cpu") == device.Device("cpu", "flag", True)
+    assert device.choose(CUDA_TORCH_NO_GPU, "cuda") == device.Device("cuda", "flag", False)
+    assert device.choose(GPU, "cuda").visible
+    assert device.choose(CUDA_TORCH_NO_GPU, run_here=True) == device.Device("cpu", "run-here", True)
+    assert device.choose(GPU, run_here=True) == device.Device("cuda", "run-here", True)
+
+
+def test_the_device_is_in_the_json_and_reads_back() -> None:
+    rep = Report("doctor", None, None, "train")
+    rep.device = device.Device("cuda", "torch-build", False)
+    data = json.loads(render_json(rep))
+    assert data["device"] == {"type": "cuda", "origin": "torch-build", "visible": False}
+    back = Report.from_json(data)
+    assert back.device == rep.device and render_json(back) == render_json(rep)
+
+
+def test_headline_wording_of_a_prediction() -> None:
+    """The one wording test of the device's words (report/text.py device_words)."""
+    assert device_words(device.Device("cpu", "flag", True)) == "device cpu (from --device)"
+    said = device_words(device.Device("cuda", "torch-build", False))
+    assert said == ("device cuda (from the torch build; no CUDA device here: the verdict is a prediction for a CUDA "
+                    "machine)")
+
+
+def _offline(repo: str) -> Resolution:
+    return Resolution(repo, 3, None, "none", None, error="not in the cache", kernels_error="ValueError: Version 3 of "
+                      f"'{repo}' is not available in the local cache and Hugging Face Hub is in offline mode")
+
+
+def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirmed() -> None:
+    """One wording test of the prediction form (hub/check.py _not_listable); ids and severities are unchanged."""
+    here = hub_check._not_listable(_offline("kernels-community/rotary"), "rotary_pos_emb (layer)", "llama", True, ())
+    assert here.id == "hub-not-listable" and here.severity == "broken"
+    assert "cannot be resolved here" in here.message and "CUDA device" not in here.message  # wording: renderer test
+    llama = hub_check._not_listable(_offline("kernels-community/rotary"), "rotary_pos_emb (layer)", "llama", True,
+                                    (), predicted="cuda")
+    assert llama.id == "hub-not-listable" and llama.severity == "broken"
+    assert llama.message.startswith("on a CUDA device this load fails: kernels-community/rotary@v3")
+    assert "not yet confirmed on a GPU for kernels-community/rotary" in llama.message  # wording: renderer test
+    fla = hub_check._not_listable(_offline("kernels-community/fla"), "chunk_gated_delta_rule (function)", "q", True,
+                                  (), predicted="cuda")
+    assert fla.message.startswith("on a CUDA device this load fails")
+    assert "not yet confirmed" not in fla.message  # wording: renderer test (the prediction form's caveat)
