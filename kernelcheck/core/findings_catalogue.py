@@ -95,6 +95,14 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-build-fails", (B,), _DHI, "the chosen build fails kernels' arch or version check"),
     Entry("hub-no-variant", (F, I_), _DHI, "no build for this torch/CUDA (info when the package path is fast)"),
     Entry("hub-not-listable", (B,), _DHI, "the repository's builds cannot be listed here (offline, not cached)"),
+    Entry("hub-fla-backend-fails", (B,), _D, "the Hub fla build that replaces pip's fla fails on the backend its own "
+          "dispatch picks here (TileLang's JIT without nvcc: fla#949; the fla#640 guard)"),
+    Entry("hub-fla-layout-assumed", (W,), _D, "the Hub fla build is not on disk: its dispatch is judged from the "
+          "layout recorded for that Hub version"),
+    Entry("hub-all-latest", (W,), _D, "UNSTABLE_KERNELS_ALL_LATEST makes kernels load the newest version of every "
+          "Hub repository, ignoring the requested version and lockfile pins"),
+    Entry("hub-variant-names-unreadable", (W,), _D, "the installed kernels cannot read some build variant names "
+          "(kernels 0.19's naming)"),
     Entry("hub-decides-nothing", (F,), _H, "--model M and Hub kernels are not used by this job"),
     Entry("hub-repo-unresolved", (F,), _H, "--repo R cannot be resolved here"),
     Entry("hub-prefetch-{action}", (F,), "hub, install", "a build could not be fetched into the cache",

@@ -102,6 +102,8 @@ def _render_functions(functions: list[FunctionStatus]) -> list[str]:
                 out.append(f"              why: {f.reason}")
             if f.fix:
                 out.append(f"              fix: {f.fix}")
+        if f.provider and f.used:
+            out.append(f"              runs: {f.provider}")
         if f.evidence:
             out.extend(_render_evidence(f.evidence))
     return out

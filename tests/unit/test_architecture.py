@@ -131,7 +131,7 @@ def test_environment_variables_are_read_in_core_settings_only() -> None:
 
 
 # Writes to a FunctionStatus's decided fields outside core/decide.py; the two listed are other records' fields.
-_DECIDED = {"status", "reason", "fix", "implementation"}
+_DECIDED = {"status", "reason", "fix", "implementation", "provider"}
 _NOT_A_FUNCTION_STATUS = {("doctor/imports.py", "c.status"),  # a child process's wait status
                           ("verify/instrument.py", "stack[-1].implementation"),  # a call record
                           ("hub/check.py", "row.implementation")}  # a Hub row's copy of the decided one
