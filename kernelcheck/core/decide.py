@@ -150,10 +150,11 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
 
 def _provider(fs: FunctionStatus, build: Build) -> str:
     """A function no Hub build replaces: a Hub provider decided before stays; the package runs when its path is
-    fast or it breaks there (a crash in the package), else the torch function runs."""
+    fast, breaks there (a crash in the package) or is bound for a device this machine is not (unsupported: the
+    caller gives `TORCH` where transformers runs the torch function instead), else the torch function runs."""
     if fs.provider and fs.provider.startswith("hub:"):
         return fs.provider
-    if build.distribution and fs.status in (Status.FAST, Status.BROKEN):
+    if build.distribution and fs.status in (Status.FAST, Status.BROKEN, Status.UNSUPPORTED):
         return build.provider
     return "torch"
 

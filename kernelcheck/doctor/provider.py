@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernelcheck.core import decide, environment, matrix, settings
-from kernelcheck.core.status import Mode, Severity
+from kernelcheck.core.status import Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.model import Finding, FunctionStatus, Report
 from kernelcheck.report.sections import BackendsSection
@@ -46,8 +46,9 @@ def builds(functions: list[FunctionStatus], env: environment.Environment, ops: t
     for fs in functions:
         pkg = by_dist.get(fs.package) or m.packages.get(fs.package)
         st = env.packages.get(pkg.name) if pkg is not None else None
-        if pkg is None or fs.package == "torch":
-            out[fs.name] = decide.TORCH
+        if pkg is None or fs.package == "torch" or (
+                fs.status == Status.UNSUPPORTED and not fs.implementation.startswith(f"{pkg.name}.")):
+            out[fs.name] = decide.TORCH  # unsupported with the torch function bound: 5.25's per-call device check
             continue
         dist = (st.distribution if st is not None and st.distribution else None) or fs.package
         version = st.version if st is not None and st.installed else None

@@ -58,7 +58,8 @@ def test_the_provider_is_the_pip_build_where_its_path_runs_and_torch_elsewhere()
     assert decide.decide(bound(), build=FLA).provider == "pip:fla-core 0.6.0 / fwd Triton, bwd TileLang"
     assert decide.decide(bound("broken", reason="x"), build=FLA).provider == FLA.provider
     assert decide.decide(bound("fallback", reason="x"), build=FLA).provider == "torch"
-    assert decide.decide(bound("unsupported", reason="cpu"), build=FLA).provider == "torch"
+    assert decide.decide(bound("unsupported", reason="cpu"), build=FLA).provider == FLA.provider  # bound, called
+    assert decide.decide(bound("unsupported", reason="cpu"), build=decide.TORCH).provider == "torch"
     assert decide.decide(bound(), build=decide.TORCH).provider == "torch"
     assert decide.decide(bound(), build=decide.Build("causal-conv1d", "1.7.0")).provider == "pip:causal-conv1d 1.7.0"
     assert decide.decide(bound()).provider is None  # no build evidence: not decided

@@ -144,3 +144,13 @@ def test_kernels_switches_and_unreadable_variant_names(tmp_path: Path, monkeypat
     assert provider.unreadable_variants(str(tmp_path), [CU130], "0.18.3") == [new]  # on disk, not listed
     assert provider.unreadable_variants(None, [CU130, new], "0.18.3") == [new]  # listed in 0.19's naming
     assert provider.unreadable_variants(str(tmp_path), [CU130, new], "0.19.1") == []
+
+
+def test_an_unsupported_function_runs_the_package_it_is_bound_to_unless_the_torch_function_is_bound() -> None:
+    env = make_env(None, fla="0.6.0")
+    fns = [FunctionStatus("causal_conv1d_fn", "causal-conv1d", "unsupported", "causal_conv1d.causal_conv1d_fn", "cpu"),
+           FunctionStatus("chunk_gated_delta_rule", "fla-core", "unsupported",
+                          "transformers.models.qwen3_5.modeling_qwen3_5.torch_chunk_gated_delta_rule", "cpu")]
+    got = provider.builds(fns, env, (), matrix.load())
+    assert got["causal_conv1d_fn"].distribution == "causal-conv1d"  # 5.17-5.24: the kernel is called on CPU inputs
+    assert got["chunk_gated_delta_rule"] == decide.TORCH  # 5.25: the per-call device check runs the torch function

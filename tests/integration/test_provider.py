@@ -1,0 +1,73 @@
+"""The implementation that runs, per function, in doctor's JSON and text (doctor/provider.py, core/decide.py), under
+transformers 5.24 (the base venv: pip packages or torch) and 5.25's Hub default with an on-disk Hub cache
+(tests/kernel_repos.py: kernels' real cache layout; the fla build carries the dispatch files the Hub records for
+kernels-community/fla v3, read back by kernelcheck's fla reader). Offline; --arch 9.0 stands in for the H200."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.envs import TF525, function, run, run_json, site
+from tests.kernel_repos import cache_repo, write_fla_build
+from tests.standin import causal_conv1d_site
+
+pytestmark = pytest.mark.integration
+
+CPU213 = "torch213-cxx11-cpu-x86_64-linux"
+CU130 = "torch211-cxx11-cu130-x86_64-linux"
+DOCTOR = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0"]
+
+
+def _cache(tmp: Path) -> dict[str, str]:
+    cache = tmp / "cache"
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+        commit = cache_repo(cache, repo, [CPU213, CU130])
+        if repo.endswith("/fla"):
+            for v in (CPU213, CU130):
+                write_fla_build(cache / "kernels--kernels-community--fla" / "snapshots" / commit / "build" / v)
+    return {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp / "home")}
+
+
+def test_524_names_the_pip_package_or_torch_for_every_function(tmp_path: Path) -> None:
+    conv = causal_conv1d_site(tmp_path / "conv")
+    code, data = run_json([*DOCTOR, "--mode", "train"], conv)
+    assert data["environment"]["transformers"].startswith("5.24"), data["environment"]
+    got = {f["name"]: f["provider"] for f in data["functions"]}
+    assert got == {"chunk_gated_delta_rule": "torch", "fused_recurrent_gated_delta_rule": "torch",
+                   "causal_conv1d_fn": "pip:causal-conv1d 1.7.0", "causal_conv1d_update": "pip:causal-conv1d 1.7.0",
+                   "attention:sdpa": "torch"}, data["functions"]
+
+
+@pytest.mark.parametrize("mode", ["train", "infer"])
+def test_525_hub_default_names_the_hub_builds_and_reads_the_cached_fla_build(tmp_path: Path, mode: str) -> None:
+    stack = site(*TF525, deps=True)
+    env = _cache(tmp_path)
+    code, data = run_json([*DOCTOR, "--mode", mode, "--hub-device", "cuda"], stack, env=env)
+    assert data["environment"]["transformers"] == "5.25.0" and data["hub"]["used"] is True, data["findings"]
+    # kernels picks the variant from the torch build (this CPU one), not from --arch
+    fla = f"hub:kernels-community/fla@v3 (variant {CPU213})"
+    conv = f"hub:kernels-community/mamba-ssm@v5 (variant {CPU213})"
+    got = {f["name"]: f["provider"] for f in data["functions"]}
+    want = {"chunk_gated_delta_rule": fla, "causal_conv1d_fn": conv, "causal_conv1d_update": conv,
+            "attention:sdpa": "torch",
+            # 5.25 maps the recurrent GDN to the Hub for inference only: train runs its torch function
+            "fused_recurrent_gated_delta_rule": fla if mode == "infer" else "torch"}
+    assert {k: v.split(" / ")[0] for k, v in got.items()} == want, data["functions"]
+    assert data["backends"]["read_from"] == "hub-cache"  # the cached build's own files, not pip's fla
+    assert not [f for f in data["findings"] if f["id"] == "hub-fla-layout-assumed"]
+    text = run([*DOCTOR, "--mode", mode, "--hub-device", "cuda"], stack, env=env).stdout
+    assert f"runs: {got['chunk_gated_delta_rule']}" in text
+
+
+def test_525_hub_default_without_the_build_on_disk_says_the_layout_is_assumed(tmp_path: Path) -> None:
+    stack = site(*TF525, deps=True)
+    cache = tmp_path / "cache"
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+        cache_repo(cache, repo, [CPU213])  # pure-Python builds without fla's dispatch files
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "home")}
+    code, data = run_json([*DOCTOR, "--mode", "train", "--hub-device", "cuda"], stack, env=env)
+    assert function(data, "chunk_gated_delta_rule")["provider"].startswith("hub:kernels-community/fla@v3")
+    assumed = [f for f in data["findings"] if f["id"] == "hub-fla-layout-assumed"]
+    assert assumed and assumed[0]["severity"] == "warning" and data["backends"]["read_from"] == "hub-table"
