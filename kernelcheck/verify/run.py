@@ -253,6 +253,9 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True)  # verify imports the modeling module anyway
     report.command = command
+    from kernelcheck.doctor import jitprobe
+
+    jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
     return report
 
