@@ -22,6 +22,10 @@ from kernelcheck.core.errors import BadInput
 @click.option("--tokens", type=int, default=None,
               help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.verify/1) on stdout.")
+@click.option("--compile", "compile_check", is_flag=True,
+              help="Also run the model's layers under torch.compile (infer and train): graph breaks with where and "
+                   "why, which parts ran compiled or eagerly, compiled vs eager time, and the fix "
+                   "(see docs/verify.md).")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @click.option("--step", is_flag=True,
@@ -49,7 +53,8 @@ from kernelcheck.core.errors import BadInput
 @all_ranks_options("verify")
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
-           trace_dir: str | None = None, packing: str | None = None, record: str | None = None) -> int:
+           trace_dir: str | None = None, packing: str | None = None, record: str | None = None,
+           compile_check: bool = False) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -75,6 +80,9 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
 
     if record and not step:
         raise BadInput("--record only applies with --step: it appends the step's measurement.")
+    if compile_check and (step or packing):
+        raise BadInput("--compile runs the model's layers under torch.compile next to verify's per-function run; it "
+                       "does not apply with --step or --packing. Run them as two commands; nothing was run.")
     record_mod.check_path(record)
     if packing:
         from kernelcheck.verify import packing_report
@@ -95,7 +103,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
         return finish(report, as_json, junit)
     from kernelcheck.verify.run import verify as run_verify
 
-    report = run_verify(model, mode=mode, shape=shape or "tiny", benchmark=benchmark, tokens=tokens)
+    report = run_verify(model, mode=mode, shape=shape or "tiny", benchmark=benchmark, tokens=tokens,
+                        compile_check=compile_check)
     from kernelcheck.doctor.cost import attach as attach_cost
 
     attach_cost(report, model)

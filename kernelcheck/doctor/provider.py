@@ -223,3 +223,38 @@ def unreadable_variants(snapshot: str | None, listed: list[str], kernels: str | 
     old = bool(kernels) and version_in(kernels, "<0.19")
     misread = [v for v in listed if old and _NEW_NAMES.match(v)]
     return sorted(set(missing) | set(misread))
+
+
+# -- torch.compile, as far as it is known without running ------------------------------------------------------------
+_FLA_DISTS = ("pip:fla-core", "pip:flash-linear-attention")
+
+
+def compile_findings(report: Report, query: str | None) -> list[Finding]:
+    """What a job that compiles the model meets, where the code that runs says it without running: the installed
+    fla wraps the ops it dispatches in torch.compiler.disable (a graph break at every call, inside the decoder loop);
+    else, where an fla build runs, a pointer to verify --compile."""
+    used = [fs for fs in report.functions if fs.used and fs.provider]
+    pip_fla = tuple(fs.name for fs in used if str(fs.provider).startswith(_FLA_DISTS))
+    hub_fla = tuple(fs.name for fs in used if any(str(fs.provider).startswith(f"hub:{r}@")
+                                                  for r in fla_dispatch.hub_repos()))
+    wrap = fla_dispatch.compile_wrap(pip_fla) if pip_fla else None
+    verify = f"kernelcheck verify --model {query or 'M'} --compile"
+    if wrap is not None:
+        return [Finding(
+            "compile-graph-breaks-static", Severity.INFO,
+            f"a job that compiles the model (torch.compile) gets a graph break at every call of "
+            f"{', '.join(wrap.functions)}: fla wraps the ops it dispatches in torch.compiler.disable, and they are "
+            "called inside the decoder loop. Whether Dynamo then runs the decoder loop (every layer) eagerly depends "
+            f"on torch (axolotl#3734); {verify} measures it here.",
+            ("FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper (and fla's TileLang/FlashQLA backends with it); or "
+             "wrap the ops in torch.library.custom_op; or compile each decoder layer (layer.compile())")
+            if wrap.switch else "wrap the ops in torch.library.custom_op, or compile each decoder layer",
+            wrap.reference, wrap.functions)]
+    if hub_fla or pip_fla:
+        fns = hub_fla or pip_fla
+        return [Finding(
+            "compile-unknown", Severity.INFO,
+            f"whether torch.compile runs {', '.join(fns)} (and the decoder loop around them) compiled or eagerly is "
+            f"not known without running them: {verify} shows the graph breaks and what runs eagerly.",
+            None, None, fns)]
+    return []

@@ -339,6 +339,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query)
         provider.apply_hub(report, env, mode, query)  # a Hub build that replaces them, judged as what runs
+    report.findings.extend(provider.compile_findings(report, query))
     return report
 
 

@@ -416,3 +416,43 @@ def decide(lay: Layout, env: Environment, functions: tuple[str, ...]) -> list[Op
 def backends(env: Environment, functions: tuple[str, ...]) -> list[OpBackend]:
     """The backend of each op and pass of `functions` in `env`: what core/rules.Facts is given as `fla_dispatch`."""
     return decide(layout(env), env, functions)
+
+
+# -- torch.compile ------------------------------------------------------------------------------------------------
+_FLA_OPS = {"chunk_gated_delta_rule": "gated_delta_rule", "fused_recurrent_gated_delta_rule": "gated_delta_rule",
+            "chunk_kda": "kda", "fused_recurrent_kda": "kda"}
+
+
+@dataclass(frozen=True)
+class CompileWrap:
+    """Which of the ops transformers binds the installed fla wraps in torch.compiler.disable (its backend dispatch:
+    each call is a graph break under torch.compile), and whether FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper."""
+
+    functions: tuple[str, ...]
+    switch: bool  # FLA_DISABLE_BACKEND_DISPATCH=1 returns the op unwrapped
+    reference: str
+
+
+def compile_wrap(functions: tuple[str, ...], root: Path | None = None) -> CompileWrap | None:
+    """Read from the installed fla's source (`root`: its package folder; default the installed one): None without
+    fla or when its dispatch does not wrap in torch.compiler.disable."""
+    root = root or (_fla_dir())
+    if root is None:
+        return None
+    registry = _text(root, "backends.py") or ""
+    if "torch.compiler.disable(wrapper)" not in registry:
+        return None
+    wrapped = []
+    for fn in functions:
+        sub = _FLA_OPS.get(fn)
+        folder = root / "ops" / sub if sub else None
+        if folder is None or not folder.is_dir():
+            continue
+        pattern = re.compile(r"@dispatch\([^)]*\)\s*\ndef " + re.escape(fn) + r"\(")
+        if any(pattern.search(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(folder.glob("*.py"))):
+            wrapped.append(fn)
+    if not wrapped:
+        return None
+    switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry
+    return CompileWrap(tuple(wrapped), switch, f"fla source at {root}: backends.py BackendRegistry.dispatch returns "
+                       "torch.compiler.disable(wrapper); ops/*/: @dispatch on the op")

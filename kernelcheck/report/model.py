@@ -24,6 +24,7 @@ from kernelcheck.core.status import (  # noqa: F401 - re-exported: the exit code
 )
 from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report import hub_text, live_text
+from kernelcheck.report.compiled import CompiledSection
 from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers, PrintedLine
 from kernelcheck.report.live import LiveLine
 from kernelcheck.report.live_details import LiveDetails
@@ -236,7 +237,7 @@ class Installed:
 _SECTIONS: tuple[tuple[str, str], ...] = (
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "steps"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
-    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
+    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"), ("compiled", "json"),
 )
 
 
@@ -262,6 +263,7 @@ class Report:
     import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
     trace: TraceSection | None = None  # trace
     backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
+    compiled: CompiledSection | None = None  # verify --compile (verify/compiled.py)
 
     @property
     def verdict(self) -> str:
@@ -326,7 +328,7 @@ class Report:
 _SECTION_TYPE: dict[str, Any] = {
     "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
     "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
-    "packing": PackingSection, "backends": BackendsSection,
+    "packing": PackingSection, "backends": BackendsSection, "compiled": CompiledSection,
 }
 _MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}
 

@@ -149,6 +149,8 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
         out.extend(_render_summary(report.trace.summary))
     if report.live is not None:
         out.extend(_render_live(report.live))
+    if report.compiled is not None:
+        out.extend(["compiled (verify --compile)", *(f"  {line}" for line in report.compiled.lines)])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out

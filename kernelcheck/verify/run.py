@@ -239,7 +239,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
 
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
-           tokens: int | None = None, command: str = "verify") -> Report:
+           tokens: int | None = None, command: str = "verify", compile_check: bool = False) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
@@ -257,7 +257,26 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
 
     jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
+    if compile_check:
+        _add_compiled(report, query, shape)
     return report
+
+
+def _add_compiled(report: Report, query: str, shape: str) -> None:
+    """verify --compile: the same model under torch.compile, both passes (verify/compiled.py)."""
+    from kernelcheck.verify import compiled
+
+    model = transformers_models.resolve(query)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    if result.module_error:
+        return  # _add_live said verify-not-run
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    device, dtype = _device()
+    with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
+        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
+        fns = tuple(f.name for f in report.functions if f.used)
+        report.compiled = compiled.run(built, model.spec.layer or None, fns)
+    report.findings.extend(compiled.findings(report.compiled, query))
 
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
