@@ -64,6 +64,12 @@ DEFS: S = {
                    {"decorators": arr(STR)}),
 }
 REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
+# verify --compile (report/compiled.py)
+COMPILED = obj({"backend": STR, "shape": STR, "device": STR, "dtype": STR, "tokens": {"type": "integer"},
+                "passes": arr(obj({"pass": STR, "graphs": {"type": "integer"}, "graph_breaks": {"type": "integer"},
+                                   "breaks": arr(OBJ), "parts": arr(OBJ), "eager_ms": opt({"type": "number"}),
+                                   "compiled_ms": opt({"type": "number"}), "compile_s": opt({"type": "number"}),
+                                   "error": opt(STR)}))})
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
            "transformers": OBJ, "mapping": arr(OBJ), "names": arr(OBJ), "repos": arr(OBJ)})
 # Why a step is there and why a candidate was rejected (kernelcheck/core/plan_step.py); an install step has both,
@@ -98,7 +104,8 @@ def kinds() -> dict[str, S]:
                                         "bindings": obj({"regime": STR, "module": STR}), "hub": HUB, "live": LIVE,
                                         "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ},
                          "kernelcheck doctor --json"),
-        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING},
+        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING,
+                                        "compiled": COMPILED},
                          "kernelcheck verify --json"),
         "install": report("install", {"before": obj({"verdict": VERDICT, "functions": OBJ}),
                                       "plan": arr(PLAN_STEP)},

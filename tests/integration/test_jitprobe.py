@@ -103,3 +103,29 @@ def test_a_probe_that_hangs_is_stopped_at_its_time_limit(child_path: Path, tmp_p
     tc = jitprobe.toolchain({"CUDA_HOME": str(slow.parent), "PATH": ""})
     got = jitprobe.run_probe("tilelang", "compile", "sm_90", tc, timeout=3)
     assert got["ok"] is False and "timed out" in got["error"]
+
+
+def test_doctor_jit_probe_compiles_with_the_real_triton_and_says_the_run_is_unchecked(tmp_path: Path) -> None:
+    """pip's fla-core 0.6.0 with triton 3.6.0, judged for an H100/H200 (--arch 9.0) on this CPU box: the fla ops run
+    on Triton, whose real compiler builds a trivial kernel for sm_90 here (ptxas from the triton wheel); no GPU, so
+    the run is unchecked. Without --jit-probe nothing is probed."""
+    from tests.envs import run_json
+
+    fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
+    args = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--mode", "train"]
+    env = {"KERNELCHECK_HOME": str(tmp_path / "home")}
+    _, data = run_json([*args, "--jit-probe"], fla, env=env)
+    got = {f["id"]: f for f in data["findings"] if f["id"].startswith("jit-")}
+    assert set(got) == {"jit-run-unchecked"}, data["findings"]
+    assert got["jit-run-unchecked"]["functions"] == ["chunk_gated_delta_rule"]
+    assert list((tmp_path / "home" / "jit-proofs").glob("*.json"))  # the pass is cached
+    _, plain = run_json(args, fla, env=env)
+    assert not [f for f in plain["findings"] if f["id"].startswith("jit-")]
+    # a Triton cache that cannot be created (a file where its folder would be) is a broken precondition, and the
+    # real Triton's compile fails there too: never a READY
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    _, bad = run_json([*args, "--jit-probe"], fla, env={**env, "TRITON_CACHE_DIR": str(blocker / "cache")})
+    pre = [f for f in bad["findings"] if f["id"] in ("jit-precondition", "jit-probe-failed")]
+    assert {f["id"] for f in pre} == {"jit-precondition", "jit-probe-failed"}, bad["findings"]
+    assert bad["verdict"] == "broken"
