@@ -71,3 +71,35 @@ def test_525_hub_default_without_the_build_on_disk_says_the_layout_is_assumed(tm
     assert function(data, "chunk_gated_delta_rule")["provider"].startswith("hub:kernels-community/fla@v3")
     assumed = [f for f in data["findings"] if f["id"] == "hub-fla-layout-assumed"]
     assert assumed and assumed[0]["severity"] == "warning" and data["backends"]["read_from"] == "hub-table"
+
+
+def test_live_evidence_comes_from_kernels_own_record_where_kernels_has_it(tmp_path: Path) -> None:
+    """kernels 0.19.1's public get_kernelized_layers (found through the kernels adapter by feature detection) says
+    which kernel replaced which layer and function; kernelcheck's applied_kernels reports it with the repositories.
+    The base venv's kernels 0.17.2 has no such function: the forward-identity check answers there."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.envs import REPO
+
+    cache_repo(tmp_path / "hf", "kc-test/tiny-norm", ["torch-universal"], name="tiny-norm")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    rows = {}
+    for label, sites in (("0.19.1", [str(site(*TF525, deps=True))]), ("base", [])):
+        e = {**env, "PYTHONPATH": os.pathsep.join([*sites, str(REPO)])}
+        res = subprocess.run([sys.executable, str(REPO / "tests" / "programs" / "hub_applied.py")],
+                             capture_output=True, text=True, env=e, timeout=600)
+        lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
+        assert res.returncode == 0 and lines, res.stderr[-3000:]
+        rows[label] = json.loads(lines[-1])["rows"]
+    new = rows["0.19.1"]
+    assert new["RMSNormGated"]["status"] == "applied"
+    assert new["RMSNormGated"]["evidence"] == "kernels.get_kernelized_layers"
+    assert any("kc-test/tiny-norm" in r for r in new["RMSNormGated"]["repos"])
+    assert new["chunk_gated_delta_rule"]["status"] == "applied" and new["chunk_gated_delta_rule"]["repos"]
+    assert new["RMSNormZeroCentered"]["status"] == "original" and new["RMSNormZeroCentered"]["repos"] == []
+    old = rows["base"]
+    if old:  # transformers 5.24 with kernels 0.17.2 (outside its window) may name no Hub kernel at all
+        assert all(r["evidence"] == "forward identity" and "repos" not in r for r in old.values())
