@@ -111,6 +111,8 @@ ENTRIES: tuple[Entry, ...] = (
           "eagerly"),
     Entry("compile-graph-breaks", (W,), "verify --compile", "graph breaks, while the decoder loop and GDN layers "
           "still run compiled"),
+    Entry("verify-hub-not-applied", (I_,), "verify", "the job loads Hub builds for some functions; verify's layers "
+          "(built from the config) load none"),
     Entry("compile-ok", (I_,), "verify --compile", "the pass compiles with no graph break"),
     Entry("hub-fla-backend-fails", (B,), _D, "the Hub fla build that replaces pip's fla fails on the backend its own "
           "dispatch picks here (TileLang's JIT without nvcc: fla#949; the fla#640 guard)"),

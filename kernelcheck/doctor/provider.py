@@ -258,3 +258,18 @@ def compile_findings(report: Report, query: str | None) -> list[Finding]:
             f"not known without running them: {verify} shows the graph breaks and what runs eagerly.",
             None, None, fns)]
     return []
+
+
+def verify_hub_note(report: Report) -> list[Finding]:
+    """verify builds the layers from the config, which loads no Hub kernel: where the job's load replaces functions
+    with Hub builds, the live evidence is of the path below them, and this says so."""
+    hub = [fs.name for fs in report.functions if fs.used and str(fs.provider or "").startswith("hub:")]
+    if not hub:
+        return []
+    return [Finding(
+        "verify-hub-not-applied", Severity.INFO,
+        f"the job's from_pretrained replaces {', '.join(hub)} with Hub builds (see each function's provider), but "
+        "verify builds the layers from the config, which loads no Hub kernel: its live evidence is of the pip or "
+        "torch path below them.",
+        "after the job's own load, kernelcheck.applied_kernels(model) says which kernel replaced which layer and "
+        "function (kernels' get_kernelized_layers where kernels has it)", None, tuple(hub))]

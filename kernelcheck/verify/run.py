@@ -256,6 +256,9 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     from kernelcheck.doctor import jitprobe
 
     jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
+    from kernelcheck.doctor.provider import verify_hub_note
+
+    report.findings.extend(verify_hub_note(report))
     _add_live(report, query, mode, shape, benchmark, tokens, t0)
     if compile_check:
         _add_compiled(report, query, shape)

@@ -154,3 +154,11 @@ def test_an_unsupported_function_runs_the_package_it_is_bound_to_unless_the_torc
     got = provider.builds(fns, env, (), matrix.load())
     assert got["causal_conv1d_fn"].distribution == "causal-conv1d"  # 5.17-5.24: the kernel is called on CPU inputs
     assert got["chunk_gated_delta_rule"] == decide.TORCH  # 5.25: the per-call device check runs the torch function
+
+
+def test_verify_says_its_layers_load_no_hub_kernel_where_the_job_does() -> None:
+    rep = _hub_report(make_env("9.0"), None)
+    got = provider.verify_hub_note(rep)
+    assert [(f.id, f.functions) for f in got] == [("verify-hub-not-applied", ("chunk_gated_delta_rule",))]
+    rep.functions = [FunctionStatus("chunk_gated_delta_rule", "fla-core", "fast", "x", provider="pip:fla-core 0.6.0")]
+    assert provider.verify_hub_note(rep) == []
