@@ -80,6 +80,16 @@ def _tilelang(mode: str, arch: str, nvcc: str, includes: list[str], qla: bool) -
     import tilelang.language as T  # noqa: N812 - TileLang's own convention
     import torch
 
+    try:  # the real JIT, with the CUDA home and nvcc it finds itself
+        return _tilelang_run(tilelang, T, torch)
+    except (TypeError, AttributeError, NameError, SyntaxError) as exc:  # the probe's kernel vs this tilelang's API
+        alone = _nvcc_compile(nvcc, arch, includes)
+        if not alone["ok"]:  # then the compiler is what fails, whatever the API said
+            return alone
+        return {"ok": False, "stage": "probe", "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+
+
+def _tilelang_run(tilelang: Any, T: Any, torch: Any) -> dict[str, object]:  # noqa: N803 - TileLang's convention
     @tilelang.jit(out_idx=[1])
     def add_one(n: int, block: int = 128) -> Any:
         @T.prim_func

@@ -123,3 +123,9 @@ def test_attach_breaks_the_functions_of_a_failing_jit_and_never_says_ready(monke
     seen.clear()
     jitprobe.attach(_report("triton", gpu_source="override"), use_cache=False)
     assert seen == [("triton", "compile", "sm_90")]
+
+
+def test_a_probe_kernel_this_jit_cannot_express_is_unchecked_not_broken() -> None:
+    res = {"tilelang": {"ok": False, "stage": "probe", "error": "TypeError: Kernel() got an unexpected keyword"}}
+    got = jitprobe.findings({"tilelang": (FN,)}, res, _tc(), "sm_90")
+    assert [(f.id, f.severity) for f in got] == [("jit-run-unchecked", Severity.WARNING)]
