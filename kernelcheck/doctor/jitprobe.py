@@ -229,7 +229,8 @@ def run_probe(jit: str, mode: str, arch: str, tc: Toolchain, timeout: float = TI
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"ok": False, "stage": mode, "error": f"timed out after {timeout:.0f} s", "seconds": timeout}
+        return {"ok": False, "stage": mode, "error": f"timed out after {timeout:.0f} s", "seconds": timeout,
+                "timed_out": True}
     lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
     if res.returncode != 0 or not lines:
         tail = (res.stderr or res.stdout).strip().splitlines()[-5:]

@@ -89,7 +89,7 @@ def test_cuda_home_without_nvcc_and_a_missing_tilelang_fail(child_path: Path, tm
     empty.mkdir()
     tc = jitprobe.toolchain({"CUDA_HOME": str(empty), "PATH": os.environ.get("PATH", "")})
     got = jitprobe.probe("tilelang", "compile", "sm_90", tc)
-    assert got["ok"] is False and "nvcc" in got["error"], got
+    assert (got["ok"], got["stage"]) == (False, "compile"), got
     monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].replace(str(child_path), str(tmp_path / "none")))
     gone = jitprobe.probe("flash_qla", "compile", "sm_90", jitprobe.toolchain(dict(os.environ)))
     assert (gone["ok"], gone["stage"]) == (False, "import"), gone
@@ -102,7 +102,7 @@ def test_a_probe_that_hangs_is_stopped_at_its_time_limit(child_path: Path, tmp_p
     (slow / "nvcc").chmod(0o755)
     tc = jitprobe.toolchain({"CUDA_HOME": str(slow.parent), "PATH": ""})
     got = jitprobe.run_probe("tilelang", "compile", "sm_90", tc, timeout=3)
-    assert got["ok"] is False and "timed out" in got["error"]
+    assert (got["ok"], got["timed_out"]) == (False, True)
 
 
 def test_doctor_jit_probe_compiles_with_the_real_triton_and_says_the_run_is_unchecked(tmp_path: Path) -> None:

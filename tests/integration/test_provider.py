@@ -58,7 +58,7 @@ def test_525_hub_default_names_the_hub_builds_and_reads_the_cached_fla_build(tmp
     assert data["backends"]["read_from"] == "hub-cache"  # the cached build's own files, not pip's fla
     assert not [f for f in data["findings"] if f["id"] == "hub-fla-layout-assumed"]
     text = run([*DOCTOR, "--mode", mode, "--hub-device", "cuda"], stack, env=env).stdout
-    assert f"runs: {got['chunk_gated_delta_rule']}" in text
+    assert f"runs: {got['chunk_gated_delta_rule']}" in text  # wording: renderer test (the provider's runs: line)
 
 
 def test_525_hub_default_without_the_build_on_disk_says_the_layout_is_assumed(tmp_path: Path) -> None:
