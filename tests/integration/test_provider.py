@@ -103,3 +103,20 @@ def test_live_evidence_comes_from_kernels_own_record_where_kernels_has_it(tmp_pa
     old = rows["base"]
     if old:  # transformers 5.24 with kernels 0.17.2 (outside its window) may name no Hub kernel at all
         assert all(r["evidence"] == "forward identity" and "repos" not in r for r in old.values())
+
+
+def test_a_kernels_client_that_cannot_read_0_19_variant_names_is_a_finding(tmp_path: Path) -> None:
+    """The real kernels 0.18.3 (inside transformers 5.24's window; the base venv's other packages) lists a kernels
+    0.19 variant name (torch-2.12-cxx11-cuda-13.0-cpython-3.12-abi3-...) misread; doctor says so, per repository."""
+    k183 = site("kernels==0.18.3")
+    new = "torch-2.12-cxx11-cuda-13.0-cpython-3.12-abi3-x86_64-linux"
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+        cache_repo(tmp_path / "hf", repo, [CPU213, new])
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HOME": str(tmp_path / "home")}
+    _, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], k183, env=env)
+    assert data["environment"]["kernels"] == "0.18.3" and data["hub"]["used"] is True
+    got = [f for f in data["findings"] if f["id"] == "hub-variant-names-unreadable"]
+    assert len(got) == 2 and {f["severity"] for f in got} == {"warning"}
+    _, latest = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], k183,
+                         env={**env, "UNSTABLE_KERNELS_ALL_LATEST": "1"})
+    assert [f["severity"] for f in latest["findings"] if f["id"] == "hub-all-latest"] == ["warning"]
