@@ -107,8 +107,7 @@ def _superseded(findings: list[Finding], replaced: set[str], specs: str) -> list
     """The pip packages' findings about functions a Hub build replaces: kept, as info, not in effect."""
     out = []
     for f in findings:
-        if f.functions and set(f.functions) <= replaced and not f.id.startswith("hub-") \
-                and f.severity != Severity.INFO:
+        if f.functions and set(f.functions) <= replaced and not f.id.startswith(("hub-", "compile-", "jit-")):
             f = replace(f, severity=Severity.INFO,
                         message=f"not in effect: {', '.join(f.functions)} run the Hub build ({specs}), not the pip "
                                 f"package this is about. {f.message}")
