@@ -46,3 +46,11 @@ def test_doctor_says_fla_dispatch_breaks_the_graph_and_names_pip_fla_as_what_run
     static = [f for f in data["findings"] if f["id"] == "compile-graph-breaks-static"]
     assert static and static[0]["functions"] == ["chunk_gated_delta_rule"]
     assert "FLA_DISABLE_BACKEND_DISPATCH=1" in static[0]["fix"]
+
+
+def test_compile_with_step_or_packing_is_bad_input_and_runs_nothing() -> None:
+    from tests.envs import run
+
+    for extra in (["--step"], ["--packing"]):
+        res = run(["verify", "--model", "qwen3.8-27b", "--compile", *extra])
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
