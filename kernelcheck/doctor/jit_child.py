@@ -82,10 +82,11 @@ def _tilelang(mode: str, arch: str, nvcc: str, includes: list[str], qla: bool) -
 
     try:  # the real JIT, with the CUDA home and nvcc it finds itself
         return _tilelang_run(tilelang, T, torch)
-    except (TypeError, AttributeError, NameError, SyntaxError) as exc:  # the probe's kernel vs this tilelang's API
+    except Exception as exc:  # noqa: BLE001 - the JIT's failure, or the probe kernel's own (this tilelang's API)
         alone = _nvcc_compile(nvcc, arch, includes)
-        if not alone["ok"]:  # then the compiler is what fails, whatever the API said
-            return alone
+        if not alone["ok"]:  # the compiler the JIT calls fails on its own: that is the failure
+            return {**alone, "error": f"{type(exc).__name__}: {str(exc)[:300]} | nvcc alone: {alone['error']}"}
+        # nvcc compiles the CUDA runtime and CCCL headers here: the probe kernel, not the toolchain, may be at fault
         return {"ok": False, "stage": "probe", "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
 
 

@@ -296,12 +296,12 @@ def findings(jits: dict[str, tuple[str, ...]], results: dict[str, dict[str, Any]
         name = NAMES[jit]
         where = f"with {tc.nvcc} (CUDA home from {tc.cuda_home_from})" if jit != "triton" else ""
         cached = f"; passed before with this toolchain ({r['cached']})" if r.get("cached") else ""
-        if not r.get("ok") and r.get("stage") == "probe":  # the probe's own kernel did not build with this API
+        if not r.get("ok") and r.get("stage") == "probe":  # nvcc works; the probe's own kernel did not run
             out.append(Finding(
                 "jit-run-unchecked", Severity.WARNING,
-                f"{name}'s compiler worked here, but the probe's trivial kernel could not be written with this "
-                f"{name} ({r.get('error')}), so its run is unchecked.",
-                "run verify on this machine (it runs the real kernels)", None, fns))
+                f"{name}'s nvcc compiles the CUDA runtime and CCCL headers here, but the probe's trivial kernel did "
+                f"not run ({r.get('error')}): the probe cannot tell its own kernel from the JIT, so the run is "
+                "unchecked.", "run verify on this machine (it runs the real kernels)", None, fns))
         elif not r.get("ok"):
             out.append(Finding(
                 "jit-probe-failed", Severity.BROKEN,
