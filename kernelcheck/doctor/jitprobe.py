@@ -336,7 +336,11 @@ def attach(report: Report, *, use_cache: bool = True, timeout: float = TIMEOUT_S
     gpus = view.gpus if view is not None else ()
     mode = "run" if gpus and view is not None and view.gpu_source in ("torch", "nvidia-smi") else "compile"
     arch = gpus[0].capability.sm if gpus else "sm_90"
-    results = {jit: probe(jit, mode, arch, tc, use_cache, timeout) for jit in jits}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(jits)) as pool:  # one child each, at once: the time of the slowest
+        futures = {jit: pool.submit(probe, jit, mode, arch, tc, use_cache, timeout) for jit in jits}
+        results = {jit: f.result() for jit, f in futures.items()}
     found = [*pre, *findings(jits, results, tc, arch)]
     report.findings.extend(found)
     hits = [decide.RuleEvidence(f.id, f.severity, f"the JIT check failed ({f.id})", f.message, f.fix, f.functions)
