@@ -58,12 +58,19 @@ DEFS: S = {
                        {"kernels": opt(STR), "packages": OBJ, "cuda_home": opt(STR), "env": OBJ}),
     "model": opt(obj({"query": STR, "id": opt(STR), "model_type": opt(STR), "source": opt(STR)})),
     "function": obj({"name": STR, "package": STR, "status": STATUS, "implementation": opt(STR), "reason": opt(STR),
-                     "fix": opt(STR)}, {"used": BOOL, "phase": opt(STR), "evidence": opt(OBJ)}),
+                     "fix": opt(STR)}, {"used": BOOL, "phase": opt(STR), "evidence": opt(OBJ),
+                                       "provider": opt(STR)}),
     "finding": obj({"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9:_.-]*$"}, "severity": SEVERITY,
                     "message": STR, "fix": opt(STR), "reference": opt(STR), "functions": arr(STR)},
                    {"decorators": arr(STR)}),
 }
 REF = {k: {"$ref": f"#/$defs/{k}"} for k in DEFS}
+# verify --compile (report/compiled.py)
+COMPILED = obj({"backend": STR, "shape": STR, "device": STR, "dtype": STR, "tokens": {"type": "integer"},
+                "passes": arr(obj({"pass": STR, "graphs": {"type": "integer"}, "graph_breaks": {"type": "integer"},
+                                   "breaks": arr(OBJ), "parts": arr(OBJ), "eager_ms": opt({"type": "number"}),
+                                   "compiled_ms": opt({"type": "number"}), "compile_s": opt({"type": "number"}),
+                                   "error": opt(STR)}))})
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
            "transformers": OBJ, "mapping": arr(OBJ), "names": arr(OBJ), "repos": arr(OBJ)})
 # Why a step is there and why a candidate was rejected (kernelcheck/core/plan_step.py); an install step has both,
@@ -120,7 +127,8 @@ def kinds() -> dict[str, S]:
                                         "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ,
                                         "device": DEVICE},
                          "kernelcheck doctor --json"),
-        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING, "device": DEVICE},
+        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING, "device": DEVICE,
+                                        "compiled": COMPILED},
                          "kernelcheck verify --json"),
         "install": report("install", {"before": obj({"verdict": VERDICT, "functions": OBJ}),
                                       "plan": arr(PLAN_STEP)},

@@ -78,3 +78,56 @@ def local_repo(folder: Path, variants: list[str], name: str = "tiny-norm") -> Pa
     for variant in variants:
         write_variant(folder / "build", name, variant)
     return folder
+
+
+# The dispatch files of the Kernel Hub fla build (kernels-community/fla v3), in the layout the Hub records for it:
+# a backend registry, the #640 guard on the gated chunk backward, a TileLang backend whose is_available() only
+# imports tilelang (no nvcc check), no FlashQLA backend. Only what kernelcheck's fla reader reads; the real build
+# also holds the Triton kernels. A CPU test (and benchmarks/gpu_dispatchers.sh, which cannot fetch the real build)
+# lays this into a cached variant folder.
+FLA_HUB_FILES = {
+    "backends.py": '''import os
+
+
+class BackendRegistry:
+    """fla's backend registry; FLA_DISABLE_BACKEND_DISPATCH=1 bypasses it."""
+
+    disabled = os.environ.get("FLA_DISABLE_BACKEND_DISPATCH", "0") == "1"
+''',
+    "ops/common/chunk_o.py": '''from fla.utils import IS_NVIDIA_HOPPER, TRITON_ABOVE_3_4_0, TRITON_ABOVE_3_7_1
+from fla.backends import dispatch
+
+
+@dispatch('common')
+def chunk_bwd_dqkwg(q, k, v, g=None, **kwargs):
+    if g is not None and IS_NVIDIA_HOPPER and TRITON_ABOVE_3_4_0 and not TRITON_ABOVE_3_7_1:
+        raise RuntimeError("fla#640: the Triton gated chunk backward is wrong on Hopper with this triton")
+''',
+    "ops/common/backends/tilelang/__init__.py": '''from fla.utils import IS_NVIDIA_HOPPER, TRITON_ABOVE_3_4_0
+
+
+class TileLangBackend:
+    default_enable = IS_NVIDIA_HOPPER and TRITON_ABOVE_3_4_0
+
+    @classmethod
+    def is_available(cls):
+        try:
+            import tilelang  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+
+def chunk_bwd_dqkwg(q, k, v, g=None, **kwargs):
+    raise NotImplementedError
+''',
+}
+
+
+def write_fla_build(variant_dir: Path) -> Path:
+    """Lay the Hub fla build's dispatch files (FLA_HUB_FILES) into a variant folder (kernels' flat layout)."""
+    for rel, text in FLA_HUB_FILES.items():
+        f = variant_dir / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return variant_dir

@@ -9,6 +9,8 @@ torch through their own autograd Function, with one behaviour baked in:
   backward-raises - correct forward, RuntimeError in backward like fla#640 (broken in train, forward fast)
   wrong-grads     - correct forward, gradients doubled, silently (like fla#640 before fla 0.5): broken in train
   nan             - NaN output (broken)
+  compiler-disabled - correct, but wrapped in torch.compiler.disable as fla 0.6.0 wraps every dispatched op: each call
+                    is a graph break under torch.compile (verify --compile)
 This is the one stand-in in these tests, for hardware that is not here; transformers, torch, the model
 and kernelcheck are all real.
 """
@@ -81,6 +83,10 @@ def causal_conv1d_update(x, conv_state, weight, bias=None, activation=None, cach
     if BEHAVIOUR == "wrong":
         out = out * 1.5
     return out.squeeze(-1) if squeeze else out
+
+
+if BEHAVIOUR == "compiler-disabled":  # as fla 0.6.0 wraps every dispatched op: a graph break under torch.compile
+    causal_conv1d_fn = torch.compiler.disable(causal_conv1d_fn)
 '''
 
 

@@ -22,6 +22,10 @@ from kernelcheck.report.model import Report
 @click.option("--tokens", type=int, default=None,
               help="Prefill length (batch 1). Default: 128 for tiny, 8192 for full (matrix/verify.toml).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.verify/1) on stdout.")
+@click.option("--compile", "compile_check", is_flag=True,
+              help="Also run the model's layers under torch.compile (infer and train): graph breaks with where and "
+                   "why, which parts ran compiled or eagerly, compiled vs eager time, and the fix "
+                   "(see docs/verify.md).")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @click.option("--step", is_flag=True,
@@ -59,7 +63,8 @@ from kernelcheck.report.model import Report
 def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: int | None, as_json: bool,
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
            trace_dir: str | None = None, packing: str | None = None, record: str | None = None,
-           batch: str | None = None, collator: str | None = None, lengths: str | None = None) -> int:
+           batch: str | None = None, collator: str | None = None, lengths: str | None = None,
+           compile_check: bool = False) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -88,7 +93,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     applies.check_trace_dir(trace_dir if step else None)
     req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
                           layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
-                          packing=packing, batch=batch, collator=collator, lengths=lengths)
+                          packing=packing, batch=batch, collator=collator, lengths=lengths,
+                          compile_check=compile_check)
     outcome = command.run(req, context())
     if isinstance(outcome.report, Report):
         return finish(outcome.report, as_json, junit)

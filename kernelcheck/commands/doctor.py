@@ -37,6 +37,7 @@ class Request:
     no_cache: bool = False
     isolate: bool | None = None
     env: Environment | None = None
+    jit_probe: bool = False  # --jit-probe: each JIT the chosen implementation uses compiles and runs a trivial kernel
 
 
 def check(req: Request) -> None:
@@ -69,6 +70,10 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         from kernelcheck.verify import run as verify_run
 
         verify_run.merge_into(report, req.model, req.mode, verbose=ctx.verbose, m=ctx.matrix)
+    if req.jit_probe:
+        from kernelcheck.doctor import jitprobe
+
+        jitprobe.attach(report, use_cache=not req.no_cache)
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, req.packing)

@@ -38,6 +38,7 @@ class Request:
     batch: str | None = None  # --batch FILE: the job's own batch (torch.save'd dict or .safetensors)
     collator: str | None = None  # --collator module:callable, with --lengths FILE
     lengths: str | None = None
+    compile_check: bool = False  # --compile: the layers under torch.compile too (graph breaks, compiled or eager)
 
 
 def check(req: Request) -> None:
@@ -46,6 +47,9 @@ def check(req: Request) -> None:
 
     if req.record and not req.step:
         raise BadInput("--record only applies with --step: it appends the step's measurement.")
+    if req.compile_check and (req.step or req.packing):
+        raise BadInput("--compile runs the model's layers under torch.compile next to verify's per-function run; it "
+                       "does not apply with --step or --packing. Run them as two commands; nothing was run.")
     record.check_path(req.record)
 
 
@@ -75,6 +79,6 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | O
     from kernelcheck.verify.run import verify
 
     report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
-                    verbose=ctx.verbose, m=ctx.matrix)
+                    verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check)
     attach_cost(report, req.model)
     return reported(report)

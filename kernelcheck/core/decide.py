@@ -10,13 +10,19 @@ Evidence, lowest precedence first (a later kind overrides an earlier one only as
 2. rule hits  certain breakage-rule hits (matrix/breakages.toml, core/rules.py) naming the function: they only
               raise the status (fast < unsupported = fallback < broken), never lower it; a warning never raises.
 3. Hub        a Hub build kernels will load in place of the function (hub/check.py): the function is fast, with
-              the Hub kernel as its implementation, whatever the binding and the rules said.
+              the Hub kernel as its implementation, whatever the binding and the rules said, and whether or not a
+              pip package was bound (transformers 5.25: Hub kernels first, then the package, then torch). Rules about
+              the Hub build itself (its fla dispatch: doctor/provider.py) are rule hits given after it.
 4. live       what a run of the real layers observed (verify/statuses.py): broken when it raised, returned NaN/Inf or
               disagreed with the torch reference; fast when the fast path ran; a bound fast kernel whose torch
               reference ran instead is a fallback.
 
 A fix is checked before it is printed (doctor/fixcheck.py): `assume` gives the status a function would have after
 it, `decide(..., checked_fix=)` replaces a fix that would make the verdict worse (the last step of the rules).
+
+Each function's `provider` (the code that runs in the job) is decided here too: the Hub build when one replaces it,
+else the bound pip package (`Build`: distribution, version, the backend its own dispatch picks) when the package
+path runs (fast, or broken because the package breaks), else torch; a live run that saw the torch path says torch.
 
 `decide(prior, ...)` applies the kinds it is given in that order, so the stages of a command may call it in turn
 (doctor: binding, notes and rules; the Hub check: its builds; verify: the observation) and get the same status as
@@ -74,6 +80,31 @@ class HubEvidence:
 
     function: str
     implementation: str  # "Hub kernel <repo> <layer> (<build>)"
+    repo: str = ""  # "kernels-community/fla@v3"
+    variant: str = ""  # the build variant kernels loads
+    backends: str = ""  # the backend(s) the Hub build's own dispatch runs ("Triton", "fwd Triton, bwd TileLang")
+
+    @property
+    def provider(self) -> str:
+        if not self.repo:
+            return f"hub:{self.implementation}"
+        return f"hub:{self.repo} (variant {self.variant})" + (f" / {self.backends}" if self.backends else "")
+
+
+@dataclass(frozen=True)
+class Build:
+    """The pip package a function is bound to, as installed (doctor/provider.py gathers it): what runs when its
+    package path runs."""
+
+    distribution: str
+    version: str | None
+    backends: str = ""  # the backend(s) its own dispatch runs here ("TileLang", "fwd Triton, bwd TileLang")
+
+    @property
+    def provider(self) -> str:
+        if not self.distribution:
+            return "torch"
+        return f"pip:{self.distribution} {self.version or '?'}" + (f" / {self.backends}" if self.backends else "")
 
 
 @dataclass(frozen=True)
@@ -89,11 +120,15 @@ class Observation:
     fix: str | None = None  # the fix when broken
 
 
+TORCH = Build("", None)  # bound to no package: the torch function is the only code there is
+
+
 def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[RuleEvidence] = (),
            hub: HubEvidence | None = None, observed: Observation | None = None,
-           checked_fix: CheckedFix | None = None) -> FunctionStatus:
+           checked_fix: CheckedFix | None = None, build: Build | None = None) -> FunctionStatus:
     """`prior`'s status after the evidence given, applied in precedence order (see the module text): a new value.
-    `checked_fix` replaces the fix the rules left, when it is the one that was checked."""
+    `checked_fix` replaces the fix the rules left, when it is the one that was checked; `build` decides the
+    provider of a function no Hub build replaces (`TORCH`: bound to no package)."""
     fs = replace(prior)
     for note in notes:
         fs.reason = (fs.reason or "") + note
@@ -103,11 +138,25 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
             fs.status, fs.reason, fs.fix = Status(rule.severity), f"{rule.title}: {rule.message}", rule.fix
     if checked_fix is not None and fs.fix == checked_fix.original:
         fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")
-    if hub is not None and hub.function == fs.name and fs.status != Status.FAST:
+    if hub is not None and hub.function == fs.name:
         fs.status, fs.implementation, fs.reason, fs.fix = Status.FAST, hub.implementation, None, None
+        fs.provider = hub.provider
+    elif build is not None:
+        fs.provider = _provider(fs, build)
     if observed is not None:
         _observe(fs, observed)
     return fs
+
+
+def _provider(fs: FunctionStatus, build: Build) -> str:
+    """A function no Hub build replaces: a Hub provider decided before stays; the package runs when its path is
+    fast, breaks there (a crash in the package) or is bound for a device this machine is not (unsupported: the
+    caller gives `TORCH` where transformers runs the torch function instead), else the torch function runs."""
+    if fs.provider and fs.provider.startswith("hub:"):
+        return fs.provider
+    if build.distribution and fs.status in (Status.FAST, Status.BROKEN, Status.UNSUPPORTED):
+        return build.provider
+    return "torch"
 
 
 def assume(prior: FunctionStatus, status: Status | StatusWord) -> FunctionStatus:
@@ -128,6 +177,8 @@ def _observe(fs: FunctionStatus, ob: Observation) -> None:
         fs.reason = ob.broken + (f" [known breakage {ob.known_breakage}]" if ob.known_breakage else "")
         fs.fix = ob.fix
         return
+    if ob.path != "fast" or not ob.calls:
+        fs.provider = "torch"  # seen: the torch reference ran
     if ob.path == "fast" and ob.calls:
         fs.status, fs.reason, fs.fix = Status.FAST, None, None
         fs.implementation = ob.implementation if isinstance(ob.implementation, str) else fs.implementation

@@ -97,6 +97,33 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-build-fails", (B,), _DHI, "the chosen build fails kernels' arch or version check"),
     Entry("hub-no-variant", (F, I_), _DHI, "no build for this torch/CUDA (info when the package path is fast)"),
     Entry("hub-not-listable", (B,), _DHI, "the repository's builds cannot be listed here (offline, not cached)"),
+    Entry("jit-probe-failed", (B,), "doctor --jit-probe, verify", "a JIT compiler the chosen implementation uses "
+          "could not compile (or run) a trivial kernel here"),
+    Entry("jit-probe-passed", (I_,), "doctor --jit-probe, verify", "a JIT compiler compiled and ran a trivial kernel"),
+    Entry("jit-run-unchecked", (W,), "doctor --jit-probe, verify", "no GPU visible: the JIT's compile was checked, "
+          "its run was not"),
+    Entry("jit-precondition", (B, F), "doctor --jit-probe, verify", "a runtime precondition of a JIT is broken "
+          "(cache folder, C compiler, CUDA_VISIBLE_DEVICES, TRITON_INTERPRET)"),
+    Entry("compile-graph-breaks-static", (I_,), _D, "fla wraps the ops it dispatches in torch.compiler.disable: a "
+          "graph break at every call under torch.compile"),
+    Entry("compile-unknown", (I_,), _D, "whether torch.compile runs the fla ops compiled is known only by running "
+          "them (verify --compile)"),
+    Entry("compile-failed", (B,), "verify --compile", "torch.compile of a pass raised"),
+    Entry("compile-runs-eager", (F,), "verify --compile", "under torch.compile the decoder loop or the GDN layers run "
+          "eagerly"),
+    Entry("compile-graph-breaks", (W,), "verify --compile", "graph breaks, while the decoder loop and GDN layers "
+          "still run compiled"),
+    Entry("verify-hub-not-applied", (I_,), "verify", "the job loads Hub builds for some functions; verify's layers "
+          "(built from the config) load none"),
+    Entry("compile-ok", (I_,), "verify --compile", "the pass compiles with no graph break"),
+    Entry("hub-fla-backend-fails", (B,), _D, "the Hub fla build that replaces pip's fla fails on the backend its own "
+          "dispatch picks here (TileLang's JIT without nvcc: fla#949; the fla#640 guard)"),
+    Entry("hub-fla-layout-assumed", (W,), _D, "the Hub fla build is not on disk: its dispatch is judged from the "
+          "layout recorded for that Hub version"),
+    Entry("hub-all-latest", (W,), _D, "UNSTABLE_KERNELS_ALL_LATEST makes kernels load the newest version of every "
+          "Hub repository, ignoring the requested version and lockfile pins"),
+    Entry("hub-variant-names-unreadable", (W,), _D, "the installed kernels cannot read some build variant names "
+          "(kernels 0.19's naming)"),
     Entry("hub-decides-nothing", (F,), _H, "--model M and Hub kernels are not used by this job, or none applies on "
           "the device"),
     Entry("hub-repo-unresolved", (F,), _H, "--repo R cannot be resolved here"),

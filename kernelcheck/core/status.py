@@ -88,6 +88,9 @@ class FunctionStatus:
     used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
     evidence: dict[str, Any] | None = None
     cause: Cause | None = None  # why it is not fast, for decisions; never printed (JSON has the reason)
+    # the code that runs for it in the job: "hub:<repo>@v<N> (variant <v>)", "pip:<dist> <version>[ / <backend>]",
+    # "torch"; None where it was not decided (a report from before the field)
+    provider: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # the word as its member, not a decision

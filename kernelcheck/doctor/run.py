@@ -11,7 +11,7 @@ from kernelcheck.core import device as device_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
-from kernelcheck.doctor import backends, drift, fixcheck, imports, source_notes, submodel
+from kernelcheck.doctor import backends, drift, fixcheck, imports, provider, source_notes, submodel
 from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
@@ -342,9 +342,12 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query, m))
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc(), m)  # no printed fix makes it worse
+    provider.apply_builds(report, env, m)  # what runs for each function: its pip build, or torch
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
                    submodel.dropped(report.findings))
+        provider.apply_hub(report, env, mode, query)  # a Hub build that replaces them, judged as what runs
+    report.findings.extend(provider.compile_findings(report, query))
     return report
 
 

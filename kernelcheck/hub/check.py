@@ -365,7 +365,8 @@ def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolu
                 "resolve_hub_cache_kernel", fns))
         return []
     if res.chosen and not res.problem:
-        return [decide.HubEvidence(r.name, f"Hub kernel {res.spec} {r.layer} ({res.chosen})") for r in group
+        return [decide.HubEvidence(r.name, f"Hub kernel {res.spec} {r.layer} ({res.chosen})", res.spec, res.chosen)
+                for r in group
                 if used and r.kind == "function" and r.name in fstatus]
     if not used:
         return []  # the section's lines say what use_kernels=True would meet; hub-not-used says why

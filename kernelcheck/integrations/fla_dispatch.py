@@ -41,7 +41,9 @@ class Layout:
     """How one fla release dispatches (the keys of matrix/fla_dispatch.toml)."""
 
     version: str | None
-    origin: str  # source (read from the installed fla) | table (matrix/fla_dispatch.toml) | none (no fla)
+    origin: str  # source (read from the installed fla) | table (matrix/fla_dispatch.toml) | none (no fla) |
+    # hub-cache (a Kernel Hub build's files in the HF cache) | hub-table (matrix/fla_dispatch.toml [[hub]]: its known
+    # layout, not read here)
     dispatch: bool = False
     guard: str = ""  # triton specifier on which the Triton gated chunk_bwd_dqkwg raises on Hopper; "" = no guard
     bwd_tilelang: bool = False
@@ -53,10 +55,16 @@ class Layout:
     flash_kda: bool = False
     reference: str = ""
     problems: tuple[str, ...] = ()  # what the source reading expected and did not find
+    assumed: str = ""  # hub-table: what the recorded layout assumes rather than knows
+
+    @property
+    def name(self) -> str:
+        """How a sentence names this fla: "fla-core 0.6.0", or the Hub build "hub:kernels-community/fla@v3"."""
+        return self.version or "fla" if self.origin.startswith("hub") else f"fla-core {self.version}"
 
     @property
     def known(self) -> bool:
-        return self.origin in ("source", "table") and not self.problems
+        return self.origin in ("source", "table", "hub-cache", "hub-table") and not self.problems
 
 
 @dataclass(frozen=True)
@@ -112,8 +120,8 @@ def _read_guard(chunk_o: str) -> str:
 
 
 def _read_tilelang(root: Path, registry: str) -> tuple[str, str, list[str]]:
-    """(tilelang_check, tilelang_default, problems) of the TileLang chunk_bwd_dqkwg backend."""
-    tl = _text(root, "fla/ops/common/backends/tilelang/__init__.py") or ""
+    """(tilelang_check, tilelang_default, problems) of the TileLang chunk_bwd_dqkwg backend (`root`: the package)."""
+    tl = _text(root, "ops/common/backends/tilelang/__init__.py") or ""
     if "def is_available" in tl:
         body = tl
     elif "class TileLangBackend" in registry:
@@ -127,8 +135,8 @@ def _read_tilelang(root: Path, registry: str) -> tuple[str, str, list[str]]:
 
 
 def _read_flash_qla(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    qla = _text(root, "fla/ops/gated_delta_rule/backends/flash_qla.py")
-    registered = _text(root, "fla/ops/gated_delta_rule/backends/__init__.py") or ""
+    qla = _text(root, "ops/gated_delta_rule/backends/flash_qla.py")
+    registered = _text(root, "ops/gated_delta_rule/backends/__init__.py") or ""
     if not qla or "FlashQLABackend" not in registered:
         return (), ()
     caps = [c for flag, c in (("IS_NVIDIA_HOPPER", "9.*"), ("IS_NVIDIA_SM100", "10.*"), ("IS_NVIDIA_SM120", "12.0"))
@@ -139,8 +147,14 @@ def _read_flash_qla(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def read_source(root: Path, version: str | None) -> Layout:
     """The layout of the fla at `root` (the folder holding fla/), read from its source."""
-    registry = _text(root, "fla/backends.py") or _text(root, "fla/ops/backends/__init__.py")
-    chunk_o = _text(root, "fla/ops/common/chunk_o.py")
+    return read_package(root / "fla", version, "source", f"fla-core {version} source at {root / 'fla'}")
+
+
+def read_package(root: Path, version: str | None, origin: str, label: str) -> Layout:
+    """The layout of the fla package folder `root` (holding backends.py, ops/ ...): a pip install's `fla/` or a
+    Kernel Hub build's package folder; `label` names it in the reference."""
+    registry = _text(root, "backends.py") or _text(root, "ops/backends/__init__.py")
+    chunk_o = _text(root, "ops/common/chunk_o.py")
     problems: list[str] = []
     if chunk_o is None or "def chunk_bwd_dqkwg(" not in chunk_o:
         problems.append("fla/ops/common/chunk_o.py has no chunk_bwd_dqkwg (the gated chunk backward)")
@@ -149,22 +163,20 @@ def read_source(root: Path, version: str | None) -> Layout:
     if registry is None or not dispatched:  # no registry, or one that does not route the ops checked here (0.4)
         if dispatched:
             problems.append("chunk_bwd_dqkwg is dispatched but no backend registry was found")
-        return Layout(version, "source", guard=_read_guard(chunk_o), problems=tuple(problems),
-                      reference=f"fla-core {version} source at {root / 'fla'}")
+        return Layout(version, origin, guard=_read_guard(chunk_o), problems=tuple(problems), reference=label)
     if "class BackendRegistry" not in registry or "FLA_DISABLE_BACKEND_DISPATCH" not in registry:
         problems.append("fla's backend registry has no BackendRegistry or no FLA_DISABLE_BACKEND_DISPATCH switch")
-    tl_impl = "def chunk_bwd_dqkwg(" in (_text(root, "fla/ops/common/backends/tilelang/__init__.py") or "")
+    tl_impl = "def chunk_bwd_dqkwg(" in (_text(root, "ops/common/backends/tilelang/__init__.py") or "")
     check, default, tl_problems = _read_tilelang(root, registry) if tl_impl else ("", "", [])
     problems.extend(tl_problems)
     qla, qla_fwd = _read_flash_qla(root)
-    kda_tl = "def chunk_kda_bwd_wy_dqkg_fused(" in (_text(root, "fla/ops/kda/backends/tilelang/__init__.py") or "")
-    kda_dir = root / "fla/ops/kda/backends"
+    kda_tl = "def chunk_kda_bwd_wy_dqkg_fused(" in (_text(root, "ops/kda/backends/tilelang/__init__.py") or "")
+    kda_dir = root / "ops/kda/backends"
     flash_kda = (kda_dir / "flash_kda.py").exists() or (kda_dir / "flashkda.py").exists()
-    return Layout(version, "source", dispatch=True, guard=_read_guard(chunk_o), bwd_tilelang=tl_impl and dispatched,
+    return Layout(version, origin, dispatch=True, guard=_read_guard(chunk_o), bwd_tilelang=tl_impl and dispatched,
                   tilelang_check=check, tilelang_default=default, flash_qla=qla, flash_qla_fwd_only=qla_fwd,
                   kda_tilelang=kda_tl, flash_kda=flash_kda, problems=tuple(problems),
-                  reference=f"fla-core {version} source at {root / 'fla'} (fla/backends.py or fla/ops/backends, "
-                            "fla/ops/common/chunk_o.py, fla/ops/*/backends)")
+                  reference=f"{label} (backends.py or ops/backends, ops/common/chunk_o.py, ops/*/backends)")
 
 
 def from_table(version: str | None) -> Layout:
@@ -179,6 +191,40 @@ def from_table(version: str | None) -> Layout:
                           flash_qla_fwd_only=tuple(row["flash_qla_fwd_only"]), kda_tilelang=row["kda_tilelang"],
                           flash_kda=row["flash_kda"], reference=row["reference"])
     return Layout(version, "table", problems=(f"matrix/fla_dispatch.toml has no row for fla-core {version}",))
+
+
+def hub_package(build: Path) -> Path | None:
+    """The fla package folder inside a Kernel Hub build variant folder: the variant folder itself (kernels'
+    flat layout) or one folder below it; None when neither holds fla's ops."""
+    if not build.is_dir():
+        return None
+    for cand in (build, *sorted(p for p in build.iterdir() if p.is_dir())):
+        if (cand / "ops" / "common" / "chunk_o.py").is_file():
+            return cand
+    return None
+
+
+def hub_layout(repo: str, version: int | None, build: Path | None) -> Layout:
+    """How a Kernel Hub fla build dispatches: read from its files when `build` (the variant folder in the cache or
+    LOCAL_KERNELS) holds them (origin hub-cache); else the layout matrix/fla_dispatch.toml [[hub]] records for that
+    repository and version (origin hub-table: not read here, `assumed` says what is not known)."""
+    label = f"hub:{repo}@v{version}"
+    pkg = hub_package(build) if build is not None else None
+    if pkg is not None:
+        return read_package(pkg, label, "hub-cache", f"{label} build files at {pkg}")
+    for row in matrix.table("fla_dispatch.toml").get("hub", []):
+        if row["repo"] == repo and row["version"] == version:
+            return Layout(label, "hub-table", dispatch=row["dispatch"], guard=row["guard"],
+                          bwd_tilelang=row["bwd_tilelang"], tilelang_check=row["tilelang_check"],
+                          tilelang_default=row["tilelang_default"], flash_qla=tuple(row["flash_qla"]),
+                          flash_qla_fwd_only=tuple(row["flash_qla_fwd_only"]), kda_tilelang=row["kda_tilelang"],
+                          flash_kda=row["flash_kda"], reference=row["reference"], assumed=row.get("assumed", ""))
+    return Layout(label, "hub-table", problems=(f"matrix/fla_dispatch.toml has no [[hub]] row for {label}",))
+
+
+def hub_repos() -> frozenset[str]:
+    """The Hub repositories that are fla builds (matrix/fla_dispatch.toml [[hub]])."""
+    return frozenset(row["repo"] for row in matrix.table("fla_dispatch.toml").get("hub", []))
 
 
 @functools.lru_cache(maxsize=8)
@@ -263,7 +309,7 @@ def _tilelang_outcome(m: Machine) -> tuple[str, str]:
 def _why_no_tilelang(lay: Layout, m: Machine) -> tuple[str, str] | None:
     """Why fla does not pick TileLang for chunk_bwd_dqkwg (cause, words), or None when it does."""
     if not lay.dispatch or not lay.bwd_tilelang:
-        return "no-tilelang-backend", f"fla-core {lay.version} has no TileLang backend for it"
+        return "no-tilelang-backend", f"{lay.name} has no TileLang backend for it"
     if m.switches.get("FLA_DISABLE_BACKEND_DISPATCH") == "1":
         return "dispatch-disabled", "FLA_DISABLE_BACKEND_DISPATCH=1 bypasses fla's backend dispatch"
     on_by_default = lay.tilelang_default == "always" or (m.hopper and _in(m.triton, ">=3.4.0"))
@@ -370,3 +416,43 @@ def decide(lay: Layout, env: Environment, functions: tuple[str, ...]) -> list[Op
 def backends(env: Environment, functions: tuple[str, ...]) -> list[OpBackend]:
     """The backend of each op and pass of `functions` in `env`: what core/rules.Facts is given as `fla_dispatch`."""
     return decide(layout(env), env, functions)
+
+
+# -- torch.compile ------------------------------------------------------------------------------------------------
+_FLA_OPS = {"chunk_gated_delta_rule": "gated_delta_rule", "fused_recurrent_gated_delta_rule": "gated_delta_rule",
+            "chunk_kda": "kda", "fused_recurrent_kda": "kda"}
+
+
+@dataclass(frozen=True)
+class CompileWrap:
+    """Which of the ops transformers binds the installed fla wraps in torch.compiler.disable (its backend dispatch:
+    each call is a graph break under torch.compile), and whether FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper."""
+
+    functions: tuple[str, ...]
+    switch: bool  # FLA_DISABLE_BACKEND_DISPATCH=1 returns the op unwrapped
+    reference: str
+
+
+def compile_wrap(functions: tuple[str, ...], root: Path | None = None) -> CompileWrap | None:
+    """Read from the installed fla's source (`root`: its package folder; default the installed one): None without
+    fla or when its dispatch does not wrap in torch.compiler.disable."""
+    root = root or (_fla_dir())
+    if root is None:
+        return None
+    registry = _text(root, "backends.py") or ""
+    if "torch.compiler.disable(wrapper)" not in registry:
+        return None
+    wrapped = []
+    for fn in functions:
+        sub = _FLA_OPS.get(fn)
+        folder = root / "ops" / sub if sub else None
+        if folder is None or not folder.is_dir():
+            continue
+        pattern = re.compile(r"@dispatch\([^)]*\)\s*\ndef " + re.escape(fn) + r"\(")
+        if any(pattern.search(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(folder.glob("*.py"))):
+            wrapped.append(fn)
+    if not wrapped:
+        return None
+    switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry
+    return CompileWrap(tuple(wrapped), switch, f"fla source at {root}: backends.py BackendRegistry.dispatch returns "
+                       "torch.compiler.disable(wrapper); ops/*/: @dispatch on the op")

@@ -165,15 +165,21 @@ def _forward_state(mod: Any) -> tuple[bool, str]:
     return applied, name
 
 
-def _kernel_groups(model: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """Walk the model's modules and group its Hub-named layers and kernel functions by (kind, name)."""
+def _kernel_groups(model: Any, said: dict[str, str] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """Walk the model's modules and group its Hub-named layers and kernel functions by (kind, name). `said`: kernels'
+    own record (get_kernelized_layers, keyed "path" / "path:function"), which decides `applied` where it exists."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     seen_funcs: set[int] = set()
 
-    def add(kind: str, name: str, where: str, mod: Any) -> None:
+    def add(kind: str, name: str, where: str, mod: Any, key: str = "") -> None:
         applied, impl = _forward_state(mod)
         g = groups.setdefault((kind, name), {"name": name, "kind": kind, "modules": 0, "applied": 0,
                                              "implementations": [], "where": []})
+        if said is not None:
+            applied = key in said
+            g.setdefault("repos", [])
+            if applied and said[key] not in g["repos"]:
+                g["repos"].append(said[key])
         g["modules"] += 1
         g["applied"] += int(applied)
         if impl not in g["implementations"]:
@@ -187,11 +193,24 @@ def _kernel_groups(model: Any) -> dict[tuple[str, str], dict[str, Any]]:
                 continue
             seen_funcs.add(id(fmod))
             add("function", str(getattr(type(fmod), "kernel_layer_name", fname)), f"{path}._kernel_funcs[{fname}]",
-                fmod)
+                fmod, f"{path}:{fname}")
         lname = getattr(type(mod), "kernel_layer_name", None)
         if lname is not None:
-            add("layer", str(lname), path or type(model).__name__, mod)
+            add("layer", str(lname), path or type(model).__name__, mod, path)
     return groups
+
+
+def _kernels_record(model: Any) -> dict[str, str] | None:
+    """kernels' own record of what it replaced, through the adapter; None without the API or without an adapter."""
+    from kernelcheck.integrations import kernels_api
+
+    got = kernels_api.adapter()
+    if isinstance(got, kernels_api.Unsupported):
+        return None
+    try:
+        return got.kernelized(model)
+    except Exception:  # noqa: BLE001 - the forward check still answers
+        return None
 
 
 def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:
@@ -206,10 +225,13 @@ def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[s
 
     Each row: {name, kind (layer|function), modules, applied (count), implementations, where, status}; status is
     applied | partly | original (the original forward kept) | missed (in `expected`, e.g. the names doctor
-    found mapped for this device, but the original forward kept: the silent slow path)."""
-    groups = _kernel_groups(model)
+    found mapped for this device, but the original forward kept: the silent slow path). Where the installed kernels
+    has `get_kernelized_layers` (0.19+, feature-detected through the kernels adapter), its record decides `applied`
+    and each row also carries `repos` (the repositories the kernels came from) and `evidence`."""
+    groups = _kernel_groups(model, _kernels_record(model))
     out = []
     for g in groups.values():
+        g["evidence"] = "kernels.get_kernelized_layers" if "repos" in g else "forward identity"
         g["expected"] = bool(expected and g["name"] in expected)
         if g["applied"] == g["modules"]:
             g["status"] = "applied"

@@ -20,6 +20,7 @@ from kernelcheck.core.status import (
 )
 from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report import hub_text, live_text
+from kernelcheck.report.compiled import CompiledSection
 from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers, PrintedLine
 from kernelcheck.report.live import LiveLine
 from kernelcheck.report.live_details import LiveDetails
@@ -212,7 +213,7 @@ _SECTIONS: tuple[tuple[str, str], ...] = (
     ("device", "json"),
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "steps"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
-    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"),
+    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"), ("compiled", "json"),
 )
 
 
@@ -239,6 +240,7 @@ class Report:
     import_proof: ImportProof | None = None  # doctor (doctor/imports.py)
     trace: TraceSection | None = None  # trace
     backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
+    compiled: CompiledSection | None = None  # verify --compile (verify/compiled.py)
 
     @property
     def verdict(self) -> Verdict:
@@ -304,7 +306,7 @@ _SECTION_TYPE: dict[str, Any] = {
     "device": Device,
     "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
     "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
-    "packing": PackingSection, "backends": BackendsSection,
+    "packing": PackingSection, "backends": BackendsSection, "compiled": CompiledSection,
 }
 _MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}
 

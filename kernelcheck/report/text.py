@@ -113,6 +113,8 @@ def _render_functions(functions: list[FunctionStatus]) -> list[str]:
                 out.append(f"              why: {f.reason}")
             if f.fix:
                 out.append(f"              fix: {f.fix}")
+        if f.provider and f.used:
+            out.append(f"              runs: {f.provider}")
         if f.evidence:
             out.extend(_render_evidence(f.evidence))
     return out
@@ -161,6 +163,8 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
         out.extend(_render_summary(report.trace.summary))
     if report.live is not None:
         out.extend(_render_live(report.live))
+    if report.compiled is not None:
+        out.extend(["compiled (verify --compile)", *(f"  {line}" for line in report.compiled.lines)])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out

@@ -251,10 +251,10 @@ def _early_device(shape: str) -> str | None:
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix | None = None) -> Report:
+           m: matrix.Matrix | None = None, compile_check: bool = False) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix; default: the settings' one)."""
+    Context.matrix; default: the settings' one); `compile_check` (--compile): the layers under torch.compile too."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -271,8 +271,33 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
         report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
     report.device = Device(here, "run-here", True)
     report.command = command
+    from kernelcheck.doctor import jitprobe
+
+    jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
+    from kernelcheck.doctor.provider import verify_hub_note
+
+    report.findings.extend(verify_hub_note(report))
     _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose, m)
+    if compile_check:
+        _add_compiled(report, query, shape)
     return report
+
+
+def _add_compiled(report: Report, query: str, shape: str) -> None:
+    """verify --compile: the same model under torch.compile, both passes (verify/compiled.py)."""
+    from kernelcheck.verify import compiled
+
+    model = transformers_models.resolve(query)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    if result.module_error:
+        return  # _add_live said verify-not-run
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    device, dtype = _device()
+    with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
+        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
+        fns = tuple(f.name for f in report.functions if f.used)
+        report.compiled = compiled.run(built, model.spec.layer or None, fns)
+    report.findings.extend(compiled.findings(report.compiled, query))
 
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,

@@ -183,7 +183,7 @@ def test_environment_variables_are_read_in_core_settings_only() -> None:
 
 
 # Writes to a FunctionStatus's decided fields outside core/decide.py; the two listed are other records' fields.
-_DECIDED = {"status", "reason", "fix", "implementation"}
+_DECIDED = {"status", "reason", "fix", "implementation", "provider"}
 _NOT_A_FUNCTION_STATUS = {("doctor/imports.py", "c.status"),  # a child process's wait status
                           ("verify/instrument.py", "stack[-1].implementation"),  # a call record
                           ("hub/check.py", "row.implementation")}  # a Hub row's copy of the decided one
@@ -316,7 +316,7 @@ MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py
                 "forecast/command.py": 1,
                 "integrations/transformers_models.py": 2, "integrations/transformers_hub.py": 1,
                 "integrations/transformers.py": 3, "core/environment.py": 2, "core/models.py": 4, "core/matrix.py": 1,
-                "cli/complete.py": 1}
+                "cli/complete.py": 1, "doctor/jitprobe.py": 1}
 
 
 def test_the_matrix_is_loaded_in_no_new_place() -> None:

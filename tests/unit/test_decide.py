@@ -45,8 +45,42 @@ def test_a_rule_never_lowers_and_skips_unused_or_unnamed_functions():
 def test_the_hub_build_wins_over_binding_and_rules():
     out = decide.decide(bound("fallback", reason="not installed"), rules=[rule()], hub=HUB)
     assert (out.status, out.implementation, out.reason, out.fix) == ("fast", HUB.implementation, None, None)
-    # a function already fast keeps its own implementation
-    assert decide.decide(bound(), hub=HUB).implementation.startswith("fla.ops")
+    # a function whose pip package is fast is replaced too: transformers 5.25 asks the Hub first, then the package
+    assert decide.decide(bound(), hub=HUB).implementation == HUB.implementation
+
+
+HUB3 = HubEvidence(FN, "Hub kernel kernels-community/fla@v3 chunk_gated_delta_rule (torch211-cxx11-cu130-x86_64-linux)",
+                   "kernels-community/fla@v3", "torch211-cxx11-cu130-x86_64-linux")
+FLA = decide.Build("fla-core", "0.6.0", "fwd Triton, bwd TileLang")
+
+
+def test_the_provider_is_the_pip_build_where_its_path_runs_and_torch_elsewhere():
+    assert decide.decide(bound(), build=FLA).provider == "pip:fla-core 0.6.0 / fwd Triton, bwd TileLang"
+    assert decide.decide(bound("broken", reason="x"), build=FLA).provider == FLA.provider
+    assert decide.decide(bound("fallback", reason="x"), build=FLA).provider == "torch"
+    assert decide.decide(bound("unsupported", reason="cpu"), build=FLA).provider == FLA.provider  # bound, called
+    assert decide.decide(bound("unsupported", reason="cpu"), build=decide.TORCH).provider == "torch"
+    assert decide.decide(bound(), build=decide.TORCH).provider == "torch"
+    assert decide.decide(bound(), build=decide.Build("causal-conv1d", "1.7.0")).provider == "pip:causal-conv1d 1.7.0"
+    assert decide.decide(bound()).provider is None  # no build evidence: not decided
+
+
+def test_a_hub_build_is_the_provider_whatever_the_pip_build_and_keeps_it_after_a_later_build():
+    out = decide.decide(decide.decide(bound(), build=FLA), hub=HUB3)
+    assert out.provider == "hub:kernels-community/fla@v3 (variant torch211-cxx11-cu130-x86_64-linux)"
+    assert decide.decide(out, build=FLA).provider == out.provider
+    tl = HubEvidence(*HUB3.__dict__.values())
+    tl = decide.HubEvidence(tl.function, tl.implementation, tl.repo, tl.variant, "fwd Triton, bwd TileLang")
+    assert decide.decide(out, hub=tl).provider.endswith("(variant torch211-cxx11-cu130-x86_64-linux) / fwd Triton, "
+                                                        "bwd TileLang")
+    # a rule about the Hub build, given after it, breaks the function and keeps the provider
+    broke = decide.decide(out, rules=[rule()])
+    assert (broke.status, broke.provider) == ("broken", out.provider)
+
+
+def test_a_live_run_that_saw_the_torch_path_makes_torch_the_provider():
+    out = decide.decide(decide.decide(bound(), build=FLA), observed=Observation({}, "torch", 1, "t"))
+    assert out.provider == "torch"
 
 
 def test_live_evidence_wins_over_everything():

@@ -12,8 +12,10 @@ PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 _WORDING = {"message", "messages", "reason", "reasons", "why", "note", "notes", "title", "msg", "words", "hint"}
 _TEXT_TESTS = {"startswith", "endswith", "find", "rfind", "index", "count"}
 _STR_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "casefold"}
-# Text that is not ours: another project's log line (huggingface_hub's retry chatter), read where it arrives.
-_FOREIGN = {("core/models.py", "msg.startswith('Retrying')")}
+# Text that is not ours: another project's log line (huggingface_hub's retry chatter), read where it arrives;
+# Dynamo's graph-break reason (torch._dynamo.explain gives it only as text), read where verify --compile gets it.
+_FOREIGN = {("core/models.py", "msg.startswith('Retrying')"),
+            ("verify/compiled.py", "'torch.compiler.disable' in reason")}
 
 
 def _holder(node: ast.expr, aliases: dict[str, str]) -> str | None:

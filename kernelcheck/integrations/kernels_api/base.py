@@ -240,5 +240,19 @@ class KernelsApi:
     def hf_api(self) -> Any:
         return self.name("hf_hub", "_get_hf_api")()
 
+    def kernelized(self, model: Any) -> dict[str, str] | None:
+        """kernels' own record of which Hub kernel replaced which layer or function of `model`
+        (`kernels.get_kernelized_layers`, public from 0.19): {"layer path": repo, "layer path:function": repo}.
+        None where the installed kernels has no such function (feature-detected, whatever the generation)."""
+        import kernels
+
+        fn = getattr(kernels, "get_kernelized_layers", None)
+        if fn is None:
+            return None
+        got = fn(model)
+        out = {str(name): str(k.repo) for name, k in getattr(got, "layers", {}).items()}
+        out.update({f"{layer}:{func}": str(k.repo) for (layer, func), k in getattr(got, "funcs", {}).items()})
+        return out
+
     def mode_priority(self) -> dict[Any, list[Any]]:
         return dict(self.name("layer.repos", "_MODE_FALLBACK_PRIORITY"))
