@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(slots=True)
 class Share:
     """One correlation id's GPU work: kernels counted, their summed duration, busy share and idle gap (us)."""
 

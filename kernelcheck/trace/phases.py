@@ -35,7 +35,7 @@ CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "k
 _GPU = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Range:
     name: str
     ts: float

@@ -6,6 +6,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests import sources
+
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 
 
@@ -17,7 +19,7 @@ def _imports() -> dict[str, set[str]]:
     for p in PKG.rglob("*.py"):
         name = ".".join(p.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
         deps: set[str] = set()
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in ast.walk(sources.tree(p)):
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kernelcheck"):
                 deps.add(n.module)
                 deps.update(f"{n.module}.{a.name}" for a in n.names)
@@ -94,7 +96,7 @@ def upward_imports(pkg: Path, layers: tuple[tuple[str, ...], ...] = LAYERS) -> l
     for path in sorted(pkg.rglob("*.py")):
         rel = path.relative_to(pkg)
         src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(sources.tree(path)):
             for dst in _imported(node, pkg_names):
                 if dst == src or dst == "" or rank.get(src, -1) > rank.get(dst, len(layers)):
                     continue
@@ -160,7 +162,7 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
         rel = str(p.relative_to(PKG))
         if rel == "core/decide.py":
             continue
-        for n in ast.walk(ast.parse(p.read_text())):
+        for n in ast.walk(sources.tree(p)):
             for t in _targets(n):
                 if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
                         and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
@@ -202,7 +204,7 @@ def test_no_module_imports_an_underscored_name_from_another() -> None:
     """A name another module needs is public (issue 24: the split modules' side doors got public names)."""
     found = []
     for p in PKG.rglob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(sources.tree(p)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelcheck"):
                 found += [f"{p.relative_to(PKG)}: {node.module}.{a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
@@ -216,7 +218,7 @@ def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
     for path in sorted(PKG.rglob("*.py")):
         if path.relative_to(PKG).as_posix() == "core/errors.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(sources.tree(path)):
             if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith(bases) for b in node.bases):
                 elsewhere.append(f"{path.relative_to(PKG)}:{node.lineno}: {node.name}")
     assert elsewhere == []
@@ -227,7 +229,7 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
     variable, an argument): elsewhere the module goes by its own name (issue 24: the *_mod aliases)."""
     needless = []
     for path in sorted(PKG.rglob("*.py")):
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path)
         taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         taken |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
         taken |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,

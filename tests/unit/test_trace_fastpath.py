@@ -92,7 +92,7 @@ _other_event = st.fixed_dictionaries({
     "name": st.sampled_from(["ac2g", "fwdbwd"])}, optional={"args": _args})
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=st.lists(_x_event | _other_event, min_size=2, max_size=14), style=st.sampled_from(["2.11", "2.13"]),
        gz=st.booleans())
 def test_any_events_in_torchs_layout_read_the_same_through_the_fast_path(tmp_path: Path, events: list[dict],
