@@ -37,17 +37,17 @@ _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
 # The fast path: a run of events in the layout torch's profiler writes ("\n  {\n    " before the first key,
 # "\n  }" after the last, a comma between events), matched by one regex in C. An X event's keys are torch's,
 # in torch's order, each once: its strings are their own text (a run holds no backslash), ts and dur are
-# decimals (torch writes "%.3f": float(text), as json gives), its args object is flat. Any other event is
-# an object with at most one flat object inside: only counted (a run where a "ph": "X" is not an X match is
-# not taken, so none hides there).
+# decimals (torch writes "%.3f": float(text), as json gives), its args object ends at its first "}" (`[^}]*`,
+# sre's quickest loop; an args object of another shape leaves text no match covers, and the run is not taken).
+# Any other event is an object with at most one flat object inside: only counted.
 _ID = r'(?:-?[0-9]+|"[^"]*")'
 _HEAD = rf',[ \n]+"name": "([^"]*)",[ \n]+"pid": {_ID},[ \n]+"tid": {_ID},[ \n]+"ts": (-?[0-9]+\.[0-9]+),'
-_ARGS_SKIPPED = r'(?:[ \n]*,[ \n]+"args": \{[^{}]*\})?[ \n]*'
+_ARGS_SKIPPED = r'(?:[ \n]*,[ \n]+"args": \{[^}]*\})?[ \n]*'
 _CPU_OP = rf'"ph": "X",[ \n]+"cat": "cpu_op"{_HEAD}[ \n]+"dur": ([0-9]+\.[0-9]+){_ARGS_SKIPPED}'
 _PYTHON = rf'"ph": "X",[ \n]+"cat": "python_function"{_HEAD}[ \n]+"dur": [0-9]+\.[0-9]+{_ARGS_SKIPPED}'
 _X = (r'"ph": "X",[ \n]+"cat": "([^"]*)",[ \n]+"name": "([^"]*)",[ \n]+"pid": '
       rf'{_ID},[ \n]+"tid": (-?[0-9]+|"[^"]*"),[ \n]+"ts": (-?[0-9]+\.[0-9]+),[ \n]+"dur": ([0-9]+\.[0-9]+)'
-      r'(?:[ \n]*,[ \n]+"args": (\{[^{}]*\}))?[ \n]*')
+      r'(?:[ \n]*,[ \n]+"args": (\{[^}]*\}))?[ \n]*')
 # any other event: "ph" first (or after "name", as torch writes metadata and instants) and not "X"; the rest is
 # kept to check that no second "ph" follows
 _OTHER = r'(?:"name": "[^"]*",[ \n]+)?"ph": "[^X"][^"]*"([^{}]*(?:\{[^{}]*\}[^{}]*)?)'
