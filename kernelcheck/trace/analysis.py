@@ -334,17 +334,17 @@ class _Accumulator(FastFeed):
     def _gpu_per_step(self, step_of: Callable[[float], int], n_steps: int) -> tuple[array, dict[int, float]]:
         """Each GPU activity's step (the step whose CPU side launched it: the launch call's end, else the
         step whose window holds its start) and each kernel's launch delay."""
-        launch_end = self.launch_end
+        get = self.launch_end.get
         g_step = array("i")
+        put = g_step.append
         delays = array("d")
         delay_idx = array("i")
-        for idx in range(len(self.g_ts)):
-            ts = self.g_ts[idx]
-            le = launch_end.get(self.g_corr[idx]) if self.g_corr[idx] >= 0 else None
-            if le is not None and self.g_kind[idx] == _KERNEL:
+        for idx, (ts, corr, kind) in enumerate(zip(self.g_ts, self.g_corr, self.g_kind, strict=True)):
+            le = get(corr) if corr >= 0 else None
+            if le is not None and kind == _KERNEL:
                 delays.append(max(0.0, ts - le))
                 delay_idx.append(idx)
-            g_step.append(step_of(le if le is not None else ts) if n_steps else -1)
+            put(step_of(le if le is not None else ts) if n_steps else -1)
         return g_step, dict(zip(delay_idx, delays, strict=False))
 
     def _cpu_span(self) -> float:

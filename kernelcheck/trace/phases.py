@@ -175,6 +175,8 @@ class PhaseCollector:
 
     def _attribute_layers(self, launches: list[tuple[float, Any, int]],
                           by_corr: Mapping[int, gpushare.Share]) -> None:
+        if not self.layers:
+            return
         by_tid: dict[Any, list[_Range]] = defaultdict(list)
         for r in self.layers:
             by_tid[r.tid].append(r)
