@@ -148,9 +148,9 @@ def main() -> int:
         print(f"{k:<20} {m['cpu']:>7.2f} {mb / m['cpu']:>9.1f} {m['wall']:>7.2f} {mb / m['wall']:>10.1f} "
               f"{m['rss']:>13.0f}")
     kc, js = med["kernelcheck trace"], med["json.load"]
-    print(f"kernelcheck trace: {mb / kc['cpu']:.1f} MB/s vs json.load {mb / js['cpu']:.1f} MB/s per CPU second on a "
-          f"{mb:.0f} MB GPU trace: {js['cpu'] / kc['cpu']:.2f}x json.load's speed "
-          f"(wall {js['wall'] / kc['wall']:.2f}x), peak RSS {kc['rss']:.0f} MiB vs {js['rss']:.0f} MiB")
+    print(f"trace {mb:.0f} MB: {mb / kc['cpu']:.1f} vs {mb / js['cpu']:.1f} MB/s per CPU s = "
+          f"{js['cpu'] / kc['cpu']:.2f}x json.load (wall {js['wall'] / kc['wall']:.2f}x); "
+          f"RSS {kc['rss']:.0f} vs {js['rss']:.0f} MiB")
     return 0
 
 
