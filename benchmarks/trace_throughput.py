@@ -1,193 +1,156 @@
-"""Throughput and peak memory of `kernelcheck trace`'s whole analysis on a large trace, side by side with
-plain `json.load` of the same file (and orjson / Holistic Trace Analysis when a Python that has them is given).
+"""Throughput and peak memory of `kernelcheck trace FILE` side by side with
+`python -c 'import json; json.load(open(FILE))'` on the same large GPU trace, each in its own process.
 
-    python benchmarks/trace_throughput.py                          # ~100 MB plain + its gzip
-    python benchmarks/trace_throughput.py --size-mb 400 --other-python /tmp/bvenv/bin/python
+    python benchmarks/trace_throughput.py                    # builds a 270 MB GPU trace, 3 paired runs
+    python benchmarks/trace_throughput.py --trace my.json    # or time a trace you have
 
-The large trace is built from a REAL trace recorded here: the tiny Qwen3.5 (Gated DeltaNet + attention)
-training step under torch.profiler for a few ProfilerSteps; its events are then repeated with shifted
-timestamps and renumbered steps, in torch's own event layout, until the file reaches --size-mb. Each
-contender runs in its own subprocess so its peak RSS (ru_maxrss) is its own; the table shows MB/s of
-uncompressed JSON per CPU second (the machine may be shared; wall time is shown too), peak RSS above an
-interpreter that only did the imports, and the ratio to json.load. orjson and HTA are never project dependencies: pass
---other-python with a throwaway venv that has them (pip install orjson HolisticTraceAnalysis).
+The large trace is built from a REAL trace recorded under torch.profiler on an H200
+(tests/data/gpu/step-reference.json.gz: a Qwen3.5 training step on the torch reference path; CPU ops,
+cuda_runtime/cuda_driver calls, kernels, gpu_memcpy/gpu_memset, "ac2g" and "fwdbwd" flow events, in the
+layout torch writes). Its events are repeated, as text, with shifted timestamps, correlation ids, flow ids
+and External ids, and renumbered ProfilerSteps, until the file reaches --size-mb; python_function events
+(what `with_stack=True` adds) are written next to one CPU op in four, in the layout torch writes them.
+
+Each command runs as a child process; its CPU time (user + sys) and peak RSS come from the kernel
+(os.wait4's rusage), wall time from the clock. Runs alternate (kernelcheck, json.load, kernelcheck, ...)
+and the median of --repeat runs counts. MB/s is the file's size per CPU second (steady on a shared
+machine; wall MB/s is printed too). The last line is the figure the README quotes.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
-import shutil
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "tests" / "data" / "gpu" / "step-reference.json.gz"
 
-RECORD = r"""
-import torch, sys
-from transformers import AutoModelForCausalLM, Qwen3_5TextConfig
-from torch.profiler import ProfilerActivity, profile, schedule
-cfg = Qwen3_5TextConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-    num_attention_heads=2, num_key_value_heads=1, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
-    linear_key_head_dim=16, linear_value_head_dim=16, layer_types=["linear_attention", "full_attention"])
-model = AutoModelForCausalLM.from_config(cfg)
-x = torch.randint(0, 128, (1, 64))
-with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4, repeat=1),
-             on_trace_ready=lambda p: p.export_chrome_trace(sys.argv[1])) as prof:
-    for _ in range(5):
-        model(x, labels=x).loss.backward()
-        prof.step()
-"""
-
-# Each contender: imports (SETUP), then WORK reads the file and touches every event, as any analysis must.
-# Time and peak RSS are measured inside the child, after the imports.
-CONTENDERS = {
-    "kernelcheck analyze_file": ("import sys; sys.path.insert(0, {repo!r}); from kernelcheck import trace", """
-a = trace.analyze_file(path)
-result = (a.events, a.summary.cpu_ops, len(a.steps))
-"""),
-    "json.load": ("import json, gzip", """
-with (gzip.open if path.endswith(".gz") else open)(path, "rb") as fh:
-    d = json.load(fh)
-result = (len(d["traceEvents"]), sum(1 for e in d["traceEvents"] if e.get("cat") == "cpu_op"), 0)
-"""),
-    "orjson.loads": ("import orjson, gzip", """
-with (gzip.open if path.endswith(".gz") else open)(path, "rb") as fh:
-    d = orjson.loads(fh.read())
-result = (len(d["traceEvents"]), sum(1 for e in d["traceEvents"] if e.get("cat") == "cpu_op"), 0)
-"""),
-    "HTA TraceAnalysis": ("import os, shutil, tempfile, logging; logging.disable(logging.WARNING); "
-                          "from hta.trace_analysis import TraceAnalysis", """
-d = tempfile.mkdtemp()
-shutil.copy(path, os.path.join(d, "rank-0.pt.trace.json" + (".gz" if path.endswith(".gz") else "")))
-ta = TraceAnalysis(trace_dir=d)
-df = ta.t.get_trace(0)
-result = (len(df), -1, 0)
-"""),
-}
-
-CHILD = """
-import resource, sys, time, json
-{setup}
-path = sys.argv[1]
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t, c = time.perf_counter(), time.process_time()
-{work}
-dt, dc = time.perf_counter() - t, time.process_time() - c
-# children too: HTA parses ranks in worker processes
-rss1 = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({{"s": dt, "cpu_s": dc, "rss_mb": (rss1 - rss0) / 1024, "out": " ".join(map(str, result))}}))
-"""
+_TS = re.compile(r'"ts": (\d+(?:\.\d+)?)')
+_CORR = re.compile(r'("correlation": |"id": |"External id": )(\d+)')
+_STEP = re.compile(r"ProfilerStep#(\d+)")
+_CPU_OP = re.compile(r'"cat": "cpu_op", "name": "[^"]*", "pid": (\d+), "tid": (\d+),\s*"ts": ([\d.]+), "dur": ([\d.]+)')
+# frames a with_stack=True trace of a transformers training step holds (one in 40 is the torch reference path)
+_FRAMES = ("torch/nn/modules/module.py(1784): _call_impl", "torch/nn/modules/module.py(1773): _wrapped_call_impl",
+           "transformers/models/qwen3_5/modeling_qwen3_5.py(412): forward",
+           "torch/nn/modules/linear.py(134): forward", "torch/nn/functional.py(2910): silu",
+           "transformers/modeling_layers.py(94): __call__", "torch/autograd/graph.py(829): _engine_run_backward")
+_REFERENCE_FRAME = "transformers/models/qwen3_5/modeling_qwen3_5.py(287): torch_chunk_gated_delta_rule"
 
 
-def build_trace(path: Path, size_mb: int) -> None:
-    """Record a real trace, then repeat its events to `size_mb` MB in torch's layout."""
-    with tempfile.TemporaryDirectory() as d:
-        src = Path(d) / "real.json"
-        print("recording a real trace of the tiny Qwen3.5 training step ...", flush=True)
-        subprocess.run([sys.executable, "-c", RECORD, str(src)], check=True, capture_output=True, timeout=900)
-        with open(src) as fh:
-            doc = json.load(fh)
-    events = doc.pop("traceEvents")
-    steps = [e for e in events
-             if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#")]
-    t0 = min(e["ts"] for e in events if "ts" in e and isinstance(e["ts"], (int, float)))
-    t1 = max(e["ts"] + e.get("dur", 0) for e in events if "ts" in e and isinstance(e["ts"], (int, float)))
-    period = (t1 - t0) + 1000.0
-    head = json.dumps({k: v for k, v in doc.items() if k != "traceName"}, indent=2)[:-2]
+def _python_function(pid: str, tid: str, ts: float, dur: float, pyid: int, name: str) -> str:
+    return ('\n  {\n    "ph": "X", "cat": "python_function", "name": "' + name + '", "pid": ' + pid + ', "tid": '
+            + tid + ',\n    "ts": ' + f"{ts:.3f}" + ', "dur": ' + f"{dur:.3f}" + ',\n    "args": {\n      '
+            '"Python parent id": ' + str(pyid - 1) + ', "Python id": ' + str(pyid) + ', "Python thread": 0\n    }\n  }')
+
+
+def build_trace(path: Path, size_mb: int, source: Path = SOURCE) -> None:
+    """Repeat the recorded trace's events (as text, in torch's layout) until the file reaches `size_mb` MB."""
+    text = gzip.decompress(source.read_bytes()).decode()
+    start = text.index('"traceEvents": [') + len('"traceEvents": [')
+    end = text.rindex("\n  ]")
+    head, body, tail = text[:start], text[start:end], text[end:]
+    events = body.strip().removeprefix("{").removesuffix("}").split("\n  },\n  {")
+    events = ["\n  {" + e + "\n  }" for e in events]
+    ts = [float(m.group(1)) for e in events for m in _TS.finditer(e)]
+    period = round(max(ts) - min(ts) + 1000.0, 3)
+    ids = max(int(m.group(2)) for e in events for m in _CORR.finditer(e)) + 1
+    steps = len({m.group(1) for e in events for m in _STEP.finditer(e)})
     target = size_mb * 1_000_000
-    written = 0
-    rep = 0
+    written, rep, pyid, n = 0, 0, 0, 0
     with open(path, "w") as out:
-        out.write(head + ',\n  "traceEvents": [\n')
-        first = True
+        out.write(head)
+        sep = ""
         while written < target:
-            shift = rep * period
-            for e in events:
-                e2 = dict(e)
-                if isinstance(e2.get("ts"), (int, float)):
-                    e2["ts"] = round(e2["ts"] + shift, 3)
-                if e2.get("cat") == "user_annotation" and e2.get("name", "").startswith("ProfilerStep#"):
-                    e2["name"] = f"ProfilerStep#{rep * len(steps) + int(e2['name'].split('#')[1])}"
-                s = ("" if first else ",\n") + "  " + json.dumps(e2, indent=4).replace("\n", "\n  ")
-                first = False
-                out.write(s)
-                written += len(s)
+            def ts_sub(m: re.Match[str], shift: float = rep * period) -> str:
+                return f'"ts": {float(m.group(1)) + shift:.3f}'
+
+            def id_sub(m: re.Match[str], add: int = rep * ids) -> str:
+                return m.group(1) + str(int(m.group(2)) + add)
+
+            def step_sub(m: re.Match[str], add: int = rep * steps) -> str:
+                return f"ProfilerStep#{int(m.group(1)) + add}"
+
+            chunk = []
+            for i, e in enumerate(events):
+                e2 = _CORR.sub(id_sub, _TS.sub(ts_sub, e)) if rep else e
+                if rep and "ProfilerStep#" in e2:
+                    e2 = _STEP.sub(step_sub, e2)
+                chunk.append(sep + e2)
+                sep = ","
+                if i % 4 == 0 and (m := _CPU_OP.search(e2)):
+                    pyid += 1
+                    name = _REFERENCE_FRAME if pyid % 40 == 0 else _FRAMES[pyid % len(_FRAMES)]
+                    chunk.append("," + _python_function(m.group(1), m.group(2), float(m.group(3)) - 0.5,
+                                                        float(m.group(4)) + 1.0, pyid, name))
+                n += 1
+            s = "".join(chunk)
+            out.write(s)
+            written += len(s)
             rep += 1
-        out.write('\n  ],\n  "traceName": "' + path.name + '"\n}\n')
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB, {rep} copies of {len(events):,} real events, "
-          f"{rep * len(steps)} ProfilerSteps)", flush=True)
+        out.write(tail)
+    print(f"built {path} ({path.stat().st_size / 1e6:.0f} MB): {rep} copies of the {len(events):,} events of "
+          f"{source.name}, {rep * steps} ProfilerSteps, {pyid:,} python_function events", flush=True)
 
 
-def run(python: str, name: str, path: Path, repeat: int) -> dict:
-    """Best of `repeat` runs, each in a fresh process (peak RSS: the largest seen)."""
-    setup, work = CONTENDERS[name]
-    code = CHILD.format(setup=setup.format(repo=str(REPO)), work=work)
-    best: dict = {}
-    for _ in range(repeat):
-        r = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True)
-        if r.returncode != 0:
-            err = r.stderr.strip().splitlines()
-            return {"rc": r.returncode, "err": err[-1] if err else str(r.returncode)}
-        d = json.loads(r.stdout.strip().splitlines()[-1])
-        if not best or d["cpu_s"] < best["cpu_s"]:
-            best = {**d, "rss_mb": max(d["rss_mb"], best.get("rss_mb", 0.0))}
-    best["rc"] = 0
-    return best
+def measure(cmd: list[str]) -> dict[str, float]:
+    """Run `cmd` as a child; its wall s, CPU s (user + sys) and peak RSS (MiB) from the kernel."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+    if p.stderr:
+        p.stderr.close()
+    rc = os.waitstatus_to_exitcode(status)
+    if rc not in (0, 3):  # trace exits 3 on a fallback signature, which this trace carries
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {rc}): {err.strip()[-500:]}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-mb", type=int, default=100)
-    ap.add_argument("--trace", type=Path, default=None, help="use this trace instead of building one")
-    ap.add_argument("--other-python", default=None,
-                    help="a Python with orjson and/or HolisticTraceAnalysis installed (a throwaway venv)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per contender; the fastest counts (default 3)")
-    ap.add_argument("--keep", type=Path, default=None, help="folder to keep the built traces in")
+    ap.add_argument("--size-mb", type=int, default=270, help="size of the built trace (default 270)")
+    ap.add_argument("--trace", type=Path, default=None, help="time this trace instead of building one")
+    ap.add_argument("--repeat", type=int, default=3, help="paired runs; the median counts (default 3)")
+    ap.add_argument("--keep", type=Path, default=None, help="folder to keep the built trace in (reused)")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter for both commands")
     a = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="kc-trace-bench-")) if a.keep is None else a.keep
-    work.mkdir(parents=True, exist_ok=True)
     if a.trace:
-        plain = a.trace
+        path = a.trace
     else:
-        plain = work / f"big-{a.size_mb}mb.json"
-        if not plain.exists():
-            build_trace(plain, a.size_mb)
-    gz = Path(str(plain) + ".gz") if not str(plain).endswith(".gz") else None
-    if gz and not gz.exists():
-        with open(plain, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    files = [plain] + ([gz] if gz else [])
-    contenders = [(sys.executable, "kernelcheck analyze_file"), (sys.executable, "json.load")]
-    if a.other_python:
-        for name, mod in (("orjson.loads", "orjson"), ("HTA TraceAnalysis", "hta")):
-            ok = subprocess.run([a.other_python, "-c", f"import {mod}"], capture_output=True).returncode == 0
-            if ok:
-                contenders.append((a.other_python, name))
-            else:
-                print(f"{name}: not importable by {a.other_python}; skipped")
-    print(f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs")
-    print(f"{'file':<26} {'contender':<26} {'wall s':>7} {'CPU s':>7} {'MB/s':>8} {'peak +RSS MB':>12} "
-          f"{'vs json.load':>13}  events, cpu_ops, steps")
-    for f in files:
-        raw_mb = plain.stat().st_size / 1e6  # throughput against the uncompressed JSON, also for .gz
-        results = {name: run(py, name, f, a.repeat) for py, name in contenders}
-        ref = results["json.load"]["cpu_s"]
-        for py, name in contenders:  # noqa: B007 - the loop unpacks the pair; only the name is used
-            r = results[name]
-            label = f"{f.name} ({f.stat().st_size / 1e6:.0f} MB)"
-            if r["rc"]:
-                print(f"{label:<26} {name:<26} FAILED: {r['err']}")
-                continue
-            print(f"{label:<26} {name:<26} {r['s']:>7.2f} {r['cpu_s']:>7.2f} {raw_mb / r['cpu_s']:>8.1f} "
-                  f"{r['rss_mb']:>12.0f} {ref / r['cpu_s']:>12.2f}x  {r['out']}")
-    print("MB/s: uncompressed JSON per CPU second (CPU time, not wall: steady on a shared machine); "
-          "'vs json.load' > 1: faster than json.load on the same file. HTA's CPU time excludes its worker "
-          "processes; see its wall time.")
+        work = a.keep or Path(tempfile.mkdtemp(prefix="kc-trace-bench-"))
+        work.mkdir(parents=True, exist_ok=True)
+        path = work / f"gpu-{a.size_mb}mb.json"
+        if not path.exists():
+            build_trace(path, a.size_mb)
+    mb = path.stat().st_size / 1e6
+    env_cmd = [a.python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from kernelcheck.cli.main import main; "
+               "sys.argv = ['kernelcheck', 'trace', sys.argv[2]]; main()", str(REPO), str(path)]
+    opener = "gzip.open" if path.name.endswith(".gz") else "open"
+    json_cmd = [a.python, "-c", f"import json, gzip; json.load({opener}(__import__('sys').argv[1]))", str(path)]
+    runs: dict[str, list[dict[str, float]]] = {"kernelcheck trace": [], "json.load": []}
+    for _ in range(a.repeat):
+        runs["kernelcheck trace"].append(measure(env_cmd))
+        runs["json.load"].append(measure(json_cmd))
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("wall", "cpu", "rss")} for k, v in runs.items()}
+    print(f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs · {path.name} ({mb:.0f} MB) · "
+          f"median of {a.repeat} paired runs, each a fresh process")
+    print(f"{'command':<20} {'CPU s':>7} {'MB/s CPU':>9} {'wall s':>7} {'MB/s wall':>10} {'peak RSS MiB':>13}")
+    for k, m in med.items():
+        print(f"{k:<20} {m['cpu']:>7.2f} {mb / m['cpu']:>9.1f} {m['wall']:>7.2f} {mb / m['wall']:>10.1f} "
+              f"{m['rss']:>13.0f}")
+    kc, js = med["kernelcheck trace"], med["json.load"]
+    print(f"trace {mb:.0f} MB: {mb / kc['cpu']:.1f} vs {mb / js['cpu']:.1f} MB/s per CPU s = "
+          f"{js['cpu'] / kc['cpu']:.2f}x json.load (wall {js['wall'] / kc['wall']:.2f}x); "
+          f"RSS {kc['rss']:.0f} vs {js['rss']:.0f} MiB")
     return 0
 
 

@@ -12,18 +12,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
-from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, TEXT_COLUMNS, bad_file, checked
+from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, MAX_LENGTH, TEXT_COLUMNS, bad_file, checked
 from kernelcheck.report.progress import Progress
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1 << 16  # lengths a JSONL chunk holds
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - transformers requires numpy
+    np = None  # type: ignore[assignment]
 _ARROW_SUFFIXES = (".parquet", ".arrow", ".feather", ".ipc")
 
 
@@ -77,29 +81,68 @@ def _row(raw: bytes, path: Path, lineno: int) -> Any:
         raise bad_file(path, f"line {lineno} nests JSON too deeply to be a row of data") from None
 
 
-def _jsonl(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[list[int]]:
+# A row that starts with its length, as `{"length": N, ...}` (N a plain JSON integer): json would read N as its length
+# when the row holds no "input_ids" (which comes first) and no second "length" key (json keeps the last one).
+_LENGTH_FIRST = re.compile(rb'\n\{"length": (0|[1-9][0-9]{0,12})[,}]')
+BLOCK = 4 << 20
+
+
+def _length_rows(block: bytes, rows: int) -> Any:
+    """The lengths of a block of `rows` JSONL rows (whole lines) read without decoding them, or None when a row is
+    not of that shape (then each row is decoded). Only the length is read: the rest of a row is not checked."""
+    if np is None or b'"input_ids"' in block or block.count(b'"length"') != rows or block.count(b"}\n") != rows:
+        return None
+    found = _LENGTH_FIRST.findall(b"\n" + block)  # each row after a newline: a literal the search skips to
+    if len(found) != rows:
+        return None
+    values = np.array(found, dtype=np.int64) if found else np.empty(0, dtype=np.int64)
+    if values.size and int(values.max()) > MAX_LENGTH:
+        return None
+    return values
+
+
+def _jsonl(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[Sequence[int]]:
+    """Rows in blocks of whole lines: a block whose rows all start with their length is read in C (_length_rows),
+    any other block row by row, each decoded."""
     bar = Progress(os.path.getsize(path), path.name)
     done = 0
-    out: list[int] = []
+    lineno = 0
+    rest = b""
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            done += len(raw)
-            if not raw.strip():
-                continue
-            row = _row(raw, path, lineno)
-            n = _value_length(row, tokenize, path, f"line {lineno}") if isinstance(row, dict) else None
-            if n is None:
-                keys = ", ".join(sorted(row)[:8]) if isinstance(row, dict) else type(row).__name__
-                raise bad_file(path, f"line {lineno} has no length column (keys: {keys})")
-            out.append(n)
-            if len(out) >= CHUNK:
-                bar.update(done)
-                yield out
-                out = []
-    if out:
-        yield out
+        while data := fh.read(BLOCK):
+            done += len(data)
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            block, rest = data[:cut], data[cut:]
+            if block:
+                rows = block.count(b"\n")
+                fast = _length_rows(block, rows) if tokenize is None else None
+                out = fast if fast is not None else _rows(block, path, lineno, tokenize)
+                if len(out):
+                    yield out
+                lineno += rows
+            bar.update(done)
+    if rest:
+        out = _rows(rest + b"\n", path, lineno, tokenize)
+        if out:
+            yield out
     bar.update(done)
     bar.close()
+
+
+def _rows(block: bytes, path: Path, lineno: int, tokenize: Callable[[str], int] | None) -> list[int]:
+    """Each row of a block decoded (lines after `lineno`): its length, or BadInput naming the line."""
+    out: list[int] = []
+    for offset, raw in enumerate(block.split(b"\n")[:-1], lineno + 1):
+        if not raw.strip():
+            continue
+        row = _row(raw, path, offset)
+        n = _value_length(row, tokenize, path, f"line {offset}") if isinstance(row, dict) else None
+        if n is None:
+            keys = ", ".join(sorted(row)[:8]) if isinstance(row, dict) else type(row).__name__
+            raise bad_file(path, f"line {offset} has no length column (keys: {keys})")
+        out.append(n)
+    return out
 
 
 def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Sequence[int]]:

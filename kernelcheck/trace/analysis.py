@@ -27,6 +27,7 @@ import zlib
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 from kernelcheck.report.trace import Annotated
 from kernelcheck.trace import phases as phases_mod
+from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET, FastFeed
 from kernelcheck.trace.reader import TraceReader
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
@@ -46,10 +48,11 @@ __all__ = ["SignatureMatch", "StepStats", "TraceAnalysis", "analyze_events", "an
 
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays
-_KERNEL, _MEMCPY, _MEMSET = 0, 1, 2
+_KERNEL, _MEMCPY, _MEMSET = KERNEL, MEMCPY, MEMSET
 _second = operator.itemgetter(1)
 _STEP_PREFIX = "ProfilerStep#"
 _NUM = (int, float)
+
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -67,12 +70,13 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
         size = p.stat().st_size
     except OSError:
         size = None
-    events: Iterable[dict[str, Any]] = reader.events()
-    if progress is not None and size:
-        events = _with_progress(events, reader, size, progress)
     acc = _Accumulator()
     phases = phases_mod.PhaseCollector()
-    _guarded(p, lambda: acc.feed(phases.passing(events)))
+    tick = _progress_ticks(size, progress) if progress is not None and size else None
+    _guarded(p, lambda: reader.scan(lambda xs, n: acc.feed_fast(xs, n, phases),
+                                    lambda evs: acc.feed(phases.passing(evs)), tick))
+    if progress is not None and size:
+        progress(size, size)
     if not reader.saw_trace_events:
         keys = ", ".join(sorted(reader.metadata)[:8]) or "none"
         raise BadInput(f"{p} is JSON but not a Chrome trace: it has no \"traceEvents\" array (top-level keys: "
@@ -110,21 +114,20 @@ def analyze_events(events: Iterable[Mapping[str, Any]], metadata: Mapping[str, A
     return dataclasses.replace(an, breakdown=phases.result())
 
 
-def _with_progress(events: Iterable[dict[str, Any]], reader: TraceReader, size: int,
-                   progress: Callable[[int, int], None]) -> Iterable[dict[str, Any]]:
+def _progress_ticks(size: int, progress: Callable[[int, int], None]) -> Callable[[int], None]:
+    """progress(bytes read, size) about every 16 MiB of input."""
     step = 16 << 20
-    nxt = step
-    for i, ev in enumerate(events):
-        if not i & 0x3FFF:
-            b = reader.bytes_read
-            if b >= nxt:
-                progress(b, size)
-                nxt = b + step
-        yield ev
-    progress(size, size)
+    nxt = [step]
+
+    def tick(b: int) -> None:
+        if b >= nxt[0]:
+            progress(b, size)
+            nxt[0] = b + step
+
+    return tick
 
 
-class _Accumulator:
+class _Accumulator(FastFeed):
     """Per-event work kept minimal: classify, append a few numbers to typed arrays, intern names."""
 
     def __init__(self) -> None:
@@ -166,7 +169,7 @@ class _Accumulator:
         viewer ignores such events too, and a hostile file must not crash the reader."""
         names, intern = self.names, self._intern
         cpu_ts_append, cpu_name_append = self.cpu_ts.append, self.cpu_name.append
-        handlers = self._handlers
+        handlers = self._handler_table
         cpu_min, cpu_max = self.cpu_min, self.cpu_max
         n = 0
         for ev in events:
@@ -194,6 +197,10 @@ class _Accumulator:
                     self.n_malformed += 1
         self.n_events += n
         self.cpu_min, self.cpu_max = cpu_min, cpu_max
+
+    @cached_property
+    def _handler_table(self) -> dict[str, Callable[[str, float, str, float, dict[str, Any]], None]]:
+        return self._handlers
 
     @property
     def _handlers(self) -> dict[str, Callable[[str, float, str, float, dict[str, Any]], None]]:
@@ -327,17 +334,17 @@ class _Accumulator:
     def _gpu_per_step(self, step_of: Callable[[float], int], n_steps: int) -> tuple[array, dict[int, float]]:
         """Each GPU activity's step (the step whose CPU side launched it: the launch call's end, else the
         step whose window holds its start) and each kernel's launch delay."""
-        launch_end = self.launch_end
+        get = self.launch_end.get
         g_step = array("i")
+        put = g_step.append
         delays = array("d")
         delay_idx = array("i")
-        for idx in range(len(self.g_ts)):
-            ts = self.g_ts[idx]
-            le = launch_end.get(self.g_corr[idx]) if self.g_corr[idx] >= 0 else None
-            if le is not None and self.g_kind[idx] == _KERNEL:
+        for idx, (ts, corr, kind) in enumerate(zip(self.g_ts, self.g_corr, self.g_kind, strict=True)):
+            le = get(corr) if corr >= 0 else None
+            if le is not None and kind == _KERNEL:
                 delays.append(max(0.0, ts - le))
                 delay_idx.append(idx)
-            g_step.append(step_of(le if le is not None else ts) if n_steps else -1)
+            put(step_of(le if le is not None else ts) if n_steps else -1)
         return g_step, dict(zip(delay_idx, delays, strict=False))
 
     def _cpu_span(self) -> float:

@@ -16,11 +16,14 @@ GPU spent waiting for its launches.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+_start = operator.itemgetter(0)
 
-@dataclass
+
+@dataclass(slots=True)
 class Share:
     """One correlation id's GPU work: kernels counted, their summed duration, busy share and idle gap (us)."""
 
@@ -37,10 +40,11 @@ class Share:
 def shares(gpu: Iterable[tuple[float, float, int, bool]]) -> dict[int, Share]:
     """gpu: (start us, duration us, correlation id, is a kernel) per GPU event -> correlation id -> Share."""
     out: dict[int, Share] = {}
+    get = out.get
     front: float | None = None
-    for ts, dur, corr, is_kernel in sorted(gpu, key=lambda g: g[0]):
+    for ts, dur, corr, is_kernel in sorted(gpu, key=_start):
         end = ts + dur
-        s = out.get(corr)
+        s = get(corr)
         if s is None:
             s = out[corr] = Share()
         if is_kernel:

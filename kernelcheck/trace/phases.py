@@ -29,13 +29,13 @@ from kernelcheck.trace import gpushare
 
 LAYER_PREFIX = "kernelcheck::layer::"
 PHASE_PREFIX = "kernelcheck::phase::"
-_AUTOGRAD = "autograd::engine::evaluate_function"
-_CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
+AUTOGRAD = "autograd::engine::evaluate_function"
+CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
                    "gpu_memset"))
 _GPU = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Range:
     name: str
     ts: float
@@ -87,18 +87,18 @@ class PhaseCollector:
         if ev.get("ph") != "X":
             return
         cat = ev.get("cat")
-        if cat not in _CATS:
+        if cat not in CATS:
             return
-        if cat == "cpu_op" and not str(ev.get("name", "")).startswith(_AUTOGRAD):
+        if cat == "cpu_op" and not str(ev.get("name", "")).startswith(AUTOGRAD):
             return
         ts, dur, name = ev.get("ts"), ev.get("dur") or 0.0, ev.get("name")
         if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not isinstance(name, str):
             return
-        self._one(cat, name, float(ts), float(dur), ev)
+        self.take(cat, name, float(ts), float(dur), ev.get("tid"), ev.get("args"))
 
-    def _annotation(self, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
+    def _annotation(self, name: str, ts: float, dur: float, tid: Any) -> None:
         """Keep a user_annotation range that marks a phase, a layer, a profiler step or an optimizer step."""
-        r = _Range(name, ts, ts + dur, _thread(ev.get("tid")))
+        r = _Range(name, ts, ts + dur, _thread(tid))
         if name.startswith(PHASE_PREFIX):
             self.phases.append(r)
         elif name.startswith(LAYER_PREFIX):
@@ -108,19 +108,19 @@ class PhaseCollector:
         elif name.startswith("Optimizer.step#"):
             self.optim.append(r)
 
-    def _one(self, cat: Any, name: str, ts: float, dur: float, ev: Mapping[str, Any]) -> None:
+    def take(self, cat: Any, name: str, ts: float, dur: float, tid: Any, args: Any) -> None:
+        """One X event of a category in CATS, its fields read (`tid` and `args` as the event holds them)."""
         # per event on multi-GB traces: only annotations (a few per step) take the extra call
         if cat == "user_annotation":
-            self._annotation(name, ts, dur, ev)
-        elif cat == "cpu_op" and name.startswith(_AUTOGRAD):
+            self._annotation(name, ts, dur, tid)
+        elif cat == "cpu_op" and name.startswith(AUTOGRAD):
             self.autograd.append((ts, ts + dur))
         elif cat in ("cuda_runtime", "cuda_driver"):  # launches, memcpy/memset calls: any with GPU work
-            args = ev.get("args")
             corr = args.get("correlation") if isinstance(args, Mapping) else None
             if type(corr) is int:
-                self.launch[corr] = (ts, _thread(ev.get("tid")))
+                self.launch[corr] = (ts, _thread(tid))
         elif cat in _GPU:
-            args = ev.get("args") or {}
+            args = args or {}
             corr = args.get("correlation") if isinstance(args, Mapping) else None
             # GPU work with no correlation still moves the timeline (-1: nobody's launch)
             self.gpu.append((ts, dur, corr if type(corr) is int else -1, cat == "kernel"))
@@ -175,6 +175,8 @@ class PhaseCollector:
 
     def _attribute_layers(self, launches: list[tuple[float, Any, int]],
                           by_corr: Mapping[int, gpushare.Share]) -> None:
+        if not self.layers:
+            return
         by_tid: dict[Any, list[_Range]] = defaultdict(list)
         for r in self.layers:
             by_tid[r.tid].append(r)

@@ -16,7 +16,7 @@ import json.decoder
 import json.scanner
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +33,44 @@ _DECODER = json.JSONDecoder()
 # The C scanner behind json.loads: scan_once(text, idx) -> (value, end). StopIteration: no value at idx.
 _SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
 _scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+
+# The fast path: a run of events in the layout torch's profiler writes ("\n  {\n    " before the first key,
+# "\n  }" after the last, a comma between events), matched by one regex in C. An X event's keys are torch's,
+# in torch's order, each once: its strings are their own text (a run holds no backslash), ts and dur are
+# decimals (torch writes "%.3f": float(text), as json gives), its args object ends at its first "}" (`[^}]*`,
+# sre's quickest loop; an args object of another shape leaves text no match covers, and the run is not taken).
+# Any other event is an object with at most one flat object inside: only counted.
+_ID = r'(?:-?[0-9]+|"[^"]*")'
+_HEAD = rf',[ \n]+"name": "([^"]*)",[ \n]+"pid": {_ID},[ \n]+"tid": {_ID},[ \n]+"ts": (-?[0-9]+\.[0-9]+),'
+_ARGS_SKIPPED = r'(?:[ \n]*,[ \n]+"args": \{[^}]*\})?[ \n]*'
+_CPU_OP = rf'"ph": "X",[ \n]+"cat": "cpu_op"{_HEAD}[ \n]+"dur": ([0-9]+\.[0-9]+){_ARGS_SKIPPED}'
+_PYTHON = rf'"ph": "X",[ \n]+"cat": "python_function"{_HEAD}[ \n]+"dur": [0-9]+\.[0-9]+{_ARGS_SKIPPED}'
+_X = (r'"ph": "X",[ \n]+"cat": "([^"]*)",[ \n]+"name": "([^"]*)",[ \n]+"pid": '
+      rf'{_ID},[ \n]+"tid": (-?[0-9]+|"[^"]*"),[ \n]+"ts": (-?[0-9]+\.[0-9]+),[ \n]+"dur": ([0-9]+\.[0-9]+)'
+      r'(?:[ \n]*,[ \n]+"args": (\{[^}]*\}))?[ \n]*')
+# any other event: "ph" first (or after "name", as torch writes metadata and instants) and not "X"; the rest is
+# kept to check that no second "ph" follows
+_OTHER = r'(?:"name": "[^"]*",[ \n]+)?"ph": "[^X"][^"]*"([^{}]*(?:\{[^{}]*\}[^{}]*)?)'
+# _FAST.split(run) -> [text before the first match, then per event: its groups and the text before the next
+# match]. The groups: a CPU op's name, ts, dur; a Python function's name, ts; another X event's cat, name, tid,
+# ts, dur, args text; another event's text after its "ph"; None where the event is not of that kind.
+# Column j of a run: parts[1 + j::FAST_STRIDE].
+_FAST = re.compile(rf"(?:,?\n  \{{\n    (?:{_CPU_OP}|{_PYTHON}|{_X}|{_OTHER})\n  \}})")
+FAST_STRIDE = 13
+CPU_NAME, CPU_TS, CPU_DUR, PY_NAME, PY_TS, X_CAT, X_NAME, X_TID, X_TS, X_DUR, X_ARGS, OTHER_REST = range(12)
+_EVENT_END = "\n  },"  # how torch ends every event but the last
+
+
+def decode_args(text: str) -> dict[str, Any]:
+    """The args object of an event `_FAST` matched (flat, strings without escapes), decoded as json would.
+    ValueError when it is not JSON (the fast match does not check every byte of an args object)."""
+    try:
+        obj, end = _SCAN(text, 0)
+    except (StopIteration, json.JSONDecodeError):
+        obj, end = None, -1
+    if type(obj) is not dict or end != len(text):
+        raise ValueError(f"an args object is not JSON: {text[:80]!r}")
+    return obj
 
 
 class TraceReader:
@@ -54,6 +92,7 @@ class TraceReader:
         self._buf = ""
         self._pos = 0
         self._eof = False
+        self._state = 0  # 0: before the first value, 1: inside the top-level object, 2: done
 
     # -- input -------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -167,64 +206,141 @@ class TraceReader:
         """Yield each event dict of traceEvents in file order."""
         self._open()
         try:
+            while self._next_array():
+                yield from self._array()
+        finally:
+            self._close()
+
+    def scan(self, fast: Callable[[list[str | None], int], None], slow: Callable[[list[dict[str, Any]]], None],
+             progress: Callable[[int], None] | None = None) -> None:
+        """Hand every event of traceEvents over in file order, in batches, without a dict per event where the
+        file is in the layout torch writes: `fast` gets the "X" events of such a run as tuples (see `_FAST`),
+        `slow` the events of anything else as dicts, decoded exactly as `events()` decodes them. `progress`
+        gets the bytes read after each chunk."""
+        self._open()
+        try:
+            while self._next_array():
+                self._scan_array(fast, slow, progress)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        if self._raw is not None:
+            self._raw.close()
+
+    def _next_array(self) -> bool:
+        """Walk the top level to the next traceEvents array (other keys go to `metadata`); False at its end."""
+        if self._state == 0:
+            self._state = 1
             if self._first() == "[":  # a bare array of events is a valid Chrome trace too
                 self._pos += 1
                 self.saw_trace_events = True
-                yield from self._array()
-                return
+                self._state = 2
+                return True
             self._pos += 1
-            while True:
-                k = self._top_key()
-                if k is None:
-                    return
-                c = self._skip(_WS)
-                if k == "traceEvents" and c == "[":
-                    self._pos += 1
-                    self.saw_trace_events = True
-                    yield from self._array()
-                else:
-                    self.metadata[k] = self._value()
-        finally:
-            if self._fh is not None:
-                self._fh.close()
-            if self._raw is not None:
-                self._raw.close()
+        if self._state == 2:
+            return False
+        while True:
+            k = self._top_key()
+            if k is None:
+                self._state = 2
+                return False
+            c = self._skip(_WS)
+            if k == "traceEvents" and c == "[":
+                self._pos += 1
+                self.saw_trace_events = True
+                return True
+            self.metadata[k] = self._value()
 
     def _array(self) -> Iterator[dict[str, Any]]:
-        # The hot loop: locals only, one C scanner call per event, a refill only at chunk ends.
+        while True:
+            evs, done = self._complete()
+            yield from evs
+            if done:
+                return
+            self._refill("the traceEvents array is cut short or malformed (truncated file?)")
+
+    def _complete(self) -> tuple[list[dict[str, Any]], bool]:
+        """Decode the complete events in the buffer from the current position, one C scanner call each:
+        (the event dicts, True when the array's "]" was reached)."""
         scan, ws_comma = _SCAN, _WS_COMMA.match
         decode_error = json.JSONDecodeError
+        buf, pos, eof = self._buf, self._pos, self._eof
+        n = len(buf)
+        # Stop before the last MARGIN chars rather than letting the scanner fail on a cut event:
+        # a JSONDecodeError costs a line count over the whole buffer.
+        stop = n if eof else n - min(MARGIN, CHUNK // 2)
+        out: list[dict[str, Any]] = []
         count = 0
         try:
             while True:
-                buf, pos, eof = self._buf, self._pos, self._eof
-                n = len(buf)
-                # Refill before the last MARGIN chars rather than letting the scanner fail on a cut event:
-                # a JSONDecodeError costs a line count over the whole buffer.
-                stop = n if eof else n - min(MARGIN, CHUNK // 2)
-                while True:
-                    pos = ws_comma(buf, pos).end()  # type: ignore[union-attr]
-                    if pos >= stop:
-                        break
-                    if buf[pos] == "]":
-                        self._pos = pos + 1
-                        return
-                    try:
-                        ev, end = scan(buf, pos)
-                    except (StopIteration, decode_error):
-                        break  # incomplete; a malformed one is caught by the size guard or end of file
-                    except RecursionError:
-                        raise BadInput(self._malformed("an event is nested too deeply")) from None
-                    if end >= n and not eof:
-                        break
-                    pos = end
-                    count += 1
-                    if type(ev) is dict:  # tolerate stray values: a trace viewer ignores them too
-                        yield ev
-                self._pos = pos
-                self._refill("the traceEvents array is cut short or malformed (truncated file?)")
+                at = ws_comma(buf, pos).end()  # type: ignore[union-attr]
+                if at >= stop:
+                    break
+                if buf[at] == "]":
+                    self._pos = at + 1
+                    return out, True
+                try:
+                    ev, end = scan(buf, at)
+                except (StopIteration, decode_error):
+                    break  # incomplete; a malformed one is caught by the size guard or end of file
+                except RecursionError:
+                    raise BadInput(self._malformed("an event is nested too deeply")) from None
+                if end >= n and not eof:
+                    break
+                pos = end
+                count += 1
+                if type(ev) is dict:  # tolerate stray values: a trace viewer ignores them too
+                    out.append(ev)
+            self._pos = pos  # before the comma that follows the last event: where a fast run starts
+            return out, False
         finally:
             self.events_read += count
+
+    def _scan_array(self, fast: Callable[[list[str | None], int], None],
+                    slow: Callable[[list[dict[str, Any]]], None], progress: Callable[[int], None] | None) -> None:
+        """`_array` with a fast path. The buffer's complete events up to its last event end in torch's layout
+        are matched by one C-level `split` (_FAST); that run is taken when the matches tile it exactly, it
+        holds no backslash (so every string is its own text) and no event of another shape holds a second "ph"
+        (which json would read as the event's). Anything else, and the events after the run, go through the
+        JSON scanner as before."""
+        sep = _EVENT_END
+        while True:
+            buf, pos = self._buf, self._pos
+            cut = buf.rfind(sep, pos)
+            if cut > pos:
+                self._fast_run(buf[pos:cut + len(sep) - 1], fast)  # through the event's "}"
+            evs2, done = self._complete()
+            if evs2:
+                slow(evs2)
+            if done:
+                return
+            if progress is not None:
+                progress(self.bytes_read)
+            self._refill("the traceEvents array is cut short or malformed (truncated file?)")
+
+    def _fast_run(self, run: str, fast: Callable[[list[str | None], int], None]) -> None:
+        """Hand `run` (complete events from the current position) to `fast` if _FAST reads it whole, else its
+        part before the first event _FAST cannot read (torch writes a few events in another shape, such as the
+        "Trace" span near the end); what is left goes through the JSON scanner."""
+        for _ in range(2):
+            parts = _FAST.split(run)
+            lead = parts[0]  # blank space before the first event is no gap
+            gap = lead if lead.strip(" \t\n\r") else next(filter(None, parts[FAST_STRIDE::FAST_STRIDE]), None)
+            if gap is not None:
+                k = run.find(gap)  # the first text no match covers (an earlier copy: a shorter run, still exact)
+                if k <= 0:
+                    return
+                run = run[:k]
+                continue
+            n = len(parts) // FAST_STRIDE
+            if "\\" not in run and '"ph"' not in "".join(filter(None, parts[1 + OTHER_REST::FAST_STRIDE])):
+                fast(parts, n)
+                self.events_read += n
+                self._pos += len(run)
+            return
 
     def _malformed(self, why: str) -> str:
         return (f"{self.path} is not a readable Chrome trace: {why}. kernelcheck trace reads the JSON that "

@@ -13,6 +13,7 @@ from kernelcheck.core import environment, rules
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Gpu
 from kernelcheck.report.sections import EnvironmentView
+from tests import sources
 from tests.environments import make_env
 
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
@@ -66,5 +67,5 @@ def test_the_catalogue_finds_a_capability_turned_into_digits_by_hand() -> None:
 def test_no_module_turns_a_capability_into_digits_by_hand() -> None:
     # install/target_env.py strips the dots of the CUDA and Python versions ("+cu130", "cp312"): not capabilities
     found = [f"{p.relative_to(PKG)}: {hit}" for p in sorted(PKG.rglob("*.py")) if p.name != "target_env.py"
-             for hit in _dot_stripping(ast.parse(p.read_text()))]
+             for hit in _dot_stripping(sources.tree(p))]
     assert found == [], "; ".join(found)

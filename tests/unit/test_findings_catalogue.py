@@ -18,6 +18,7 @@ import pytest
 from kernelcheck.core import findings_catalogue as cat
 from kernelcheck.core import matrix as matrix_mod
 from kernelcheck.core.status import Severity
+from tests import sources
 
 PKG = Path(cat.__file__).resolve().parent.parent
 DOC = PKG.parent / "docs" / "findings.md"
@@ -83,7 +84,7 @@ def _arg(call: ast.Call, i: int, name: str) -> ast.expr | None:
 def scan(pkg: Path = PKG) -> Scan:
     out = Scan()
     for path in sorted(pkg.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = sources.tree(path)
         consts = _constants(tree)
         for call in ast.walk(tree):
             if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None))

@@ -16,6 +16,7 @@ from kernelcheck.fleet.record import RankRecord
 from kernelcheck.install import plan_types
 from kernelcheck.install.plan import Options
 from kernelcheck.integrations.kernels_hub import HubSystem
+from tests import sources
 from tests.environments import make_env
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kernelcheck"
@@ -25,7 +26,7 @@ def _defined(name: str) -> list[str]:
     """Modules of the package that define `name` (a function, a class, or a module-level assignment)."""
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = sources.tree(path)
         for node in tree.body:
             names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
                 t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]

@@ -1,0 +1,207 @@
+"""The analysis' fast path: what `_Accumulator.feed` and `PhaseCollector.feed_one` do with each event, done for a
+whole run of events the reader matched in torch's layout (reader._FAST), as columns, mostly in C.
+
+The reader hands over `parts`, the flat list `_FAST.split` gives; column j of it is `parts[1 + j::FAST_STRIDE]`.
+CPU ops (most of a trace) and Python functions go in bulk; GPU work and launches too when each args object holds
+one int correlation id (what torch writes); anything else event by event, exactly as `feed` would. The results
+are the ones the dict path gives (tests/unit/test_trace_fastpath.py compares them).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from array import array
+from collections.abc import Callable, Iterable
+from itertools import compress, repeat
+from typing import Any
+
+from kernelcheck.trace import phases as phases_mod
+from kernelcheck.trace import reader
+from kernelcheck.trace.reader import decode_args
+
+# GPU activity kinds in the per-activity arrays
+KERNEL, MEMCPY, MEMSET = 0, 1, 2
+
+# One correlation key with an int value, in an args object the reader matched (flat, no backslash)
+_CORRELATION = re.compile(r'"correlation": (-?[0-9]+)[ \n]*[,}]')
+
+
+def _correlations(texts: list[str | None]) -> list[int] | None:
+    """The correlation id of each args text, when each holds exactly one "correlation" key with an int value
+    and none holds "is_user_annotation" (what torch writes): then these are what json would give. Else None."""
+    if not all(texts):
+        return None
+    joined = "\x00".join(texts)  # type: ignore[arg-type]
+    if '"is_user_annotation"' in joined:
+        return None
+    found = _CORRELATION.findall(joined)
+    if len(found) != len(texts) or list(map(str.count, texts, repeat('"correlation"'))).count(1) != len(texts):  # type: ignore[arg-type]
+        return None
+    return list(map(int, found))
+
+
+# the categories whose args the analysis reads (correlation ids, is_user_annotation)
+_GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"))
+_ARGS_READ = _GPU_CATS | {"cuda_runtime", "cuda_driver"}
+_ROW_TID, _ROW_TS, _ROW_DUR = operator.itemgetter(2), operator.itemgetter(3), operator.itemgetter(4)
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+class FastFeed:
+    """Mixed into the analysis' accumulator: the attributes below are its."""
+
+    names: dict[str, int]
+    cpu_ts: array[float]
+    cpu_name: array[int]
+    cpu_min: float
+    cpu_max: float
+    g_ts: array[float]
+    g_dur: array[float]
+    g_name: array[int]
+    g_kind: array[int]
+    g_corr: array[int]
+    launch_end: dict[int, float]
+    launches: list[float]
+    py_hits: list[tuple[float, str]]
+    n_events: int
+    _py_rx: re.Pattern[str] | None
+    _py_seen: dict[str, bool]
+    _intern: Callable[[str], int]
+
+    @property
+    def _handler_table(self) -> dict[str, Callable[[str, float, str, float, dict[str, Any]], None]]:
+        raise NotImplementedError  # the accumulator's handler per category
+
+    def feed_fast(self, parts: list[str | None], n: int, phases: phases_mod.PhaseCollector) -> None:
+        """`feed` + `phases.feed_one` for a run of `n` events the reader matched in torch's layout, as the
+        columns of `parts` (reader._FAST): the same numbers from the text, with no dict per event. CPU ops (most
+        of a trace) go in bulk, in C; of the args, only the correlation ids of GPU work and launches are read."""
+        k = reader.FAST_STRIDE
+
+        def col(j: int) -> list[Any]:
+            return parts[1 + j::k]
+
+        cpu_ts_s = col(reader.CPU_TS)
+        if len(cpu_ts_s) - cpu_ts_s.count(None):
+            self._cpu_bulk(list(compress(col(reader.CPU_NAME), cpu_ts_s)), filter(None, cpu_ts_s),
+                           filter(None, col(reader.CPU_DUR)), phases)
+        py_ts = col(reader.PY_TS)
+        if self._py_rx is not None and len(py_ts) - py_ts.count(None):
+            self._python_bulk(list(compress(col(reader.PY_NAME), py_ts)), filter(None, py_ts))
+        x_ts = col(reader.X_TS)
+        if len(x_ts) - x_ts.count(None):
+            rows = list(compress(zip(col(reader.X_CAT), col(reader.X_NAME), col(reader.X_TID), x_ts,
+                                     col(reader.X_DUR), col(reader.X_ARGS), strict=False), x_ts))
+            self._feed_other(rows, phases)
+        self.n_events += n
+
+    def _cpu_bulk(self, nm: list[str], ts_s: Iterable[str], dur_s: Iterable[str],
+                  phases: phases_mod.PhaseCollector) -> None:
+        """What `feed` and `phases.feed_one` do with CPU ops, for a run's CPU ops at once."""
+        ts = array("d", map(float, ts_s))
+        end = array("d", map(operator.add, ts, map(float, dur_s)))
+        names = self.names
+        for name in dict.fromkeys(nm):  # first-seen order, as `feed` interns them
+            if name not in names:
+                self._intern(name)
+        self.cpu_ts.extend(ts)
+        self.cpu_name.extend(array("i", map(names.__getitem__, nm)))
+        lo, hi = min(ts), max(end)
+        if lo < self.cpu_min:
+            self.cpu_min = lo
+        if hi > self.cpu_max:
+            self.cpu_max = hi
+        ag = list(map(str.startswith, nm, repeat(phases_mod.AUTOGRAD)))
+        if any(ag):
+            phases.autograd.extend(zip(compress(ts, ag), compress(end, ag), strict=True))
+
+    def _python_bulk(self, nm: list[str], ts_s: Iterable[str]) -> None:
+        """What `_python` does with Python function events, for a run's at once."""
+        seen, rx = self._py_seen, self._py_rx
+        for name in dict.fromkeys(nm):  # as _python, once per name
+            if name not in seen:
+                seen[name] = bool(rx.match(name))  # type: ignore[union-attr]
+        hits = list(map(seen.__getitem__, nm))
+        if any(hits):
+            self.py_hits.extend(compress(zip(map(float, ts_s), nm, strict=True), hits))
+
+    def _feed_other(self, rows: list[tuple[str, str, str, str, str, str | None]],
+                    phases: phases_mod.PhaseCollector) -> None:
+        """The X events other than CPU ops and Python functions of a fast run, (cat, name, tid, ts, dur, args
+        text) each: what `_gpu`, `_launch` and `phases.take` do with them. GPU work and launches whose args each
+        hold one int correlation id (what torch writes) go in bulk; anything else event by event."""
+        gpu = [r for r in rows if r[0] in _GPU_CATS]
+        launch = [r for r in rows if r[0] == "cuda_runtime" or r[0] == "cuda_driver"]
+        if len(gpu) + len(launch) < len(rows):
+            self._feed_rows([r for r in rows if r[0] not in _ARGS_READ], phases)
+        for part, bulk in ((gpu, self._gpu_bulk), (launch, self._launch_bulk)):
+            if part:
+                corrs = _correlations([r[5] for r in part])
+                if corrs is not None:
+                    bulk(part, corrs, phases)
+                else:
+                    self._feed_rows(part, phases)
+
+    def _gpu_bulk(self, rows: list[tuple[str, str, str, str, str, str | None]], corrs: list[int],
+                  phases: phases_mod.PhaseCollector) -> None:
+        """`_gpu` and `phases.take` for GPU work whose args hold one int correlation id each and no
+        is_user_annotation."""
+        cats, nm = [r[0] for r in rows], [r[1] for r in rows]
+        ts = array("d", map(float, map(_ROW_TS, rows)))
+        dur = array("d", map(float, map(_ROW_DUR, rows)))
+        kind_of: dict[tuple[str, str], int] = {}
+        for cat, name in dict.fromkeys(zip(cats, nm, strict=False)):
+            kind_of[(cat, name)] = (MEMCPY if cat in ("gpu_memcpy", "Memcpy") or name.startswith("Memcpy") else
+                                    MEMSET if cat in ("gpu_memset", "Memset") or name.startswith("Memset") else
+                                    KERNEL)
+        names = self.names
+        for name in dict.fromkeys(nm):
+            if name not in names:
+                self._intern(name)
+        self.g_ts.extend(ts)
+        self.g_dur.extend(dur)
+        self.g_name.extend(array("i", map(names.__getitem__, nm)))
+        self.g_kind.extend(array("b", map(kind_of.__getitem__, zip(cats, nm, strict=False))))
+        if min(corrs) >= -(2**63) and max(corrs) < 2**63:
+            self.g_corr.extend(array("q", corrs))
+        else:
+            self.g_corr.extend(array("q", (c if -(2**63) <= c < 2**63 else -1 for c in corrs)))
+        in_phases = list(map(phases_mod.CATS.__contains__, cats))
+        is_kernel = map(operator.eq, cats, repeat("kernel"))
+        phases.gpu.extend(compress(zip(ts, dur, corrs, is_kernel, strict=False), in_phases))
+
+    def _launch_bulk(self, rows: list[tuple[str, str, str, str, str, str | None]], corrs: list[int],
+                     phases: phases_mod.PhaseCollector) -> None:
+        """`_launch` and `phases.take` for cuda_runtime/cuda_driver calls whose args hold one int correlation id
+        each."""
+        nm = [r[1] for r in rows]
+        ts = list(map(float, map(_ROW_TS, rows)))
+        dur = map(float, map(_ROW_DUR, rows))
+        flags = {n: ("aunch" in n or "emcpy" in n or "emset" in n, "aunch" in n) for n in dict.fromkeys(nm)}
+        gpu_work = list(map(_FIRST, map(flags.__getitem__, nm)))
+        if any(gpu_work):
+            self.launch_end.update(compress(zip(corrs, map(operator.add, ts, dur), strict=False), gpu_work))
+            self.launches.extend(compress(ts, map(_SECOND, map(flags.__getitem__, nm))))
+        tids = [int(t) if t[0] != '"' else t[1:-1] for t in map(_ROW_TID, rows)]
+        phases.launch.update(zip(corrs, zip(ts, tids, strict=False), strict=False))
+
+    def _feed_rows(self, rows: list[tuple[str, str, str, str, str, str | None]],
+                   phases: phases_mod.PhaseCollector) -> None:
+        """Event by event, as `feed` does: the handler, then `phases.take`."""
+        handlers = self._handler_table
+        cats = phases_mod.CATS
+        args_of = iter([decode_args(r[5]) if r[5] else {} for r in rows if r[0] in _ARGS_READ])
+        for cat, name, tid, ts_s, dur_s, _ in rows:
+            handler = handlers.get(cat)
+            if cat in _ARGS_READ:
+                args = next(args_of)
+            elif handler is None and cat not in cats:
+                continue
+            else:
+                args = {}
+            t, d = float(ts_s), float(dur_s)
+            if handler is not None:
+                handler(cat, t, name, d, args)
+            if cat in cats:
+                phases.take(cat, name, t, d, int(tid) if tid[0] != '"' else tid[1:-1], args)
