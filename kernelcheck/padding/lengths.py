@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
-from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, TEXT_COLUMNS, bad_file, checked
+from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, TEXT_COLUMNS, Chunk, bad_file, checked
 from kernelcheck.report.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def _jsonl(path: Path, tokenize: Callable[[str], int] | None) -> Iterator[list[i
     bar.close()
 
 
-def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Sequence[int]]:
+def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Chunk]:
     """Yield the lengths in chunks (numpy arrays or lists), one per example, in file order; BadInput for a file
     that cannot say its lengths (checked before the first chunk: the file's kind, its first bytes, the tokenizer)."""
     path = paths.regular_file(path_str, "the data", HINT)
