@@ -16,7 +16,7 @@ import json.decoder
 import json.scanner
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,7 +32,8 @@ _WS_COMMA = re.compile(r"[ \t\n\r,]*")
 _DECODER = json.JSONDecoder()
 # The C scanner behind json.loads: scan_once(text, idx) -> (value, end). StopIteration: no value at idx.
 _SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
-_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+# typeshed does not declare json.decoder.scanstring: (text, end) -> (the string, the index after its quote).
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class TraceReader:
