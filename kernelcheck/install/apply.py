@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kernelcheck import __version__
 from kernelcheck.core import gpu, manifest, matrix
@@ -41,7 +42,7 @@ from kernelcheck.install.txn import (  # the transaction pip runs inside
 
 @dataclass
 class Outcome:
-    installed: list[dict] = field(default_factory=list)  # manifest entries written
+    installed: list[dict[str, Any]] = field(default_factory=list)  # manifest entries written
     failed: str | None = None
     manifest: str | None = None
     seconds: float = 0.0
@@ -205,7 +206,7 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
 
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
             jobs: int | None = None, constraints: Path | None = None,
-            offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            offline: bool = True, target: str | None = None) -> list[tuple[Step, wheels.WheelInfo, dict[str, Any]]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
     m = matrix.load()
     out = []
@@ -213,7 +214,7 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
         if step.action not in ("install", "build"):
             continue
         pkg = m.packages.get(step.import_name) if step.import_name else None
-        how: dict = {"source": step.source}
+        how: dict[str, Any] = {"source": step.source}
         if step.action == "build":
             assert pkg is not None and env.torch is not None
             t = plan.target
@@ -253,7 +254,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
     return lines[-1] if lines else f"exit {res.returncode}"
 
 
-def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Environment, target: str | None,
+def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict[str, Any]]], env: Environment, target: str | None,
                    m: matrix.Matrix) -> str | None:
     modules: list[str] = []
     real_gpu = env.gpu_source in ("torch", "nvidia-smi")
@@ -330,7 +331,7 @@ def _completed_detail(outcome: Outcome) -> str:
             "`kernelcheck doctor` for it.")
 
 
-def _record(ready: list[tuple[Step, wheels.WheelInfo, dict]], plan: Plan, env: Environment, site: Path,
+def _record(ready: list[tuple[Step, wheels.WheelInfo, dict[str, Any]]], plan: Plan, env: Environment, site: Path,
             where: Path | None, outcome: Outcome) -> None:
     for step, info, how in ready:
         entry = {
