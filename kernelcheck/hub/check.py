@@ -15,10 +15,8 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelcheck.core import decide, environment, gpu, settings
-from kernelcheck.core.status import Severity, Status
+from kernelcheck.core.status import FunctionStatus, Severity, Status
 from kernelcheck.integrations import kernels_hub
 from kernelcheck.report.hub import (
     HubLine,
@@ -237,7 +235,7 @@ def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, 
     return _adapter_guard(findings, lines, names) if used else names
 
 
-def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, Any], replaced: set[str]) -> list[HubRow]:
+def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, FunctionStatus], replaced: set[str]) -> list[HubRow]:
     """The rows with their `path`: which code runs for that layer or function in the job - the Hub build (kernelize
     swaps it in), the pip package transformers bound at import, or the torch forward/function."""
     for row in rows:
@@ -245,7 +243,7 @@ def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, Any], replaced: se
     return rows
 
 
-def _path(row: HubRow, used: bool, fstatus: dict[str, Any], replaced: set[str]) -> tuple[str, str | None]:
+def _path(row: HubRow, used: bool, fstatus: dict[str, FunctionStatus], replaced: set[str]) -> tuple[str, str | None]:
     """(path, the function's implementation where its bound path runs)."""
     if used and row.repo is not None and (row.problem or (row.error and not row.variant)):
         return "load-fails", None  # kernels raises: hub-build-fails / hub-not-listable
@@ -299,7 +297,7 @@ def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[st
 
 
 def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolution, used: bool,
-           fstatus: dict[str, Any], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
+           fstatus: dict[str, FunctionStatus], q: str, by_default: bool = False) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r.name} ({r.kind})" for r in group)
