@@ -417,7 +417,10 @@ def _cross_check(report: Report, static: transformers.BindingResult, spec: matri
     difference is a warning."""
     tested = m.transformers.get("tested_through")
     exact = exact or transformers.bind_exact(spec.module, spec.functions)
-    view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
+
+    def view(r: transformers.BindingResult) -> dict[str, tuple[str, str]]:
+        return {f: (b.bound, b.implementation) for f, b in r.bindings.items()}
+
     diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
     msg = (f"transformers {env.transformers} is newer than the newest version kernelcheck's tests cover ({tested}); "
            "doctor imported the modeling module to check its static reading")
