@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kernelcheck.cli.common import MODEL_HELP, device_option, emit, finish, guarded, mode_option, output_options
@@ -117,7 +119,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     return finish(report, as_json, junit)
 
 
-def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
+def _forecast(values: dict[str, Any], as_json: bool, junit: str | None) -> int:
     from kernelcheck.cli.common import emit
     from kernelcheck.forecast import command, render
     from kernelcheck.forecast.resolve import Index
