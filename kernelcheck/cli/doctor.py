@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from kernelcheck.cli.common import (
@@ -104,7 +106,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     return finish(outcome.report, as_json, junit)
 
 
-def _forecast(values: dict, as_json: bool, junit: str | None) -> int:
+def _forecast(values: dict[str, Any], as_json: bool, junit: str | None) -> int:
     from kernelcheck.cli import early
     from kernelcheck.commands import forecast
     from kernelcheck.forecast import render

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelcheck.core import matrix, paths, settings
 from kernelcheck.core.errors import BadInput, UnresolvedHost
@@ -192,7 +192,10 @@ def _hold_hub_chatter() -> None:
         log.addFilter(_CHATTER)
 
 
-def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
+_T = TypeVar("_T")
+
+
+def bounded(call: Callable[[], _T], what: str, timeout: float | None = None) -> _T:
     """Run `call()` in a daemon thread and give up after `timeout` seconds: a Hub that accepts the connection
     and never answers, or a name that does not resolve (retried with backoff), must not hang a CI gate.
     Raises TimeoutError naming what it waited for and the last error seen while retrying."""
@@ -219,7 +222,8 @@ def bounded(call: Any, what: str, timeout: float | None = None) -> Any:
         raise TimeoutError(f"no answer within {limit:g} s while waiting for {what}{seen}")
     if "error" in box:
         raise box["error"]
-    return box.get("value")
+    value: _T = box["value"]  # target() finished without raising: it set the value
+    return value
 
 
 def _from_hub(repo_id: str) -> tuple[Path | None, str]:

@@ -428,7 +428,10 @@ def _cross_check(report: Report, static: transformers.BindingResult, spec: matri
     difference is a warning."""
     tested = m.transformers.get("tested_through")
     exact = exact or transformers.bind_exact(spec.module, spec.functions)
-    view = lambda r: {f: (b.bound, b.implementation) for f, b in r.bindings.items()}  # noqa: E731
+
+    def view(r: transformers.BindingResult) -> dict[str, tuple[str, str]]:
+        return {f: (b.bound, b.implementation) for f, b in r.bindings.items()}
+
     diff = sorted(set(view(static).items()) ^ set(view(exact).items()))
     msg = (f"transformers {env.transformers} is newer than the newest version kernelcheck's tests cover ({tested}); "
            "doctor imported the modeling module to check its static reading")
@@ -469,8 +472,7 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
         report.functions.append(FunctionStatus(
             fn, m.packages[info.package].install_distribution if info else "?", Status.BROKEN, "-",
             f"transformers {env.transformers} has no {model.model_type} model (it arrives in {model.spec.since})",
-            finding.fix, info.phase if info else "", used=not (mode == Mode.TRAIN and info is not None
-                                                               and info.phase == "decode")))
+            finding.fix, info.phase if info else "", used=not (mode == Mode.TRAIN and info and info.phase == "decode")))
     report.findings.extend(environment_findings(env, m))
     return report
 
@@ -478,10 +480,9 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
 def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
                mode: str, hub: bool | None, device: str | None, source: str, query: str | None,
                dropped: tuple[str, ...] = ()) -> None:
-    from kernelcheck.hub import check as hub_check
+    from kernelcheck.hub.check import check
 
-    hub_check.check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query,
-                    dropped=dropped)
+    check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query, dropped=dropped)
 
 
 def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:
@@ -492,8 +493,7 @@ def _module_error_fix(error: str, env: environment.Environment, query: str, m: m
 
 
 def _built_nvcc() -> dict[str, str]:
-    """What compiled each installed kernel package, from kernelcheck's install manifest (if any)."""
-    return manifest.built_nvcc()
+    return manifest.built_nvcc()  # what compiled each installed kernel package, from kernelcheck's install manifest
 
 
 def as_dict(report: Report) -> dict[str, Any]:

@@ -96,7 +96,8 @@ def open_store(info: RankInfo, timeout: float) -> Any:
 
     host = info.rank == 0 and not info.agent_store
     try:
-        store = dist.TCPStore(info.master_addr, info.master_port, None, host, timedelta(seconds=timeout),
+        store = dist.TCPStore(  # type: ignore[attr-defined]  # torch.distributed's C++ store, not in its __all__
+                              info.master_addr, info.master_port, None, host, timedelta(seconds=timeout),
                               wait_for_workers=False, multi_tenant=True)
     except Exception as exc:  # noqa: BLE001 - RuntimeError / DistNetworkError, worded below
         where = f"{info.master_addr}:{info.master_port}"
@@ -105,7 +106,7 @@ def open_store(info: RankInfo, timeout: float) -> Any:
                                "Set MASTER_PORT to a free port.") from None
         raise FleetFailure(f"rank {info.rank} could not reach rank 0's store at {where} within {timeout:g} s: rank 0 "
                            f"never joined (not started, crashed, or still checking). ({type(exc).__name__})") from None
-    return dist.PrefixStore(f"kernelcheck/fleet/{info.run_id}/", store)
+    return dist.PrefixStore(f"kernelcheck/fleet/{info.run_id}/", store)  # type: ignore[attr-defined]  # as above
 
 
 def _wait(store: Any, key: str, seconds: float) -> bool:
@@ -138,7 +139,8 @@ def _gather_records(store: Any, info: RankInfo, blob: bytes, timeout: float) -> 
 
     out: list[Any] | None = [None] * info.world_size if info.rank == 0 else None
     try:
-        dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=info.rank,
+        dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store),  # type: ignore[attr-defined]
+                                rank=info.rank,
                                 world_size=info.world_size, timeout=timedelta(seconds=timeout))
         dist.gather_object(blob, out, dst=0)
     except Exception as exc:  # noqa: BLE001 - gloo raises RuntimeError/DistError when a peer dies

@@ -28,8 +28,8 @@ REQUIRED = ("command", "verdict", "exit_code", "environment", "functions")
 _REASON_CHARS = 160
 
 
-def _cut(text: Any) -> str | None:
-    text = record.text(text)
+def _cut(value: Any) -> str | None:
+    text = record.text(value)
     if text is not None and len(text) > _REASON_CHARS:
         return text[: _REASON_CHARS - 3] + "..."
     return text

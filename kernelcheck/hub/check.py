@@ -15,11 +15,9 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernelcheck.core import decide, environment, gpu, settings
 from kernelcheck.core import device as device_mod
-from kernelcheck.core.status import Finding, Severity, Status
+from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
 from kernelcheck.hub import prediction
 from kernelcheck.integrations import kernels_hub
 from kernelcheck.integrations.transformers_hub import TransformersHub, model_hub_names, select_entry, transformers_hub
@@ -276,7 +274,7 @@ def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, 
     return _adapter_guard(findings, lines, names) if used else names
 
 
-def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, Any], replaced: set[str]) -> list[HubRow]:
+def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, FunctionStatus], replaced: set[str]) -> list[HubRow]:
     """The rows with their `path`: which code runs for that layer or function in the job - the Hub build (kernelize
     swaps it in), the pip package transformers bound at import, or the torch forward/function."""
     for row in rows:
@@ -284,7 +282,7 @@ def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, Any], replaced: se
     return rows
 
 
-def _path(row: HubRow, used: bool, fstatus: dict[str, Any], replaced: set[str]) -> tuple[str, str | None]:
+def _path(row: HubRow, used: bool, fstatus: dict[str, FunctionStatus], replaced: set[str]) -> tuple[str, str | None]:
     """(path, the function's implementation where its bound path runs)."""
     if used and row.repo is not None and (row.problem or (row.error and not row.variant)):
         return "load-fails", None  # kernels raises: hub-build-fails / hub-not-listable
@@ -338,7 +336,7 @@ def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[st
 
 
 def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolution, used: bool,
-           fstatus: dict[str, Any], q: str, by_default: bool = False,
+           fstatus: dict[str, FunctionStatus], q: str, by_default: bool = False,
            predicted: str | None = None) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""

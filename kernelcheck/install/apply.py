@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kernelcheck.core import gpu, lifeline, manifest, matrix
 from kernelcheck.core.environment import Environment, dist_version
@@ -28,7 +29,7 @@ from kernelcheck.core.errors import InstallFailed, Interrupted
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.version import __version__
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan import PINNED, Plan
+from kernelcheck.install.plan_types import PINNED, Plan
 from kernelcheck.install.txn import (  # the transaction pip runs inside
     TXN,
     begin,
@@ -42,7 +43,7 @@ from kernelcheck.install.txn import (  # the transaction pip runs inside
 
 @dataclass
 class Outcome:
-    installed: list[dict] = field(default_factory=list)  # manifest entries written
+    installed: list[dict[str, Any]] = field(default_factory=list)  # manifest entries written
     failed: str | None = None
     manifest: str | None = None
     seconds: float = 0.0
@@ -213,14 +214,14 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
 def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str], None],
             jobs: int | None = None, constraints: Path | None = None,
             offline: bool = True, target: str | None = None, *,
-            m: matrix.Matrix) -> list[tuple[Step, wheels.WheelInfo, dict]]:
+            m: matrix.Matrix) -> list[tuple[Step, wheels.WheelInfo, dict[str, Any]]]:
     """Every wheel to install, fetched or built and verified; raises before anything is installed."""
     out = []
     for step in plan.steps:
         if step.action not in ("install", "build"):
             continue
         pkg = m.packages.get(step.import_name) if step.import_name else None
-        how: dict = {"source": step.source}
+        how: dict[str, Any] = {"source": step.source}
         if step.action == "build":
             assert pkg is not None and env.torch is not None
             t = plan.target
@@ -260,7 +261,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
     return lines[-1] if lines else f"exit {res.returncode}"
 
 
-def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict]], env: Environment, target: str | None,
+def _check_imports(ready: list[tuple[Step, wheels.WheelInfo, dict[str, Any]]], env: Environment, target: str | None,
                    m: matrix.Matrix) -> str | None:
     modules: list[str] = []
     real_gpu = env.gpu_source in ("torch", "nvidia-smi")
@@ -338,7 +339,7 @@ def _completed_detail(outcome: Outcome) -> str:
             "`kernelcheck doctor` for it.")
 
 
-def _record(ready: list[tuple[Step, wheels.WheelInfo, dict]], plan: Plan, env: Environment, site: Path,
+def _record(ready: list[tuple[Step, wheels.WheelInfo, dict[str, Any]]], plan: Plan, env: Environment, site: Path,
             where: Path | None, outcome: Outcome) -> None:
     for step, info, how in ready:
         entry = {

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from kernelcheck.core import gpu, lifeline
 from kernelcheck.core.errors import BuildFailed
@@ -207,7 +208,7 @@ def _unpack(sdist: Path, dest: Path) -> Path:
     return tops[0]
 
 
-def _stream(proc: subprocess.Popen, log_fh, progress: Callable[[str], None], started: float) -> None:
+def _stream(proc: subprocess.Popen[str], log_fh: IO[str], progress: Callable[[str], None], started: float) -> None:
     """Copy pip's output to the log; report each compile step and a heartbeat every 30 s."""
     last = [time.monotonic()]
     done = threading.Event()
@@ -350,7 +351,7 @@ def _require_extension(wheel: Path, extension: str, env_prefix: str, package_env
                       f"CUDA build although the build ran with {keep}); nothing was installed. Build log: {log_path}")
 
 
-def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+def end_group(proc: subprocess.Popen[str], grace: float = 5.0) -> None:
     """SIGTERM the process group of `proc`, SIGKILL what is left after `grace` seconds, and return only when
     no process of the group is alive (ninja, nvcc, cicc, cc1plus outlive pip by a moment otherwise)."""
     import signal
@@ -415,14 +416,14 @@ def sidecar_path(wheel: Path) -> Path:
     return wheel.with_name(wheel.name + ".kernelcheck.json")
 
 
-def write_sidecar(wheel: Path, data: dict) -> None:
+def write_sidecar(wheel: Path, data: dict[str, Any]) -> None:
     p = sidecar_path(wheel)
     tmp = p.with_name("." + p.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, p)
 
 
-def read_sidecar(wheel: Path) -> dict | None:
+def read_sidecar(wheel: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(sidecar_path(wheel).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

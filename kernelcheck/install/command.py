@@ -70,7 +70,7 @@ def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str
     if req.source not in plan_types.SOURCES:
         raise BadInput(f"--source must be one of {', '.join(plan_types.SOURCES)}, not '{req.source}'.")
     for a in req.allow_change:
-        if a not in plan_mod.PINNED:
+        if a not in plan_types.PINNED:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
                            f"not '{a}'. Other packages need no permission.")
     if req.sdist:
@@ -175,7 +175,7 @@ def _needs(report: Report, versions: dict[str, str], only: tuple[str, ...],
     return tuple(dict.fromkeys(pkgs)), frozenset(i.name for i in bound_infos if i is not None)
 
 
-def _plan_findings(plan: plan_mod.Plan) -> list[Finding]:
+def _plan_findings(plan: plan_types.Plan) -> list[Finding]:
     out = []
     for s in plan.steps:
         if s.action == "refuse" or s.action == "blocked":
@@ -239,7 +239,7 @@ def _require_pip(req: Request) -> None:
                        "changed: add pip with `python -m ensurepip` (or `uv pip install pip`), then rerun.")
 
 
-def _dry_run(report: Report, plan_in: Callable[[Path], plan_mod.Plan], wheelhouse: Path,
+def _dry_run(report: Report, plan_in: Callable[[Path], plan_types.Plan], wheelhouse: Path,
              before: Report, for_target: bool = False) -> Outcome[Report]:
     """Changes nothing: wheels pip downloads to inspect go to a temporary folder, removed after."""
     with tempfile.TemporaryDirectory(prefix="kernelcheck-dry-run-") as tmp:
@@ -270,7 +270,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     packages, bound = _needs(before, versions, req.packages, m)
     wheelhouse = Path(req.wheelhouse) if req.wheelhouse else sources.default_wheelhouse()
     offline = req.offline or settings.offline()
-    opts = plan_mod.Options(
+    opts = plan_types.Options(
         mode=req.mode, source=req.source, arches=arches or tuple(c.dotted for c in env.capabilities),
         arch_origin=origin,
         allow_change=frozenset(req.allow_change), with_packages=req.with_packages, offline=offline,
@@ -284,7 +284,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     if req.source == "hub":
         return _install_from_hub(req, env, wheelhouse, offline, report, progress)
 
-    def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_mod.Plan:
+    def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_types.Plan:
         sdist = Path(req.sdist) if req.sdist else None
         found = sources.gather(now, packages, opts, wheelhouse, sdist, versions, downloads, m=m)
         return plan_mod.make_plan(now, packages, opts, found, bound)
@@ -319,8 +319,8 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     return _after_install(req, report, plan, outcome, opts, origin, echo, progress, as_json)
 
 
-def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: installer.Outcome,
-                   opts: plan_mod.Options, origin: str, echo: Callable[[str], None],
+def _after_install(req: Request, report: Report, plan: plan_types.Plan, outcome: installer.Outcome,
+                   opts: plan_types.Options, origin: str, echo: Callable[[str], None],
                    progress: Callable[[str], None], as_json: bool) -> Outcome[Report]:
     """What was installed, then doctor in a fresh process; its verdict is the command's."""
     report.plan = list(plan.steps)
@@ -361,7 +361,7 @@ def _after_install(req: Request, report: Report, plan: plan_mod.Plan, outcome: i
     return reported(report)
 
 
-def _unchanged(report: Report, before: Report, plan: plan_mod.Plan, origin: str) -> Outcome[Report]:
+def _unchanged(report: Report, before: Report, plan: plan_types.Plan, origin: str) -> Outcome[Report]:
     """An install whose plan changed nothing: the doctor run before it is still true (no process to re-run,
     no second copy of the report), and the report says there was nothing to change."""
     report.functions = list(before.functions)
@@ -398,7 +398,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
     return Outcome(report, verdict)
 
 
-def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
+def untouched(before: Report, plan: plan_types.Plan) -> list[Finding]:
     """The used functions that are not fast and whose package this plan leaves alone (`--package` chose
     others): the doctor after the install finds them as doctor found them before, so the prediction says so
     too (issue 26 item 9: a dry run said READY where the install then exited 3). One finding per package."""
@@ -419,7 +419,7 @@ def untouched(before: Report, plan: plan_mod.Plan) -> list[Finding]:
     return out
 
 
-def _finish_plan(report: Report, plan: plan_mod.Plan, executed: bool, before: Report) -> Outcome[Report]:
+def _finish_plan(report: Report, plan: plan_types.Plan, executed: bool, before: Report) -> Outcome[Report]:
     report.plan = list(plan.steps)
     report.findings.extend(_plan_findings(plan))
     left = untouched(before, plan)

@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernelcheck.core.plan_step import Step
-from kernelcheck.install import plan as plan_mod
+from kernelcheck.install import plan_types
 
 
-def portable(plan: plan_mod.Plan, downloads: Path, wheelhouse: Path, for_target: bool) -> plan_mod.Plan:
+def portable(plan: plan_types.Plan, downloads: Path, wheelhouse: Path, for_target: bool) -> plan_types.Plan:
     """`plan` with each install line that names a local wheel file it should not name written with its spec."""
     return replace(plan, steps=tuple(_portable(s, downloads, wheelhouse, for_target) for s in plan.steps))
 

@@ -17,6 +17,7 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -25,7 +26,8 @@ from kernelcheck.core import lifeline, matrix, settings
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build, wheels
-from kernelcheck.install.plan import PINNED, Candidates, Options, fix_wanted, wheel_fit
+from kernelcheck.install.plan import fix_wanted
+from kernelcheck.install.plan_types import PINNED, Candidates, Options, wheel_fit
 from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
 from kernelcheck.report.progress import working
 
@@ -144,6 +146,9 @@ def gather(env: Environment, packages: tuple[str, ...], opts: Options, wheelhous
     return found
 
 
+_Item = TypeVar("_Item", wheels.WheelInfo, Path)  # a wheel in the wheelhouse, or an sdist's path
+
+
 @dataclass
 class _Ctx:
     env: Environment
@@ -162,7 +167,7 @@ class _Ctx:
         can_write = os.access(self.wheelhouse, os.W_OK) if self.wheelhouse.exists() else False
         return self.wheelhouse if can_write else Path(tempfile.gettempdir()) / "kernelcheck-downloads"
 
-    def pinned_version(self, dist: str, items: list) -> list:
+    def pinned_version(self, dist: str, items: list[_Item]) -> list[_Item]:
         want = self.versions.get(dist)
         if not want:
             return items
@@ -331,7 +336,7 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
             where = "the wheelhouse" + (" (offline)" if offline else " or PyPI")
             return [], f"pip cannot resolve {spec} from {where} with torch/triton/transformers pinned: " + \
                 (_pip_error((res.stderr or "") + "\n" + (res.stdout or "")) or f"exit {res.returncode}"), note
-        items: list[dict] = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+        items: list[dict[str, Any]] = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     got, err = _report_wheels(items, dl_dir, constraints)
     return got, err, note
 
@@ -345,7 +350,7 @@ def _unmet_note(unmet: dict[str, tuple[str, str, list[str], list[str]]]) -> str:
         "; pip resolved the fix with those packages held as installed and left them as they are"
 
 
-def _report_wheels(items: list[dict], dl_dir: Path,
+def _report_wheels(items: list[dict[str, Any]], dl_dir: Path,
                    constraints: Path | None) -> tuple[list[wheels.WheelInfo], str | None]:
     """The wheel of each item of pip's install report (downloaded where pip found it on an index), inspected."""
     out: list[wheels.WheelInfo] = []

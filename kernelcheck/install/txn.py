@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -132,7 +133,7 @@ def begin(site: Path, dists: list[str], files: list[str], manifest_path: Path | 
         backup.save(site, d)
     tops = sorted({t for f in files for t in _wheel_tops(f)})
     before = sorted(p.name for p in site.iterdir()) if site.is_dir() else []
-    data: dict = {"pid": os.getpid(), "dists": dists, "tops": tops, "before": before,
+    data: dict[str, Any] = {"pid": os.getpid(), "dists": dists, "tops": tops, "before": before,
                   "top_files": {t: _tree(site / t) for t in tops if t in before}}
     if manifest_path is not None:
         data["manifest"] = str(manifest_path)

@@ -22,12 +22,13 @@ import sysconfig
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging import tags
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from kernelcheck.core.gpu import arch_serves, cap_to_sm
 from kernelcheck.core.plan_step import RejectKind
@@ -87,7 +88,7 @@ class WheelInfo:
     requires: tuple[str, ...] = ()  # Requires-Dist lines
     so_arches: dict[str, tuple[str, ...]] = field(default_factory=dict)  # member -> ("sm_90", "compute_90")
     build: BuildTag | None = None  # from the filename's local version, else from the sidecar
-    sidecar: dict | None = None  # kernelcheck's own record of how the wheel was built
+    sidecar: dict[str, Any] | None = None  # kernelcheck's own record of how the wheel was built
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ def so_arches(data: bytes) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def inspect_wheel(path: str | Path, sidecar: dict | None = None) -> WheelInfo | None:
+def inspect_wheel(path: str | Path, sidecar: dict[str, Any] | None = None) -> WheelInfo | None:
     """Everything kernelcheck checks in a wheel file; None when the name is not a wheel name."""
     path = Path(path)
     wn = parse_wheel_name(path.name)
@@ -394,10 +395,8 @@ def match(info: WheelInfo, target: WheelFit, expected_sha256: str | None = None,
                     f"against the installed torch {trial.torch} works in a fresh process")
 
 
-def version_key(filename: str):
+def version_key(filename: str) -> tuple[int, Version]:
     """Sort key: the version in a wheel or sdist filename (unparsable versions sort first)."""
-    from packaging.version import Version
-
     base = Path(filename).name
     wn = parse_wheel_name(base)
     raw = wn.version if wn else base.removesuffix(".tar.gz").rsplit("-", 1)[-1]

@@ -402,7 +402,7 @@ def kernels_client_problem() -> str | None:
     empty string that huggingface_hub appends as "...; " - a header value with trailing whitespace, which
     httpx refuses (LocalProtocolError) before anything is sent."""
     try:
-        from huggingface_hub.utils import build_hf_headers
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # not in its __all__
 
         client = api().hf_api()
         ua = build_hf_headers(token=False, library_name=client.library_name, library_version=client.library_version,

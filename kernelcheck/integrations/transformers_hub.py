@@ -160,7 +160,8 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
             mod = ast.Module(body=[node], type_ignores=[])
             # trusted: the installed transformers' own source
             exec(compile(mod, "<transformers _build_kernel_mapping>", "exec"), ns)  # noqa: S102
-            return ns["_build_kernel_mapping"]()
+            built: dict[str, Any] = ns["_build_kernel_mapping"]()
+            return built
     for node in ast.walk(tree):
         target: ast.expr | None = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -174,7 +175,8 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
                                               lineno=node.lineno, col_offset=0)], type_ignores=[])
             ast.fix_missing_locations(mod)
             exec(compile(mod, "<transformers _KERNEL_MAPPING>", "exec"), ns)  # noqa: S102
-            return ns["_KERNEL_MAPPING"]
+            literal: dict[str, Any] = ns["_KERNEL_MAPPING"]
+            return literal
     return None
 
 

@@ -32,7 +32,8 @@ def packed_batch(mode: str, seqs: list[list[int]], facts: dict[str, Any], device
     """The collator's batch for `seqs` in `mode`, without labels (the comparison needs logits only)."""
     from transformers import DataCollatorWithFlattening
 
-    batch = dict(DataCollatorWithFlattening(**collator_flags(mode, facts))([{"input_ids": s} for s in seqs]))
+    collator = DataCollatorWithFlattening(**collator_flags(mode, facts))  # type: ignore[no-untyped-call]  # transformers: unannotated
+    batch = dict(collator([{"input_ids": s} for s in seqs]))
     batch.pop("labels", None)
     return {k: (v.to(device) if device is not None and hasattr(v, "to") else v) for k, v in batch.items()}
 

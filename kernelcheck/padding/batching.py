@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from kernelcheck.padding import waste
+from kernelcheck.padding.values import Chunk
 from kernelcheck.padding.waste import Rule, Waste
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class _Walk:
 
     def __init__(self, data: Any, budget: int) -> None:
         self.data, self.budget = data, budget
-        self.lane = min(LANE, data.size)
+        self.lane: int = min(LANE, data.size)
         self.margin = min(MARGIN, self.lane - 1)
         self.flags = _guess(data, budget, self.lane, self.margin)
         region = self.flags[self.margin:]
@@ -219,7 +220,7 @@ def _starts(rule: Rule, data: Any) -> Any:
     return budget_starts(data, rule.value)
 
 
-def _take(w: Waste, tally: _Tally, rule: Rule, chunk: Sequence[int]) -> Any:
+def _take(w: Waste, tally: _Tally, rule: Rule, chunk: Chunk) -> Any:
     """The chunk's positive lengths (capped at the rule's limit), counted into `w`."""
     a = np.asarray(chunk, dtype=np.int64)
     if int(a.min(initial=1)) <= 0:
@@ -238,7 +239,7 @@ def _take(w: Waste, tally: _Tally, rule: Rule, chunk: Sequence[int]) -> Any:
     return a
 
 
-def measure(chunks: Iterable[Sequence[int]], rule: Rule) -> Waste:
+def measure(chunks: Iterable[Chunk], rule: Rule) -> Waste:
     """The padding `rule` costs on the lengths in `chunks`: waste.measure's result, computed per chunk."""
     if np is None:
         return waste.measure((int(n) for c in chunks for n in c), rule)

@@ -19,7 +19,7 @@ from typing import Any
 
 from kernelcheck.core import paths
 from kernelcheck.core.errors import BadInput
-from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, MAX_LENGTH, TEXT_COLUMNS, bad_file, checked
+from kernelcheck.padding.values import HINT, LENGTH_COLUMNS, MAX_LENGTH, TEXT_COLUMNS, Chunk, bad_file, checked
 from kernelcheck.report.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def _rows(block: bytes, path: Path, lineno: int, tokenize: Callable[[str], int] 
     return out
 
 
-def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Sequence[int]]:
+def chunks(path_str: str, tokenizer: str | None = None) -> Iterator[Chunk]:
     """Yield the lengths in chunks (numpy arrays or lists), one per example, in file order; BadInput for a file
     that cannot say its lengths (checked before the first chunk: the file's kind, its first bytes, the tokenizer)."""
     path = paths.regular_file(path_str, "the data", HINT)

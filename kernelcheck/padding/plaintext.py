@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kernelcheck.padding.values import MAX_LENGTH, bad_file, bad_value
+from kernelcheck.padding.values import MAX_LENGTH, Chunk, bad_file, bad_value
 from kernelcheck.report.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,9 @@ try:
     import numpy as np
 except ImportError:  # pragma: no cover - transformers requires numpy
     np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 
 def _slow(block: bytes, path: Path, first_line: int) -> list[int]:
@@ -50,7 +53,7 @@ def _slow(block: bytes, path: Path, first_line: int) -> list[int]:
     return out
 
 
-def _fast(block: bytes) -> Any:
+def _fast(block: bytes) -> NDArray[np.int64] | None:
     """The lengths in a block of digits and newlines (ending with a newline), or None when a line is too long."""
     buf = np.frombuffer(block, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10)
@@ -76,7 +79,7 @@ def _fast(block: bytes) -> Any:
     return values
 
 
-def _numbers(block: bytes, lines: int) -> Any:
+def _numbers(block: bytes, lines: int) -> NDArray[np.int64] | None:
     """numpy's C parser for a block of `lines` digit lines (checked: one value per newline, so a blank line
     sends the block to _fast)."""
     if block.startswith(NEWLINE):
@@ -90,7 +93,7 @@ def _numbers(block: bytes, lines: int) -> Any:
     return values
 
 
-def _parse(block: bytes, path: Path, first_line: int, lines: int | None = None) -> Sequence[int]:
+def _parse(block: bytes, path: Path, first_line: int, lines: int | None = None) -> Chunk:
     if np is not None and not block.translate(None, _ALLOWED):
         values = _numbers(block, block.count(NEWLINE) if lines is None else lines)
         if values is not None:
@@ -100,7 +103,7 @@ def _parse(block: bytes, path: Path, first_line: int, lines: int | None = None) 
     return _slow(block, path, first_line)
 
 
-def chunks(path: Path) -> Iterator[Sequence[int]]:
+def chunks(path: Path) -> Iterator[Chunk]:
     """The file's lengths, one chunk per block of about 4 MiB, with a progress line on stderr."""
     bar = Progress(os.path.getsize(path), path.name)
     done = 0

@@ -4,10 +4,18 @@ one-paragraph errors that name the line or row of a value that is not one."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kernelcheck.core.errors import BadInput
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+# A chunk of lengths as the readers yield it: a list, or an int64 array from the vectorized parsers.
+Chunk: TypeAlias = "Sequence[int] | NDArray[np.int64]"
 
 LENGTH_COLUMNS = ("input_ids", "length", "lengths", "num_tokens", "n_tokens")
 TEXT_COLUMNS = ("text", "content", "prompt")

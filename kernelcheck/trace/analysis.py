@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
@@ -94,7 +94,10 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
 _HOSTILE = (TypeError, AttributeError, ValueError, KeyError, OverflowError, RecursionError, zlib.error)
 
 
-def _guarded(p: Path | None, fn: Callable[[], Any]) -> Any:
+_T = TypeVar("_T")
+
+
+def _guarded(p: Path | None, fn: Callable[[], _T]) -> _T:
     """Run a reading/aggregation step; a value of the wrong type deep in a hostile file is bad input (exit 2)."""
     try:
         return fn()
@@ -331,7 +334,7 @@ class _Accumulator(FastFeed):
                 cpu_names[k][ni] = c
         return cpu_counts, cpu_names
 
-    def _gpu_per_step(self, step_of: Callable[[float], int], n_steps: int) -> tuple[array, dict[int, float]]:
+    def _gpu_per_step(self, step_of: Callable[[float], int], n_steps: int) -> tuple[array[int], dict[int, float]]:
         """Each GPU activity's step (the step whose CPU side launched it: the launch call's end, else the
         step whose window holds its start) and each kernel's launch delay."""
         get = self.launch_end.get

@@ -32,7 +32,8 @@ _WS_COMMA = re.compile(r"[ \t\n\r,]*")
 _DECODER = json.JSONDecoder()
 # The C scanner behind json.loads: scan_once(text, idx) -> (value, end). StopIteration: no value at idx.
 _SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
-_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+# typeshed does not declare json.decoder.scanstring: (text, end) -> (the string, the index after its quote).
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 # The fast path: a run of events in the layout torch's profiler writes ("\n  {\n    " before the first key,
 # "\n  }" after the last, a comma between events), matched by one regex in C. An X event's keys are torch's,

@@ -85,13 +85,13 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
                         "forward+backward" if mode == Mode.TRAIN else "forward")
 
 
-def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple, dict[str, Any]]:
+def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The layer's first call's inputs in one forward of the model: tensors cloned, caches dropped."""
     import torch
 
     got: dict[str, Any] = {}
 
-    def grab(_m: Any, args: tuple, kwargs: dict) -> None:
+    def grab(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if "x" not in got:
             got["x"] = (tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args),
                         {k: (v.detach().clone() if isinstance(v, torch.Tensor) else

@@ -156,11 +156,12 @@ def run_pass(lm: Any, ids: Any, name: str, backend: str, gdn_class: str | None,
             compiled = torch.compile(lm, backend=backend)
             try:
                 t0 = time.perf_counter()
-                _step(lambda: compiled(**kwargs), train, sync)
+                _step(lambda: compiled(**kwargs), train, sync)  # type: ignore[no-untyped-call]  # torch.compile's result
                 compile_s = round(time.perf_counter() - t0, 2)
                 for c in counts.values():
                     c[0] = 0
-                timed = [_step(lambda: compiled(**kwargs), train, sync) for _ in range(STEPS)]
+                timed = [_step(lambda: compiled(**kwargs), train, sync)  # type: ignore[no-untyped-call]  # as above
+                         for _ in range(STEPS)]
             except Exception as exc:  # noqa: BLE001
                 return CompiledPass(name, ex.graph_count, breaks_of(ex, wrap), [], None, None, None,
                                     f"{type(exc).__name__}: {str(exc)[:400]}")

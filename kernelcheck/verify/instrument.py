@@ -55,8 +55,8 @@ class Hook:
 
     function: str
     package: str
-    original: Callable | None  # the callable transformers bound (its wrapper in the decorator regime)
-    torch_function: Callable | None  # the reference path; None when it is inline code (old conv prefill)
+    original: Callable[..., Any] | None  # the callable transformers bound (its wrapper in the decorator regime)
+    torch_function: Callable[..., Any] | None  # the reference path; None when it is inline code (old conv prefill)
     fast_bound: bool
     cells: dict[str, Any] = field(default_factory=dict)  # closure cells: implementation, torch_function
     attribute: str = ""
@@ -111,12 +111,12 @@ def _autograd_marks() -> tuple[Any, Any]:
     def mark(hook: str) -> Any:
         class Mark(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, inst, idx, *tensors):
+            def forward(ctx: Any, inst: Instrument, idx: int, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
                 ctx.inst, ctx.idx = inst, idx
                 return tuple(t.view_as(t) for t in tensors)
 
             @staticmethod
-            def backward(ctx, *grads):
+            def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
                 getattr(ctx.inst, hook)(ctx.idx)
                 return (None, None, *grads)
 
@@ -166,7 +166,8 @@ class Instrument:
         self.step = "?"
         self.records: list[CallRecord] = []
         self.forced: set[str] = set()
-        self.capture: dict[str, tuple[tuple, dict]] = {}  # first prefill call's inputs, for the direct comparison
+        # first prefill call's inputs, for the direct comparison
+        self.capture: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.capture_steps: set[str] = set()
         self.mark_backward = False
         self.profiling = False
@@ -241,7 +242,7 @@ class Instrument:
             setattr(mod, attr, self._outer(hook, rec, tf))
             self._restore.append(functools.partial(setattr, mod, attr, real))
 
-    def _recorder(self, real: Callable, is_fast: bool) -> Callable:
+    def _recorder(self, real: Callable[..., Any], is_fast: bool) -> Callable[..., Any]:
         name = dotted(real)
 
         @functools.wraps(real)
@@ -254,7 +255,8 @@ class Instrument:
 
         return recorder
 
-    def _outer(self, hook: Hook, call: Callable | None, torch_call: Callable | None) -> Callable:
+    def _outer(self, hook: Hook, call: Callable[..., Any] | None,
+               torch_call: Callable[..., Any] | None) -> Callable[..., Any]:
         import torch
 
         def outer(*args: Any, **kwargs: Any) -> Any:
@@ -292,16 +294,17 @@ class Instrument:
         return outer
 
     # -- backward attribution -----------------------------------------------------------------------
-    def _mark_inputs(self, idx: int, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def _mark_inputs(self, idx: int, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         import torch
 
-        flat: list[tuple[str, Any]] = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
+        flat: list[tuple[int | str, Any]] = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
         grads = [(k, v) for k, v in flat if isinstance(v, torch.Tensor) and v.requires_grad]
         if not grads:
             return args, kwargs
         marked = self._end.apply(self, idx, *[v for _, v in grads])
         new = dict(zip([k for k, _ in grads], marked, strict=False))
-        return (tuple(new.get(i, a) for i, a in enumerate(args)),  # type: ignore[call-overload]
+        return (tuple(new.get(i, a) for i, a in enumerate(args)),
                 {k: new.get(k, v) for k, v in kwargs.items()})
 
     def _mark_outputs(self, idx: int, out: Any) -> Any:
@@ -326,7 +329,7 @@ class Instrument:
             import torch
 
             rf = torch.profiler.record_function(rec.range_name + "::backward")
-            rf.__enter__()
+            rf.__enter__()  # type: ignore[no-untyped-call]  # torch's record_function.__enter__ is unannotated
         self._open[idx] = rf
 
     def _bwd_end(self, idx: int) -> None:
@@ -368,7 +371,7 @@ class Instrument:
         return (hook.original or hook.torch_function)(*args, **kwargs)  # type: ignore[misc]
 
 
-def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _clone_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     import torch
 
     def c(v: Any) -> Any:

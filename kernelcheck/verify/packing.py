@@ -115,7 +115,7 @@ def _record(model: Any, seq: Any) -> tuple[Any, list[tuple[Any, Any]]]:
     seen: list[tuple[Any, Any]] = []
     handles = []
     for _kind, mod in _mixers(model):
-        def hook(_m: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        def hook(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
             hs = args[0] if args else kwargs["hidden_states"]
             seen.append((hs.detach(), _first(out)))
 
@@ -136,7 +136,7 @@ def _isolated(model: Any, batch: dict[str, Any], inputs: list[Any]) -> list[Any]
     outs: list[Any] = []
     handles = []
     for i, (_kind, mod) in enumerate(_mixers(model)):
-        def pre(_m: Any, args: tuple, kwargs: dict, i: int = i) -> Any:
+        def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], i: int = i) -> Any:
             if args:
                 return (inputs[i], *args[1:]), kwargs
             return args, {**kwargs, "hidden_states": inputs[i]}

@@ -50,8 +50,11 @@ def _batches(lengths: list[int], vocab: int, device: str, flash: bool) -> tuple[
     labels = ids.masked_fill(mask == 0, -100)
     padded = {"input_ids": ids, "attention_mask": mask, "labels": labels}
     flags = {"return_flash_attn_kwargs": True, "return_seq_idx": True} if flash else {}
-    packed = dict(DataCollatorWithFlattening(**flags)([{"input_ids": s.tolist()} for s in seqs]))
-    move = lambda b: {k: (v.to(device) if hasattr(v, "to") else v) for k, v in b.items()}  # noqa: E731
+    packed = dict(DataCollatorWithFlattening(**flags)([{"input_ids": s.tolist()} for s in seqs]))  # type: ignore[no-untyped-call]  # transformers: unannotated
+
+    def move(b: dict[str, Any]) -> dict[str, Any]:
+        return {k: (v.to(device) if hasattr(v, "to") else v) for k, v in b.items()}
+
     return move(padded), move(packed)
 
 

@@ -82,7 +82,7 @@ class Reach:
     def _entry(self, fn: str) -> _Seen:
         return self.seen.setdefault(fn, _Seen())
 
-    def _wrap_attr(self, owner: Any, attr: str, orig: Callable, fn: str, outer: bool) -> None:
+    def _wrap_attr(self, owner: Any, attr: str, orig: Callable[..., Any], fn: str, outer: bool) -> None:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             e = self._entry(fn)
             e.calls += 1
@@ -100,7 +100,7 @@ class Reach:
         setattr(owner, attr, wrapper)
         self._restore.append(functools.partial(setattr, owner, attr, orig))
 
-    def _inner(self, fn: str, real: Callable, fast: bool) -> Callable:
+    def _inner(self, fn: str, real: Callable[..., Any], fast: bool) -> Callable[..., Any]:
         name = dotted(real)
 
         @functools.wraps(real)

@@ -117,7 +117,7 @@ def _full_needs_cuda(shape: str, device: str) -> None:
 
 def _attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
     """The config's own attn_implementation when it names one that can load here; None: the class default."""
-    asked = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
+    asked: str | None = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
              or model.config.get("attn_implementation"))
     if not asked:
         return None

@@ -97,7 +97,7 @@ def build(cfg: Any, device: str, dtype_name: str, checkpointing: bool, attn: str
         kwargs["attn_implementation"] = attn
     torch.manual_seed(0)
     with torch.device(device):
-        lm = AutoModelForCausalLM.from_config(cfg, **kwargs)
+        lm = AutoModelForCausalLM.from_config(cfg, **kwargs)  # type: ignore[no-untyped-call]  # transformers: unannotated
     lm.to(device)
     if checkpointing:
         lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -123,17 +123,17 @@ class LayerRanges:
 
     def _marks(self) -> tuple[Any, Any]:
         """Two identity autograd functions whose backward opens / closes the layer's backward range."""
-        torch = self.torch
+        import torch
 
         def mark(on_backward: Callable[[str], None]) -> Any:
-            class Mark(torch.autograd.Function):  # type: ignore[name-defined]
+            class Mark(torch.autograd.Function):
                 @staticmethod
-                def forward(ctx, name, x):
+                def forward(ctx: Any, name: str, x: torch.Tensor) -> torch.Tensor:
                     ctx.name = name
                     return x.view_as(x)
 
                 @staticmethod
-                def backward(ctx, g):
+                def backward(ctx: Any, g: torch.Tensor) -> tuple[None, torch.Tensor]:
                     on_backward(ctx.name + "::backward")
                     return None, g
 
@@ -144,7 +144,7 @@ class LayerRanges:
     def _enter(self, name: str) -> None:
         if name not in self.open:
             rf = self.torch.profiler.record_function(name)
-            rf.__enter__()
+            rf.__enter__()  # type: ignore[no-untyped-call]  # torch's record_function.__enter__ is unannotated
             self.open[name] = rf
 
     def _exit(self, name: str) -> None:
@@ -160,7 +160,7 @@ class LayerRanges:
         return bool(self.torch._C._current_graph_task_id() != -1)
 
     def _pre(self, i: int, name: str) -> Any:
-        def hook(_m: Any, args: tuple, kwargs: dict) -> Any:
+        def hook(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if self._recomputing():
                 return None  # the backward range holds it (see _recomputing)
             self._enter(name)
@@ -175,7 +175,7 @@ class LayerRanges:
         return hook
 
     def _post(self, i: int, name: str) -> Any:
-        def hook(_m: Any, _args: tuple, out: Any) -> Any:
+        def hook(_m: Any, _args: tuple[Any, ...], out: Any) -> Any:
             if self._recomputing():
                 return None
             self._exit(name)

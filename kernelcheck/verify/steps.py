@@ -109,7 +109,8 @@ class Steps:
 
     def run(self, name: str) -> dict[str, Any]:
         self.inst.step = name
-        return getattr(self, "_" + name)()
+        result: dict[str, Any] = getattr(self, "_" + name)()  # _train, _prefill or _decode
+        return result
 
     def _train(self) -> dict[str, Any]:
         torch, model = self.torch, self.built.model

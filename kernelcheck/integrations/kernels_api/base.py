@@ -192,9 +192,10 @@ class KernelsApi:
 
     def capability_check(self) -> Callable[[list[str], tuple[int, int]], bool] | None:
         try:
-            return self.name("archs", "_supports_cuda_capability")
+            check: Callable[[list[str], tuple[int, int]], bool] = self.name("archs", "_supports_cuda_capability")
         except LayoutError:
             return None
+        return check
 
     # -- versions, cache, download, lock --------------------------------------------------------------------------
     def cached_versions(self, repo_id: str) -> dict[int, str]:
@@ -217,9 +218,8 @@ class KernelsApi:
     def cache_dir(self) -> str | None:
         """kernels' cache (KERNELS_CACHE) or None for huggingface_hub's default."""
         hf = self.module("hf_hub")
-        if hasattr(hf, "_get_cache_dir"):
-            return hf._get_cache_dir()
-        return getattr(hf, "CACHE_DIR", None)
+        found: str | None = hf._get_cache_dir() if hasattr(hf, "_get_cache_dir") else getattr(hf, "CACHE_DIR", None)
+        return found
 
     def bytecode_ignore_patterns(self) -> list[str]:
         try:

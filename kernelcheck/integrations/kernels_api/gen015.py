@@ -27,7 +27,8 @@ class Gen015(KernelsApi):
         return None
 
     def cache_dir(self) -> str | None:
-        return self.name("utils", "_get_cache_dir")()
+        found: str | None = self.name("utils", "_get_cache_dir")()
+        return found
 
     def bytecode_ignore_patterns(self) -> list[str]:
         return []  # 0.15 downloads a variant folder whole

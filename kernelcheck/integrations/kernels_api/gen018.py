@@ -10,4 +10,5 @@ class Gen018(KernelsApi):
     generation = "0.18"
 
     def cache_dir(self) -> str | None:
-        return self.name("hf_hub", "_get_cache_dir")()
+        found: str | None = self.name("hf_hub", "_get_cache_dir")()
+        return found
