@@ -38,6 +38,8 @@ def _same_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.environments import make_env
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The same job on every transformers: no Hub kernels (5.25 loads them by default; 5.24 never does unless asked).
+    monkeypatch.setenv("USE_HUB_KERNELS", "0")
     monkeypatch.setattr(environment, "probe", lambda **_: make_env(transformers=version("transformers")))
 
 
