@@ -141,3 +141,15 @@ def function(report: dict, name: str) -> dict:
         if f["name"] == name:
             return f
     raise AssertionError(f"{name} not in report functions: {[f['name'] for f in report['functions']]}")
+
+
+# TRL's SFT module (trl.trainer.sft_trainer, home of the padding-free DataCollatorForLanguageModeling) imports
+# accelerate and datasets at the top; with --no-deps these are all its import needs beside the venv (torch,
+# transformers, numpy, huggingface_hub, pyyaml, fsspec, ...). One site for them, one small site per trl release.
+TRL_DEPS = ("accelerate==1.16.0", "datasets==5.2.0", "pyarrow==26.0.1", "pandas==3.1.1", "python-dateutil==4.0.0",
+            "multiprocess==0.70.19", "dill==0.4.1", "xxhash==4.1.0", "psutil==7.2.2")
+
+
+def trl_sites(version: str) -> tuple[Path, Path]:
+    """(trl==version, its import's dependencies): put both first on PYTHONPATH, in this order."""
+    return site(f"trl=={version}"), site(*TRL_DEPS)

@@ -26,8 +26,8 @@ def fix_text(facts: dict[str, Any]) -> str:
     """doctor's fix: the collator call of the recommended mode, from matrix/packing.toml."""
     from kernelcheck.packing.batches import collator_call, collator_flags
 
-    return (f"{collator_call(collator_flags(RECOMMENDED, facts))} (TRL: a collator that passes cu_seq_lens and "
-            "seq_idx, not padding_free with position_ids only)")
+    return (f"{collator_call(collator_flags(RECOMMENDED, facts))} (TRL: padding_free from trl 1.16.0, which "
+            "passes cu_seq_lens and seq_idx; earlier releases pass position_ids only)")
 
 
 def load_facts(path: Path | None = None) -> dict[str, Any]:

@@ -217,8 +217,9 @@ def _position_ids_only(view: BatchView, accepted: frozenset[str] | None) -> Prob
                     f"position_ids restart at token {r[0]} ({len(r) + 1} sequences in the row) but neither "
                     f"{CU_Q} nor seq_idx reaches the model: attention finds the boundaries from position_ids, the "
                     "Gated DeltaNet and conv layers cannot, so their state runs across every boundary",
-                    "DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True) (TRL: a "
-                    "collator that passes cu_seq_lens and seq_idx, not padding_free with position_ids only)",
+                    "DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True) (TRL: "
+                    "padding_free from trl 1.16.0, which passes cu_seq_lens and seq_idx; earlier releases pass "
+                    "position_ids only)",
                     REF["packing-position-ids-only"]), POS, r[0])
 
 

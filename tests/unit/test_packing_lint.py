@@ -3,8 +3,10 @@ tensors that reproduce each cited bug; the batch file checks (packing/batchfile.
 its shape, exit 2).
 
 TRL's padding-free collator is not installed here (it pulls datasets and accelerate); its batch is rebuilt by
-hand as TRL's sft_trainer.DataCollatorForLanguageModeling(padding_free=True) returns it: input_ids, position_ids
-restarting at 0, labels with -100 at each sequence start, no attention_mask."""
+hand as TRL's sft_trainer.DataCollatorForLanguageModeling(padding_free=True) returns it before trl 1.16.0:
+input_ids, position_ids restarting at 0, labels with -100 at each sequence start, no attention_mask. The real
+collator (trl 1.15.0 and 1.16.0, which adds cu_seq_lens_q/k and seq_idx) runs in
+tests/integration/test_packing_trl.py."""
 
 from __future__ import annotations
 
