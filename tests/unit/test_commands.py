@@ -210,7 +210,8 @@ def test_forecast_the_library_and_the_cli_forecast_the_same_upgrade(monkeypatch:
     after.findings.append(Finding("hub-offline-uncached", Severity.BROKEN, "not in the cache"))
     asked: list[tuple[list[str], list[str]]] = []
 
-    def forecast_of(specs: list[str], args: list[str], index: Any, if_worse: bool = False) -> command.Forecast:
+    def forecast_of(specs: list[str], args: list[str], index: Any, if_worse: bool = False,
+                    *, m: Any) -> command.Forecast:
         asked.append((specs, args))
         return command.Forecast(specs, [], before, after, diff(before, after), [], if_worse)
 
