@@ -175,7 +175,7 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
 
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
-           hub_source: str = "auto", isolate: bool = False, m: matrix.Matrix | None = None,
+           hub_source: str = "auto", isolate: bool = False, *, m: matrix.Matrix,
            import_cache: bool = True) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
@@ -185,12 +185,10 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
-    m: the matrix every decision of this run reads (a command's Context.matrix; default: the settings' one).
+    m: the matrix every decision of this run reads (a command's Context.matrix).
     import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
-    if m is None:
-        m = matrix.load()  # the one matrix every decision of this run reads (passed down, never loaded again)
     started: list[imports.ImportProbe] = []
     single = _single_sequence(query, m) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:

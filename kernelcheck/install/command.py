@@ -212,16 +212,16 @@ def _doctor_after(req: Request) -> DoctorRun:
     return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
-def run(req: Request, echo: Callable[[str], None], as_json: bool, m: matrix.Matrix | None = None) -> Outcome[Report]:
+def run(req: Request, echo: Callable[[str], None], as_json: bool, *, m: matrix.Matrix) -> Outcome[Report]:
     """Plan, print, and unless --dry-run carry out; returns the final report and its verdict (the exit code follows).
-    `m`: the matrix the whole install decides on (a command's Context.matrix; default: the settings' one).
+    `m`: the matrix the whole install decides on (a command's Context.matrix).
 
     SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
     or the install completed before the doctor after it gave a verdict."""
     done: list[installer.Outcome] = []  # the committed install, once there is one
     try:
         with _target_on_path(req.target):
-            return _run(req, echo, as_json, done, matrix.load() if m is None else m)
+            return _run(req, echo, as_json, done, m)
     except KeyboardInterrupt as exc:
         if done:
             detail = installer._completed_detail(done[0]).replace(

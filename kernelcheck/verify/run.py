@@ -251,10 +251,10 @@ def _early_device(shape: str) -> str | None:
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix | None = None, compile_check: bool = False) -> Report:
+           m: matrix.Matrix, compile_check: bool = False) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix; default: the settings' one); `compile_check` (--compile): the layers under torch.compile too."""
+    Context.matrix); `compile_check` (--compile): the layers under torch.compile too."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -265,7 +265,6 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
-    m = _given(m)
     here = _device()[0].split(":")[0]  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
@@ -350,12 +349,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny", verbose: bool = False, *,
-               m: matrix.Matrix | None = None) -> None:
+               m: matrix.Matrix) -> None:
     """`doctor --live`: add verify's per-function evidence and observed statuses to a doctor report."""
     t0 = time.perf_counter()
-    _add_live(report, model_query, mode, shape, False, None, t0, verbose, _given(m))
-
-
-def _given(m: matrix.Matrix | None) -> matrix.Matrix:
-    """The matrix a command passed down, or (a caller outside a command) the settings' one."""
-    return matrix.load() if m is None else m
+    _add_live(report, model_query, mode, shape, False, None, t0, verbose, m)

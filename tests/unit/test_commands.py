@@ -60,10 +60,11 @@ def test_doctor_the_library_gets_the_cli_findings_cost_and_packing_included() ->
 
 @functools.cache
 def _static_json(model: str) -> str:
+    from kernelcheck.core import matrix
     from kernelcheck.doctor import run
     from kernelcheck.report.model import render_json
 
-    return render_json(run.doctor(model, "train"))
+    return render_json(run.doctor(model, "train", m=matrix.load()))
 
 
 def _static(model: str = "qwen3.8-27b", command: str = "verify") -> Any:

@@ -126,14 +126,15 @@ def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
         "fla-core-renamed"]
 
 
-def test_doctor_run_loads_the_matrix_once_and_passes_it_down() -> None:
-    """One load() in doctor/run.py (the entry point's), none in the functions that decide."""
+def test_doctor_run_loads_no_matrix_it_is_passed_one() -> None:
+    """No load() in doctor/run.py: `doctor` takes the matrix (a command's Context.matrix) as a required keyword."""
     import ast
+    import inspect
     from pathlib import Path
 
+    from kernelcheck.doctor.run import doctor
+
     src = (Path(rules.__file__).resolve().parents[1] / "doctor" / "run.py").read_text()
-    tree = ast.parse(src)
-    loads = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
-    owners = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-              and any(c in ast.walk(f) for c in loads)]
-    assert len(loads) == 1 and owners == ["doctor"], owners
+    loads = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
+    m = inspect.signature(doctor).parameters["m"]
+    assert loads == [] and m.kind is inspect.Parameter.KEYWORD_ONLY and m.default is inspect.Parameter.empty
