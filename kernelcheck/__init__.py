@@ -91,9 +91,10 @@ def prefetch_hub_kernels(model: str, **options: Any) -> list[Step]:
     """`kernelcheck install --source hub`: the plan steps (`Step` values, kind hub) for the Hub kernels the model
     maps to (integrations/kernels_prefetch.py `prefetch_model`; options: mode, device, lock_path, dry_run,
     offline_only, env, progress, target)."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.integrations.kernels_prefetch import prefetch_model
 
-    return prefetch_model(model, **options)
+    return prefetch_model(model, **options, m=Context.from_environ().matrix)
 
 
 def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:

@@ -200,7 +200,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 started.append(imports.ImportProbe.start(single, query, m, cache=import_cache))
 
             try:
-                env = environment.probe(packages=False, after_torch_import=fork_children)
+                env = environment.probe(m=m, packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
         report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None, m)
@@ -222,10 +222,10 @@ def _single_sequence(query: str | None, m: matrix.Matrix) -> bool | None:
     return query is not None and (transformers.detect_regime() != "decorator" or _newer_than_tested(version, m))
 
 
-def _with_packages(env: environment.Environment,
-                   probe: imports.ImportProbe | None) -> environment.Environment:
+def _with_packages(env: environment.Environment, probe: imports.ImportProbe | None, *,
+                   m: matrix.Matrix) -> environment.Environment:
     if probe is None or env.packages:
-        return environment.with_packages(env)
+        return environment.with_packages(env, m=m)
     return replace(env, packages=probe.packages())
 
 
@@ -277,7 +277,7 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
     if probe is not None:
         probe.plan_packages()
         probe.send()
-    env = _with_packages(env, probe)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
@@ -299,7 +299,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
             hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None, m: matrix.Matrix) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
-    env = env or environment.probe(packages=False)
+    env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
     report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
@@ -318,7 +318,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
             probe.send()
         return _too_old_report(report, model, env, too_old, mode, m, probe)
     result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings)
-    env = _with_packages(env, probe)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
@@ -462,7 +462,7 @@ def _too_old(model: models.ResolvedModel, env: environment.Environment) -> Findi
 def _too_old_report(report: Report, model: models.ResolvedModel, env: environment.Environment,
                     finding: Finding, mode: str, m: matrix.Matrix,
                     probe: imports.ImportProbe | None = None) -> Report:
-    env = _with_packages(env, probe)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
     report.findings.append(finding)
     for fn in model.spec.functions:

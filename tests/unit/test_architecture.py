@@ -314,7 +314,7 @@ def matrix_loads(pkg: Path) -> dict[str, int]:
 # forecast) is to be threaded the same way: this count only goes down.
 MATRIX_LOADS = {"commands/context.py": 1, "doctor/imports.py": 1, "verify/step_worker.py": 1, "trace/verdicts.py": 1,
                 "integrations/transformers_models.py": 2, "integrations/transformers_hub.py": 1,
-                "integrations/transformers.py": 3, "core/environment.py": 2, "core/models.py": 4, "core/matrix.py": 1,
+                "integrations/transformers.py": 3, "core/models.py": 4, "core/matrix.py": 1,
                 "doctor/jitprobe.py": 1}
 
 
