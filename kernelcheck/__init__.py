@@ -82,9 +82,10 @@ def trace_report(path: str | os.PathLike[str]) -> Report:
 
 def resolve_model(query: str) -> ResolvedModel:
     """An alias, Hub id, model_type or folder resolved to a model, offline first (as --model is)."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.integrations import transformers_models
 
-    return transformers_models.resolve(query)
+    return transformers_models.resolve(query, m=Context.from_environ().matrix)
 
 
 def prefetch_hub_kernels(model: str, **options: Any) -> list[Step]:

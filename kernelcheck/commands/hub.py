@@ -83,7 +83,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     functions: tuple[str, ...] = ()
     modeling = None
     if req.model:
-        resolved = transformers_models.resolve(req.model)
+        resolved = transformers_models.resolve(req.model, m=ctx.matrix)
         report.model = ModelRef.of(resolved)
         modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)

@@ -309,7 +309,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     report.model = ModelRef.of(model)
     too_old = _too_old(model, env)
     if too_old is not None:
@@ -317,10 +317,10 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
             probe.plan_packages()
             probe.send()
         return _too_old_report(report, model, env, too_old, mode, m, probe)
-    result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings)
+    result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings, m=m)
     env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query, m,

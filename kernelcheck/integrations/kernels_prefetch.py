@@ -304,7 +304,7 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     from kernelcheck.integrations import transformers_models
 
     env = env or environment.probe(m=m, packages=False)
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     dev = gpu.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
                         gpu.capability_number(env))

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.status import EXIT_CODE, EXIT_READY, Status, Verdict
 from kernelcheck.packing.decide import RECOMMENDED
 from kernelcheck.report.sections import ModelRef
 from kernelcheck.verify.packing import MODES, PackingResult, render_text
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +90,7 @@ class PackingRun:
                           *_tail(self.results, self.declared, self.exit_code)])
 
 
-def measure(query: str, declared: str | None = None) -> PackingRun:
+def measure(query: str, declared: str | None = None, *, m: Matrix) -> PackingRun:
     """`verify --model M --packing [MODE]`: measured, beside doctor's decision, and judged."""
     import torch
 
@@ -95,7 +98,7 @@ def measure(query: str, declared: str | None = None) -> PackingRun:
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import packing
 
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     if "chunk_gated_delta_rule" not in model.spec.functions:
         raise BadInput(f"verify --packing measures the Gated DeltaNet + short conv path (Qwen3.5/3.6/3.8, "
                        f"Qwen3-Next); {query} ({model.model_type}) does not use it. Use `kernelcheck doctor "
@@ -112,7 +115,7 @@ def measure(query: str, declared: str | None = None) -> PackingRun:
     return PackingRun(ModelRef.of(model), device, results, cached, declared, word)
 
 
-def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str, int]:
+def command(query: str, as_json: bool, declared: str | None = None, *, m: Matrix) -> tuple[str, int]:
     """`verify --model M --packing [MODE]`: (output, exit code)."""
-    run = measure(query, declared)
+    run = measure(query, declared, m=m)
     return run.render(as_json), run.exit_code

@@ -278,19 +278,19 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     report.findings.extend(verify_hub_note(report))
     _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose, m)
     if compile_check:
-        _add_compiled(report, query, shape)
+        _add_compiled(report, query, shape, m=m)
     return report
 
 
-def _add_compiled(report: Report, query: str, shape: str) -> None:
+def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -> None:
     """verify --compile: the same model under torch.compile, both passes (verify/compiled.py)."""
     from kernelcheck.verify import compiled
 
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
     if result.module_error:
         return  # _add_live said verify-not-run
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     device, dtype = _device()
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
         built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
@@ -301,7 +301,7 @@ def _add_compiled(report: Report, query: str, shape: str) -> None:
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float, verbose: bool, m: matrix.Matrix) -> None:
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
@@ -310,7 +310,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
                                        f"module does not import ({result.module_error})."))
         report.live = LiveSection(ran=False, items=[NotRunLine()])
         return
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     steps_mod.CAPTURED.clear()
     run = run_live(model, result, needs, mode, shape, tokens, benchmark, verbose, m=m)
     run.timing = {"static_s": static_s, **run.timing}

@@ -179,7 +179,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
-    resolved = transformers_models.resolve(query)
+    resolved = transformers_models.resolve(query, m=m)
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])

@@ -17,10 +17,11 @@ from tests.environments import make_env
 def test_resolve_asks_the_lookup_it_is_given_for_a_type_the_matrix_lacks() -> None:
     spec = matrix.ModelType(name="brand_new", family="unknown", module="brand_new", functions=())
     asked: list[str] = []
-    got = models.resolve("brand_new", installed=lambda t: (asked.append(t), spec)[1] if t == "brand_new" else None)
+    got = models.resolve("brand_new", installed=lambda t: (asked.append(t), spec)[1] if t == "brand_new" else None,
+                         m=matrix.load())
     assert (got.model_type, got.source, got.spec) == ("brand_new", "model_type", spec) and asked == ["brand_new"]
     with pytest.raises(BadInput, match="Unknown model 'brand_new'"):
-        models.resolve("brand_new")  # the default knows the matrix only
+        models.resolve("brand_new", m=matrix.load())  # the default knows the matrix only
 
 
 def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_it() -> None:
@@ -114,7 +115,8 @@ def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
 
     env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
     m = matrix.load()
-    needs = models.needs(models.resolve("qwen3.8-27b"), ("chunk_gated_delta_rule",))
+    m = matrix.load()
+    needs = models.needs(models.resolve("qwen3.8-27b", m=m), ("chunk_gated_delta_rule",), m=m)
     result = BindingResult("decorator", "transformers.models.qwen3_5.modeling_qwen3_5", {
         "chunk_gated_delta_rule": Binding("chunk_gated_delta_rule", "fla", "package",
                                           "fla.ops.gated_delta_rule.chunk_gated_delta_rule", "decorator")})

@@ -30,10 +30,10 @@ def test_the_vision_tower_builds_none_of_the_parents_layers_the_text_model_does(
 
 
 def test_sub_config_specs_get_the_parents_needs_only_where_its_layers_are_built():
-    assert transformers_models.tower_of("qwen3_5_vision") == ("qwen3_5", "Qwen3_5VisionModel")
-    assert transformers_models.installed_spec("qwen3_5_vision").functions == ()
-    assert transformers_models.tower_of("qwen3_5_text") is None
-    assert "chunk_gated_delta_rule" in transformers_models.installed_spec("qwen3_5_text").functions
+    assert transformers_models.tower_of("qwen3_5_vision", m=matrix.load()) == ("qwen3_5", "Qwen3_5VisionModel")
+    assert transformers_models.installed_spec("qwen3_5_vision", m=matrix.load()).functions == ()
+    assert transformers_models.tower_of("qwen3_5_text", m=matrix.load()) is None
+    assert "chunk_gated_delta_rule" in transformers_models.installed_spec("qwen3_5_text", m=matrix.load()).functions
 
 
 def test_use_kernel_func_from_hub_is_a_kernelize_hook_not_an_unread_decorator():
@@ -53,8 +53,8 @@ def test_an_audio_or_vision_tower_without_an_auto_mapping_is_found_by_its_config
     `config: InklingAudioConfig` (its parent builds InklingAudioModel(config.audio_config)); it holds none of the
     parent's short convolutions, so doctor drops causal_conv1d_* for them."""
     for sub, cls in (("inkling_audio", "InklingAudioModel"), ("inkling_vision", "InklingVisionModel")):
-        assert transformers_models.tower_of(sub) == ("inkling_mm_model", cls)
-        assert transformers_models.installed_spec(sub).functions == ()
+        assert transformers_models.tower_of(sub, m=matrix.load()) == ("inkling_mm_model", cls)
+        assert transformers_models.installed_spec(sub, m=matrix.load()).functions == ()
     src = ("class A(Base):\n    config: AConfig\n\nclass B(Base):\n    config: BConfig\n\n"
            "class B2(Base):\n    config: BConfig\n")
     classes = {n.name: n for n in ast.parse(src).body if isinstance(n, ast.ClassDef)}
