@@ -235,10 +235,10 @@ def _bind(model: models.ResolvedModel, report: Report, env: environment.Environm
     spec = model.spec
     newer = not exact and _newer_than_tested(env.transformers, m)
     if probe is None:
-        result = transformers.bind(spec.module, spec.functions, exact=exact)
+        result = transformers.bind(spec.module, spec.functions, exact=exact, m=m)
         return _cross_check(report, result, spec, env, m) if newer else result
     read = transformers.read_static(spec.module)
-    lazy = transformers.bind_lazy(spec.module, spec.functions) if read is None else None
+    lazy = transformers.bind_lazy(spec.module, spec.functions, m=m) if read is None else None
     if lazy is not None:  # <= 5.14 Mamba family: read from source; the child only probes the packages
         probe.plan_sequence(None, spec.module, spec.functions, 0)
         probe.send()
@@ -246,12 +246,12 @@ def _bind(model: models.ResolvedModel, report: Report, env: environment.Environm
     if read is not None and not newer:
         probe.plan_static(read, spec.functions)
         probe.send()
-        return transformers.bindings_from_static(read, spec.functions, probe.resolved(read))
+        return transformers.bindings_from_static(read, spec.functions, probe.resolved(read), m=m)
     # as bind(): the static reading, or the modeling module imported when it cannot be read; then the
     # cross-check's import for a transformers newer than tested (one child runs them in this order)
     probe.plan_sequence(read, spec.module, spec.functions, (1 if read is None else 0) + (1 if newer else 0))
     probe.send()
-    result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
+    result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read), m=m) if read is not None
               else probe.exact(0))
     return _cross_check(report, result, spec, env, m, probe.exact(1 if read is None else 0)) if newer else result
 
@@ -425,7 +425,7 @@ def _cross_check(report: Report, static: transformers.BindingResult, spec: matri
     children) and compare what it really bound with the static reading; the imported answer wins, every
     difference is a warning."""
     tested = m.transformers.get("tested_through")
-    exact = exact or transformers.bind_exact(spec.module, spec.functions)
+    exact = exact or transformers.bind_exact(spec.module, spec.functions, m=m)
 
     def view(r: transformers.BindingResult) -> dict[str, tuple[str, str]]:
         return {f: (b.bound, b.implementation) for f, b in r.bindings.items()}

@@ -169,7 +169,7 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True, *,
                          {k: (f.dtype, f.shape) for k, f in loaded.view.fields.items()}, segs, segs_from,
                          runner.remapped)
         sec = BatchSection(info, device, dtype, tol)
-        result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+        result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
         reach = Reach(result.module, result.bindings, built.attn_implementation)
         built.model.train()
         if any(p.finding.severity == Severity.BROKEN for p in problems):

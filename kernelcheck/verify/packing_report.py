@@ -34,12 +34,12 @@ def verdict(results: list[PackingResult], declared: str | None) -> tuple[Verdict
     return word, EXIT_CODE[word]
 
 
-def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
+def doctor_outcomes(module: str, functions: tuple[str, ...], *, m: Matrix) -> dict[str, str]:
     """doctor's packing decision per mode for the functions transformers binds here (packing/decide.py)."""
     from kernelcheck.integrations import transformers
     from kernelcheck.packing.decide import section
 
-    result = transformers.bind(module, functions, exact=True)
+    result = transformers.bind(module, functions, exact=True, m=m)
     statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
                                 for f, b in result.bindings.items()}
     sec = section(statuses, None)
@@ -107,7 +107,7 @@ def measure(query: str, declared: str | None = None, *, m: Matrix) -> PackingRun
         raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     results = packing.measure_all(device)
-    decided = doctor_outcomes("qwen3_5", model.spec.functions)  # the module of the measured tiny model
+    decided = doctor_outcomes("qwen3_5", model.spec.functions, m=m)  # the module of the measured tiny model
     for r in results:
         r.doctor = decided.get(r.mode)
     cached = packing.cached_forward(device)

@@ -287,7 +287,7 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
     from kernelcheck.verify import compiled
 
     model = transformers_models.resolve(query, m=m)
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
     if result.module_error:
         return  # _add_live said verify-not-run
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
@@ -302,7 +302,7 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float, verbose: bool, m: matrix.Matrix) -> None:
     model = transformers_models.resolve(query, m=m)
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
         report.findings.append(Finding("verify-not-run", Severity.BROKEN,

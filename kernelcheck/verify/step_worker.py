@@ -83,7 +83,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     t0, started_at = time.perf_counter(), time.time()
     m = child.load_matrix()  # this child's one matrix, passed down
     model = transformers_models.resolve(args["query"], m=m)
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
     import_s = time.perf_counter() - t0
     _wait_for(args.get("start_gate"))
     gate_at = time.time()
