@@ -152,13 +152,13 @@ def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[
     return out
 
 
-def _transformers_findings(env: environment.Environment, regime: str) -> list[Finding]:
+def _transformers_findings(env: environment.Environment, regime: str, m: matrix.Matrix) -> list[Finding]:
     out: list[Finding] = []
     if not env.transformers:
         return out
     from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source, no import
 
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
@@ -282,9 +282,9 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
-    report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else ""))
+    report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else "", m))
     if hub is not False and env.transformers:
-        _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
+        _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None, m=m)
     # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
     # environment-only report is never READY (a CI gate that forgets --model must not pass).
     report.findings.append(Finding(
@@ -328,7 +328,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.functions.append(_attention_status(needs, env, query, m))
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))
-    report.findings.extend(_transformers_findings(env, result.regime))
+    report.findings.extend(_transformers_findings(env, result.regime, m))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
         report.findings.extend(source_notes.source_findings(result.module, env, mode, m))  # the module's layers
     runtime = runtime_findings(dict(os.environ))
@@ -343,7 +343,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     provider.apply_builds(report, env, m)  # what runs for each function: its pip build, or torch
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
-                   submodel.dropped(report.findings))
+                   submodel.dropped(report.findings), m=m)
         provider.apply_hub(report, env, mode, query)  # a Hub build that replaces them, judged as what runs
     report.findings.extend(provider.compile_findings(report, query))
     return report
@@ -477,10 +477,11 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
 
 def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
                mode: str, hub: bool | None, device: str | None, source: str, query: str | None,
-               dropped: tuple[str, ...] = ()) -> None:
+               dropped: tuple[str, ...] = (), *, m: matrix.Matrix) -> None:
     from kernelcheck.hub.check import check
 
-    check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query, dropped=dropped)
+    check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query, dropped=dropped,
+          m=m)
 
 
 def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:

@@ -276,9 +276,9 @@ def modeling_module(model_spec_module: str) -> str:
 
 
 def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: str,
-                capability: int | None = None) -> list[HubRepo]:
+                capability: int | None = None, *, m: Matrix) -> list[HubRepo]:
     """The Hub repositories kernelize would load for this model on `device` in `mode` (deduplicated)."""
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     names = model_hub_names(modeling)
     for f in functions:
         names.setdefault(f, "function")
@@ -307,7 +307,7 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     model = transformers_models.resolve(query, m=m)
     dev = gpu.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        gpu.capability_number(env))
+                        gpu.capability_number(env), m=m)
     if not repos:
         return [_hub_step("-", "skip", "-", f"transformers maps no Hub kernel for {model.model_type}'s "
                           f"layers/functions on {dev} in {mode} mode: nothing to pre-fetch")]

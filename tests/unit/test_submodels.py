@@ -75,15 +75,15 @@ def test_the_hub_section_of_a_tower_leaves_out_the_functions_the_report_dropped(
                                         functions=("causal_conv1d_update", "causal_conv1d_fn"))])
     assert dropped == ("causal_conv1d_update", "causal_conv1d_fn")
     assert submodel.dropped([Finding("no-gpu", "info", "x")]) == ()
-    monkeypatch.setattr(hub_check, "transformers_hub", lambda: TH)
+    monkeypatch.setattr(hub_check, "transformers_hub", lambda *, m: TH)
     monkeypatch.setattr(hub_check, "model_hub_names", lambda module: {
         "RMSNorm": "layer", "causal_conv1d_update": "function", "causal_conv1d_fn": "function"})
     env = make_env(None, torch="2.13.0+cpu", cuda=None)
     rep = Report("doctor", None, None, "train")
     sec = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
-                          source="cache", dropped=dropped)
+                          source="cache", dropped=dropped, m=matrix.load())
     assert [r.name for r in sec.names] == ["RMSNorm"]
     rep = Report("doctor", None, None, "train")
     full = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
-                           source="cache")
+                           source="cache", m=matrix.load())
     assert {r.name for r in full.names} == {"RMSNorm", "causal_conv1d_update", "causal_conv1d_fn"}
