@@ -73,7 +73,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     if req.jit_probe:
         from kernelcheck.doctor import jitprobe
 
-        jitprobe.attach(report, use_cache=not req.no_cache)
+        jitprobe.attach(report, m=ctx.matrix, use_cache=not req.no_cache)
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, req.packing)

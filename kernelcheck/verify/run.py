@@ -272,7 +272,7 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     report.command = command
     from kernelcheck.doctor import jitprobe
 
-    jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
+    jitprobe.attach(report, m=m)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
     from kernelcheck.doctor.provider import verify_hub_note
 
     report.findings.extend(verify_hub_note(report))

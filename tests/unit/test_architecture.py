@@ -312,7 +312,7 @@ def matrix_loads(pkg: Path) -> dict[str, int]:
 # entry points keep working without it), imports.py's a child in a fresh interpreter (no parent matrix in memory),
 # step_worker's a worker process. The rest (core, integrations, trace,
 # forecast) is to be threaded the same way: this count only goes down.
-MATRIX_LOADS = {"commands/context.py": 1, "trace/verdicts.py": 1, "core/child.py": 1, "doctor/jitprobe.py": 1}
+MATRIX_LOADS = {"commands/context.py": 1, "trace/verdicts.py": 1, "core/child.py": 1}
 
 
 def test_the_matrix_is_loaded_in_no_new_place() -> None:
