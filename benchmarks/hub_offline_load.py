@@ -37,10 +37,12 @@ def _first_line(exc: BaseException) -> str:
 
 def save(model_type: str, folder: Path) -> str:
     """The tiny model of `model_type` saved to `folder`; its class name."""
+    from kernelcheck.core import matrix
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers
 
-    built = layers.build(transformers_models.resolve(model_type), "tiny", "cpu", "float32", None)
+    m = matrix.load()
+    built = layers.build(transformers_models.resolve(model_type, m=m), "tiny", "cpu", "float32", None)
     built.model.save_pretrained(folder)
     return built.model_class
 

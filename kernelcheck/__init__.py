@@ -82,18 +82,20 @@ def trace_report(path: str | os.PathLike[str]) -> Report:
 
 def resolve_model(query: str) -> ResolvedModel:
     """An alias, Hub id, model_type or folder resolved to a model, offline first (as --model is)."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.integrations import transformers_models
 
-    return transformers_models.resolve(query)
+    return transformers_models.resolve(query, m=Context.from_environ().matrix)
 
 
 def prefetch_hub_kernels(model: str, **options: Any) -> list[Step]:
     """`kernelcheck install --source hub`: the plan steps (`Step` values, kind hub) for the Hub kernels the model
     maps to (integrations/kernels_prefetch.py `prefetch_model`; options: mode, device, lock_path, dry_run,
     offline_only, env, progress, target)."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.integrations.kernels_prefetch import prefetch_model
 
-    return prefetch_model(model, **options)
+    return prefetch_model(model, **options, m=Context.from_environ().matrix)
 
 
 def applied_kernels(model: Any, expected: set[str] | None = None) -> list[dict[str, Any]]:

@@ -62,10 +62,10 @@ def main() -> int:
     repo("kc-test/gpu-norm", {good: here, newer: here, older_torch: here})
     repo("kc-test/gpu-norm-arch", {good: other})
 
-    from kernelcheck.core import environment
+    from kernelcheck.core import environment, matrix
     from kernelcheck.integrations import kernels_hub as hub
 
-    env = environment.probe(packages=False)
+    env = environment.probe(m=matrix.load(), packages=False)
     import kernels
 
     ok = True

@@ -217,13 +217,14 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     import importlib
     import warnings
 
+    from kernelcheck.core import matrix as matrix_mod
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers as layers_mod
 
     warnings.simplefilter("ignore")
     out: dict[str, Any] = {"model_type": model_type}
     try:
-        model = transformers_models.resolve(model_type)
+        model = transformers_models.resolve(model_type, m=matrix_mod.load())
     except Exception as exc:  # noqa: BLE001
         return {**out, "error": f"kernelcheck cannot resolve it: {first_line(exc)}"}
     dotted = f"transformers.models.{model.spec.module}.modeling_{model.spec.module}"

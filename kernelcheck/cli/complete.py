@@ -9,9 +9,9 @@ from click.shell_completion import CompletionItem
 
 def model_names(incomplete: str) -> list[str]:
     """The aliases, then the model types, that start with `incomplete` (case-insensitive)."""
-    from kernelcheck.core import matrix
+    from kernelcheck.commands.context import Context
 
-    m = matrix.load()
+    m = Context.from_environ().matrix  # a completion is a command of its own: the matrix the settings name
     prefix = incomplete.lower()
     names = list(dict.fromkeys([*m.aliases, *m.model_types]))
     return [n for n in names if n.lower().startswith(prefix)]

@@ -55,13 +55,15 @@ def check_forecast(values: dict[str, Any], specs: list[str] | None) -> None:
 def check_model(query: str) -> None:
     """The model query resolved as the command will resolve it, except a Hub id (the HF cache, then the Hub):
     an unknown name ("Did you mean ...") or a folder without config.json is bad input before any probe."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.core import models
 
-    if models.resolves_remotely(query):
+    m = Context.from_environ().matrix  # the matrix the command's own Context will load (read once per process)
+    if models.resolves_remotely(query, m=m):
         return
     from kernelcheck.integrations import transformers_models
 
-    transformers_models.resolve(query)
+    transformers_models.resolve(query, m=m)
 
 
 def check_packing(mode: str) -> None:

@@ -62,5 +62,5 @@ class Context:
         if self._environment is None:
             from kernelcheck.core import environment
 
-            self._environment = environment.probe(gpu_override=gpu_override)
+            self._environment = environment.probe(m=self.matrix, gpu_override=gpu_override)
         return self._environment

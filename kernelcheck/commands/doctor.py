@@ -56,7 +56,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         from kernelcheck.core import environment, gpu
 
         # Packages are probed after binding, as doctor does without --arch.
-        env = environment.probe(packages=False, gpu_override=gpu.parse_arch(req.arch))
+        env = environment.probe(m=ctx.matrix, packages=False, gpu_override=gpu.parse_arch(req.arch))
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
                                hub_source=req.hub_source, isolate=isolate, m=ctx.matrix, import_cache=not req.no_cache)
@@ -73,7 +73,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     if req.jit_probe:
         from kernelcheck.doctor import jitprobe
 
-        jitprobe.attach(report, use_cache=not req.no_cache)
+        jitprobe.attach(report, m=ctx.matrix, use_cache=not req.no_cache)
     from kernelcheck.packing.findings import attach as attach_packing
 
     attach_packing(report, req.packing)

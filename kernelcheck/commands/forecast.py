@@ -42,5 +42,5 @@ def run(req: Request, ctx: Context) -> Outcome[Forecast]:
 
     check(req)
     fc = command.run(list(req.specs), list(req.doctor_args),
-                     Index.of(req.wheelhouse, req.offline, ctx.settings.offline), if_worse=req.if_worse)
+                     Index.of(req.wheelhouse, req.offline, ctx.settings.offline), if_worse=req.if_worse, m=ctx.matrix)
     return Outcome.of_exit(fc, fc.exit_code)

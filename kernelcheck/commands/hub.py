@@ -83,7 +83,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     functions: tuple[str, ...] = ()
     modeling = None
     if req.model:
-        resolved = transformers_models.resolve(req.model)
+        resolved = transformers_models.resolve(req.model, m=ctx.matrix)
         report.model = ModelRef.of(resolved)
         modeling = kernels_prefetch.modeling_module(resolved.spec.module)
         functions = tuple(resolved.spec.functions)
@@ -92,7 +92,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         dev = gpu.default_device(env, req.device, target)
         _prefetch(report, env, req, modeling, functions, dev, parsed, target, ctx)
     section = hub_check.check(report, env, modeling, functions, req.mode, use_hub=req.use_kernels, device=req.device,
-                              source=req.source, query=req.model, target=target)
+                              source=req.source, query=req.model, target=target, m=ctx.matrix)
     for repo_id, version, revision in parsed:
         res = kernels_hub.resolve_repo(repo_id, version=version, revision=revision, source=req.source, env=env,
                                        target=target)
@@ -116,7 +116,7 @@ def _prefetch(report: Report, env: Environment, req: Request, modeling: str | No
     repos: list[HubRepo] = []
     if req.model:
         repos.extend(kernels_prefetch.model_repos(modeling or "", functions, req.mode, dev,
-                                                  gpu.capability_number(env)))
+                                                  gpu.capability_number(env), m=ctx.matrix))
     repos.extend(HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:

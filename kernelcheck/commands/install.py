@@ -19,4 +19,4 @@ if TYPE_CHECKING:
 def run(req: Request, ctx: Context) -> Outcome[Report]:
     from kernelcheck.install import command
 
-    return command.run(req, ctx.sink, ctx.json, ctx.matrix)
+    return command.run(req, ctx.sink, ctx.json, m=ctx.matrix)

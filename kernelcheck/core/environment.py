@@ -365,11 +365,10 @@ def dispatch_variables(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: environ[k] for k in sorted(environ) if k.startswith(DISPATCH_PREFIXES) or k in DISPATCH_NAMES}
 
 
-def with_packages(env: Environment) -> Environment:
-    """`env` with every kernel package of the matrix probed (imports them: call after binding checks)."""
+def with_packages(env: Environment, *, m: matrix.Matrix) -> Environment:
+    """`env` with every kernel package of the matrix `m` probed (imports them: call after binding checks)."""
     if env.packages:
         return env
-    m = matrix.load()
     return replace(env, packages={n: probe_package(p) for n, p in m.packages.items()})
 
 
@@ -395,11 +394,11 @@ def _pick_gpus(gpu_override: tuple[Gpu, ...] | None, torch_info: TorchInfo | Non
     return gpus, source, driver
 
 
-def probe(*, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
+def probe(*, m: matrix.Matrix, packages: bool = True, gpu_override: tuple[Gpu, ...] | None = None,
           after_torch_import: Callable[[], None] | None = None) -> Environment:
-    """Probe this machine. `gpu_override` stands in for GPUs that are not there (docker build stages).
-    `after_torch_import` runs once torch imported, before any CUDA call and before this probe starts threads."""
-    m = matrix.load()
+    """Probe this machine for the packages of the matrix `m`. `gpu_override` stands in for GPUs that are not there
+    (docker build stages). `after_torch_import` runs once torch imported, before any CUDA call and before this probe
+    starts threads."""
     cuda_home = _cuda_home()
     # nvcc --version and nvidia-smi run while torch imports and queries CUDA (each waits on its own process, not
     # on the GIL); nvidia-smi's answer is used only when torch lists no GPU, as before.

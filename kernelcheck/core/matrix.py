@@ -168,7 +168,8 @@ class Matrix:
 
 
 def load() -> Matrix:
-    """Load and type-check all matrix files, once per process and folder (_root)."""
+    """Load and type-check all matrix files, once per process and folder (_root): a command's Context.matrix, or
+    a child process's core/child.py `load_matrix()`; everything else is passed the matrix."""
     return _load_matrix(_root())
 
 
@@ -483,7 +484,7 @@ def _load_signatures(root: Path) -> TraceSignatures:
         launch_bound=LaunchBound(**d["launch_bound"]),
         backends={n: tuple(b["kernels"]) for n, b in d.get("backend", {}).items()},
     )
-    known = load().packages
+    known = _load_matrix(root).packages  # the matrix of the same folder
     for s in sigs:
         for name in (s.package, *s.context_packages):
             if name not in known or name not in out.fast_kernels:

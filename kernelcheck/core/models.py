@@ -111,8 +111,7 @@ def _matrix_only(model_type: str) -> matrix.ModelType | None:
 
 
 def _spec_for(model_type: str, cfg: dict[str, Any], query: str,
-              installed: InstalledSpec) -> tuple[str, matrix.ModelType]:
-    m = matrix.load()
+              installed: InstalledSpec, m: matrix.Matrix) -> tuple[str, matrix.ModelType]:
     if model_type in m.model_types:
         return model_type, m.model_types[model_type]
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
@@ -244,9 +243,9 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
 
 
 def _from_config(q: str, repo_id: str | None, source: str, cfg: dict[str, Any], installed: InstalledSpec,
-                 alias: str | None = None) -> ResolvedModel:
+                 m: matrix.Matrix, alias: str | None = None) -> ResolvedModel:
     """A ResolvedModel from a read config: its model_type picks the spec."""
-    mt, spec = _spec_for(cfg["model_type"], cfg, q, installed)
+    mt, spec = _spec_for(cfg["model_type"], cfg, q, installed, m)
     return ResolvedModel(q, repo_id, mt, source, spec, cfg, alias=alias)
 
 
@@ -258,7 +257,7 @@ def _resolve_alias(m: matrix.Matrix, q: str, installed: InstalledSpec) -> Resolv
     if alias is None:
         return None
     if alias.config:
-        return _from_config(q, alias.id, "shipped-config", m.shipped_config(alias.config), installed,
+        return _from_config(q, alias.id, "shipped-config", m.shipped_config(alias.config), installed, m,
                             alias=alias.name)
     spec = m.model_types[alias.model_type]
     return ResolvedModel(q, alias.id, alias.model_type, "alias", spec, {"model_type": alias.model_type},
@@ -282,18 +281,18 @@ def _local_config_path(path: Path) -> Path:
                    "(kernelcheck models) or a Hub id.")
 
 
-def _resolve_hub_id(q: str, installed: InstalledSpec) -> ResolvedModel:
+def _resolve_hub_id(q: str, installed: InstalledSpec, m: matrix.Matrix) -> ResolvedModel:
     """A Hub id: its config.json from the Hugging Face cache, else from the Hub unless offline."""
     cached = _from_cache(q)
     if cached:
-        return _from_config(q, q, "hf-cache", _read_config(cached, q), installed)
+        return _from_config(q, q, "hf-cache", _read_config(cached, q), installed, m)
     if settings.hub_offline():
         raise BadInput(f"'{q}' is not in the Hugging Face cache and the Hub may not be used (HF_HUB_OFFLINE "
                        "is set). Download its config.json first (`hf download {q} config.json`), point --model "
                        "at a folder with config.json, or use an alias (kernelcheck models).".replace("{q}", q))
     got, why = _from_hub(q)
     if got:
-        return _from_config(q, q, "hub", _read_config(got, q), installed)
+        return _from_config(q, q, "hub", _read_config(got, q), installed, m)
     raise BadInput(f"Could not get config.json for '{q}' from the Hugging Face cache or the Hub ({why}). "
                    "Check the id, log in for gated models, point --model at a folder with config.json, or set "
                    "HF_HUB_OFFLINE=1 where the Hub cannot be reached.")
@@ -308,11 +307,10 @@ def _unknown(m: matrix.Matrix, q: str) -> BadInput:
                     "like Qwen/Qwen3.8-27B, or a folder with config.json.")
 
 
-def resolves_remotely(query: str) -> bool:
+def resolves_remotely(query: str, *, m: matrix.Matrix) -> bool:
     """Whether `resolve(query)` would look in the Hugging Face cache or on the Hub (a Hub id that is no alias, path
     or model_type); every other query resolves from the matrix, the installed transformers' source and local files,
     so a usage error in it is found before any probe (cli/early.py)."""
-    m = matrix.load()
     q = query.strip()
     if not q or m.aliases.get(q.lower()) is not None or any(a.id.lower() == q.lower() for a in m.aliases.values()):
         return False
@@ -321,11 +319,10 @@ def resolves_remotely(query: str) -> bool:
     return "/" in q and bool(_HUB_ID.match(q))
 
 
-def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedModel:
+def resolve(query: str, installed: InstalledSpec = _matrix_only, *, m: matrix.Matrix) -> ResolvedModel:
     """Resolve `query` to a model; raises BadInput with a helpful message when it cannot. `installed` gives the
     spec of a model_type the matrix does not list (integrations/transformers_models.py asks the installed
-    transformers; its `resolve` passes it); the default knows the matrix only."""
-    m = matrix.load()
+    transformers; its `resolve` passes it); the default knows the matrix `m` only."""
     q = query.strip()
     if not q:
         raise BadInput("--model is empty. Give an alias (kernelcheck models), a Hub id like Qwen/Qwen3.8-27B, "
@@ -335,19 +332,18 @@ def resolve(query: str, installed: InstalledSpec = _matrix_only) -> ResolvedMode
         return by_alias
     path = Path(q).expanduser()
     if path.exists() or q.startswith((".", "/", "~")) or q.endswith(".json"):
-        return _from_config(q, None, "local", _read_config(_local_config_path(path), q), installed)
+        return _from_config(q, None, "local", _read_config(_local_config_path(path), q), installed, m)
     if q in m.model_types:
         return ResolvedModel(q, None, q, "model_type", m.model_types[q], {"model_type": q})
     if "/" not in q and (spec := installed(q)) is not None:
         return ResolvedModel(q, None, q, "model_type", spec, {"model_type": q})
     if _HUB_ID.match(q):
-        return _resolve_hub_id(q, installed)
+        return _resolve_hub_id(q, installed, m)
     raise _unknown(m, q)
 
 
-def needs(model: ResolvedModel, functions: tuple[str, ...] | None = None) -> Needs:
-    """The model's needs: functions from the installed transformers when known, else the matrix."""
-    m = matrix.load()
+def needs(model: ResolvedModel, functions: tuple[str, ...] | None = None, *, m: matrix.Matrix) -> Needs:
+    """The model's needs: functions from the installed transformers when known, else the matrix `m`'s."""
     funcs = functions if functions is not None else model.spec.functions
     pkgs = tuple(dict.fromkeys(m.functions[f].package for f in funcs if f in m.functions))
     attn = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")

@@ -34,7 +34,7 @@ import time
 import warnings
 from typing import IO, Any
 
-from kernelcheck.core import environment, matrix, settings
+from kernelcheck.core import child, environment, matrix, settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers
 from kernelcheck.report.model import ImportProof, Report
@@ -75,7 +75,7 @@ def _run_step(step: dict[str, Any], results: list[Any], m: matrix.Matrix) -> Any
         read = transformers.StaticRead(step["dotted"], (), step["submodule_fallback"])
         return transformers.resolve_decorated(read, transformers.Decorated(**step["decorated"]))
     if kind == "exact":
-        return dataclasses.asdict(transformers.bind_exact(step["module"], tuple(step["functions"])))
+        return dataclasses.asdict(transformers.bind_exact(step["module"], tuple(step["functions"]), m=m))
     if kind == "probe":
         return dataclasses.asdict(environment.probe_package(m.packages[step["name"]]))
     if kind == "attrs":  # `why_torch`'s check, for the functions of packages that imported in this child
@@ -99,7 +99,7 @@ def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int], m: m
     code = 1
     try:
         if m is None:
-            m = matrix.load()
+            m = child.load_matrix()
         for fd in inherited:  # the other children's pipe ends: their EOFs must not wait for this process
             os.close(fd)
         os.dup2(err_fd, 1)
@@ -252,7 +252,8 @@ class ImportProbe:
                 self._resolve_at.append(None)  # not installed: its import fails at once, in any process
         for n in self.installed:
             self._probe_at[n] = self._add(self._owner[n], {"kind": "probe", "name": n})
-        fns = list(transformers.bindings_from_static(read, functions, [None] * len(read.decorated)).bindings)
+        fns = list(transformers.bindings_from_static(read, functions, [None] * len(read.decorated),
+                                                        m=self._m).bindings)
         for i in sorted(set(self._owner.values())):
             self._attrs_at[i] = self._add(i, {"kind": "attrs", "functions": fns})
 

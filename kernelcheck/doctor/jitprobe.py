@@ -32,11 +32,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import decide, settings
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.report.model import Report
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 JITS = ("triton", "tilelang", "flash_qla")
 NAMES = {"triton": "Triton", "tilelang": "TileLang", "flash_qla": "FlashQLA's TileLang"}
@@ -183,8 +186,7 @@ def preconditions(jits: dict[str, tuple[str, ...]], tc: Toolchain, environ: dict
 
 
 # -- the probe and its cache ----------------------------------------------------------------------------------------
-def _key(jit: str, mode: str, arch: str, tc: Toolchain) -> str:
-    from kernelcheck.core import matrix
+def _key(jit: str, mode: str, arch: str, tc: Toolchain, m: Matrix) -> str:
     from kernelcheck.doctor import proofcache
 
     dists = {}
@@ -194,7 +196,7 @@ def _key(jit: str, mode: str, arch: str, tc: Toolchain) -> str:
     ident = {"format": FORMAT, "jit": jit, "mode": mode, "arch": arch, "toolchain": tc.to_json(),
              "nvcc": proofcache._stat(tc.nvcc) if tc.nvcc else None,
              "nvcc_real": proofcache._stat(os.path.realpath(tc.nvcc)) if tc.nvcc else None,
-             "python": sys.executable, "dists": dists, "environ": proofcache._environ(matrix.load()),
+             "python": sys.executable, "dists": dists, "environ": proofcache._environ(m),
              "machine": proofcache._machine()}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
@@ -241,9 +243,10 @@ def run_probe(jit: str, mode: str, arch: str, tc: Toolchain, timeout: float = TI
 
 
 def probe(jit: str, mode: str, arch: str, tc: Toolchain, use_cache: bool = True,
-          timeout: float = TIMEOUT_S) -> dict[str, Any]:
-    """A probe's result, from the cache when this toolchain passed before (`cached` says when)."""
-    key = _key(jit, mode, arch, tc)
+          timeout: float = TIMEOUT_S, *, m: Matrix) -> dict[str, Any]:
+    """A probe's result, from the cache when this toolchain passed before (`cached` says when; its key holds the
+    environment variables the matrix `m` names)."""
+    key = _key(jit, mode, arch, tc, m)
     if use_cache:
         hit = _cached(key)
         if hit is not None:
@@ -324,7 +327,7 @@ def findings(jits: dict[str, tuple[str, ...]], results: dict[str, dict[str, Any]
     return out
 
 
-def attach(report: Report, *, use_cache: bool = True, timeout: float = TIMEOUT_S) -> None:
+def attach(report: Report, *, m: Matrix, use_cache: bool = True, timeout: float = TIMEOUT_S) -> None:
     """Probe each JIT the implementation that runs uses; add the findings and break the functions that fail. A GPU
     the probe found here (torch or nvidia-smi, not --arch) is where the kernel runs; else compile only."""
     jits = wanted(report)
@@ -340,7 +343,8 @@ def attach(report: Report, *, use_cache: bool = True, timeout: float = TIMEOUT_S
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(jits)) as pool:  # one child each, at once: the time of the slowest
-        futures = {jit: pool.submit(probe, jit, mode, arch, tc, use_cache, timeout) for jit in jits}
+        futures = {jit: pool.submit(probe, jit, mode, arch, tc, use_cache, timeout, m=m)
+                   for jit in jits}
         results = {jit: f.result() for jit, f in futures.items()}
     found = [*pre, *findings(jits, results, tc, arch)]
     report.findings.extend(found)

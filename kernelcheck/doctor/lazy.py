@@ -149,7 +149,7 @@ def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResul
     ref = lz.get("reference")
     raises = (lz.get("raises") or {}).get(model.model_type)
     hub_map, available, _ = transformers.lazy_kernel_sources()
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     hub_on = bool(env.kernels and th.window and th.window_met)
     tv = env.transformers
     statuses: list[FunctionStatus] = []

@@ -152,13 +152,13 @@ def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[
     return out
 
 
-def _transformers_findings(env: environment.Environment, regime: str) -> list[Finding]:
+def _transformers_findings(env: environment.Environment, regime: str, m: matrix.Matrix) -> list[Finding]:
     out: list[Finding] = []
     if not env.transformers:
         return out
     from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source, no import
 
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     if th.window and env.kernels and not th.window_met:
         out.append(Finding("kernels-window", Severity.INFO,
                            f"kernels {env.kernels} is outside the window transformers {env.transformers} accepts "
@@ -175,7 +175,7 @@ def _transformers_findings(env: environment.Environment, regime: str) -> list[Fi
 
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
-           hub_source: str = "auto", isolate: bool = False, m: matrix.Matrix | None = None,
+           hub_source: str = "auto", isolate: bool = False, *, m: matrix.Matrix,
            import_cache: bool = True) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
@@ -185,12 +185,10 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     isolate (the CLI's default, not with exact): every import of a kernel package or modeling module runs in
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
-    m: the matrix every decision of this run reads (a command's Context.matrix; default: the settings' one).
+    m: the matrix every decision of this run reads (a command's Context.matrix).
     import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
-    if m is None:
-        m = matrix.load()  # the one matrix every decision of this run reads (passed down, never loaded again)
     started: list[imports.ImportProbe] = []
     single = _single_sequence(query, m) if isolate and not exact and env is None and hasattr(os, "fork") else None
     try:
@@ -202,7 +200,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 started.append(imports.ImportProbe.start(single, query, m, cache=import_cache))
 
             try:
-                env = environment.probe(packages=False, after_torch_import=fork_children)
+                env = environment.probe(m=m, packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
         report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None, m)
@@ -224,10 +222,10 @@ def _single_sequence(query: str | None, m: matrix.Matrix) -> bool | None:
     return query is not None and (transformers.detect_regime() != "decorator" or _newer_than_tested(version, m))
 
 
-def _with_packages(env: environment.Environment,
-                   probe: imports.ImportProbe | None) -> environment.Environment:
+def _with_packages(env: environment.Environment, probe: imports.ImportProbe | None, *,
+                   m: matrix.Matrix) -> environment.Environment:
     if probe is None or env.packages:
-        return environment.with_packages(env)
+        return environment.with_packages(env, m=m)
     return replace(env, packages=probe.packages())
 
 
@@ -237,10 +235,10 @@ def _bind(model: models.ResolvedModel, report: Report, env: environment.Environm
     spec = model.spec
     newer = not exact and _newer_than_tested(env.transformers, m)
     if probe is None:
-        result = transformers.bind(spec.module, spec.functions, exact=exact)
+        result = transformers.bind(spec.module, spec.functions, exact=exact, m=m)
         return _cross_check(report, result, spec, env, m) if newer else result
     read = transformers.read_static(spec.module)
-    lazy = transformers.bind_lazy(spec.module, spec.functions) if read is None else None
+    lazy = transformers.bind_lazy(spec.module, spec.functions, m=m) if read is None else None
     if lazy is not None:  # <= 5.14 Mamba family: read from source; the child only probes the packages
         probe.plan_sequence(None, spec.module, spec.functions, 0)
         probe.send()
@@ -248,12 +246,12 @@ def _bind(model: models.ResolvedModel, report: Report, env: environment.Environm
     if read is not None and not newer:
         probe.plan_static(read, spec.functions)
         probe.send()
-        return transformers.bindings_from_static(read, spec.functions, probe.resolved(read))
+        return transformers.bindings_from_static(read, spec.functions, probe.resolved(read), m=m)
     # as bind(): the static reading, or the modeling module imported when it cannot be read; then the
     # cross-check's import for a transformers newer than tested (one child runs them in this order)
     probe.plan_sequence(read, spec.module, spec.functions, (1 if read is None else 0) + (1 if newer else 0))
     probe.send()
-    result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read)) if read is not None
+    result = (transformers.bindings_from_static(read, spec.functions, probe.resolved(read), m=m) if read is not None
               else probe.exact(0))
     return _cross_check(report, result, spec, env, m, probe.exact(1 if read is None else 0)) if newer else result
 
@@ -279,14 +277,14 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
     if probe is not None:
         probe.plan_packages()
         probe.send()
-    env = _with_packages(env, probe)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))  # what kernelcheck installed vs what is here now
     report.findings.extend(runtime_findings(dict(os.environ)))
-    report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else ""))
+    report.findings.extend(_transformers_findings(env, transformers.detect_regime() if env.transformers else "", m))
     if hub is not False and env.transformers:
-        _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None)
+        _hub_check(report, env, None, (), mode, hub, hub_device, hub_source, None, m=m)
     # Without a model nothing says which kernels a job needs, so nothing was shown to run fast: an
     # environment-only report is never READY (a CI gate that forgets --model must not pass).
     report.findings.append(Finding(
@@ -301,7 +299,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
             hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None, m: matrix.Matrix) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
-    env = env or environment.probe(packages=False)
+    env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
     report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
@@ -311,7 +309,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if not env.transformers:
         raise BadInput("transformers is not installed here: kernelcheck checks what transformers will bind. "
                        "Install the transformers version your job uses, then run again.")
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     report.model = ModelRef.of(model)
     too_old = _too_old(model, env)
     if too_old is not None:
@@ -319,10 +317,10 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
             probe.plan_packages()
             probe.send()
         return _too_old_report(report, model, env, too_old, mode, m, probe)
-    result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings)
-    env = _with_packages(env, probe)
+    result = submodel.restrict(model, _bind(model, report, env, exact, probe, m), report.findings, m=m)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
     _function_section(report, model, result, needs, env, mode, query, m,
@@ -330,7 +328,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     report.functions.append(_attention_status(needs, env, query, m))
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))
-    report.findings.extend(_transformers_findings(env, result.regime))
+    report.findings.extend(_transformers_findings(env, result.regime, m))
     if not result.module_error and not any(f.id == "sub-model-without-kernels" for f in report.findings):
         report.findings.extend(source_notes.source_findings(result.module, env, mode, m))  # the module's layers
     runtime = runtime_findings(dict(os.environ))
@@ -345,7 +343,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     provider.apply_builds(report, env, m)  # what runs for each function: its pip build, or torch
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
-                   submodel.dropped(report.findings))
+                   submodel.dropped(report.findings), m=m)
         provider.apply_hub(report, env, mode, query)  # a Hub build that replaces them, judged as what runs
     report.findings.extend(provider.compile_findings(report, query))
     return report
@@ -427,7 +425,7 @@ def _cross_check(report: Report, static: transformers.BindingResult, spec: matri
     children) and compare what it really bound with the static reading; the imported answer wins, every
     difference is a warning."""
     tested = m.transformers.get("tested_through")
-    exact = exact or transformers.bind_exact(spec.module, spec.functions)
+    exact = exact or transformers.bind_exact(spec.module, spec.functions, m=m)
 
     def view(r: transformers.BindingResult) -> dict[str, tuple[str, str]]:
         return {f: (b.bound, b.implementation) for f, b in r.bindings.items()}
@@ -464,7 +462,7 @@ def _too_old(model: models.ResolvedModel, env: environment.Environment) -> Findi
 def _too_old_report(report: Report, model: models.ResolvedModel, env: environment.Environment,
                     finding: Finding, mode: str, m: matrix.Matrix,
                     probe: imports.ImportProbe | None = None) -> Report:
-    env = _with_packages(env, probe)
+    env = _with_packages(env, probe, m=m)
     report.environment = EnvironmentView.of(env)
     report.findings.append(finding)
     for fn in model.spec.functions:
@@ -479,10 +477,11 @@ def _too_old_report(report: Report, model: models.ResolvedModel, env: environmen
 
 def _hub_check(report: Report, env: environment.Environment, module: str | None, functions: tuple[str, ...],
                mode: str, hub: bool | None, device: str | None, source: str, query: str | None,
-               dropped: tuple[str, ...] = ()) -> None:
+               dropped: tuple[str, ...] = (), *, m: matrix.Matrix) -> None:
     from kernelcheck.hub.check import check
 
-    check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query, dropped=dropped)
+    check(report, env, module, functions, mode, use_hub=hub, device=device, source=source, query=query, dropped=dropped,
+          m=m)
 
 
 def _module_error_fix(error: str, env: environment.Environment, query: str, m: matrix.Matrix) -> str | None:

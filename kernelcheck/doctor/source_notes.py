@@ -66,7 +66,7 @@ def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks, 
         if h not in relevant:
             logger.info("%s: Hub hook %s (line %d) wraps no function kernelcheck checks", module, h[0], h[2])
     if relevant:
-        out.append(_hooks_finding(module, tv, relevant, hooks.kernelized))
+        out.append(_hooks_finding(module, tv, relevant, hooks.kernelized, m))
     if hooks.unread:
         out.append(Finding(
             "kernel-decorator-unread", Severity.WARNING,
@@ -78,10 +78,10 @@ def hook_findings(module: str, tv: str | None, hooks: transformers_calls.Hooks, 
 
 
 def _hooks_finding(module: str, tv: str | None, relevant: list[tuple[str, str, int, tuple[str, ...]]],
-                   kernelized: tuple[tuple[str, tuple[str, ...], int], ...]) -> Finding:
+                   kernelized: tuple[tuple[str, tuple[str, ...], int], ...], m: matrix.Matrix) -> Finding:
     from kernelcheck.integrations.transformers_hub import transformers_hub  # reads transformers' source: no import
 
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     mapped = {e.name: e for e in th.mapping}
     parts = []
     for fn, layer, line, called in relevant:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kernelcheck.core import models
+from kernelcheck.core import matrix, models
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.integrations import transformers, transformers_models
 
 
-def restrict(model: models.ResolvedModel, result: transformers.BindingResult,
-             findings: list[Finding]) -> transformers.BindingResult:
+def restrict(model: models.ResolvedModel, result: transformers.BindingResult, findings: list[Finding], *,
+             m: matrix.Matrix) -> transformers.BindingResult:
     """`result` without the module's functions the tower never calls (an info finding in `findings` names them)."""
-    tower = transformers_models.tower_of(model.model_type) if model.spec.family == "unknown" else None
+    tower = transformers_models.tower_of(model.model_type, m=m) if model.spec.family == "unknown" else None
     if tower is None:
         return result
     parent, cls = tower

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck import schemas
 from kernelcheck.core import version
@@ -26,6 +26,9 @@ from kernelcheck.forecast import drift as drift_mod
 from kernelcheck.forecast.diff import Diff, diff
 from kernelcheck.forecast.resolve import Change, Index, pip_args, resolve
 from kernelcheck.report.model import Report, read_report
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +112,13 @@ def _torch_version(report: Report) -> str | None:
     return env.torch.version if env is not None and env.torch is not None else None
 
 
-def _drift(changes: list[Change], before: Report, after: Report, overlay: Path) -> list[drift_mod.Drift]:
-    from kernelcheck.core import manifest, matrix
+def _drift(changes: list[Change], before: Report, after: Report, overlay: Path, *,
+           m: Matrix) -> list[drift_mod.Drift]:
+    from kernelcheck.core import manifest
 
     tb, ta = _torch_version(before), _torch_version(after)
     if torch_minor(tb) == torch_minor(ta):
         return []
-    m = matrix.load()
     dists = [d for p in m.packages.values() if p.kind == "cuda-extension" for d in p.distributions]
     changed = {c.name for c in changes}
     exts = [e for e in drift_mod.installed_extensions(dists, manifest.read()["packages"]) if e.distribution
@@ -125,7 +128,7 @@ def _drift(changes: list[Change], before: Report, after: Report, overlay: Path) 
 
 
 def run(specs: Sequence[str], doctor_args: Sequence[str], index: Index, if_worse: bool = False,
-        timeout: float = 900) -> Forecast:
+        timeout: float = 900, *, m: Matrix) -> Forecast:
     from kernelcheck.forecast.overlay import overlay
 
     if not specs:
@@ -135,5 +138,5 @@ def run(specs: Sequence[str], doctor_args: Sequence[str], index: Index, if_worse
     changes = resolve(specs, index)
     with overlay(changes, index) as folder:
         after = _doctor(doctor_args, folder, timeout) if changes else before
-        drift = _drift(changes, before, after, folder) if changes else []
+        drift = _drift(changes, before, after, folder, m=m) if changes else []
     return Forecast(list(specs), changes, before, after, diff(before, after), drift, if_worse)

@@ -15,6 +15,8 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kernelcheck.core import decide, environment, gpu, settings
 from kernelcheck.core import device as device_mod
 from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
@@ -37,6 +39,9 @@ from kernelcheck.report.hub import (
     WindowLine,
 )
 from kernelcheck.report.model import HubSection, Report
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 
 def decide_use(th: TransformersHub, use_hub: bool | None) -> tuple[bool, str]:
@@ -184,10 +189,10 @@ def _rows(th: TransformersHub, names: dict[str, str], env: environment.Environme
 def check(report: Report, env: environment.Environment, modeling_module: str | None,
           functions: tuple[str, ...], mode: str, *, use_hub: bool | None = None, device: str | None = None,
           source: str = "auto", query: str | None = None,
-          target: kernels_hub.HubSystem | None = None, dropped: tuple[str, ...] = ()) -> HubSection:
+          target: kernels_hub.HubSystem | None = None, dropped: tuple[str, ...] = (), m: Matrix) -> HubSection:
     """Add the Hub section (`report.hub`) and its findings to `report`; returns the section. `dropped`: the
     module's functions the model never calls (a vision or audio tower: doctor/submodel.py), left out."""
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     used, why = decide_use(th, use_hub)
     dev = gpu.default_device(env, device, target)
     verdict_device = device_mod.choose(env, dev, target)

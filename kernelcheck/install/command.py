@@ -149,8 +149,8 @@ def _target_on_path(target: str | None) -> Iterator[None]:
             sys.path.remove(entry)
 
 
-def _probe(arches: tuple[str, ...]) -> tuple[environment.Environment, str]:
-    env = environment.probe()
+def _probe(arches: tuple[str, ...], *, m: matrix.Matrix) -> tuple[environment.Environment, str]:
+    env = environment.probe(m=m)
     if arches and not env.gpus:
         env = dataclasses.replace(env, gpus=tuple(environment.Gpu(f"--arch {a}", targets.Capability.parse(a), i)
                                                   for i, a in enumerate(arches)), gpu_source="override")
@@ -212,16 +212,16 @@ def _doctor_after(req: Request) -> DoctorRun:
     return DoctorRun(read_report(data), res.returncode, res.stderr)
 
 
-def run(req: Request, echo: Callable[[str], None], as_json: bool, m: matrix.Matrix | None = None) -> Outcome[Report]:
+def run(req: Request, echo: Callable[[str], None], as_json: bool, *, m: matrix.Matrix) -> Outcome[Report]:
     """Plan, print, and unless --dry-run carry out; returns the final report and its verdict (the exit code follows).
-    `m`: the matrix the whole install decides on (a command's Context.matrix; default: the settings' one).
+    `m`: the matrix the whole install decides on (a command's Context.matrix).
 
     SIGINT/SIGTERM raise Interrupted saying what was left: nothing changed, rolled back (install/apply.py),
     or the install completed before the doctor after it gave a verdict."""
     done: list[installer.Outcome] = []  # the committed install, once there is one
     try:
         with _target_on_path(req.target):
-            return _run(req, echo, as_json, done, matrix.load() if m is None else m)
+            return _run(req, echo, as_json, done, m)
     except KeyboardInterrupt as exc:
         if done:
             detail = installer._completed_detail(done[0]).replace(
@@ -259,7 +259,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     arches, versions = _validate(req, m)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
-        env, origin = _probe(arches)
+        env, origin = _probe(arches, m=m)
     planned_for = None
     if req.build.given:
         from kernelcheck.install import target_env
@@ -282,7 +282,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     report.before = Before(before.verdict, {f.name: f.status for f in before.functions})
     progress = (lambda s: print(s, file=sys.stderr, flush=True)) if as_json else echo
     if req.source == "hub":
-        return _install_from_hub(req, env, wheelhouse, offline, report, progress)
+        return _install_from_hub(req, env, wheelhouse, offline, report, progress, m=m)
 
     def plan_now(now: environment.Environment, downloads: Path | None = None) -> plan_types.Plan:
         sdist = Path(req.sdist) if req.sdist else None
@@ -297,7 +297,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         txn.repair(req.target, progress)  # an install interrupted earlier (even by SIGKILL) is undone
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
-        env, _ = _probe(arches)
+        env, _ = _probe(arches, m=m)
         plan = plan_now(env)
         report.plan = list(plan.steps)
         if not as_json:  # the plan, before anything runs
@@ -375,7 +375,7 @@ def _unchanged(report: Report, before: Report, plan: plan_types.Plan, origin: st
 
 
 def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Path, offline: bool,
-                      report: Report, progress: Callable[[str], None]) -> Outcome[Report]:
+                      report: Report, progress: Callable[[str], None], *, m: matrix.Matrix) -> Outcome[Report]:
     """--source hub: pre-download the Kernel Hub builds kernels would choose here into the HF cache and
     write a lock in kernels' own format next to the wheelhouse, so offline jobs load exactly those builds."""
     from kernelcheck.hub import prefetch
@@ -386,7 +386,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
         writable.wheelhouse(wheelhouse, named=bool(req.wheelhouse))
     # --arch means "for a GPU image built here": resolve the CUDA builds even on a machine without one
     steps = hub.prefetch_model(req.model, mode=req.mode, device="cuda" if req.arch else None, lock_path=lock,
-                               dry_run=req.dry_run, env=env, progress=progress, offline_only=offline)
+                               dry_run=req.dry_run, env=env, progress=progress, offline_only=offline, m=m)
     report.plan = steps
     lock_written = str(lock) if not req.dry_run and any(s.action != "skip" for s in steps) else None
     # A build that could not be fetched is a job that keeps (or falls back to) the torch path: exit 3, as

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import environment
 from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
@@ -20,6 +20,9 @@ from kernelcheck.integrations.kernels_hub import (
     resolve_repo,
 )
 from kernelcheck.integrations.transformers_hub import HubRepo, model_hub_names, select_entry, transformers_hub
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -273,9 +276,9 @@ def modeling_module(model_spec_module: str) -> str:
 
 
 def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: str,
-                capability: int | None = None) -> list[HubRepo]:
+                capability: int | None = None, *, m: Matrix) -> list[HubRepo]:
     """The Hub repositories kernelize would load for this model on `device` in `mode` (deduplicated)."""
-    th = transformers_hub()
+    th = transformers_hub(m=m)
     names = model_hub_names(modeling)
     for f in functions:
         names.setdefault(f, "function")
@@ -291,20 +294,20 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
                    lock_path: str | os.PathLike[str] | None = None, dry_run: bool = False,
                    env: environment.Environment | None = None,
                    progress: Callable[[str], None] | None = None,
-                   target: HubSystem | None = None, offline_only: bool = False) -> list[Step]:
+                   target: HubSystem | None = None, offline_only: bool = False, m: Matrix) -> list[Step]:
     """`install --source hub`: pre-download the build kernels would choose here for every Hub kernel the
     model's layers/functions map to (for `device`, default from the torch build, and `mode`), and write a
     kernels lock at `lock_path`. `target` resolves for another torch/CUDA than this one (a build machine
     preparing a GPU image); `offline_only` never uses the network (verifies/repairs the cache). Returns plan
-    steps (Step, kind hub)."""
+    steps (Step, kind hub). `m`: the matrix the model resolves in (a command's Context.matrix)."""
     from kernelcheck.core import gpu
     from kernelcheck.integrations import transformers_models
 
-    env = env or environment.probe(packages=False)
-    model = transformers_models.resolve(query)
+    env = env or environment.probe(m=m, packages=False)
+    model = transformers_models.resolve(query, m=m)
     dev = gpu.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        gpu.capability_number(env))
+                        gpu.capability_number(env), m=m)
     if not repos:
         return [_hub_step("-", "skip", "-", f"transformers maps no Hub kernel for {model.model_type}'s "
                           f"layers/functions on {dev} in {mode} mode: nothing to pre-fetch")]

@@ -215,7 +215,7 @@ def lazy_kernel_sources() -> tuple[dict[str, Any], set[str], str]:
     return mapping, set(re.findall(r"^def (is_\w+_available)\(", iu, re.M)), str(hub)
 
 
-def bind_lazy(module_name: str, functions: tuple[str, ...]) -> BindingResult | None:
+def bind_lazy(module_name: str, functions: tuple[str, ...], *, m: matrix.Matrix) -> BindingResult | None:
     """The lazy-kernel regime: one Binding per gate name, bound "torch" until doctor resolves it the way
     lazy_load_kernel does (doctor/run.py `lazy_statuses`), which needs the environment."""
     if detect_regime() == "decorator":
@@ -223,7 +223,6 @@ def bind_lazy(module_name: str, functions: tuple[str, ...]) -> BindingResult | N
     got = lazy_layers(module_name)
     if not got:
         return None
-    m = matrix.load()
     aliases = dict((m.transformers.get("lazy_kernels") or {}).get("aliases", {}))
     dotted = f"transformers.models.{module_name}.modeling_{module_name}"
     out: dict[str, Binding] = {}
@@ -292,11 +291,10 @@ def read_static(module_name: str) -> StaticRead | None:
     return StaticRead(dotted, tuple(decorated), "full_module_path != package" in hub_src, own)
 
 
-def bindings_from_static(read: StaticRead, functions: tuple[str, ...],
-                         resolved: list[str | None]) -> BindingResult:
+def bindings_from_static(read: StaticRead, functions: tuple[str, ...], resolved: list[str | None], *,
+                         m: matrix.Matrix) -> BindingResult:
     """The BindingResult of `read` once each decorator is resolved (`resolved[i]`: the dotted name of what
     transformers takes for read.decorated[i], None when it keeps the torch function)."""
-    m = matrix.load()
     misnamed = {e["registered"]: e["function"] for e in m.transformers.get("misnamed", [])}
     found: dict[str, Binding] = {}
     for d, impl in zip(read.decorated, resolved, strict=True):
@@ -343,7 +341,7 @@ def resolve_decorated(read: StaticRead, d: Decorated) -> str | None:
     return _dotted(impl) if impl is not None else None
 
 
-def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult | None:
+def bind_static(module_name: str, functions: tuple[str, ...], *, m: matrix.Matrix) -> BindingResult | None:
     """The decorator regime without importing transformers: read the decorators from the modeling
     source and resolve each one exactly as `use_kernel_func_from_hub_with_fallback` does
     (import the package, walk the internal path, fall back to the submodule where the installed
@@ -354,7 +352,7 @@ def bind_static(module_name: str, functions: tuple[str, ...]) -> BindingResult |
     read = read_static(module_name)
     if read is None:
         return None
-    return bindings_from_static(read, functions, [resolve_decorated(read, d) for d in read.decorated])
+    return bindings_from_static(read, functions, [resolve_decorated(read, d) for d in read.decorated], m=m)
 
 
 def _resolve_like_transformers(package: str, func: str, internal_path: str | None, submodule_fallback: bool) -> Any:
@@ -381,26 +379,25 @@ def _resolve_like_transformers(package: str, func: str, internal_path: str | Non
     return obj
 
 
-def bind(module_name: str, functions: tuple[str, ...], exact: bool = False) -> BindingResult:
+def bind(module_name: str, functions: tuple[str, ...], exact: bool = False, *, m: matrix.Matrix) -> BindingResult:
     """What transformers binds for each function of transformers.models.<module>.modeling_<module>.
 
     Default: the static reading for the decorator regime (fast: no transformers import); `exact`
     imports the modeling module and reads the real closures (also used for <= 5.14).
     """
     if not exact:
-        got = bind_static(module_name, functions)
+        got = bind_static(module_name, functions, m=m)
         if got is not None:
             return got
     # <= 5.14 Mamba family: importing the module binds nothing, building the layer does; the source says how
-    lazy = bind_lazy(module_name, functions)
+    lazy = bind_lazy(module_name, functions, m=m)
     if lazy is not None:
         return lazy
-    return bind_exact(module_name, functions)
+    return bind_exact(module_name, functions, m=m)
 
 
-def bind_exact(module_name: str, functions: tuple[str, ...]) -> BindingResult:
+def bind_exact(module_name: str, functions: tuple[str, ...], *, m: matrix.Matrix) -> BindingResult:
     """Import transformers.models.<module>.modeling_<module> and read each function's binding."""
-    m = matrix.load()
     regime = detect_regime()
     dotted = f"transformers.models.{module_name}.modeling_{module_name}"
     try:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import environment, settings
+from kernelcheck.core import environment, matrix, settings
 from kernelcheck.core.status import Mode
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -221,16 +221,16 @@ def _in_window(version: str | None, window: tuple[str, str] | None) -> bool:
         return False
 
 
-def _kernels_window(tv: str, iu_src: str | None) -> tuple[tuple[str, str] | None, str]:
+def _kernels_window(tv: str, iu_src: str | None, m: matrix.Matrix) -> tuple[tuple[str, str] | None, str]:
     """The kernels window: transformers.utils.import_utils (no need to import transformers' heavy parts)."""
     if iu_src:
         mn = re.search(r'^KERNELS_MIN_VERSION\s*=\s*["\']([^"\']+)["\']', iu_src, re.M)
         mx = re.search(r'^KERNELS_MAX_VERSION\s*=\s*["\']([^"\']+)["\']', iu_src, re.M)
         if mn and mx:
             return (mn.group(1), mx.group(1)), "transformers.utils.import_utils KERNELS_MIN_VERSION/KERNELS_MAX_VERSION"
-    from kernelcheck.core import matrix, rules
+    from kernelcheck.core import rules
 
-    for w in matrix.load().transformers.get("kernels_window", []):
+    for w in m.transformers.get("kernels_window", []):
         if rules.version_in(tv, w["transformers"]):
             lo = re.search(r">=\s*([\w.]+)", w["kernels"])
             hi = re.search(r"<\s*([\w.]+)", w["kernels"])
@@ -299,8 +299,9 @@ def _use_kernels_default(mu_src: str | None, enabled: bool) -> tuple[bool | None
     return value, (f"None -> {on.group(1)} {how} ({where} and line {_line(mu_src, on.start())})"), refuses, ()
 
 
-def transformers_hub() -> TransformersHub:
-    """Read the installed transformers: kernels window, USE_HUB_KERNELS, use_kernels default, Hub mapping."""
+def transformers_hub(*, m: matrix.Matrix) -> TransformersHub:
+    """Read the installed transformers: kernels window (the matrix `m`'s where transformers declares none),
+    USE_HUB_KERNELS, use_kernels default, Hub mapping."""
     tv = environment.dist_version("transformers")
     kv = environment.dist_version("kernels")
     if not tv:
@@ -308,7 +309,7 @@ def transformers_hub() -> TransformersHub:
                                "transformers not installed", False, (), "none", "transformers is not installed")
     errors = []
     iu_src, _ = _module_source("transformers.utils.import_utils")
-    window, wsrc = _kernels_window(tv, iu_src)
+    window, wsrc = _kernels_window(tv, iu_src, m)
     hk_src, _ = _module_source("transformers.integrations.hub_kernels")
     raw, enabled = _use_hub_kernels(hk_src, iu_src)
     mu_src, _ = _module_source("transformers.modeling_utils")

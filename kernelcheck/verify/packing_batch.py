@@ -16,13 +16,16 @@ on a GPU, whatever transformers bound (fla, causal-conv1d).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.packing import batchfile, lint
 from kernelcheck.report.packing_batch import BatchInfo, BatchSection, SegmentDiff
 from kernelcheck.verify import layers
 from kernelcheck.verify.packing_reach import Reach
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 GUARD_TEXT = "can't keep packed sequences apart"  # matrix/packing.toml [guard] text (transformers' refusal)
@@ -143,8 +146,8 @@ def measured_findings(sec: BatchSection, functions: tuple[str, ...]) -> list[Fin
                     "fla-core and causal-conv1d, forward without a cache", REF, functions)]
 
 
-def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tuple[Any, BatchSection,
-                                                                                   list[Finding]]:
+def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True, *,
+          m: Matrix) -> tuple[Any, BatchSection, list[Finding]]:
     """(the resolved model, the section, every finding: the lint's, then the measurement's)."""
     import torch
 
@@ -152,7 +155,7 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tu
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
     from kernelcheck.packing.decide import load_facts
 
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     device, dtype = device_dtype()
     tol = float(layers.verify_data()["tolerance"][dtype])
     with quiet_fallback_lines():
@@ -166,7 +169,7 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True) -> tu
                          {k: (f.dtype, f.shape) for k, f in loaded.view.fields.items()}, segs, segs_from,
                          runner.remapped)
         sec = BatchSection(info, device, dtype, tol)
-        result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+        result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
         reach = Reach(result.module, result.bindings, built.attn_implementation)
         built.model.train()
         if any(p.finding.severity == Severity.BROKEN for p in problems):

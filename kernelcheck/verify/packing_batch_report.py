@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import decide
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_CODE, Finding, Severity, Verdict
 from kernelcheck.packing import batchfile
 from kernelcheck.report.packing_batch import BatchSection, Payoff, payoff_lines, render
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 
 def read_lengths(path: str | None) -> list[int] | None:
@@ -32,8 +35,8 @@ def read_lengths(path: str | None) -> list[int] | None:
     return out
 
 
-def load_batch(batch: str | None, collator: str | None, lengths: list[int] | None, query: str) -> \
-        batchfile.LoadedBatch | None:
+def load_batch(batch: str | None, collator: str | None, lengths: list[int] | None, query: str, *,
+               m: Matrix) -> batchfile.LoadedBatch | None:
     if batch is not None:
         return batchfile.load(batch)
     if collator is None:
@@ -44,7 +47,7 @@ def load_batch(batch: str | None, collator: str | None, lengths: list[int] | Non
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers
 
-    cfg, _ = layers.shaped_config(transformers_models.resolve(query), "tiny")
+    cfg, _ = layers.shaped_config(transformers_models.resolve(query, m=m), "tiny")
     return batchfile.collate(collator, lengths, int(getattr(cfg, "vocab_size", 128) or 128))
 
 
@@ -56,20 +59,20 @@ def _payoff_finding(p: Payoff) -> Finding:
 
 
 def run(query: str, batch: str | None, collator: str | None, lengths_file: str | None,
-        benchmark: bool) -> tuple[Any, BatchSection | None, Payoff | None, list[Finding]]:
+        benchmark: bool, *, m: Matrix) -> tuple[Any, BatchSection | None, Payoff | None, list[Finding]]:
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import packing_batch, packing_payoff
 
     lengths = read_lengths(lengths_file)
-    loaded = load_batch(batch, collator, lengths, query)
-    model = transformers_models.resolve(query)
+    loaded = load_batch(batch, collator, lengths, query, m=m)
+    model = transformers_models.resolve(query, m=m)
     findings: list[Finding] = []
     sec = None
     if loaded is not None:
-        model, sec, findings = packing_batch.check(query, loaded)
+        model, sec, findings = packing_batch.check(query, loaded, m=m)
     payoff = None
     if benchmark:
-        payoff = packing_payoff.measure(query, lengths)
+        payoff = packing_payoff.measure(query, lengths, m=m)
         findings.append(_payoff_finding(payoff))
         if sec is not None:
             sec.payoff = payoff
@@ -127,14 +130,15 @@ class BatchRun:
         return render_text(self.query, self.section, self.payoff, self.findings)
 
 
-def measure(query: str, batch: str | None, collator: str | None, lengths: str | None, benchmark: bool) -> BatchRun:
-    return BatchRun(query, *run(query, batch, collator, lengths, benchmark))
+def measure(query: str, batch: str | None, collator: str | None, lengths: str | None, benchmark: bool, *,
+            m: Matrix) -> BatchRun:
+    return BatchRun(query, *run(query, batch, collator, lengths, benchmark, m=m))
 
 
 def command(query: str, as_json: bool, batch: str | None, collator: str | None, lengths: str | None,
-            benchmark: bool) -> tuple[str, int]:
+            benchmark: bool, *, m: Matrix) -> tuple[str, int]:
     """`verify --model M --packing --batch FILE | --collator X --lengths FILE | --benchmark`: (output, exit)."""
-    model, sec, payoff, findings = run(query, batch, collator, lengths, benchmark)
+    model, sec, payoff, findings = run(query, batch, collator, lengths, benchmark, m=m)
     code = EXIT_CODE[decide.verdict([], findings)]
     if as_json:
         return json.dumps(to_json(model, sec, payoff, findings), indent=2), code

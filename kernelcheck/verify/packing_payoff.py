@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.packing_batch import Payoff
 from kernelcheck.verify import layers
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 # A long-tailed SFT mix (chat-like: most examples short, a few long), 16 examples, 13,186 tokens, longest 4,096:
 # padded to the longest they fill 65,536 tokens (80% padding). The CPU runs it divided by CPU_SCALE.
@@ -84,7 +87,7 @@ def _packed_time(lm: Any, packed: dict[str, Any], fallback: dict[str, Any], opt:
         return _step_time(lm, fallback, opt, device, steps), "position_ids (torch path: timing only)"
 
 
-def measure(query: str, lengths: list[int] | None, steps: int = 3) -> Payoff:
+def measure(query: str, lengths: list[int] | None, steps: int = 3, *, m: Matrix) -> Payoff:
     """One training step padded and packed, timed on this machine's device."""
     import torch
 
@@ -93,7 +96,7 @@ def measure(query: str, lengths: list[int] | None, steps: int = 3) -> Payoff:
     from kernelcheck.padding.waste import Rule
     from kernelcheck.padding.waste import measure as waste
 
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     gpu = torch.cuda.is_available()
     device, dtype, shape = ("cuda:0", "bfloat16", "full") if gpu else ("cpu", "float32", "tiny")
     lens = list(lengths) if lengths else [max(2, n // (1 if gpu else CPU_SCALE)) for n in DEFAULT_LENGTHS]

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.status import EXIT_CODE, EXIT_READY, Status, Verdict
 from kernelcheck.packing.decide import RECOMMENDED
 from kernelcheck.report.sections import ModelRef
 from kernelcheck.verify.packing import MODES, PackingResult, render_text
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +34,12 @@ def verdict(results: list[PackingResult], declared: str | None) -> tuple[Verdict
     return word, EXIT_CODE[word]
 
 
-def doctor_outcomes(module: str, functions: tuple[str, ...]) -> dict[str, str]:
+def doctor_outcomes(module: str, functions: tuple[str, ...], *, m: Matrix) -> dict[str, str]:
     """doctor's packing decision per mode for the functions transformers binds here (packing/decide.py)."""
     from kernelcheck.integrations import transformers
     from kernelcheck.packing.decide import section
 
-    result = transformers.bind(module, functions, exact=True)
+    result = transformers.bind(module, functions, exact=True, m=m)
     statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
                                 for f, b in result.bindings.items()}
     sec = section(statuses, None)
@@ -87,7 +90,7 @@ class PackingRun:
                           *_tail(self.results, self.declared, self.exit_code)])
 
 
-def measure(query: str, declared: str | None = None) -> PackingRun:
+def measure(query: str, declared: str | None = None, *, m: Matrix) -> PackingRun:
     """`verify --model M --packing [MODE]`: measured, beside doctor's decision, and judged."""
     import torch
 
@@ -95,7 +98,7 @@ def measure(query: str, declared: str | None = None) -> PackingRun:
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import packing
 
-    model = transformers_models.resolve(query)
+    model = transformers_models.resolve(query, m=m)
     if "chunk_gated_delta_rule" not in model.spec.functions:
         raise BadInput(f"verify --packing measures the Gated DeltaNet + short conv path (Qwen3.5/3.6/3.8, "
                        f"Qwen3-Next); {query} ({model.model_type}) does not use it. Use `kernelcheck doctor "
@@ -104,7 +107,7 @@ def measure(query: str, declared: str | None = None) -> PackingRun:
         raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     results = packing.measure_all(device)
-    decided = doctor_outcomes("qwen3_5", model.spec.functions)  # the module of the measured tiny model
+    decided = doctor_outcomes("qwen3_5", model.spec.functions, m=m)  # the module of the measured tiny model
     for r in results:
         r.doctor = decided.get(r.mode)
     cached = packing.cached_forward(device)
@@ -112,7 +115,7 @@ def measure(query: str, declared: str | None = None) -> PackingRun:
     return PackingRun(ModelRef.of(model), device, results, cached, declared, word)
 
 
-def command(query: str, as_json: bool, declared: str | None = None) -> tuple[str, int]:
+def command(query: str, as_json: bool, declared: str | None = None, *, m: Matrix) -> tuple[str, int]:
     """`verify --model M --packing [MODE]`: (output, exit code)."""
-    run = measure(query, declared)
+    run = measure(query, declared, m=m)
     return run.render(as_json), run.exit_code

@@ -251,10 +251,10 @@ def _early_device(shape: str) -> str | None:
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix | None = None, compile_check: bool = False) -> Report:
+           m: matrix.Matrix, compile_check: bool = False) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix; default: the settings' one); `compile_check` (--compile): the layers under torch.compile too."""
+    Context.matrix); `compile_check` (--compile): the layers under torch.compile too."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -265,7 +265,6 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
-    m = _given(m)
     here = _device()[0].split(":")[0]  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
@@ -273,25 +272,25 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     report.command = command
     from kernelcheck.doctor import jitprobe
 
-    jitprobe.attach(report)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
+    jitprobe.attach(report, m=m)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
     from kernelcheck.doctor.provider import verify_hub_note
 
     report.findings.extend(verify_hub_note(report))
     _add_live(report, query, mode, shape, benchmark, tokens, t0, verbose, m)
     if compile_check:
-        _add_compiled(report, query, shape)
+        _add_compiled(report, query, shape, m=m)
     return report
 
 
-def _add_compiled(report: Report, query: str, shape: str) -> None:
+def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -> None:
     """verify --compile: the same model under torch.compile, both passes (verify/compiled.py)."""
     from kernelcheck.verify import compiled
 
-    model = transformers_models.resolve(query)
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    model = transformers_models.resolve(query, m=m)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
     if result.module_error:
         return  # _add_live said verify-not-run
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     device, dtype = _device()
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
         built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
@@ -302,8 +301,8 @@ def _add_compiled(report: Report, query: str, shape: str) -> None:
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,
               t0: float, verbose: bool, m: matrix.Matrix) -> None:
-    model = transformers_models.resolve(query)
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)  # the live closures
+    model = transformers_models.resolve(query, m=m)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)  # the live closures
     static_s = round(time.perf_counter() - t0, 3)
     if result.module_error:
         report.findings.append(Finding("verify-not-run", Severity.BROKEN,
@@ -311,7 +310,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
                                        f"module does not import ({result.module_error})."))
         report.live = LiveSection(ran=False, items=[NotRunLine()])
         return
-    needs = models.needs(model, tuple(result.bindings) if result.bindings else None)
+    needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     steps_mod.CAPTURED.clear()
     run = run_live(model, result, needs, mode, shape, tokens, benchmark, verbose, m=m)
     run.timing = {"static_s": static_s, **run.timing}
@@ -350,12 +349,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
 
 
 def merge_into(report: Report, model_query: str, mode: str, shape: str = "tiny", verbose: bool = False, *,
-               m: matrix.Matrix | None = None) -> None:
+               m: matrix.Matrix) -> None:
     """`doctor --live`: add verify's per-function evidence and observed statuses to a doctor report."""
     t0 = time.perf_counter()
-    _add_live(report, model_query, mode, shape, False, None, t0, verbose, _given(m))
-
-
-def _given(m: matrix.Matrix | None) -> matrix.Matrix:
-    """The matrix a command passed down, or (a caller outside a command) the settings' one."""
-    return matrix.load() if m is None else m
+    _add_live(report, model_query, mode, shape, False, None, t0, verbose, m)

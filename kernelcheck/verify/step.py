@@ -171,16 +171,15 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
 
 def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
-                verbose: bool = False, *, m: matrix.Matrix | None = None) -> Report:
+                verbose: bool = False, *, m: matrix.Matrix) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection, decided on
-    the matrix `m` (the command's Context.matrix; default: the settings' one)."""
+    the matrix `m` (the command's Context.matrix)."""
     from kernelcheck.doctor.run import doctor as run_doctor
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import step_model
 
     _check_step_args(mode, tokens, layers)
-    m = matrix.load() if m is None else m
-    resolved = transformers_models.resolve(query)
+    resolved = transformers_models.resolve(query, m=m)
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data()["step"])

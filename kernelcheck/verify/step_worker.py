@@ -74,15 +74,16 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     with signals.held(second_interrupts=True):  # torch's C code clears a KeyboardInterrupt inside its numpy import
         import torch
 
-    from kernelcheck.core import matrix
+    from kernelcheck.core import child
     from kernelcheck.integrations import transformers, transformers_models
     from kernelcheck.trace import analysis, phases
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
     t0, started_at = time.perf_counter(), time.time()
-    model = transformers_models.resolve(args["query"])
-    result = transformers.bind(model.spec.module, model.spec.functions, exact=True)
+    m = child.load_matrix()  # this child's one matrix, passed down
+    model = transformers_models.resolve(args["query"], m=m)
+    result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
     import_s = time.perf_counter() - t0
     _wait_for(args.get("start_gate"))
     gate_at = time.time()
@@ -91,7 +92,6 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"))
     lm = step_model.build(cfg, device, dtype, bool(args["checkpointing"]), args.get("attn"))
     build_s = time.perf_counter() - t0 - import_s
-    m = matrix.load()
     fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}
     inst = Instrument(result.module, result.bindings, lm, result.regime, fallbacks)
     if args["path"] == "reference":

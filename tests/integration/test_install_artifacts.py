@@ -163,7 +163,8 @@ def test_pins_use_the_version_pip_sees_when_torch_reports_a_local_label_its_meta
     assert plain.returncode != 0 \
         and "ResolutionImpossible" in plain.stderr  # wording: pip's own message, as the H200 printed it on 2026-12-02
     prog = ("import json, sys; from pathlib import Path; from kernelcheck.core import environment; "
-            "from kernelcheck.install import sources; e = environment.probe(packages=False); "
+            "from kernelcheck.core import matrix; from kernelcheck.install import sources; "
+            "e = environment.probe(m=matrix.load(), packages=False); "
             "pins = sources._constraints_file(e); "
             "w, err, note = sources.resolve_with_pip('tilelang', sys.argv[1], Path(sys.argv[2]), True, "
             "Path(sys.argv[3]), None, constraints=pins); "

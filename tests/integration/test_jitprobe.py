@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.doctor import jitprobe
 from tests.envs import site
 
@@ -51,9 +52,9 @@ def _pip_toolchain(*reqs: str) -> jitprobe.Toolchain:
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs the CUDA toolkit's nvcc on PATH")
 def test_the_toolkit_nvcc_compiles_and_the_pass_is_cached(child_path: Path) -> None:
     tc = jitprobe.toolchain(dict(os.environ))
-    first = jitprobe.probe("tilelang", "compile", "sm_90", tc)
+    first = jitprobe.probe("tilelang", "compile", "sm_90", tc, m=matrix.load())
     assert first["ok"] is True and first["stage"] == "compile" and first["cached"] is None, first
-    again = jitprobe.probe("tilelang", "compile", "sm_90", tc)
+    again = jitprobe.probe("tilelang", "compile", "sm_90", tc, m=matrix.load())
     assert again["ok"] is True and again["cached"]  # the same toolchain: not compiled again
     found = jitprobe.findings({"tilelang": ("chunk_gated_delta_rule",)}, {"tilelang": first}, tc, "sm_90")
     assert [f.id for f in found] == ["jit-run-unchecked"]
@@ -69,18 +70,19 @@ def test_the_toolkit_nvcc_compiles_and_the_pass_is_cached(child_path: Path) -> N
 def test_pips_nvcc_without_its_pieces_fails_to_compile_and_names_the_missing_one(
         child_path: Path, reqs: tuple[str, ...], missing: str) -> None:
     tc = _pip_toolchain(*reqs)
-    got = jitprobe.probe("tilelang", "compile", "sm_90", tc)
+    got = jitprobe.probe("tilelang", "compile", "sm_90", tc, m=matrix.load())
     assert got["ok"] is False and got["cached"] is None, got
     assert jitprobe.missing_piece(got["error"]) == missing, got["error"]
     found = jitprobe.findings({"tilelang": ("chunk_gated_delta_rule",)}, {"tilelang": got}, tc, "sm_90")
     assert [(f.id, f.severity) for f in found] == [("jit-probe-failed", "broken")]
     assert missing in found[0].fix
     # a failure is never cached: the next probe compiles again
-    assert jitprobe.probe("tilelang", "compile", "sm_90", tc)["cached"] is None
+    assert jitprobe.probe("tilelang", "compile", "sm_90", tc, m=matrix.load())["cached"] is None
 
 
 def test_pips_nvcc_with_all_its_pieces_compiles(child_path: Path) -> None:
-    got = jitprobe.probe("tilelang", "compile", "sm_90", _pip_toolchain(NVCC, CCCL, RUNTIME, CRT, NVVM))
+    got = jitprobe.probe("tilelang", "compile", "sm_90", _pip_toolchain(NVCC, CCCL, RUNTIME, CRT, NVVM),
+                         m=matrix.load())
     assert got["ok"] is True, got
 
 
@@ -88,10 +90,10 @@ def test_cuda_home_without_nvcc_and_a_missing_tilelang_fail(child_path: Path, tm
     empty = tmp_path / "cuda-empty"
     empty.mkdir()
     tc = jitprobe.toolchain({"CUDA_HOME": str(empty), "PATH": os.environ.get("PATH", "")})
-    got = jitprobe.probe("tilelang", "compile", "sm_90", tc)
+    got = jitprobe.probe("tilelang", "compile", "sm_90", tc, m=matrix.load())
     assert (got["ok"], got["stage"]) == (False, "compile"), got
     monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].replace(str(child_path), str(tmp_path / "none")))
-    gone = jitprobe.probe("flash_qla", "compile", "sm_90", jitprobe.toolchain(dict(os.environ)))
+    gone = jitprobe.probe("flash_qla", "compile", "sm_90", jitprobe.toolchain(dict(os.environ)), m=matrix.load())
     assert (gone["ok"], gone["stage"]) == (False, "import"), gone
 
 

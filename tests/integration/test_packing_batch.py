@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernelcheck.core import matrix
 from kernelcheck.packing import batchfile
 from kernelcheck.verify import packing_batch
 
@@ -36,7 +37,7 @@ def _cli(*args: str) -> tuple[int, dict]:
 
 
 def test_position_ids_only_mixes_from_the_gdn_layer_and_names_the_segment():
-    _, sec, found = packing_batch.check("qwen3.8-27b", batchfile.check(_batch(), "t"))
+    _, sec, found = packing_batch.check("qwen3.8-27b", batchfile.check(_batch(), "t"), m=matrix.load())
     ids = [f.id for f in found]
     assert ids == ["packing-position-ids-only", "packing-segment-mixed"]
     first, second, third = sec.segments
@@ -50,7 +51,8 @@ def test_position_ids_only_mixes_from_the_gdn_layer_and_names_the_segment():
 
 def test_the_torch_path_refuses_the_flash_batch_after_the_keys_reached_the_conv():
     _, sec, found = packing_batch.check("qwen3.8-27b", batchfile.check(_batch(return_flash_attn_kwargs=True,
-                                                                                return_seq_idx=True), "t"))
+                                                                                return_seq_idx=True), "t"),
+                                        m=matrix.load())
     assert [f.id for f in found] == ["packing-torch-path-refuses"] and found[0].severity == "fallback"
     conv = {r.function: r for r in sec.reach}["causal_conv1d_fn"]
     assert conv.received == ("cu_seq_lens_q", "cu_seq_lens_k", "seq_idx") and conv.passed == () and conv.error
@@ -58,13 +60,13 @@ def test_the_torch_path_refuses_the_flash_batch_after_the_keys_reached_the_conv(
 
 
 def test_an_attention_only_model_keeps_position_ids_packing_apart_forward_and_backward():
-    _, sec, found = packing_batch.check("llama", batchfile.check(_batch(), "t"))
+    _, sec, found = packing_batch.check("llama", batchfile.check(_batch(), "t"), m=matrix.load())
     assert [f.id for f in found] == ["packing-segments-match"]
     assert [s.wrong for s in sec.segments] == [False, False, False]
     assert max(s.grad_rel_l2 for s in sec.segments) < sec.tolerance
     # the same batch with an attention_mask (TRL's padding-free warning): the attention finds no boundaries
     masked = {**_batch(), "attention_mask": torch.ones(1, 140, dtype=torch.long)}
-    _, sec, found = packing_batch.check("llama", batchfile.check(masked, "t"))
+    _, sec, found = packing_batch.check("llama", batchfile.check(masked, "t"), m=matrix.load())
     assert [f.id for f in found] == ["packing-attention-mask-hides-boundaries", "packing-segment-mixed"]
     assert [s.first_layer for s in sec.segments][1:] == ["layer 0 (LlamaDecoderLayer)"] * 2
 

@@ -1,6 +1,6 @@
 """Print kernelcheck's reading of the transformers Hub mapping next to transformers' own mapping objects.
 
-Proves that `transformers_hub.transformers_hub()` reads the mapping, the kernels window and the `use_kernels`
+Proves that `transformers_hub.transformers_hub(m=...)` reads the mapping, the kernels window and the `use_kernels`
 default from the installed transformers: run it with a transformers whose window accepts the installed
 kernels (so `get_kernel_mapping_transformers()` exists). No arguments; prints one JSON object:
 `equal` (the two mappings are the same set), `n`, `window` / `real_window`, `met`, `use_kernels_default`,
@@ -14,6 +14,7 @@ import json
 from transformers.integrations import hub_kernels
 from transformers.utils import import_utils
 
+from kernelcheck.core import matrix
 from kernelcheck.integrations.transformers_hub import transformers_hub
 
 Entry = tuple[str, str, str, str, object, object]
@@ -32,7 +33,7 @@ def theirs_of(real: dict) -> set[Entry]:
 
 def main() -> None:
     real = hub_kernels.get_kernel_mapping_transformers()
-    th = transformers_hub()
+    th = transformers_hub(m=matrix.load())
     mine: set[Entry] = {
         (e.name, e.device, e.repo.repo_id, e.repo.layer_name, e.repo.version, e.repo.revision) for e in th.mapping
     }

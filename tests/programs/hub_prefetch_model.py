@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kernelcheck.commands.context import Context
 from kernelcheck.integrations import kernels_prefetch as hub
 
 
@@ -20,7 +21,8 @@ def main() -> None:
     parser.add_argument("--device", required=True)
     parser.add_argument("--lock", required=True)
     args = parser.parse_args()
-    steps = hub.prefetch_model(args.model, mode=args.mode, device=args.device, lock_path=args.lock)
+    steps = hub.prefetch_model(args.model, mode=args.mode, device=args.device, lock_path=args.lock,
+                               m=Context.from_environ().matrix)
     print(json.dumps([s.to_json() for s in steps]))
 
 

@@ -295,33 +295,40 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
 
 
 def matrix_loads(pkg: Path) -> dict[str, int]:
-    """file -> how many times it calls `matrix.load()` (or `load()` inside core/matrix.py)."""
+    """file -> how many times it calls `matrix.load()` (under any alias of the module, or `load()` inside
+    core/matrix.py)."""
     out: dict[str, int] = {}
     for path in sorted(pkg.rglob("*.py")):
         rel = str(path.relative_to(pkg))
         for n in _nodes(path):
             called = ast.unparse(n.func) if isinstance(n, ast.Call) and not n.args else ""
-            if called == "matrix.load" or (rel == "core/matrix.py" and called == "load"):
+            if called.endswith(("matrix.load", "matrix_mod.load")) or (rel == "core/matrix.py" and called == "load"):
                 out[rel] = out.get(rel, 0) + 1
     return out
 
 
-# Where the matrix is still loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
-# Context.matrix) and passes it down: doctor/, install/ and verify/ take it as a parameter (`m`); the defaults left
-# in doctor/run.py, install/command.py, verify/run.py and verify/step.py serve callers outside a command (their
-# entry points keep working without it), imports.py's a child in a fresh interpreter (no parent matrix in memory),
-# step_worker's a worker process. The rest (core, integrations, trace,
-# forecast) is to be threaded the same way: this count only goes down.
-MATRIX_LOADS = {"commands/context.py": 1, "doctor/run.py": 1, "doctor/imports.py": 1, "install/command.py": 1,
-                "verify/run.py": 1, "verify/step.py": 1, "verify/step_worker.py": 1, "trace/verdicts.py": 1,
-                "forecast/command.py": 1,
-                "integrations/transformers_models.py": 2, "integrations/transformers_hub.py": 1,
-                "integrations/transformers.py": 3, "core/environment.py": 2, "core/models.py": 4, "core/matrix.py": 1,
-                "cli/complete.py": 1, "doctor/jitprobe.py": 1}
+# Where the matrix is loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
+# Context.matrix; the library's entry points build a Context too) and passes it down: every function that decides
+# on it takes `m` as a parameter. A child process a command starts in a fresh interpreter holds no parent's matrix:
+# its entry point reads core/child.py `load_matrix()` (the same folder, inherited with the environment) and passes
+# it down (CHILD_ENTRY_POINTS). trace/verdicts.py is the one site left to thread (trace/analysis.py's
+# analyze_file and analyze_events and their callers): this count only goes down.
+MATRIX_LOADS = {"commands/context.py": 1, "core/child.py": 1, "trace/verdicts.py": 1}
+CHILD_ENTRY_POINTS = {("doctor/imports.py", "_child"), ("verify/step_worker.py", "run")}
 
 
 def test_the_matrix_is_loaded_in_no_new_place() -> None:
     assert matrix_loads(PKG) == MATRIX_LOADS
+
+
+def test_a_child_process_reads_its_matrix_at_its_entry_point_only() -> None:
+    asked = set()
+    for path in sorted(PKG.rglob("*.py")):
+        for f in _nodes(path):
+            if isinstance(f, ast.FunctionDef) and any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith(
+                    "child.load_matrix") for n in ast.walk(f)):
+                asked.add((str(path.relative_to(PKG)), f.name))
+    assert asked == CHILD_ENTRY_POINTS
 
 
 # Each of these has one address: every import of it names its home, no module passes it on (a re-export hall).

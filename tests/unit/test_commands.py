@@ -62,10 +62,11 @@ def test_doctor_the_library_gets_the_cli_findings_cost_and_packing_included() ->
 
 @functools.cache
 def _static_json(model: str) -> str:
+    from kernelcheck.core import matrix
     from kernelcheck.doctor import run
     from kernelcheck.report.model import render_json
 
-    return render_json(run.doctor(model, "train"))
+    return render_json(run.doctor(model, "train", m=matrix.load()))
 
 
 def _static(model: str = "qwen3.8-27b", command: str = "verify") -> Any:
@@ -212,7 +213,8 @@ def test_forecast_the_library_and_the_cli_forecast_the_same_upgrade(monkeypatch:
     after.findings.append(Finding("hub-offline-uncached", Severity.BROKEN, "not in the cache"))
     asked: list[tuple[list[str], list[str]]] = []
 
-    def forecast_of(specs: list[str], args: list[str], index: Any, if_worse: bool = False) -> command.Forecast:
+    def forecast_of(specs: list[str], args: list[str], index: Any, if_worse: bool = False,
+                    *, m: Any) -> command.Forecast:
         asked.append((specs, args))
         return command.Forecast(specs, [], before, after, diff(before, after), [], if_worse)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernelcheck.core import models
+from kernelcheck.core import matrix, models
 from kernelcheck.core.errors import BadInput
 from kernelcheck.integrations import transformers_models
 
@@ -32,8 +32,8 @@ _payload = (_config.map(lambda c: json.dumps(c).encode())
 def _resolve(folder: Path, data: bytes) -> None:
     (folder / "config.json").write_bytes(data)
     try:
-        model = transformers_models.resolve(str(folder))  # as --model resolves it
-        models.needs(model)  # what doctor reads next
+        model = transformers_models.resolve(str(folder), m=matrix.load())  # as --model resolves it
+        models.needs(model, m=matrix.load())  # what doctor reads next
         _ = model.text_config.get("model_type")
     except BadInput as exc:
         assert str(exc).strip(), "a bad-input error must carry a message"

@@ -59,12 +59,12 @@ def test_valid_specs_pass_the_early_check(tmp_path):
 
 
 def test_a_hub_id_is_left_to_the_command_which_may_need_the_network():
-    from kernelcheck.core import models
+    from kernelcheck.core import matrix, models
 
-    assert models.resolves_remotely("someone/some-model")
-    assert not models.resolves_remotely("qwen3.8-72b")
-    assert not models.resolves_remotely("Qwen/Qwen3.8-27B")  # an alias's id: from the matrix
-    assert not models.resolves_remotely("./folder")
+    assert models.resolves_remotely("someone/some-model", m=matrix.load())
+    assert not models.resolves_remotely("qwen3.8-72b", m=matrix.load())
+    assert not models.resolves_remotely("Qwen/Qwen3.8-27B", m=matrix.load())  # an alias's id: from the matrix
+    assert not models.resolves_remotely("./folder", m=matrix.load())
 
 
 @pytest.mark.parametrize(("args", "named", "not_named"), [

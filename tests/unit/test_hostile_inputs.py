@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from kernelcheck import SCHEMA
 from kernelcheck.cli.main import main
-from kernelcheck.core import models
+from kernelcheck.core import matrix, models
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.progress import Progress
 
@@ -118,7 +118,7 @@ def test_a_character_device_is_named_for_what_it_is() -> None:
     assert code == 2 and "/dev/urandom is a character device, not a regular file" in out  # wording: renderer test
     _one_paragraph(out)
     with pytest.raises(BadInput, match="/dev/null is a character device"):
-        models.resolve("/dev/null")
+        models.resolve("/dev/null", m=matrix.load())
 
 
 def test_a_missing_data_file_still_says_so(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_config_over_the_size_limit_is_refused_before_parsing(tmp_path: Path, 
     monkeypatch.setattr(models, "CONFIG_MAX_BYTES", 1000)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "pad": "x" * 2000}))
     with pytest.raises(BadInput, match="too large for a transformers config.json"):
-        models.resolve(str(tmp_path))
+        models.resolve(str(tmp_path), m=matrix.load())
 
 
 # -- 5: malformed reports for compare -------------------------------------------------------------------------------

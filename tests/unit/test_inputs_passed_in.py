@@ -17,10 +17,11 @@ from tests.environments import make_env
 def test_resolve_asks_the_lookup_it_is_given_for_a_type_the_matrix_lacks() -> None:
     spec = matrix.ModelType(name="brand_new", family="unknown", module="brand_new", functions=())
     asked: list[str] = []
-    got = models.resolve("brand_new", installed=lambda t: (asked.append(t), spec)[1] if t == "brand_new" else None)
+    got = models.resolve("brand_new", installed=lambda t: (asked.append(t), spec)[1] if t == "brand_new" else None,
+                         m=matrix.load())
     assert (got.model_type, got.source, got.spec) == ("brand_new", "model_type", spec) and asked == ["brand_new"]
     with pytest.raises(BadInput, match="Unknown model 'brand_new'"):
-        models.resolve("brand_new")  # the default knows the matrix only
+        models.resolve("brand_new", m=matrix.load())  # the default knows the matrix only
 
 
 def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_it() -> None:
@@ -114,7 +115,8 @@ def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
 
     env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
     m = matrix.load()
-    needs = models.needs(models.resolve("qwen3.8-27b"), ("chunk_gated_delta_rule",))
+    m = matrix.load()
+    needs = models.needs(models.resolve("qwen3.8-27b", m=m), ("chunk_gated_delta_rule",), m=m)
     result = BindingResult("decorator", "transformers.models.qwen3_5.modeling_qwen3_5", {
         "chunk_gated_delta_rule": Binding("chunk_gated_delta_rule", "fla", "package",
                                           "fla.ops.gated_delta_rule.chunk_gated_delta_rule", "decorator")})
@@ -126,14 +128,15 @@ def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
         "fla-core-renamed"]
 
 
-def test_doctor_run_loads_the_matrix_once_and_passes_it_down() -> None:
-    """One load() in doctor/run.py (the entry point's), none in the functions that decide."""
+def test_doctor_run_loads_no_matrix_it_is_passed_one() -> None:
+    """No load() in doctor/run.py: `doctor` takes the matrix (a command's Context.matrix) as a required keyword."""
     import ast
+    import inspect
     from pathlib import Path
 
+    from kernelcheck.doctor.run import doctor
+
     src = (Path(rules.__file__).resolve().parents[1] / "doctor" / "run.py").read_text()
-    tree = ast.parse(src)
-    loads = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
-    owners = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-              and any(c in ast.walk(f) for c in loads)]
-    assert len(loads) == 1 and owners == ["doctor"], owners
+    loads = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
+    m = inspect.signature(doctor).parameters["m"]
+    assert loads == [] and m.kind is inspect.Parameter.KEYWORD_ONLY and m.default is inspect.Parameter.empty

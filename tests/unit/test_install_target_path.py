@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.install import command
 
@@ -38,5 +39,5 @@ def test_the_install_command_restores_sys_path_when_it_fails(tmp_path: Path, mon
     monkeypatch.setattr(command, "_run", fails)
     before = list(sys.path)
     with pytest.raises(BadInput, match="refused"):
-        command.run(command.Request(model="qwen3.8-27b", target=str(tmp_path / "site")), print, False)
+        command.run(command.Request(model="qwen3.8-27b", target=str(tmp_path / "site")), print, False, m=matrix.load())
     assert seen == [str((tmp_path / "site").resolve())] and sys.path == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelcheck.core import matrix
 from kernelcheck.core.status import FunctionStatus, Severity
 from kernelcheck.doctor import jitprobe
 from kernelcheck.integrations.fla_dispatch import OpBackend
@@ -113,16 +114,16 @@ def test_attach_breaks_the_functions_of_a_failing_jit_and_never_says_ready(monke
 
     monkeypatch.setattr(jitprobe, "run_probe", fake)
     rep = _report("triton", "tilelang")
-    jitprobe.attach(rep)
+    jitprobe.attach(rep, m=matrix.load())
     assert sorted(seen) == [("tilelang", "run", "sm_90"), ("triton", "run", "sm_90")]
     assert rep.functions[0].status == "broken" and rep.verdict == "broken"
     # the pass was cached under the toolchain's key; the failure was not, so it is probed again
     seen.clear()
-    jitprobe.attach(_report("triton", "tilelang"))
+    jitprobe.attach(_report("triton", "tilelang"), m=matrix.load())
     assert seen == [("tilelang", "run", "sm_90")]
     # --arch (a GPU that is not here): compile only
     seen.clear()
-    jitprobe.attach(_report("triton", gpu_source="override"), use_cache=False)
+    jitprobe.attach(_report("triton", gpu_source="override"), use_cache=False, m=matrix.load())
     assert seen == [("triton", "compile", "sm_90")]
 
 

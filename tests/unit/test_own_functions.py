@@ -30,7 +30,7 @@ def test_only_top_level_undecorated_defs_are_the_modules_own() -> None:
 
 def test_an_own_function_is_marked_and_a_missing_one_is_not() -> None:
     read = tf.StaticRead("transformers.models.lfm3.modeling_lfm3", (), False, ("causal_conv1d_fn",))
-    res = tf.bindings_from_static(read, ("causal_conv1d_fn", "causal_conv1d_update"), [])
+    res = tf.bindings_from_static(read, ("causal_conv1d_fn", "causal_conv1d_update"), [], m=matrix_mod.load())
     own, missing = res.bindings["causal_conv1d_fn"], res.bindings["causal_conv1d_update"]
     assert own.bound == missing.bound == "unbound"
     assert own.extra == {"defined_in_module": True} and missing.extra == {}

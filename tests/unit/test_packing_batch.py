@@ -58,6 +58,7 @@ def test_the_section_reads_back_typed_and_matches_the_schema():
     import jsonschema
 
     from kernelcheck import schemas
+    from kernelcheck.core import matrix
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import packing_batch_report
 
@@ -67,7 +68,7 @@ def test_the_section_reads_back_typed_and_matches_the_schema():
     sec.payoff = Payoff("full", "NVIDIA H100", 16, 13186, 65536, 1.2, 0.4, 0.798, 4.97)
     assert BatchSection.from_json(sec.to_json()) == sec
     found = measured_findings(sec, ("chunk_gated_delta_rule",))
-    model = transformers_models.resolve("qwen3.8-27b")
+    model = transformers_models.resolve("qwen3.8-27b", m=matrix.load())
     doc = packing_batch_report.to_json(model, sec, None, found)
     jsonschema.validate(doc, schemas.load("verify-packing"))
     assert doc["exit_code"] == 4 and doc["payoff"]["ratio"] == 3.0 and doc["segments"][1]["first_layer"] == (

@@ -124,7 +124,7 @@ def test_the_head_line_and_junit_read_the_model_fields() -> None:
 def test_the_model_ref_of_a_resolved_model_is_what_doctor_reports() -> None:
     from kernelcheck.integrations import transformers_models
 
-    ref = ModelRef.of(transformers_models.resolve("qwen3.8-27b"))
+    ref = ModelRef.of(transformers_models.resolve("qwen3.8-27b", m=matrix.load()))
     assert ref == model_ref()
     assert ModelRef.from_json(ref.to_json()) == ref
 

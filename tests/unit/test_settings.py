@@ -76,7 +76,7 @@ def test_a_network_timeout_that_is_not_seconds_is_bad_input_everywhere_it_is_rea
 def test_a_bad_network_timeout_stops_a_lookup_instead_of_becoming_a_failed_download(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Both network readers (config.json from the Hub, the Kernel Hub listing) raise it, not swallow it."""
-    from kernelcheck.core import models
+    from kernelcheck.core import matrix, models
     from kernelcheck.core.errors import BadInput
     from kernelcheck.integrations import kernels_hub
 
@@ -87,7 +87,7 @@ def test_a_bad_network_timeout_stops_a_lookup_instead_of_becoming_a_failed_downl
     asked: list[str] = []
     monkeypatch.setattr(kernels_hub, "_resolve_hub", lambda repo_id, *a: asked.append(repo_id))
     with pytest.raises(BadInput):
-        models.resolve("example-org/not-cached-model")
+        models.resolve("example-org/not-cached-model", m=matrix.load())
     with pytest.raises(BadInput):
         kernels_hub.resolve_repo("kernels-community/example", version=1, source="auto")
     assert asked == []

@@ -30,10 +30,10 @@ def test_the_vision_tower_builds_none_of_the_parents_layers_the_text_model_does(
 
 
 def test_sub_config_specs_get_the_parents_needs_only_where_its_layers_are_built():
-    assert transformers_models.tower_of("qwen3_5_vision") == ("qwen3_5", "Qwen3_5VisionModel")
-    assert transformers_models.installed_spec("qwen3_5_vision").functions == ()
-    assert transformers_models.tower_of("qwen3_5_text") is None
-    assert "chunk_gated_delta_rule" in transformers_models.installed_spec("qwen3_5_text").functions
+    assert transformers_models.tower_of("qwen3_5_vision", m=matrix.load()) == ("qwen3_5", "Qwen3_5VisionModel")
+    assert transformers_models.installed_spec("qwen3_5_vision", m=matrix.load()).functions == ()
+    assert transformers_models.tower_of("qwen3_5_text", m=matrix.load()) is None
+    assert "chunk_gated_delta_rule" in transformers_models.installed_spec("qwen3_5_text", m=matrix.load()).functions
 
 
 def test_use_kernel_func_from_hub_is_a_kernelize_hook_not_an_unread_decorator():
@@ -53,8 +53,8 @@ def test_an_audio_or_vision_tower_without_an_auto_mapping_is_found_by_its_config
     `config: InklingAudioConfig` (its parent builds InklingAudioModel(config.audio_config)); it holds none of the
     parent's short convolutions, so doctor drops causal_conv1d_* for them."""
     for sub, cls in (("inkling_audio", "InklingAudioModel"), ("inkling_vision", "InklingVisionModel")):
-        assert transformers_models.tower_of(sub) == ("inkling_mm_model", cls)
-        assert transformers_models.installed_spec(sub).functions == ()
+        assert transformers_models.tower_of(sub, m=matrix.load()) == ("inkling_mm_model", cls)
+        assert transformers_models.installed_spec(sub, m=matrix.load()).functions == ()
     src = ("class A(Base):\n    config: AConfig\n\nclass B(Base):\n    config: BConfig\n\n"
            "class B2(Base):\n    config: BConfig\n")
     classes = {n.name: n for n in ast.parse(src).body if isinstance(n, ast.ClassDef)}
@@ -75,15 +75,15 @@ def test_the_hub_section_of_a_tower_leaves_out_the_functions_the_report_dropped(
                                         functions=("causal_conv1d_update", "causal_conv1d_fn"))])
     assert dropped == ("causal_conv1d_update", "causal_conv1d_fn")
     assert submodel.dropped([Finding("no-gpu", "info", "x")]) == ()
-    monkeypatch.setattr(hub_check, "transformers_hub", lambda: TH)
+    monkeypatch.setattr(hub_check, "transformers_hub", lambda *, m: TH)
     monkeypatch.setattr(hub_check, "model_hub_names", lambda module: {
         "RMSNorm": "layer", "causal_conv1d_update": "function", "causal_conv1d_fn": "function"})
     env = make_env(None, torch="2.13.0+cpu", cuda=None)
     rep = Report("doctor", None, None, "train")
     sec = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
-                          source="cache", dropped=dropped)
+                          source="cache", dropped=dropped, m=matrix.load())
     assert [r.name for r in sec.names] == ["RMSNorm"]
     rep = Report("doctor", None, None, "train")
     full = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",
-                           source="cache")
+                           source="cache", m=matrix.load())
     assert {r.name for r in full.names} == {"RMSNorm", "causal_conv1d_update", "causal_conv1d_fn"}
