@@ -19,7 +19,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
 
 _start = operator.itemgetter(0)
 
@@ -39,44 +38,7 @@ class Share:
 
 
 def shares(gpu: Iterable[tuple[float, float, int, bool]]) -> dict[int, Share]:
-    """gpu: (start us, duration us, correlation id, is a kernel) per GPU event -> correlation id -> Share.
-
-    The same additions, in the same order, as `shares_each`, a column at a time: the frontier is a running
-    max (itertools.accumulate), each event's idle and busy share a map; a correlation id's first event makes
-    its Share (0.0 + the value, as `+=` on a new Share), and only the later events of an id are added one by one."""
-    rows = sorted(gpu, key=_start)
-    n = len(rows)
-    if n < 2:
-        return shares_each(rows)
-    ts, dur, corr, is_kernel = zip(*rows, strict=True)
-    ends = list(map(operator.add, ts, dur))
-    before = list(accumulate(ends, max))[:-1]  # the frontier each event after the first meets
-    idle = [0.0, *map(max, repeat(0.0), map(operator.sub, ts[1:], before))]
-    busy = [dur[0], *map(max, repeat(0.0), map(operator.sub, ends[1:], map(max, ts[1:], before)))]
-    kernel_us = [d if k else 0.0 for d, k in zip(dur, is_kernel, strict=True)]
-    first = sorted(dict(zip(reversed(corr), range(n - 1, -1, -1), strict=True)).values())
-    pick = operator.itemgetter(*first) if len(first) > 1 else (lambda col: (col[first[0]],))
-    out = dict(zip(pick(corr), map(Share, map(int, map(bool, pick(is_kernel))), map(operator.add, repeat(0.0),
-                                                                                 pick(kernel_us)),
-                                    map(operator.add, repeat(0.0), pick(busy)), map(operator.add, repeat(0.0),
-                                                                                    pick(idle))),
-                   strict=True))
-    if len(first) < n:
-        is_first = bytearray(n)
-        for i in first:
-            is_first[i] = 1
-        for i in compress(range(n), map(operator.not_, is_first)):
-            s = out[corr[i]]
-            if is_kernel[i]:
-                s.kernels += 1
-                s.kernel_us += dur[i]
-            s.idle_us += idle[i]
-            s.busy_us += busy[i]
-    return out
-
-
-def shares_each(gpu: Iterable[tuple[float, float, int, bool]]) -> dict[int, Share]:
-    """`shares`, event by event (the reference)."""
+    """gpu: (start us, duration us, correlation id, is a kernel) per GPU event -> correlation id -> Share."""
     out: dict[int, Share] = {}
     get = out.get
     front: float | None = None

@@ -10,7 +10,7 @@ from array import array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelcheck.trace import analysis, gpushare
+from kernelcheck.trace import analysis
 from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET
 
 _floats = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([0.0, -0.0, 1.5, math.inf, -math.inf, math.nan]))
@@ -40,17 +40,3 @@ def test_gather_equals_the_event_by_event_gather(events: list[tuple[float, float
         assert _same(fast, slow), (idxs, fast, slow)
         assert type(fast[0]) is list and all(type(x) is float for x in fast[1])
     assert isinstance(acc.g_ts, array)
-
-
-_inexact = st.integers(1, 10**6).map(lambda k: k / 7)  # sums that round: their order shows
-_number = st.one_of(_inexact, _floats, st.integers(-5, 5))
-_gpu_event = st.tuples(_number, _number,
-                       st.integers(-1, 2), st.booleans())  # few ids: several events each, sums of 3+
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_gpu_event, max_size=60))
-def test_timeline_shares_equal_the_event_by_event_shares(events: list[tuple[float, float, int, bool]]) -> None:
-    fast, slow = gpushare.shares(events), gpushare.shares_each(events)
-    assert _same(list(fast.items()), list(slow.items())), (fast, slow)
-    assert _same(gpushare.totals(fast), gpushare.totals(slow))
