@@ -20,16 +20,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import fnmatch
-import math
 import operator
 import os
 import re
 import zlib
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
-from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,7 +49,6 @@ __all__ = ["SignatureMatch", "StepStats", "TraceAnalysis", "analyze_events", "an
 TOP_N = 10
 # GPU activity kinds in the per-activity arrays
 _KERNEL, _MEMCPY, _MEMSET = KERNEL, MEMCPY, MEMSET
-_NOT_KERNEL = frozenset((MEMCPY, MEMSET))
 _second = operator.itemgetter(1)
 _STEP_PREFIX = "ProfilerStep#"
 _NUM = (int, float)
@@ -371,72 +368,6 @@ class _Accumulator(FastFeed):
     def _stats(self, name: str, idxs: Iterable[int], cpu_names: Counter[int], cpu_ops: int,
                window: tuple[float, float] | None, delay_of: dict[int, float], launches: int,
                cpu_span: float) -> StepStats:
-        intervals, kdurs, kdelays, kcount, ktime, memcpy, memset, gpu_lo, gpu_hi = self._gather(idxs, delay_of)
-        busy, gaps = _union(intervals)
-        gpu_span = (gpu_hi - gpu_lo) if gpu_hi > gpu_lo else 0.0
-        if window is not None:
-            lo, hi = window
-            if gpu_hi > gpu_lo:
-                lo, hi = min(lo, gpu_lo), max(hi, gpu_hi)
-            wall = hi - lo
-        else:
-            wall = gpu_span
-        nl = self.name_list
-        by_time = tuple({"name": nl[n], "total_us": round(t, 3), "count": kcount[n]}
-                        for n, t in sorted(ktime.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
-        by_count = tuple({"name": nl[n], "count": c, "total_us": round(ktime[n], 3)}
-                         for n, c in sorted(kcount.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
-        ops = tuple({"name": nl[n], "count": c}
-                    for n, c in sorted(cpu_names.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
-        return StepStats(
-            name=name, cpu_ops=cpu_ops, kernels=len(intervals), memcpy=memcpy, memset=memset,
-            gpu_busy_us=busy, cpu_span_us=cpu_span, gpu_span_us=gpu_span, wall_us=max(wall, 0.0),
-            idle_gaps=gaps, launch_delay_us=_percentiles(kdelays), median_kernel_us=_median(kdurs),
-            top_kernels_by_time=by_time, top_kernels_by_count=by_count, top_ops_by_count=ops,
-            kernel_names=tuple(sorted(nl[n] for n in kcount)),
-            kernel_counts={nl[n]: c for n, c in kcount.items()}, launches=launches,
-        )
-
-    def _gather(self, idxs: Iterable[int], delay_of: dict[int, float]) -> tuple[
-            list[tuple[float, float]], list[float], list[float], Counter[int], defaultdict[int, float], int, int,
-            float, float]:
-        """The GPU events `idxs` (in index order): kernel intervals, durations and launch delays, count and time
-        per kernel name, memcpy and memset counts, the first start and the last end. Column at a time, in C where
-        the order of float additions cannot change (the per-name times are added one by one, in index order)."""
-        ix: Sequence[int]
-        ts: Sequence[float]
-        ds: Sequence[float]
-        ks: Sequence[int]
-        ns: Sequence[int]
-        if isinstance(idxs, range) and idxs == range(len(self.g_ts)):
-            ts, ds, ks, ns, ix = self.g_ts, self.g_dur, self.g_kind, self.g_name, idxs
-        else:
-            ix = list(idxs)
-            if len(ix) < 2:
-                return self._gather_each(ix, delay_of)
-            pick = operator.itemgetter(*ix)
-            ts, ds, ks, ns = pick(self.g_ts), pick(self.g_dur), pick(self.g_kind), pick(self.g_name)
-        ends = list(map(operator.add, ts, ds))
-        if any(map(math.isnan, ends)):  # NaN (a hand-made trace): the comparisons one by one decide
-            return self._gather_each(list(ix), delay_of)
-        memcpy, memset = ks.count(_MEMCPY), ks.count(_MEMSET)
-        is_kernel = list(map(operator.not_, map(_NOT_KERNEL.__contains__, ks)))
-        kts, kds = list(compress(ts, is_kernel)), list(compress(ds, is_kernel))
-        kns = list(compress(ns, is_kernel))
-        intervals = list(zip(kts, compress(ends, is_kernel), strict=True))
-        get = delay_of.get
-        kdelays = [d for d in map(get, compress(ix, is_kernel)) if d is not None]
-        kcount: Counter[int] = Counter(kns)
-        ktime: defaultdict[int, float] = defaultdict(float)
-        for n, d in zip(kns, kds, strict=True):
-            ktime[n] += d
-        return (intervals, kds, kdelays, kcount, ktime, memcpy, memset, min(ts, default=float("inf")),
-                max(ends, default=float("-inf")))
-
-    def _gather_each(self, idxs: Iterable[int], delay_of: dict[int, float]) -> tuple[
-            list[tuple[float, float]], list[float], list[float], Counter[int], defaultdict[int, float], int, int,
-            float, float]:
-        """`_gather`, event by event."""
         g_ts, g_dur, g_kind, g_name = self.g_ts, self.g_dur, self.g_kind, self.g_name
         intervals: list[tuple[float, float]] = []
         kdurs: list[float] = []
@@ -465,7 +396,30 @@ class _Accumulator(FastFeed):
             dl = delay_of.get(i)
             if dl is not None:
                 kdelays.append(dl)
-        return intervals, kdurs, kdelays, kcount, ktime, memcpy, memset, gpu_lo, gpu_hi
+        busy, gaps = _union(intervals)
+        gpu_span = (gpu_hi - gpu_lo) if gpu_hi > gpu_lo else 0.0
+        if window is not None:
+            lo, hi = window
+            if gpu_hi > gpu_lo:
+                lo, hi = min(lo, gpu_lo), max(hi, gpu_hi)
+            wall = hi - lo
+        else:
+            wall = gpu_span
+        nl = self.name_list
+        by_time = tuple({"name": nl[n], "total_us": round(t, 3), "count": kcount[n]}
+                        for n, t in sorted(ktime.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
+        by_count = tuple({"name": nl[n], "count": c, "total_us": round(ktime[n], 3)}
+                         for n, c in sorted(kcount.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
+        ops = tuple({"name": nl[n], "count": c}
+                    for n, c in sorted(cpu_names.items(), key=lambda kv: (-kv[1], nl[kv[0]]))[:TOP_N])
+        return StepStats(
+            name=name, cpu_ops=cpu_ops, kernels=len(intervals), memcpy=memcpy, memset=memset,
+            gpu_busy_us=busy, cpu_span_us=cpu_span, gpu_span_us=gpu_span, wall_us=max(wall, 0.0),
+            idle_gaps=gaps, launch_delay_us=_percentiles(kdelays), median_kernel_us=_median(kdurs),
+            top_kernels_by_time=by_time, top_kernels_by_count=by_count, top_ops_by_count=ops,
+            kernel_names=tuple(sorted(nl[n] for n in kcount)),
+            kernel_counts={nl[n]: c for n, c in kcount.items()}, launches=launches,
+        )
 
 
 def _union(intervals: list[tuple[float, float]]) -> tuple[float, dict[str, float]]:
