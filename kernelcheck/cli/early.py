@@ -114,14 +114,18 @@ def check_spec(tok: str) -> None:
 
 
 def _check_file(path: str, flag: str) -> None:
-    p = Path(path).expanduser()
+    from kernelcheck.core import paths
+
+    p = paths.checked(Path(path).expanduser(), flag, "Give the path of an existing file.")
     if not p.is_file():
         what = "is a folder" if p.is_dir() else "does not exist"
         raise BadInput(f"{flag} {path}: the file {what}. Give the path of an existing file.")
 
 
 def check_folder(path: str, flag: str) -> None:
-    p = Path(path).expanduser()
+    from kernelcheck.core import paths
+
+    p = paths.checked(Path(path).expanduser(), flag, "Give the folder that holds the wheels.")
     if not p.is_dir():
         what = "is a file" if p.exists() else "does not exist"
         raise BadInput(f"{flag} {path}: the folder {what}. Give the folder that holds the wheels.")

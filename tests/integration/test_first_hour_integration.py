@@ -38,8 +38,10 @@ def test_a_dry_run_for_an_h200_image_writes_no_wheelhouse_and_plans_the_fla_640_
     commands = [s.get("command", "") for s in rep["plan"] if s["action"] == "install"]
     assert commands and all(tmp not in c and "cp311" not in c and "--find-links" in c for c in commands), commands
     assert "HTTPSConnectionPool" not in res.stdout  # wording: renderer test
-    # stderr is a file here: each step that takes time says so on a plain line (no carriage returns)
-    assert "\r" not in res.stderr and any(ln.endswith(" ...") for ln in res.stderr.splitlines()), \
+    # stderr is a file here: a step that takes over ~2 s says so on a plain line, never with carriage returns (which
+    # steps pass 2 s depends on the machine and pip's cache: tests/unit/test_first_hour.py pins the line itself)
+    progress = [ln for ln in res.stderr.splitlines() if ln.startswith("kernelcheck install: ") and "dry run" not in ln]
+    assert "\r" not in res.stderr and all(ln.endswith(" ...") or "still working" in ln for ln in progress), \
         res.stderr  # wording: renderer test (plain progress lines)
 
 
