@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import gpu, lifeline, manifest, matrix
+from kernelcheck.core import gpu, lifeline, manifest, matrix, signals
 from kernelcheck.core.environment import Environment, dist_version
 from kernelcheck.core.errors import InstallFailed, Interrupted
 from kernelcheck.core.plan_step import Step
@@ -135,10 +135,15 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     scratch.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(scratch))
     # tied to this process (core/lifeline.py): a SIGKILL of kernelcheck's group must not leave pip writing
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=env, preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
-    lifeline.note_child(proc.pid)
+    # SIGINT/SIGTERM held while Popen forks: with a preexec_fn, Python runs its at-fork hooks (logging's lock) in
+    # this process, and an Interrupted raised inside one is printed as "Exception ignored" and lost
+    with signals.held(reraise=False) as came:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env=env, preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+        lifeline.note_child(proc.pid)
     try:
+        if came:
+            raise Interrupted(came[0])
         out, err = proc.communicate()
     except BaseException:
         build.end_group(proc)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kernelcheck.core import gpu, lifeline
-from kernelcheck.core.errors import BuildFailed
+from kernelcheck.core import gpu, lifeline, signals
+from kernelcheck.core.errors import BuildFailed, Interrupted
 from kernelcheck.install import wheels
 
 # Each nvcc job of these extensions peaks around 2-4 GiB (measured: causal-conv1d bwd at about 3 GiB
@@ -307,11 +307,14 @@ def build_wheel(sdist: Path, *, arches: tuple[str, ...], wheelhouse: Path, env_p
             log_fh.write("$ " + " ".join(cmd) + "\n")
             # its own process group: on SIGINT/SIGTERM/any error the whole group (pip, ninja, nvcc, cicc,
             # cc1plus) is ended before the build folder goes away
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                    cwd=str(src), errors="replace", start_new_session=True,
-                                    preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
-            lifeline.note_child(proc.pid)  # its group, ended by the next install if kernelcheck dies first
+            with signals.held(reraise=False) as came:  # not lost in Popen's at-fork hooks (install/apply.py)
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                        cwd=str(src), errors="replace", start_new_session=True,
+                                        preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
+                lifeline.note_child(proc.pid)  # its group, ended by the next install if kernelcheck dies first
             try:
+                if came:
+                    raise Interrupted(came[0])
                 _stream(proc, log_fh, progress, started)
                 rc = proc.wait()
             except BaseException:
