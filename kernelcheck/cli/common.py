@@ -19,12 +19,11 @@ from kernelcheck.cli.upgrade_args import upgrade_specs
 from kernelcheck.core import paths, settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, EXIT_INTERNAL, Mode, Verdict
-from kernelcheck.report.model import Report, render_json
 from kernelcheck.report.terminal import Terminal, present
-from kernelcheck.report.text import render_text
 
 if TYPE_CHECKING:
     from kernelcheck.commands.context import Context
+    from kernelcheck.report.model import Report
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
@@ -207,6 +206,8 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
 
 def finish(report: Report, as_json: bool, junit: str | None = None) -> int:
     from kernelcheck.fleet import handoff
+    from kernelcheck.report.model import render_json  # here: padding and compare never load the report model
+    from kernelcheck.report.text import render_text
 
     if handoff.take(report):  # --all-ranks: the fleet gate prints, on rank 0
         return report.exit_code

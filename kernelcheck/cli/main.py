@@ -10,19 +10,30 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import interrupts
-from kernelcheck.cli.doctor import doctor
-from kernelcheck.cli.hub import hub
-from kernelcheck.cli.install import install
-from kernelcheck.cli.models import models
-from kernelcheck.cli.trace import trace
-from kernelcheck.cli.verify import verify
 from kernelcheck.core import settings
 from kernelcheck.report.terminal import COLOR_CHOICES, set_color
+
+# each command's module, imported when the command is looked up: a run imports its own command only (the report
+# model and the doctor's checks cost a padding run a tenth of a second of CPU), --help and completion all of them
+_COMMANDS = {"compare": ("compare", "compare_command"), "doctor": ("doctor", "doctor"), "hub": ("hub", "hub"),
+             "install": ("install", "install"), "models": ("models", "models"), "padding": ("padding", "padding"),
+             "trace": ("trace", "trace"), "verify": ("verify", "verify")}
 
 
 class _Group(click.Group):
     """click's own Ctrl-C handling says "Aborted!" and exits 1 (an internal error); an interruption while
     the command line is still being parsed exits 130/143 like one inside a command (cli/interrupts.py)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            import importlib
+
+            module, name = _COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"kernelcheck.cli.{module}"), name))
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -69,12 +80,6 @@ def main(network_timeout: float | None = None, color: str = "auto") -> None:
     if network_timeout is not None:
         settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))
 
-
-from kernelcheck.cli.compare import compare_command  # noqa: E402
-from kernelcheck.cli.padding import padding  # noqa: E402
-
-for _command in (doctor, verify, models, install, trace, hub, padding, compare_command):
-    main.add_command(_command)
 
 
 

@@ -51,7 +51,7 @@ class PaddingRun:
 
 
 def run(req: Request, ctx: Context) -> Outcome[PaddingRun]:
-    from kernelcheck.padding import batching, lengths, svg, waste
+    from kernelcheck.padding import batching, lengths, waste
     from kernelcheck.padding import plot as plot_mod
 
     rule = waste.Rule.parse(req.batching)
@@ -60,6 +60,8 @@ def run(req: Request, ctx: Context) -> Outcome[PaddingRun]:
     result = batching.measure(lengths.chunks(req.data, req.tokenizer), rule)  # vectorized, bounded memory
     drawn: dict[str, object] | None = None
     if req.plot:
+        from kernelcheck.padding import svg  # only for a plot: its XML escaping pulls in urllib
+
         axis = svg.axis_for(result)
         how = plot_mod.write(req.plot, svg.render(result, f"{Path(req.data).name}: lengths and padding under {rule}"))
         drawn = {"file": req.plot, "format": "png" if how.startswith("PNG") else "svg", "bins": len(axis.edges) - 1,

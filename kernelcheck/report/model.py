@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck import schemas
 from kernelcheck.core import decide
 from kernelcheck.core.codec import Fields
-from kernelcheck.core.device import Device
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import (
     EXIT_CODE,
@@ -18,15 +17,18 @@ from kernelcheck.core.status import (
     FunctionStatus,
     Verdict,
 )
-from kernelcheck.integrations.kernels_hub import Resolution
-from kernelcheck.report import hub_text, live_text
-from kernelcheck.report.compiled import CompiledSection
-from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers, PrintedLine
-from kernelcheck.report.live import LiveLine
-from kernelcheck.report.live_details import LiveDetails
-from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
-from kernelcheck.report.step import StepSection
 from kernelcheck.report.trace import TraceSection
+
+if TYPE_CHECKING:  # the sections' own modules load where a section is built or read back (a trace or padding
+    # report, the most common run on a big file, needs none of them: a tenth of a second of imports)
+    from kernelcheck.core.device import Device
+    from kernelcheck.integrations.kernels_hub import Resolution
+    from kernelcheck.report.compiled import CompiledSection
+    from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers
+    from kernelcheck.report.live import LiveLine
+    from kernelcheck.report.live_details import LiveDetails
+    from kernelcheck.report.sections import BackendsSection, EnvironmentView, ModelRef, PackingSection
+    from kernelcheck.report.step import StepSection
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class HubSection:
 
     @property
     def lines(self) -> list[str]:
+        from kernelcheck.report import hub_text
+
         return hub_text.lines(self.items)
 
     def to_json(self) -> dict[str, Any]:
@@ -75,6 +79,9 @@ class HubSection:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HubSection:
         """A section read back: its lines as they were printed, its values typed."""
+        from kernelcheck.integrations.kernels_hub import Resolution
+        from kernelcheck.report.hub import HubMapEntry, HubRow, HubTransformers, PrintedLine
+
         return cls([PrintedLine(t) for t in data["lines"]], data["used"], data["why"], data["device"], data["mode"],
                    data["offline"], HubTransformers.from_json(data["transformers"]),
                    [HubMapEntry.from_json(e) for e in data["mapping"]], [HubRow.from_json(r) for r in data["names"]],
@@ -94,6 +101,8 @@ class LiveSection:
 
     @property
     def lines(self) -> list[str]:
+        from kernelcheck.report import live_text
+
         return live_text.lines(self.items)
 
     def to_json(self) -> dict[str, Any]:
@@ -110,6 +119,9 @@ class LiveSection:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LiveSection:
         """A section read back: its lines as they were printed, a full run's details typed (LiveDetails)."""
+        from kernelcheck.report.hub import PrintedLine
+        from kernelcheck.report.live_details import LiveDetails
+
         full = "captured_output" in data  # a full run: its details, then the captured output
         return cls(data["ran"], [PrintedLine(t) for t in data["lines"]], bool(data.get("step")),
                    LiveDetails.from_json(data) if full else None, data.get("captured_output"))
@@ -286,6 +298,8 @@ class Report:
     def from_json(cls, data: dict[str, Any]) -> Report:
         """The report a command printed with --json, typed again (install reads the doctor it ran after the
         install): to_json(from_json(x)) == x for a doctor's report; verdict and exit code are decided again."""
+        from kernelcheck.report.sections import EnvironmentView, ModelRef
+
         env, model = data["environment"], data["model"]
         rep = cls(data["command"], EnvironmentView.from_json(env) if env else None,
                   ModelRef.from_json(model) if model is not None else None, data["mode"],
@@ -294,20 +308,28 @@ class Report:
         for name, how in _SECTIONS:
             if how == "merge":
                 if _MERGED_KEY[name] in data:
-                    setattr(rep, name, _SECTION_TYPE[name].from_json(data))
+                    setattr(rep, name, _section_type(name).from_json(data))
             elif name in data:
-                setattr(rep, name, _SECTION_TYPE[name].from_json(data[name]) if how == "json"
+                setattr(rep, name, _section_type(name).from_json(data[name]) if how == "json"
                         else [Step.from_json(s) for s in data[name]] if how == "steps" else data[name])
         return rep
 
 
-# The typed sections' classes; a merged section is read back when its first key is in the report's JSON.
-_SECTION_TYPE: dict[str, Any] = {
-    "device": Device,
-    "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
-    "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof, "trace": TraceSection,
-    "packing": PackingSection, "backends": BackendsSection, "compiled": CompiledSection,
-}
+def _section_type(name: str) -> Any:
+    """The typed section's class; a merged section is read back when its first key is in the report's JSON."""
+    from kernelcheck.core.device import Device
+    from kernelcheck.report.compiled import CompiledSection
+    from kernelcheck.report.sections import BackendsSection, PackingSection
+    from kernelcheck.report.step import StepSection
+
+    return {
+        "device": Device,
+        "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
+        "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof,
+        "trace": TraceSection, "packing": PackingSection, "backends": BackendsSection, "compiled": CompiledSection,
+    }[name]
+
+
 _MERGED_KEY = {"prediction": "predicted", "installed": "installed", "trace": "trace"}
 
 

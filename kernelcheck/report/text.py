@@ -3,14 +3,16 @@ values (report/model.py holds them and writes the JSON)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelcheck.core.device import Device
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
-from kernelcheck.report.sections import EnvironmentView
 from kernelcheck.report.trace import StepRow
+
+if TYPE_CHECKING:  # annotations only: a trace's report loads neither
+    from kernelcheck.core.device import Device
+    from kernelcheck.report.sections import EnvironmentView
 
 # a function's status in words. `unsupported` (JSON) is a kernel that does not apply here: this transformers does
 # not call it, or this device cannot run it (its why line says which): "N/A", not a failure of the function

@@ -8,6 +8,7 @@ import ast
 import json
 from pathlib import Path
 
+import click
 import pytest
 
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
@@ -51,8 +52,10 @@ def test_every_command_with_mode_uses_the_one_shared_option() -> None:
     from kernelcheck.cli.common import MODE_CHOICE
     from kernelcheck.cli.main import main
 
-    with_mode = {name: next(p for p in cmd.params if p.name == "mode") for name, cmd in main.commands.items()
-                 if any(p.name == "mode" for p in cmd.params)}
+    ctx = click.Context(main)
+    commands = {name: main.get_command(ctx, name) for name in main.list_commands(ctx)}
+    with_mode = {name: next(p for p in cmd.params if p.name == "mode") for name, cmd in commands.items()
+                 if cmd is not None and any(p.name == "mode" for p in cmd.params)}
     assert sorted(with_mode) == ["doctor", "hub", "install", "verify"]
     for name, param in with_mode.items():
         assert param.type is MODE_CHOICE and list(MODE_CHOICE.choices) == ["train", "infer"], name
