@@ -9,10 +9,17 @@ the file, not copied into the test.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DOCKERFILE = REPO / "Dockerfile.build"
 
 
 @dataclass
@@ -118,3 +125,68 @@ def stage_env(df: Dockerfile, stage: Stage, base_env: dict[str, str], build_args
 def shell(stage: Stage) -> list[str]:
     sh = stage.of("SHELL")
     return json.loads(sh[-1].args) if sh else ["/bin/sh", "-c"]
+
+
+class Emulated:
+    """Paths the Dockerfile uses, mapped into a temp folder, and the RUN steps with their environment."""
+
+    def __init__(self, root: Path, kc_bin: Path | None = None, build_args: dict[str, str] | None = None,
+                 base_python: Path | None = None, timeout: float = 900):
+        self.root = root
+        self.timeout = timeout  # one RUN step's limit (a real compile of the kernels takes longer)
+        self.df = parse(DOCKERFILE)
+        self.map = {"/opt/kernels": str(root / "opt" / "kernels"), "/wheelhouse": str(root / "wheelhouse"),
+                    "/src/kernelcheck": str(root / "src" / "kernelcheck")}
+        (root / "wheelhouse").mkdir(parents=True, exist_ok=True)  # a cache mount always exists in a build
+        self.build_args = build_args or {}
+        # The "base image": this test's Python (or `base_python`'s venv) with its torch/transformers/pip, nothing
+        # from the caller.
+        base_bin = (base_python or Path(sys.executable)).parent
+        base_path = os.pathsep.join([str(base_bin), "/usr/local/bin", "/usr/bin", "/bin"])
+        self.base_env = {"PATH": base_path, "HOME": str(root / "home"), "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8"}
+        for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CERT", "SSL_CERT_FILE",
+                  "KERNELCHECK_TEST_CACHE", "TMPDIR"):
+            if k in os.environ:  # how this machine reaches PyPI, as a base image's pip config would
+                self.base_env[k] = os.environ[k]
+
+    def path(self, p: str) -> str:
+        for src, dst in sorted(self.map.items(), key=lambda kv: -len(kv[0])):
+            p = p.replace(src, dst)
+        return p
+
+    def steps(self, stage_name: str):
+        """(instruction, env, cwd) for each RUN/COPY/WORKDIR of the stage, in order."""
+        stage = self.df.stage(stage_name)
+        env = dict(self.base_env)
+        cwd = self.root
+        for ins in stage.instructions:
+            if ins.keyword == "ARG":
+                k, _, v = ins.args.partition("=")
+                env[k] = self.build_args.get(k, self.df.global_args.get(k, v) if not v else v)  # noqa: SIM212
+            elif ins.keyword == "ENV":
+                before = dict(env)
+                for item in shlex.split(ins.args):
+                    k, _, v = item.partition("=")
+                    env[k] = expand(self.path(v), before)  # map literals once, then expand
+            elif ins.keyword == "WORKDIR":
+                cwd = Path(self.path(expand(ins.args, env)))
+                cwd.mkdir(parents=True, exist_ok=True)
+            yield ins, dict(env), cwd
+
+    def copy_context(self, ins: Instruction, cwd: Path) -> None:
+        *srcs, dst = shlex.split(ins.args)
+        target = Path(self.path(dst)) if dst.startswith("/") else cwd / dst
+        for src in srcs:
+            s = REPO / src.rstrip("/")
+            if s.is_dir():
+                shutil.copytree(s, target / s.name if not src.endswith("/") else target,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(s, target / s.name)
+
+    def run(self, stage: str, ins: Instruction, env: dict[str, str], cwd: Path,
+            extra: list[str] = ()) -> subprocess.CompletedProcess:
+        cmd = self.path(ins.args) + ("".join(f" {shlex.quote(a)}" for a in extra))
+        sh = shell(self.df.stage(stage))
+        return subprocess.run([*sh, cmd], capture_output=True, text=True, env=env, cwd=cwd, timeout=self.timeout)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import stat
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from tests import dockerfile, envs
+from tests.kcfixtures import cuda_torch_venv, have_nvcc
 
 REPO = envs.REPO
 DOCKERFILE = REPO / "Dockerfile.build"
@@ -121,68 +121,7 @@ def test_readme_or_docs_document_the_build_args():
 
 # ---- Dockerfile.build's commands, run outside docker ------------------------------------------------
 
-class Emulated:
-    """Paths the Dockerfile uses, mapped into a temp folder, and the RUN steps with their environment."""
-
-    def __init__(self, root: Path, kc_bin: Path, build_args: dict[str, str] | None = None,
-                 base_python: Path | None = None):
-        self.root = root
-        self.df = dockerfile.parse(DOCKERFILE)
-        self.map = {"/opt/kernels": str(root / "opt" / "kernels"), "/wheelhouse": str(root / "wheelhouse"),
-                    "/src/kernelcheck": str(root / "src" / "kernelcheck")}
-        (root / "wheelhouse").mkdir(parents=True, exist_ok=True)  # a cache mount always exists in a build
-        self.build_args = build_args or {}
-        # The "base image": this test's Python (or `base_python`'s venv) with its torch/transformers/pip, nothing
-        # from the caller.
-        base_bin = (base_python or Path(sys.executable)).parent
-        base_path = os.pathsep.join([str(base_bin), "/usr/local/bin", "/usr/bin", "/bin"])
-        self.base_env = {"PATH": base_path, "HOME": str(root / "home"), "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8"}
-        for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CERT", "SSL_CERT_FILE",
-                  "KERNELCHECK_TEST_CACHE", "TMPDIR"):
-            if k in os.environ:  # how this machine reaches PyPI, as a base image's pip config would
-                self.base_env[k] = os.environ[k]
-
-    def path(self, p: str) -> str:
-        for src, dst in sorted(self.map.items(), key=lambda kv: -len(kv[0])):
-            p = p.replace(src, dst)
-        return p
-
-    def steps(self, stage_name: str):
-        """(instruction, env, cwd) for each RUN/COPY/WORKDIR of the stage, in order."""
-        stage = self.df.stage(stage_name)
-        env = dict(self.base_env)
-        cwd = self.root
-        for ins in stage.instructions:
-            if ins.keyword == "ARG":
-                k, _, v = ins.args.partition("=")
-                env[k] = self.build_args.get(k, self.df.global_args.get(k, v) if not v else v)  # noqa: SIM212
-            elif ins.keyword == "ENV":
-                before = dict(env)
-                for item in shlex.split(ins.args):
-                    k, _, v = item.partition("=")
-                    env[k] = dockerfile.expand(self.path(v), before)  # map literals once, then expand
-            elif ins.keyword == "WORKDIR":
-                cwd = Path(self.path(dockerfile.expand(ins.args, env)))
-                cwd.mkdir(parents=True, exist_ok=True)
-            yield ins, dict(env), cwd
-
-    def copy_context(self, ins: dockerfile.Instruction, cwd: Path) -> None:
-        *srcs, dst = shlex.split(ins.args)
-        target = Path(self.path(dst)) if dst.startswith("/") else cwd / dst
-        for src in srcs:
-            s = REPO / src.rstrip("/")
-            if s.is_dir():
-                shutil.copytree(s, target / s.name if not src.endswith("/") else target,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
-            else:
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(s, target / s.name)
-
-    def run(self, stage: str, ins: dockerfile.Instruction, env: dict[str, str], cwd: Path,
-            extra: list[str] = ()) -> subprocess.CompletedProcess:
-        cmd = self.path(ins.args) + ("".join(f" {shlex.quote(a)}" for a in extra))
-        sh = dockerfile.shell(self.df.stage(stage))
-        return subprocess.run([*sh, cmd], capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+Emulated = dockerfile.Emulated
 
 
 @pytest.fixture(scope="module")
@@ -517,3 +456,32 @@ def test_github_actions_fleet_matrix_collects_reports_into_compare(tmp_path, kc_
     data = json.loads(run(gate["run"].strip() + " --json").stdout)
     assert data["missing"] == [] and data["differences"] == [] and len(data["groups"]) == 1  # all 3 agree
     assert len(data["groups"][0]) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_nvcc(), reason="nvcc not on PATH: no -devel base to build on")
+def test_whole_image_builds_on_a_cuda_base_and_its_gate_says_ready(tmp_path):
+    """Both stages of Dockerfile.build for real (scripts/image_stages.py), on a -devel base with CUDA torch 2.14.1:
+    the build stage's `kernelcheck install` compiles causal-conv1d 1.7.0 for sm_90 against the base's torch (whose
+    headers need C++20; the sdist asks for C++17), the final stage gets only /opt/kernels, and its gate passes."""
+    base = cuda_torch_venv() / "bin" / "python"
+    work = tmp_path / "image"
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "image_stages.py"), "--base-python", str(base),
+                          "--work", str(work)], capture_output=True, text=True, timeout=3600)
+    summary = json.loads((work / "summary.json").read_text())
+    assert res.returncode == 0, (summary, res.stdout[-2000:], res.stderr[-2000:])
+    assert [s["exit"] for s in summary["steps"]] == [0, 0, 0]
+    layered = summary["kernels_venv"]
+    assert layered["torch"] == summary["base"]["torch"] == "2.14.1"  # the base's torch, kept
+    assert layered["causal-conv1d"].startswith("1.7.0+cu13torch2.14")  # compiled here for the base's torch
+    venv = work / "opt" / "kernels"
+    assert not list(venv.glob("lib/python*/site-packages/torch"))
+    (so,) = venv.glob("lib/python*/site-packages/causal_conv1d_cuda*.so")
+    from kernelcheck.install import wheels
+
+    assert wheels.so_arches(so.read_bytes()) == ("sm_90",)
+    gate = summary["gate"]
+    assert gate["verdict"] == "ready" and gate["exit_code"] == 0, gate
+    assert gate["functions"] == {"chunk_gated_delta_rule": "fast", "causal_conv1d_fn": "fast",
+                                 "attention:sdpa": "fast"}
+    assert summary["junit"]
