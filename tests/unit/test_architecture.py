@@ -216,7 +216,7 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
             for t in _targets(n):
                 if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
                         and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
-                    writes.append(f"{rel}:{n.lineno}: {ast.unparse(t)} =")
+                    writes.append(f"{rel}:{getattr(n, 'lineno', '?')}: {ast.unparse(t)} =")
             if isinstance(n, ast.Call):
                 name = ast.unparse(n.func)
                 if name.endswith("replace") and any(k.arg in _DECIDED for k in n.keywords):
@@ -249,6 +249,19 @@ def test_mypy_is_strict_for_the_whole_package() -> None:
     bare = [f"{p.relative_to(PKG)}:{i}" for p in sorted(PKG.rglob("*.py"))
             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"#\s*type:\s*ignore(?!\[)", line)]
     assert bare == [], bare
+
+
+def test_the_tests_held_to_strict_typing_exist_and_are_checked_in_ci() -> None:
+    """The test modules pyproject lists as strict (the override that turns their errors back on) are files here, and
+    .ci/run's mypy step checks tests/unit: a renamed module would otherwise drop out of the check unnoticed."""
+    import tomllib
+
+    cfg = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = [m for o in cfg.get("overrides", []) if o.get("ignore_errors") is False for m in o["module"]]
+    assert strict and all(m.startswith("tests.unit.") for m in strict), strict
+    missing = [m for m in strict if not (PKG.parent / (m.replace(".", "/") + ".py")).is_file()]
+    assert missing == [], missing
+    assert "mypy kernelcheck tests/unit" in (PKG.parent / ".ci" / "run").read_text()
 
 
 def test_no_module_imports_an_underscored_name_from_another() -> None:

@@ -88,8 +88,8 @@ def test_a_fix_read_back_from_a_reports_json_is_the_fix_built_in_process() -> No
     printed = render_json(built)
     back = Report.from_json(json.loads(printed))
     assert render_json(back) == printed
-    pairs = [*zip(built.functions, back.functions, strict=True), *zip(built.findings, back.findings, strict=True)]
-    fixes = [(a.fix, b.fix) for a, b in pairs if a.fix is not None]
+    fixes = [(a.fix, b.fix) for a, b in zip(built.functions, back.functions, strict=True) if a.fix is not None]
+    fixes += [(a.fix, b.fix) for a, b in zip(built.findings, back.findings, strict=True) if a.fix is not None]
     assert {a for a, _ in fixes} >= {"pip install triton tilelang"}
     for a, b in fixes:
         assert isinstance(a, Fix) and isinstance(b, Fix) and a == b
@@ -113,7 +113,7 @@ class _Counted(Fix):
     reads = 0
 
     @property
-    def change(self) -> Change | None:  # type: ignore[override]
+    def change(self) -> Change | None:
         _Counted.reads += 1
         return Fix(str(self)).change
 
@@ -132,8 +132,8 @@ def test_the_shipped_fixes_of_pip_commands_parse_as_installs_or_uninstalls() -> 
     it); a placeholder is filled as the rules fill it."""
     m = matrix.load()
     fill = {"model": "M", "dist": "fla-core", "package": "fla", "triton": "3.6.0", "torch": "2.11.0", "cap": "sm_90"}
-    rules = [*m.breakages, *m.import_errors, *m.runtime_errors]
-    pips = [Fix(r.fix.format_map(_Blank(fill))) for r in rules if r.fix.startswith("pip ")]
+    texts = [*(b.fix for b in m.breakages), *(r.fix for r in (*m.import_errors, *m.runtime_errors))]
+    pips = [Fix(t.format_map(_Blank(fill))) for t in texts if t.startswith("pip ")]
     assert pips
     for fix in pips:
         assert fix.change is not None, fix
