@@ -184,13 +184,14 @@ def main() -> int:
         return rc
     # Check what was written with kernelcheck's own analysis (this checkout's kernelcheck).
     sys.path.insert(0, str(REPO))
+    from kernelcheck.core import matrix
     from kernelcheck.trace import analysis as trace_mod
 
     for mode in ([a.only] if a.only else ["fast", "fallback"]):
         p = a.out / f"gdn_{mode}.json.gz"
         with gzip.open(p, "rb") as fh:
             raw = len(fh.read())
-        an = trace_mod.analyze_file(p)
+        an = trace_mod.analyze_file(p, m=matrix.load())
         s = an.summary
         print(f"{p.name}: {p.stat().st_size / 1e6:.2f} MB gzip ({raw / 1e6:.1f} MB raw), steps "
               f"{[st.name for st in an.steps]}, cpu_ops {s.cpu_ops}, kernels {s.kernels}, busy "

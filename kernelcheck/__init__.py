@@ -67,9 +67,10 @@ def verify_model(model: str, mode: str = "train", shape: str = "tiny", **options
 
 def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
     """A torch profiler trace (.json or .json.gz) read and judged: verdict, steps, kernels (trace/analysis.py)."""
+    from kernelcheck.commands.context import Context
     from kernelcheck.trace.analysis import analyze_file
 
-    return analyze_file(path)
+    return analyze_file(path, m=Context.from_environ().matrix)
 
 
 def trace_report(path: str | os.PathLike[str]) -> Report:

@@ -52,9 +52,9 @@ class Context:
         """The matrix this run decides on, loaded on first use (the settings' KERNELCHECK_MATRIX_DIR or the shipped
         data)."""
         if self._matrix is None:
-            from kernelcheck.core import matrix
+            from kernelcheck.core import entry
 
-            self._matrix = matrix.load()
+            self._matrix = entry.matrix()
         return self._matrix
 
     def environment(self, *, gpu_override: tuple[Gpu, ...] | None = None) -> Environment:

@@ -24,4 +24,4 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     from kernelcheck.trace import analysis
 
     progress = analysis.progress_to_stderr if ctx.progress else None
-    return reported(analysis.trace_report(req.file, progress=progress, annotate=req.annotate))
+    return reported(analysis.trace_report(req.file, progress=progress, annotate=req.annotate, m=ctx.matrix))

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kernelcheck.core.fix import Fix
 from kernelcheck.core.status import (
     SEVERITY_RANK,
     STATUS_RANK,
@@ -59,8 +60,11 @@ class RuleEvidence:
     severity: Severity | SeverityWord  # broken | fallback | warning (the rule's severity)
     title: str
     message: str
-    fix: str | None
+    fix: Fix | str | None  # a Fix once built
     functions: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,13 @@ class CheckedFix:
     """A function's fix checked against the rules (doctor/fixcheck.py): `original` would make the verdict worse
     here, so `fix` is printed instead (None: no fix), and `note` says why."""
 
-    original: str | None
-    fix: str | None
+    original: Fix | str | None  # Fixes once built
+    fix: Fix | str | None
     note: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "original", Fix.of(self.original))
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,10 @@ class Observation:
     implementation: str | list[str]  # what was called (a list when several callables ran)
     broken: str | None = None  # why the run shows it broken (raised, NaN/Inf, disagrees), or None
     known_breakage: str | None = None  # id of a broken finding that names the function, when there is one
-    fix: str | None = None  # the fix when broken
+    fix: Fix | str | None = None  # the fix when broken (a Fix once built)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
 
 TORCH = Build("", None)  # bound to no package: the torch function is the only code there is

@@ -148,8 +148,14 @@ class Matrix:
     breakages: tuple[Breakage, ...]
     import_errors: tuple[ImportErrorRule, ...]
     transformers: dict[str, Any]
+    root: Path = field(compare=False, repr=False)  # the folder it was read from (_root): its configs, signatures
     verified: tuple[dict[str, Any], ...] = field(default=())
     runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
+
+    @functools.cached_property
+    def signatures(self) -> TraceSignatures:
+        """The same folder's signatures.toml (trace, verify's evidence), read on first use (a command may read none)."""
+        return _load_signatures(self.root)
 
     @property
     def version_keys(self) -> tuple[str, ...]:
@@ -157,7 +163,7 @@ class Matrix:
         return (*STACK_KEYS, *self.packages)
 
     def shipped_config(self, relpath: str) -> dict[str, Any]:
-        return matrix_shape.read_config(_root() / relpath)
+        return matrix_shape.read_config(self.root / relpath)
 
     def package_of_distribution(self, dist: str) -> PackageInfo | None:
         norm = dist.lower().replace("_", "-")
@@ -168,8 +174,8 @@ class Matrix:
 
 
 def load() -> Matrix:
-    """Load and type-check all matrix files, once per process and folder (_root): a command's Context.matrix, or
-    a child process's core/child.py `load_matrix()`; everything else is passed the matrix."""
+    """Load and type-check all matrix files, once per process and folder (_root): core/entry.py `matrix()` alone
+    asks (a command's Context, a child process's entry point); everything else is passed the matrix."""
     return _load_matrix(_root())
 
 
@@ -201,7 +207,7 @@ def _load_matrix(root: Path) -> Matrix:
     m = Matrix(
         functions=funcs, packages=pkgs, families=families, model_types=mtypes, aliases=aliases,
         attention=attention, breakages=breakages, import_errors=import_errors,
-        transformers=_load("transformers.toml", root), verified=verified, runtime_errors=runtime_errors,
+        transformers=_load("transformers.toml", root), root=root, verified=verified, runtime_errors=runtime_errors,
     )
     _validate(m, root / "models.toml")
     return m
@@ -455,14 +461,10 @@ class TraceSignatures:
     backends: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fla backend -> its kernel name patterns
 
 
-def load_signatures() -> TraceSignatures:
-    """Load matrix/signatures.toml (kernel name patterns and thresholds used by `kernelcheck trace`)."""
-    return _load_signatures(_root())
-
-
 @functools.lru_cache(maxsize=2)
 @matrix_shape.typed("signatures.toml")
 def _load_signatures(root: Path) -> TraceSignatures:
+    """`root`'s signatures.toml (kernel name patterns and thresholds used by `kernelcheck trace`): Matrix.signatures."""
     d = _load("signatures.toml", root)
     pk = d.get("package", {})
     sigs = tuple(

@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion, Version
 from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.environment import Environment
+from kernelcheck.core.fix import Fix
 
 # the conditions a rule may name: core/matrix.py, which validates them; every other key is a version key (one of
 # matrix.STACK_KEYS or a package of matrix/packages.toml), checked there as the file is read
@@ -72,7 +73,7 @@ def _fla_ops(m: matrix.Matrix) -> tuple[str, ...]:
 class RuleHit:
     rule: matrix.Breakage
     message: str
-    fix: str
+    fix: Fix  # the rule's fix, filled in for this environment
     certain: bool  # False when a condition could not be decided (e.g. unknown build compiler)
 
 
@@ -158,7 +159,7 @@ def evaluate(facts: Facts, m: matrix.Matrix) -> list[RuleHit]:
         if any(r is False for r in results):
             continue
         certain = all(r is True for r in results)
-        hits.append(RuleHit(rule, rule.message.format(**fill), rule.fix.format(**fill), certain))
+        hits.append(RuleHit(rule, rule.message.format(**fill), Fix(rule.fix.format(**fill)), certain))
     return hits
 
 

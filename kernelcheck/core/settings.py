@@ -125,8 +125,8 @@ def _matrix_dir(env: Mapping[str, str]) -> Path | None:
 
 
 def matrix_dir() -> Path | None:
-    """KERNELCHECK_MATRIX_DIR alone: matrix.load() asks it (a command's Context, a child's core/child.py), so it
-    reads this one variable, not every setting."""
+    """KERNELCHECK_MATRIX_DIR alone: matrix.load() asks it (core/entry.py: a command's Context, a child's entry
+    point), so it reads this one variable, not every setting."""
     return _matrix_dir(os.environ)
 
 

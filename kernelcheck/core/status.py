@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from kernelcheck.core.fix import Fix
+
 
 class Status(StrEnum):  # a str: JSON and comparisons with plain strings keep working
     """What one function will really run."""
@@ -59,13 +61,14 @@ class Finding:
     id: str
     severity: Severity | SeverityWord  # a Severity once built
     message: str
-    fix: str | None = None
+    fix: Fix | str | None = None  # a Fix once built (core/fix.py: the text, its command and what it installs)
     reference: str | None = None
     functions: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()  # the transformers decorators it is about (kernel-decorator-unread)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", Severity(self.severity))
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
@@ -83,7 +86,7 @@ class FunctionStatus:
     status: Status | StatusWord  # a Status once built
     implementation: str
     reason: str | None = None
-    fix: str | None = None
+    fix: Fix | str | None = None  # a Fix once built, and after each decision (core/decide.py)
     phase: str = ""
     used: bool = True  # False: not called in this mode (decode in train) or not bound by this transformers
     evidence: dict[str, Any] | None = None
@@ -94,6 +97,7 @@ class FunctionStatus:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # the word as its member, not a decision
+        object.__setattr__(self, "fix", Fix.of(self.fix))  # the text as its value, not a decision
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FunctionStatus:

@@ -1,6 +1,7 @@
 """A printed fix never makes things worse: each fix is checked against the rules before it is printed.
 
-`check` reads the fix's command (`pip install A B`, `pip uninstall -y A`), builds the environment pip would leave
+`check` reads the fix's change (core/fix.py `Fix.change`: `pip install A B`, `pip uninstall -y A`), builds the
+environment pip would leave
 (`after`: the packages installed or removed, a kernel package whose import failed for want of one of them now
 importing and bound), evaluates the breakage rules there and decides the verdict with core/decide.py. When that
 verdict is worse than the one printed now (CPU with fla-core but no triton: `pip install triton` turns the torch
@@ -30,23 +31,12 @@ from kernelcheck.core import decide, matrix
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.capability import sm_name
 from kernelcheck.core.environment import Environment, PackageState
+from kernelcheck.core.fix import Change, Fix, lowest_version, normalized
 from kernelcheck.core.status import WORDS, Finding, FunctionStatus, Mode, Severity, Status, Verdict, worst
 from kernelcheck.integrations import fla_dispatch
 
 if TYPE_CHECKING:
     from kernelcheck.report.model import Report
-
-_COMMENT = re.compile(r"\s{2,}\(|\s+\(|,\s+or\s|;\s")  # where a fix's commentary starts
-
-
-@dataclass(frozen=True)
-class Change:
-    """What a fix command does to the environment."""
-
-    command: str  # the command alone, as printed
-    install: tuple[tuple[str, str | None], ...] = ()  # (distribution, the lowest version its specifier allows)
-    uninstall: tuple[str, ...] = ()
-
 
 @dataclass(frozen=True)
 class State:
@@ -65,51 +55,13 @@ class State:
 
 @dataclass(frozen=True)
 class Checked:
-    fix: str | None  # what to print
+    fix: Fix | None  # what to print
     note: str = ""  # why it differs from the rule's fix ("" when kept)
-
-
-def parse(fix: str | None) -> Change | None:
-    """The environment change of a `pip install` / `pip uninstall` fix; None for any other kind of fix."""
-    if not fix:
-        return None
-    command = _COMMENT.split(fix.strip(), maxsplit=1)[0].strip()
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if words[:1] in (["python"], ["python3"]) and words[1:3] == ["-m", "pip"]:
-        words = words[2:]
-    if len(words) < 3 or words[0] != "pip" or words[1] not in ("install", "uninstall"):
-        return None
-    names = [w for w in words[2:] if not w.startswith("-")]
-    if words[1] == "uninstall":
-        return Change(command, uninstall=tuple(_norm(n) for n in names))
-    out = []
-    for spec in names:
-        try:
-            req = Requirement(spec)
-        except InvalidRequirement:
-            return None
-        out.append((_norm(req.name), _lowest(req)))
-    return Change(command, install=tuple(out))
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _lowest(req: Requirement) -> str | None:
-    """The version pip would be held to at the low end (==X or >=X), None when the specifier does not say."""
-    for s in req.specifier:
-        if s.operator in ("==", ">=", "~=", "==="):
-            return s.version.rstrip(".*")
-    return None
 
 
 def _import_name(dist: str, m: matrix.Matrix) -> str:
     for pkg in m.packages.values():
-        if dist in (_norm(d) for d in pkg.distributions):
+        if dist in (normalized(d) for d in pkg.distributions):
             return pkg.name
     return dist.replace("-", "_")
 
@@ -196,10 +148,10 @@ def _verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | 
     removed = set(change.uninstall)
     functions = []
     for fs in state.functions:
-        name = _import_name(_norm(fs.package), m)
+        name = _import_name(normalized(fs.package), m)
         if name in bound and name not in state.bound and fs.status != Status.FAST:
             fs = decide.assume(fs, Status.FAST if env.cuda_gpu else Status.UNSUPPORTED)
-        elif _norm(fs.package) in removed:
+        elif normalized(fs.package) in removed:
             fs = decide.assume(fs, Status.FALLBACK)
         functions.append(fs)
     evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)
@@ -215,9 +167,10 @@ def _worse(a: Verdict, b: Verdict) -> bool:
     return worst([a, b]) != b
 
 
-def check(fix: str | None, state: State, m: matrix.Matrix, fixed: str | None = None) -> Checked:
-    """`fix` as it may be printed in `state`: kept, or replaced (with the reason) where it would make things worse."""
-    change = parse(fix)
+def check(fix: Fix | None, state: State, m: matrix.Matrix, fixed: str | None = None) -> Checked:
+    """`fix` as it may be printed in `state`: kept, or replaced (with the reason) where it would make things worse
+    (what it does is its `change`; a fix that is no pip command is kept as it is)."""
+    change = fix.change if fix is not None else None
     if change is None:
         return Checked(fix)
     now = decide.verdict(state.functions, state.findings)
@@ -233,7 +186,7 @@ def check(fix: str | None, state: State, m: matrix.Matrix, fixed: str | None = N
             return Checked(combined, f"{why}; {combined} avoids it.")
         where = where_safe(culprit.rule, state)
         if where:
-            return Checked(f"{where}: {fix}", f"{why}.")
+            return Checked(Fix(f"{where}: {fix}"), f"{why}.")
     return Checked(None, f"{why}, so no fix is printed for this machine.")
 
 
@@ -242,9 +195,9 @@ def _severity_verdict(severity: Severity) -> Verdict:
 
 
 def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix.Matrix, fixed: str | None,
-             now: Verdict) -> str | None:
+             now: Verdict) -> Fix | None:
     """The command plus the worsening rule's own install, when that is an install too and is not worse."""
-    extra = parse(culprit.fix)
+    extra = culprit.fix.change
     if extra is None or extra.uninstall or not extra.install:
         extra = _remedy_install(culprit)  # the rule's fix is prose: its `remedies` data says what it adds
     if extra is None or extra.uninstall or not extra.install:
@@ -252,13 +205,13 @@ def _combine(change: Change, culprit: rules_mod.RuleHit, state: State, m: matrix
     merged = Change(f"{change.command} {' '.join(shlex.quote(w) for w in shlex.split(extra.command)[2:])}",
                     install=change.install + extra.install)
     then, _ = verdict_after(merged, state, m, fixed)
-    return None if _worse(then, now) else merged.command
+    return None if _worse(then, now) else Fix(merged.command)
 
 
 def _remedy_install(culprit: rules_mod.RuleHit) -> Change | None:
     """`pip install` of the packages the rule's remedies add (kind "add"), as a Change; None when it adds none."""
     specs = [r["spec"] for r in culprit.rule.remedies if r.get("kind") == "add" and r.get("spec")]
-    return parse("pip install " + " ".join(specs)) if specs else None
+    return Fix("pip install " + " ".join(specs)).change if specs else None
 
 
 _CAP = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
@@ -294,20 +247,20 @@ def guard(state: State, m: matrix.Matrix) -> tuple[list[Finding], dict[str, deci
     """Every fix `state` prints, checked: the findings as they may be printed, and the functions' checked fixes."""
     findings = []
     for f in state.findings:
-        c = check(f.fix, state, m, fixed=f.id)
+        c = check(Fix.of(f.fix), state, m, fixed=f.id)
         findings.append(f if c.fix == f.fix else Finding(f.id, f.severity, f"{f.message}. {c.note}", c.fix,
                                                          f.reference, f.functions, f.decorators))
     fixes: dict[str, decide.CheckedFix] = {}
     for fs in state.functions:
-        c = check(fs.fix, state, m)
+        c = check(Fix.of(fs.fix), state, m)
         if c.fix != fs.fix:
             fixes[fs.name] = decide.CheckedFix(fs.fix, c.fix, c.note)
     return findings, fixes
 
 
-def printed_fixes(functions: Iterable[FunctionStatus], findings: Sequence[Finding]) -> list[str]:
+def printed_fixes(functions: Iterable[FunctionStatus], findings: Sequence[Finding]) -> list[Fix]:
     """Every fix a report prints (for the property test)."""
-    return [x for x in [*(fs.fix for fs in functions), *(f.fix for f in findings)] if x]
+    return [x for x in [*(Fix.of(fs.fix) for fs in functions), *(Fix.of(f.fix) for f in findings)] if x]
 
 
 def pinned_triton() -> str | None:
@@ -323,8 +276,8 @@ def pinned_triton() -> str | None:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if _norm(req.name) == "triton":
-            return _lowest(req)
+        if normalized(req.name) == "triton":
+            return lowest_version(req)
     return None
 
 

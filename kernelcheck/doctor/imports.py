@@ -34,7 +34,7 @@ import time
 import warnings
 from typing import IO, Any
 
-from kernelcheck.core import child, environment, matrix, settings
+from kernelcheck.core import entry, environment, matrix, settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers
 from kernelcheck.report.model import ImportProof, Report
@@ -99,7 +99,7 @@ def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int], m: m
     code = 1
     try:
         if m is None:
-            m = child.load_matrix()
+            m = entry.matrix()
         for fd in inherited:  # the other children's pipe ends: their EOFs must not wait for this process
             os.close(fd)
         os.dup2(err_fd, 1)

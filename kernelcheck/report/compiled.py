@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelcheck.core.fix import Fix
+
 
 @dataclass(frozen=True)
 class GraphBreak:
@@ -20,7 +22,10 @@ class GraphBreak:
     where: str  # "path:line in function" (path after site-packages/)
     model_frame: str | None
     count: int
-    fix: str | None = None
+    fix: Fix | str | None = None  # a Fix once built
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
     def to_json(self) -> dict[str, Any]:
         return {"reason": self.reason, "explanation": self.explanation, "where": self.where,

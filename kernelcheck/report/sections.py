@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck.core.environment import Environment, Gpu, PackageState, TorchInfo
+from kernelcheck.core.fix import Fix
 from kernelcheck.core.models import ResolvedModel
 from kernelcheck.integrations.fla_dispatch import OpBackend
 
@@ -129,7 +130,10 @@ class ModeOutcome:
     mode: str
     outcome: str  # correct | raises | mixed
     reason: str
-    fix: str | None
+    fix: Fix | str | None  # a Fix once built
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fix", Fix.of(self.fix))
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "outcome": self.outcome, "reason": self.reason, "fix": self.fix}

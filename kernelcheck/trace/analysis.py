@@ -59,8 +59,10 @@ _NUM = (int, float)
 # reading
 
 
-def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None) -> TraceAnalysis:
-    """Stream a trace file (plain or gzip JSON) and analyse it. Raises BadInput for a non-trace file.
+def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
+                 m: matrix.Matrix) -> TraceAnalysis:
+    """Stream a trace file (plain or gzip JSON) and analyse it on the matrix `m` (its signatures and packages).
+    Raises BadInput for a non-trace file.
 
     `progress(bytes_read, total_bytes)` is called about every 16 MiB of input when given.
     """
@@ -70,7 +72,7 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
         size = p.stat().st_size
     except OSError:
         size = None
-    acc = _Accumulator()
+    acc = _Accumulator(m)
     phases = phases_mod.PhaseCollector()
     tick = _progress_ticks(size, progress) if progress is not None and size else None
     _guarded(p, lambda: reader.scan(lambda xs, n: acc.feed_fast(xs, n, phases),
@@ -108,9 +110,11 @@ def _guarded(p: Path | None, fn: Callable[[], _T]) -> _T:
                        "torch.profiler writes (prof.export_chrome_trace('trace.json'), plain or .gz).") from None
 
 
-def analyze_events(events: Iterable[Mapping[str, Any]], metadata: Mapping[str, Any] | None = None) -> TraceAnalysis:
-    """Analyse Chrome-trace event dicts (as torch's export_chrome_trace writes them) already in memory."""
-    acc = _Accumulator()
+def analyze_events(events: Iterable[Mapping[str, Any]], metadata: Mapping[str, Any] | None = None, *,
+                   m: matrix.Matrix) -> TraceAnalysis:
+    """Analyse Chrome-trace event dicts (as torch's export_chrome_trace writes them) already in memory, on the
+    matrix `m`."""
+    acc = _Accumulator(m)
     phases = phases_mod.PhaseCollector()
     _guarded(None, lambda: acc.feed(phases.passing(events)))
     an = _guarded(None, lambda: acc.finish(dict(metadata or {})))
@@ -133,7 +137,8 @@ def _progress_ticks(size: int, progress: Callable[[int, int], None]) -> Callable
 class _Accumulator(FastFeed):
     """Per-event work kept minimal: classify, append a few numbers to typed arrays, intern names."""
 
-    def __init__(self) -> None:
+    def __init__(self, m: matrix.Matrix) -> None:
+        self.m = m  # the matrix the verdict reads (finish)
         self.names: dict[str, int] = {}
         self.name_list: list[str] = []
         self.cpu_ts = array("d")
@@ -151,7 +156,7 @@ class _Accumulator(FastFeed):
         self.py_hits: list[tuple[float, str]] = []  # (ts, python function name) matching a signature
         self.n_events = 0
         self.n_malformed = 0  # events skipped for a field of the wrong type (reported: nothing is dropped silently)
-        sig = matrix.load_signatures()
+        sig = m.signatures
         pats = [p for s in sig.signatures for p in s.python_functions]
         self._py_rx = re.compile("|".join(fnmatch.translate(p) for p in pats)) if pats else None
         self._py_seen: dict[str, bool] = {}
@@ -287,7 +292,7 @@ class _Accumulator(FastFeed):
         py_all = {name for _, name in self.py_hits}
         py_by_step = self._python_per_step(step_of, n_steps)
         return judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
-                      malformed=self.n_malformed)
+                      malformed=self.n_malformed, m=self.m)
 
     def _launches_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[int]:
         """Kernel launches counted per step (launches outside every step are not counted)."""
@@ -474,15 +479,15 @@ def _percentiles(xs: list[float]) -> dict[str, float]:
 
 
 def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None,
-                 annotate: str | os.PathLike[str] | None = None) -> Report:
-    """Analyse the trace at `path` into a Report (command "trace"): summary, steps, findings, verdict.
-    `annotate`: also write the trace back there with the findings as instant events (trace/annotate.py)."""
-    a = analyze_file(path, progress)
+                 annotate: str | os.PathLike[str] | None = None, *, m: matrix.Matrix) -> Report:
+    """Analyse the trace at `path` on the matrix `m` into a Report (command "trace"): summary, steps, findings,
+    verdict. `annotate`: also write the trace back there with the findings as instant events (trace/annotate.py)."""
+    a = analyze_file(path, progress, m=m)
     report = report_of(a)
     if annotate is not None:
         from kernelcheck.trace import annotate as annotate_mod
 
-        n = annotate_mod.annotate(path, annotate, a)
+        n = annotate_mod.annotate(path, annotate, a, sig=m.signatures)
         if report.trace is not None:  # report_of always sets it
             done = dataclasses.replace(report.trace.trace, annotated=Annotated(str(annotate), n))
             report.trace = dataclasses.replace(report.trace, trace=done)

@@ -36,8 +36,7 @@ def _instant(name: str, ts: float, message: str, severity: str, scope: str = "g"
 class _Places:
     """Where each finding goes: collected from the events while they stream through."""
 
-    def __init__(self, an: TraceAnalysis):
-        sig = matrix.load_signatures()
+    def __init__(self, an: TraceAnalysis, sig: matrix.TraceSignatures):
         self.patterns: dict[str, list[str]] = {}
         for s in sig.signatures:
             if any(m.id == s.id for m in an.fallbacks):
@@ -99,12 +98,14 @@ def _open_out(out: Path) -> IO[str]:
         raise BadInput(f"--annotate {out}: cannot write it ({exc.strerror or exc}).") from None
 
 
-def annotate(src: str | os.PathLike[str], out: str | os.PathLike[str], an: TraceAnalysis) -> int:
-    """Write `src`'s events plus the findings as instant events to `out`; returns how many were added."""
+def annotate(src: str | os.PathLike[str], out: str | os.PathLike[str], an: TraceAnalysis, *,
+             sig: matrix.TraceSignatures) -> int:
+    """Write `src`'s events plus the findings as instant events to `out`, each placed by its signature's patterns
+    (`sig`, a Matrix's signatures); returns how many were added."""
     out_p = Path(out)
     if out_p.resolve() == Path(src).resolve():
         raise BadInput(f"--annotate {out}: that is the input trace; give another file name.")
-    places = _Places(an)
+    places = _Places(an, sig)
     reader = TraceReader(Path(src))
     n_added = 0
     with _open_out(out_p) as fh:

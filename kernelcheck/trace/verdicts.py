@@ -58,9 +58,8 @@ def _count_matching(counts: Mapping[str, int], rx: re.Pattern[str] | None) -> tu
     return sum(c for _, c in hits), [n for n, _ in hits]
 
 
-def fast_kernels_in(step: StepStats) -> dict[str, list[str]]:
-    """Packages whose fast kernels ran in `step`: {package key: [kernel names]}."""
-    sig = matrix.load_signatures()
+def fast_kernels_in(step: StepStats, *, sig: matrix.TraceSignatures) -> dict[str, list[str]]:
+    """Packages whose fast kernels (`sig`, a Matrix's signatures) ran in `step`: {package key: [kernel names]}."""
     out: dict[str, list[str]] = {}
     for pkg, pats in sig.fast_kernels.items():
         _, names = _count_matching(step.kernel_counts, _compile(pats))
@@ -108,9 +107,9 @@ def launch_bound_sentence(step: StepStats) -> str:
     return s
 
 
-def is_launch_bound(step: StepStats, lb: matrix.LaunchBound | None = None) -> bool:
-    """Low GPU busy fraction with many short kernels that start as soon as they are launched."""
-    lb = lb or matrix.load_signatures().launch_bound
+def is_launch_bound(step: StepStats, *, lb: matrix.LaunchBound) -> bool:
+    """Low GPU busy fraction with many short kernels that start as soon as they are launched (the thresholds `lb`:
+    a Matrix's `signatures.launch_bound`)."""
     bf = step.busy_fraction
     if bf is None or step.kernels < lb.min_kernels:
         return False
@@ -148,7 +147,7 @@ def _signature_matches(sig: matrix.TraceSignatures, units: list[Unit], pk: Packa
         evidence = ""
         by_py = False
         for st, py in units:
-            fast = fast_kernels_in(st)
+            fast = fast_kernels_in(st, sig=sig)
             matched_pkgs = {m.package for m in matches if st.name in m.steps}
             r = _match_signature(s, st, py, fast, matched_pkgs)
             if r is not None:
@@ -216,10 +215,11 @@ def _busy_findings(lb_steps: list[StepStats], units: list[Unit], sig: matrix.Tra
 
 def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py_by_step: list[set[str]],
            metadata: dict[str, Any], n_events: int, path: str | None, size: int | None, gz: bool,
-           malformed: int = 0) -> TraceAnalysis:
-    """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings."""
-    sig = matrix.load_signatures()
-    pk = matrix.load().packages
+           malformed: int = 0, *, m: matrix.Matrix) -> TraceAnalysis:
+    """The trace's verdict: CPU-only, fast kernels, fallback signatures, launch-bound steps, as findings (the
+    signatures and packages of the matrix `m`)."""
+    sig = m.signatures
+    pk = m.packages
     findings: list[Finding] = []
     cpu_only = summary.kernels == 0 and summary.memcpy == 0 and summary.memset == 0
     units: list[Unit] = list(zip(steps, py_by_step, strict=False)) if steps else [(summary, py_all)]
@@ -229,7 +229,7 @@ def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py
         findings.append(_cpu_only_finding(meta_small))
 
     # fast kernels anywhere
-    fast_any: dict[str, list[str]] = fast_kernels_in(summary)
+    fast_any: dict[str, list[str]] = fast_kernels_in(summary, sig=sig)
     findings.extend(_fast_findings(summary, fast_any, pk, sig))
 
     # fallback signatures, per step
@@ -237,7 +237,7 @@ def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py
     findings.extend(_fallback_findings(matches, sig, len(units), bool(steps), cpu_only))
 
     # launch-bound steps
-    lb_steps = [st for st, _ in units if is_launch_bound(st, sig.launch_bound)]
+    lb_steps = [st for st, _ in units if is_launch_bound(st, lb=sig.launch_bound)]
     findings.extend(_busy_findings(lb_steps, units, sig, bool(steps), bool(matches), cpu_only))
 
     if malformed:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kernelcheck.core import matrix
 from kernelcheck.core.status import Mode
 from kernelcheck.report.live_details import (
     Benchmark,
@@ -28,9 +29,9 @@ from kernelcheck.verify.steps import (
 
 # -- benchmark ------------------------------------------------------------------------------------
 def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, device: str,
-               bwd_broken: set[str]) -> Benchmark:
+               bwd_broken: set[str], *, m: matrix.Matrix) -> Benchmark:
     """Time the model's own layer (e.g. Qwen3_5GatedDeltaNet) on the bound path and on the forced torch
-    reference, on the same captured inputs, in this process."""
+    reference, on the same captured inputs, in this process (each profiled call read on the matrix `m`)."""
     import torch
 
     layer_mods = layers.layer_modules(steps.built.model, layer_class)
@@ -74,8 +75,8 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
     inst.step = "bench"
     try:
         for pname, once, fast_forced in passes:
-            fast = _time_path(steps, inst, once, fast_forced, data, device, f"bench-{pname}-fast")
-            ref = _time_path(steps, inst, once, everything, data, device, f"bench-{pname}-reference")
+            fast = _time_path(steps, inst, once, fast_forced, data, device, f"bench-{pname}-fast", m=m)
+            ref = _time_path(steps, inst, once, everything, data, device, f"bench-{pname}-reference", m=m)
             note = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: it failed "
                     "in this environment") if fast_forced else None
             done[pname] = BenchmarkPass(fast, ref, *_ratios(fast, ref), note=note)
@@ -110,11 +111,11 @@ def _capture_inputs(steps: Steps, layer: Any) -> tuple[tuple[Any, ...], dict[str
 
 
 def _time_path(steps: Steps, inst: Instrument, once: Callable[[], None], forced: set[str], data: dict[str, Any],
-               device: str, name: str) -> BenchPath:
+               device: str, name: str, *, m: matrix.Matrix) -> BenchPath:
     """Time one pass with `forced` on the torch reference: its timing, or the error, and what was forced."""
     inst.forced = set(forced)
     try:
-        got: BenchPath = _time(steps, once, data, device, name, sorted(forced))
+        got: BenchPath = _time(steps, once, data, device, name, sorted(forced), m=m)
     except Exception as exc:  # noqa: BLE001
         got = PathFailed(f"{type(exc).__name__}: {first_line(exc)}", sorted(forced))
     inst.reset()
@@ -131,7 +132,7 @@ def _ratios(f: BenchPath, r: BenchPath) -> tuple[float | None, float | None, flo
 
 
 def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: str, name: str,
-          forced: list[str]) -> PathTimed:
+          forced: list[str], *, m: matrix.Matrix) -> PathTimed:
     """Median wall time of `once` (synchronised), then one profiled call for its kernel and op counts."""
     for _ in range(int(data["warmup"])):
         once()
@@ -145,7 +146,7 @@ def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: 
         times.append(time.perf_counter() - t0)
         if len(times) >= int(data["min_iters"]) and time.perf_counter() - t_all > float(data["min_seconds"]):
             break
-    _, tr = run_profiled(steps, name, once, device)
+    _, tr = run_profiled(steps, name, once, device, m=m)
     times.sort()
     bf = tr.stats.busy_fraction
     return PathTimed(round(times[len(times) // 2] * 1000, 3), len(times), tr.kernels, tr.cpu_ops,

@@ -81,8 +81,10 @@ def _parse_range(name: str) -> tuple[str, str, int | None, bool]:
     return fn, step, int(layer_s) if layer_s.isdigit() else None, backward
 
 
-def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> StepTrace:
-    """Per-range and per-step counts for one profiled step."""
+def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | None = None, *,
+            m: matrix.Matrix) -> StepTrace:
+    """Per-range and per-step counts for one profiled step, and the trace analysis' reading of it on the matrix
+    `m`."""
     xs = [e for e in events if e.get("ph") == "X"]
     cpu = [e for e in xs if e.get("cat") == "cpu_op"]
     gpu = [e for e in xs if e.get("cat") in _GPU_CATS]
@@ -117,9 +119,10 @@ def analyze(step: str, events: list[dict[str, Any]], metadata: dict[str, Any] | 
                               t1 - t0, sum(float(k.get("dur", 0)) for k in ks)))
     from kernelcheck.trace import analysis
 
-    an = analysis.analyze_events(events, metadata)
+    an = analysis.analyze_events(events, metadata, m=m)
     summary = dataclasses.replace(an.summary, name=f"the {step} step")
-    return StepTrace(step, tuple(out), summary, analysis.is_launch_bound(summary), tuple(an.fast_packages),
+    return StepTrace(step, tuple(out), summary, analysis.is_launch_bound(summary, lb=m.signatures.launch_bound),
+                     tuple(an.fast_packages),
                      tuple(m.id for m in an.fallbacks))
 
 
@@ -129,17 +132,18 @@ def _within(items: list[tuple[float, dict[str, Any]]], t0: float, t1: float) -> 
     return [e for _, e in items[lo:hi]]
 
 
-def fast_kernel_names(package: str, names: list[str]) -> list[str]:
-    """The names among `names` that are `package`'s fast kernels (patterns from matrix/signatures.toml)."""
-    pats = matrix.load_signatures().fast_kernels.get(package, ())
+def fast_kernel_names(package: str, names: list[str], *, sig: matrix.TraceSignatures) -> list[str]:
+    """The names among `names` that are `package`'s fast kernels (patterns from matrix/signatures.toml: `sig`, a
+    Matrix's signatures)."""
+    pats = sig.fast_kernels.get(package, ())
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats)]
 
 
-def backends_seen(names: list[str]) -> list[str]:
+def backends_seen(names: list[str], *, sig: matrix.TraceSignatures) -> list[str]:
     """The fla backends (matrix/signatures.toml [backend.*]) whose kernels are among `names`, most specific first:
     a TileLang `kernel_kernel` is TileLang, not Triton; FlashQLA's `tilelang_*_kernel_kernel` is FlashQLA. In that
-    order: flash_qla, tilelang, triton."""
-    pats = matrix.load_signatures().backends
+    order: flash_qla, tilelang, triton. `sig`: a Matrix's signatures."""
+    pats = sig.backends
     order = sorted(pats, key=lambda b: {"flash_qla": 0, "tilelang": 1}.get(b, 2))
     seen: set[str] = set()
     for n in names:

@@ -137,20 +137,21 @@ def _attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
     return asked if importlib.util.find_spec(needs.attention_package) else None
 
 
-def _profile_steps(steps: Steps, inst: Instrument, run: LiveRun, mode: str, device: str) -> None:
-    """Profile each step (and, in train mode, the forward of functions that failed only in backward) into `run`."""
+def _profile_steps(steps: Steps, inst: Instrument, run: LiveRun, mode: str, device: str, *, m: matrix.Matrix) -> None:
+    """Profile each step (and, in train mode, the forward of functions that failed only in backward) into `run`
+    (each trace read on the matrix `m`)."""
     bwd_only = {f for f, fl in run.failures.items() if fl.phase == "backward"}
     try:
         for name in steps.names:
             inst.reset()
-            _, tr = run_profiled(steps, name, lambda n=name: steps.run(n), device)  # type: ignore[misc]
+            _, tr = run_profiled(steps, name, lambda n=name: steps.run(n), device, m=m)  # type: ignore[misc]
             run.traces[name] = tr
             run.records[name] = list(inst.records)
         if bwd_only and mode == Mode.TRAIN:
             # The forward of a function that failed only in backward ran the fast path: show it.
             inst.forced -= bwd_only
             inst.reset()
-            _, tr = run_profiled(steps, "train-forward", steps.train_forward, device)
+            _, tr = run_profiled(steps, "train-forward", steps.train_forward, device, m=m)
             run.traces["train-forward"] = tr
             run.records["train-forward"] = list(inst.records)
     except Exception as exc:  # noqa: BLE001 - it passed unprofiled: report, keep what was recorded
@@ -223,7 +224,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
         if first is not None:
             t2 = time.perf_counter()
             say("profiling the steps")
-            _profile_steps(steps, inst, run, mode, device)
+            _profile_steps(steps, inst, run, mode, device, m=m)
             inst.reset()
             run.timing["profile_s"] = round(time.perf_counter() - t2, 3)
             t3 = time.perf_counter()
@@ -240,7 +241,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
                 t4 = time.perf_counter()
                 say("benchmarking the layer: bound path vs forced torch reference")
                 run.benchmark = run_benchmark(steps, inst, model.spec.layer, mode, device,
-                                           {f for f, fl in run.failures.items() if fl.phase == "backward"})
+                                           {f for f, fl in run.failures.items() if fl.phase == "backward"}, m=m)
                 run.timing["benchmark_s"] = round(time.perf_counter() - t4, 3)
     return run
 
@@ -327,7 +328,7 @@ def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool
     run.timing["total_s"] = round(total, 3)
     run.timing["excluding_import_s"] = round(total - static_s, 3)
     for i, fs in enumerate(report.functions):
-        ev = function_evidence(run, fs.name)
+        ev = function_evidence(run, fs.name, m=m)
         if ev is None:
             if fs.used and not fs.name.startswith("attention:") and fs.status != Status.UNSUPPORTED:
                 fs.evidence = {"calls": 0, "note": "not called in this run: none of the built layers "

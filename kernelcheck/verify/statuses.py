@@ -39,8 +39,9 @@ from kernelcheck.verify.steps import (
 
 
 # -- from observations to statuses ------------------------------------------------------------------
-def function_evidence(run: LiveRun, fn: str) -> LiveEvidence | None:
-    """The evidence for one function: what ran, how often, what it launched, how it compared."""
+def function_evidence(run: LiveRun, fn: str, *, m: matrix.Matrix) -> LiveEvidence | None:
+    """The evidence for one function: what ran, how often, what it launched (its package's fast kernels and fla's
+    backends named by the signatures of the matrix `m`), how it compared."""
     calls = [r for recs in run.records.values() for r in recs if r.function == fn]
     fail = run.failures.get(fn)
     if not calls and fail is None and fn in run.inline:
@@ -59,8 +60,8 @@ def function_evidence(run: LiveRun, fn: str) -> LiveEvidence | None:
     by_count = [k for k, _ in sorted(names.items(), key=lambda kv: -kv[1])]
     backends = None
     if run.package_of.get(fn) == "fla":  # which of fla's backends ran, named from the kernels in each pass
-        backends = {"forward": evidence.backends_seen([k for rs in fwd for k in rs.kernel_names]),
-                    "backward": evidence.backends_seen([k for rs in bwd for k in rs.kernel_names])}
+        backends = {"forward": evidence.backends_seen([k for rs in fwd for k in rs.kernel_names], sig=m.signatures),
+                    "backward": evidence.backends_seen([k for rs in bwd for k in rs.kernel_names], sig=m.signatures)}
     return LiveEvidence(
         device=run.built.device,
         implementation_called=impls[0] if len(impls) == 1 else impls,
@@ -75,7 +76,7 @@ def function_evidence(run: LiveRun, fn: str) -> LiveEvidence | None:
         cpu_ms=round(sum(rs.cpu_us for rs in ranges) / 1000, 3),
         gpu_ms=round(sum(rs.gpu_us for rs in ranges) / 1000, 3),
         kernel_names=by_count[:12],
-        fast_kernels_seen=evidence.fast_kernel_names(run.package_of.get(fn, ""), by_count)[:12],
+        fast_kernels_seen=evidence.fast_kernel_names(run.package_of.get(fn, ""), by_count, sig=m.signatures)[:12],
         per_layer=[{"layer": rs.layer, "step": rs.step, "pass": "backward" if rs.backward else "forward",
                     "cpu_ops": rs.cpu_ops, "gpu_kernels": rs.kernels} for rs in ranges],
         backends=backends,

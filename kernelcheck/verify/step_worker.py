@@ -74,14 +74,14 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     with signals.held(second_interrupts=True):  # torch's C code clears a KeyboardInterrupt inside its numpy import
         import torch
 
-    from kernelcheck.core import child
+    from kernelcheck.core import entry
     from kernelcheck.integrations import transformers, transformers_models
     from kernelcheck.trace import analysis, phases
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
     t0, started_at = time.perf_counter(), time.time()
-    m = child.load_matrix()  # this child's one matrix, passed down
+    m = entry.matrix()  # this child's one matrix, passed down
     model = transformers_models.resolve(args["query"], m=m)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
     import_s = time.perf_counter() - t0
@@ -138,7 +138,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     out.update({"step_ms": round(step_s * 1000, 3), "tokens_per_s": round(int(args["tokens"]) / step_s, 1),
                 "timed_steps_ms": [round(t * 1000, 3) for t in times]})
     out["peak_memory_bytes"], out["peak_memory_kind"] = _peak(device)
-    an = analysis.analyze_file(trace_path)
+    an = analysis.analyze_file(trace_path, m=m)
     out["trace"] = _trace_numbers(an)
     events = _events(trace_path)
     out["breakdown"] = phases.collect(events)

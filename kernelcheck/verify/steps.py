@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BackwardFailed, KernelcheckError
 from kernelcheck.core.status import Mode
 from kernelcheck.report.live_details import Benchmark
@@ -173,8 +174,9 @@ def first_line(exc: BaseException) -> str:
 CAPTURED: list[str] = []  # third-party output kept out of the user's terminal (KERNELCHECK_VERBOSE=1 shows it)
 
 
-def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) -> tuple[Any, evidence.StepTrace]:
-    """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace."""
+def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str, *,
+                 m: matrix.Matrix) -> tuple[Any, evidence.StepTrace]:
+    """Run `fn` under torch.profiler (CPU, plus CUDA on a GPU) and attribute its trace (read on the matrix `m`)."""
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU]
@@ -193,4 +195,4 @@ def run_profiled(steps: Steps, name: str, fn: Callable[[], Any], device: str) ->
         path = Path(tmp) / f"{name}.json"
         prof.export_chrome_trace(str(path))
         events, meta = evidence.load_events(path)
-    return result, evidence.analyze(name, events, meta)
+    return result, evidence.analyze(name, events, meta, m=m)

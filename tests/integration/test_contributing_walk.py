@@ -43,7 +43,7 @@ def _doctor(matrix_dir: Path) -> tuple[int, dict | None, str]:
 
 
 def _knows_kernels(matrix_dir: Path) -> bool:
-    code = "from kernelcheck.core import matrix; print('mamba_ssm' in matrix.load_signatures().fast_kernels)"
+    code = "from kernelcheck.core import entry; print('mamba_ssm' in entry.matrix().signatures.fast_kernels)"
     env = {**os.environ, "KERNELCHECK_MATRIX_DIR": str(matrix_dir), "PYTHONPATH": str(ROOT)}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.trace import analysis
 from kernelcheck.verify import projection
 
@@ -46,7 +47,7 @@ def _report(name: str) -> dict:
 
 def _worker_result(path: str, trace: Path, report: dict) -> dict:
     """What step_worker.py returns for one path, rebuilt from its trace and the run's report."""
-    an = analysis.analyze_file(trace)
+    an = analysis.analyze_file(trace, m=matrix.load())
     p = report["paths"][path]
     walls = [s.to_json()["wall_us"] for s in an.steps]
     return {"step_ms": p["step_ms"], "tokens": report["tokens"], "layers": p["layers"],

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.trace import analysis as tr
 from tests import envs
 from tests.unit.test_report_readback import rendered
+
+M = matrix.load()  # the shipped matrix: its signatures judge each trace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,12 +109,12 @@ def test_cpu_trace_text_and_gzip(cpu_trace):
     # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)
     assert res.stdout == rendered(rep)
     # gzip and plain give the same numbers
-    a, b = tr.analyze_file(plain), tr.analyze_file(gz)
+    a, b = tr.analyze_file(plain, m=M), tr.analyze_file(gz, m=M)
     assert a.summary == b.summary and a.steps == b.steps and b.gzip and not a.gzip
     # events already in memory (what verify passes) give the same analysis
     with open(plain) as fh:
         doc = json.load(fh)
-    c = tr.analyze_events(doc.pop("traceEvents"), doc)
+    c = tr.analyze_events(doc.pop("traceEvents"), doc, m=M)
     assert c.summary == a.summary and c.steps == a.steps and c.verdict == a.verdict == "ready"
     assert a.diagnosis == "healthy"
 
@@ -134,11 +137,11 @@ def test_kernel_names_from_the_h200_are_recognised():
         for n in names:
             g = Gpu()
             g.launch(n, 0, 5, 10)
-            assert tr.analyze_events(g.events).fast_packages == (pkg,), n
+            assert tr.analyze_events(g.events, m=M).fast_packages == (pkg,), n
     g = Gpu()
     for i, n in enumerate(slow):
         g.launch(n, 20 * i, 20 * i + 5, 10)
-    assert tr.analyze_events(g.events).fast_packages == ()
+    assert tr.analyze_events(g.events, m=M).fast_packages == ()
 
 
 def test_python_stack_names_the_torch_path_on_cpu(tmp_path):
@@ -250,11 +253,11 @@ def test_reader_tolerates_layout(tmp_path, monkeypatch):
     r = chrome_trace.TraceReader(p)
     assert list(r.events()) == evs
     assert r.metadata == {k: v for k, v in doc.items() if k != "traceEvents"}
-    a = tr.analyze_file(p)
+    a = tr.analyze_file(p, m=M)
     assert a.summary.cpu_ops == 50 and a.metadata["error"] == "CUDA not available"
     q = tmp_path / "bare.json"
     q.write_text(json.dumps(evs))
-    assert tr.analyze_file(q).summary.cpu_ops == 50
+    assert tr.analyze_file(q, m=M).summary.cpu_ops == 50
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -300,7 +303,7 @@ def test_busy_union_gaps_and_launch_delay():
     g.launch("Memset (Device)", 60, 410, 1, cat="gpu_memset")
     g.launch("late_kernel", 900, 1100, 50)  # launched inside the step, runs after its CPU end
     g.launch("chunk_fwd_kernel_o", 950, 940, 10, triton=True)  # starts before its launch returns: delay 0
-    a = tr.analyze_events(g.events)
+    a = tr.analyze_events(g.events, m=M)
     (st,) = a.steps
     assert st.name == "ProfilerStep#1"
     assert (st.kernels, st.memcpy, st.memset) == (5, 1, 1)  # gpu_user_annotation not a kernel
@@ -347,7 +350,7 @@ def test_fallback_signature_and_launch_bound_from_kernels(tmp_path):
     end = _fallback_step(g, 1, 0)
     g.events.insert(0, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
                         "ts": 0, "dur": end + 10, "args": {}})
-    a = tr.analyze_events(g.events)
+    a = tr.analyze_events(g.events, m=M)
     assert a.diagnosis == "fallback"
     assert a.missing_packages == ("fla-core", "causal-conv1d")
     assert a.launch_bound_steps == ("ProfilerStep#1",)
@@ -374,7 +377,7 @@ def test_fast_step_is_healthy_and_conv_alone_is_not_a_fallback():
     g = Gpu()
     g.step(1, 0, 3300)
     _fast_step(g, 0)
-    a = tr.analyze_events(g.events)
+    a = tr.analyze_events(g.events, m=M)
     assert a.verdict == "ready" and a.diagnosis == "healthy" and a.fallbacks == () and a.launch_bound_steps == ()
     assert set(a.fast_packages) == {"fla", "causal_conv1d"}
     ids = [f.id for f in a.findings]
@@ -384,7 +387,7 @@ def test_fast_step_is_healthy_and_conv_alone_is_not_a_fallback():
     g2 = Gpu()
     g2.step(1, 0, 100)
     g2.launch("void at::native::conv_depthwise2d_forward_kernel<1, float, int>(...)", 5, 10, 80)
-    assert tr.analyze_events(g2.events).fallbacks == ()
+    assert tr.analyze_events(g2.events, m=M).fallbacks == ()
 
 
 def test_a_plain_transformer_step_is_not_a_gdn_fallback():
@@ -398,7 +401,7 @@ def test_a_plain_transformer_step_is_not_a_gdn_fallback():
             "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(int)"
         g.launch(name, t, t + 7, 15)
         t += 20
-    a = tr.analyze_events(g.events)
+    a = tr.analyze_events(g.events, m=M)
     assert a.fallbacks == () and a.diagnosis != "fallback"
 
 
@@ -410,7 +413,7 @@ def test_steps_are_judged_one_by_one():
                         "ts": 0, "dur": end + 10, "args": {}})
     g.step(2, end + 20, 3400)
     _fast_step(g, end + 20)
-    a = tr.analyze_events(g.events)
+    a = tr.analyze_events(g.events, m=M)
     assert [s.name for s in a.steps] == ["ProfilerStep#1", "ProfilerStep#2"]
     fla = next(m for m in a.fallbacks if m.package == "fla")
     assert fla.steps == ("ProfilerStep#1",)
@@ -449,5 +452,5 @@ def test_record_script_blocks_installed_fla(tmp_path):
     meta = json.loads((tmp_path / "gdn_fallback.meta.json").read_text())
     assert meta["bound"]["torch_chunk_gated_delta_rule"].endswith("modeling_qwen3_5.torch_chunk_gated_delta_rule")
     assert meta["blocked"] == ["fla", "causal_conv1d", "causal_conv1d_cuda"]
-    a = tr.analyze_file(tmp_path / "gdn_fallback.json.gz")
+    a = tr.analyze_file(tmp_path / "gdn_fallback.json.gz", m=M)
     assert [s.name for s in a.steps] == ["ProfilerStep#1"] and a.summary.cpu_ops > 100

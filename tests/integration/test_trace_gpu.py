@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.report.model import Report
 from kernelcheck.trace import analysis as tr
 from tests import envs
+
+M = matrix.load()  # the shipped matrix: its signatures judge each trace
 
 GPU = Path(__file__).resolve().parents[1] / "data" / "gpu"
 FAST = GPU / "gdn_fast.json.gz"
@@ -62,7 +65,7 @@ def test_fast_trace_is_not_a_fallback():
 
 
 def test_fast_and_fallback_apart_in_numbers():
-    fast, slow = tr.analyze_file(_need(FAST)), tr.analyze_file(_need(FALLBACK))
+    fast, slow = tr.analyze_file(_need(FAST), m=M), tr.analyze_file(_need(FALLBACK), m=M)
     assert fast.diagnosis != "fallback" and slow.diagnosis == "fallback"
     # the same layer and input: the torch path launches many times more kernels and keeps the GPU less busy
     assert slow.summary.kernels > 5 * fast.summary.kernels

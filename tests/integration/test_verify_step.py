@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.report.step import Failed, Projection
 from kernelcheck.trace import analysis as tr
 from kernelcheck.verify import projection
@@ -170,7 +171,7 @@ def test_the_whole_step_trace_it_keeps_reads_back_with_phases_and_layer_types(st
     _, rep, out = step_run
     path = Path(rep["step"]["paths"]["fast"]["trace_file"])
     assert path.parent == out and path.exists()
-    an = tr.analyze_file(path)
+    an = tr.analyze_file(path, m=matrix.load())
     assert len(an.steps) == 2
     assert set(an.breakdown["phases"]) == {"forward", "backward", "optimizer"}
     # the whole trace's CPU span is never shorter than a step's

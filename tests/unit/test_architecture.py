@@ -216,7 +216,7 @@ def test_only_the_decider_decides_a_status_or_the_verdict() -> None:
             for t in _targets(n):
                 if isinstance(t, ast.Attribute) and t.attr in _DECIDED \
                         and (rel, ast.unparse(t)) not in _NOT_A_FUNCTION_STATUS:
-                    writes.append(f"{rel}:{n.lineno}: {ast.unparse(t)} =")
+                    writes.append(f"{rel}:{getattr(n, 'lineno', '?')}: {ast.unparse(t)} =")
             if isinstance(n, ast.Call):
                 name = ast.unparse(n.func)
                 if name.endswith("replace") and any(k.arg in _DECIDED for k in n.keywords):
@@ -249,6 +249,19 @@ def test_mypy_is_strict_for_the_whole_package() -> None:
     bare = [f"{p.relative_to(PKG)}:{i}" for p in sorted(PKG.rglob("*.py"))
             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"#\s*type:\s*ignore(?!\[)", line)]
     assert bare == [], bare
+
+
+def test_the_tests_held_to_strict_typing_exist_and_are_checked_in_ci() -> None:
+    """The test modules pyproject lists as strict (the override that turns their errors back on) are files here, and
+    .ci/run's mypy step checks tests/unit: a renamed module would otherwise drop out of the check unnoticed."""
+    import tomllib
+
+    cfg = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = [m for o in cfg.get("overrides", []) if o.get("ignore_errors") is False for m in o["module"]]
+    assert strict and all(m.startswith("tests.unit.") for m in strict), strict
+    missing = [m for m in strict if not (PKG.parent / (m.replace(".", "/") + ".py")).is_file()]
+    assert missing == [], missing
+    assert "mypy kernelcheck tests/unit" in (PKG.parent / ".ci" / "run").read_text()
 
 
 def test_no_module_imports_an_underscored_name_from_another() -> None:
@@ -294,41 +307,81 @@ def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_take
     assert needless == []
 
 
+def _matrix_names(nodes: tuple[ast.AST, ...]) -> set[str]:
+    """The names a file binds core/matrix.py to (`from kernelcheck.core import matrix as m_data`, `import
+    kernelcheck.core.matrix`), so a load under any alias is counted."""
+    out = {"matrix"}
+    for n in nodes:
+        if isinstance(n, ast.ImportFrom) and n.module == "kernelcheck.core":
+            out |= {a.asname or a.name for a in n.names if a.name == "matrix"}
+        elif isinstance(n, ast.Import):
+            out |= {a.asname or a.name for a in n.names if a.name == "kernelcheck.core.matrix"}
+    return out
+
+
 def matrix_loads(pkg: Path) -> dict[str, int]:
-    """file -> how many times it calls `matrix.load()` (under any alias of the module, or `load()` inside
-    core/matrix.py)."""
+    """file -> how many times it calls core/matrix.py `load()` (under any name the file binds the module to, or
+    `load()` inside core/matrix.py)."""
     out: dict[str, int] = {}
     for path in sorted(pkg.rglob("*.py")):
         rel = str(path.relative_to(pkg))
-        for n in _nodes(path):
-            called = ast.unparse(n.func) if isinstance(n, ast.Call) and not n.args else ""
-            if called.endswith(("matrix.load", "matrix_mod.load")) or (rel == "core/matrix.py" and called == "load"):
+        nodes = _nodes(path)
+        loads = {f"{name}.load" for name in _matrix_names(nodes)} | ({"load"} if rel == "core/matrix.py" else set())
+        for n in nodes:
+            if isinstance(n, ast.Call) and not n.args and ast.unparse(n.func) in loads:
                 out[rel] = out.get(rel, 0) + 1
     return out
 
 
-# Where the matrix is loaded (was 37 sites in 32 modules). A command reads it once (commands/context.py
-# Context.matrix; the library's entry points build a Context too) and passes it down: every function that decides
-# on it takes `m` as a parameter. A child process a command starts in a fresh interpreter holds no parent's matrix:
-# its entry point reads core/child.py `load_matrix()` (the same folder, inherited with the environment) and passes
-# it down (CHILD_ENTRY_POINTS). trace/verdicts.py is the one site left to thread (trace/analysis.py's
-# analyze_file and analyze_events and their callers): this count only goes down.
-MATRIX_LOADS = {"commands/context.py": 1, "core/child.py": 1, "trace/verdicts.py": 1}
-CHILD_ENTRY_POINTS = {("doctor/imports.py", "_child"), ("verify/step_worker.py", "run")}
+def signature_loads(pkg: Path) -> dict[str, int]:
+    """file -> how many times it reads matrix/signatures.toml: a call of any `load_signatures` (public or not)."""
+    out: dict[str, int] = {}
+    for path in sorted(pkg.rglob("*.py")):
+        rel = str(path.relative_to(pkg))
+        for n in _nodes(path):
+            if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1].lstrip("_") == "load_signatures":
+                out[rel] = out.get(rel, 0) + 1
+    return out
 
 
-def test_the_matrix_is_loaded_in_no_new_place() -> None:
+# Where the matrix is loaded (was 37 sites in 32 modules): in one function, core/entry.py `matrix()`. Its callers
+# are the entry points (MATRIX_READERS): a command's Context.matrix (the library's entry points build a Context
+# too), and a child process that a command starts in a fresh interpreter, which holds no parent's matrix and reads
+# its own at its entry point (the same folder: KERNELCHECK_MATRIX_DIR is inherited with the environment). Every
+# other function is passed the matrix as `m`. The trace signatures are part of it: `Matrix.signatures` reads the same
+# folder's signatures.toml on first use (the one read of that file, SIGNATURE_LOADS), so trace and verify's evidence
+# are passed the matrix (or its signatures) as well.
+MATRIX_LOADS = {"core/entry.py": 1}
+SIGNATURE_LOADS = {"core/matrix.py": 1}
+MATRIX_READERS = {("commands/context.py", "matrix"), ("doctor/imports.py", "_child"),
+                  ("verify/step_worker.py", "run")}
+
+
+def test_the_matrix_is_loaded_in_one_place() -> None:
     assert matrix_loads(PKG) == MATRIX_LOADS
 
 
-def test_a_child_process_reads_its_matrix_at_its_entry_point_only() -> None:
+def test_the_trace_signatures_are_read_as_a_part_of_the_matrix_only() -> None:
+    assert signature_loads(PKG) == SIGNATURE_LOADS
+
+
+def test_the_counts_see_a_load_under_an_alias_and_a_signatures_read(tmp_path: Path) -> None:
+    """The counters above can fail: a load under an alias and an ambient signatures read are both seen."""
+    (tmp_path / "sneaky.py").write_text("from kernelcheck.core import matrix as md\n"
+                                        "def f():\n"
+                                        "    return md.load(), md.load_signatures(), md._load_signatures(1)\n")
+    assert matrix_loads(tmp_path) == {"sneaky.py": 1}
+    assert signature_loads(tmp_path) == {"sneaky.py": 2}
+
+
+def test_only_the_entry_points_read_the_matrix() -> None:
     asked = set()
     for path in sorted(PKG.rglob("*.py")):
         for f in _nodes(path):
             if isinstance(f, ast.FunctionDef) and any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith(
-                    "child.load_matrix") for n in ast.walk(f)):
+                    "entry.matrix") for n in ast.walk(f)):
                 asked.add((str(path.relative_to(PKG)), f.name))
-    assert asked == CHILD_ENTRY_POINTS
+    assert asked == MATRIX_READERS
 
 
 # Each of these has one address: every import of it names its home, no module passes it on (a re-export hall).

@@ -61,13 +61,14 @@ def test_models_and_padding_write_their_json_with_o(tmp_path):
 
 def test_trace_speaks_the_verdict_vocabulary_in_text_json_and_library():
     import kernelcheck
+    from kernelcheck.core import matrix
     from kernelcheck.trace import analysis
     from kernelcheck.trace.render import render_text as render_trace
 
     fast = REPO / "tests" / "data" / "gpu" / "gdn_fast.json.gz"
     a = kernelcheck.analyze_trace(fast)
     assert a.verdict == "ready" and a.diagnosis == "healthy"
-    rep = analysis.trace_report(str(fast))
+    rep = analysis.trace_report(str(fast), m=matrix.load())
     assert rep.verdict == "ready" and rep.trace is not None and rep.trace.trace.diagnosis == "healthy"
     verdict_line = render_trace(rep).splitlines()[-1]
     assert verdict_line.startswith("verdict: READY")  # wording: renderer test

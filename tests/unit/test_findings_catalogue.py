@@ -150,7 +150,8 @@ def test_families_with_known_members_match_their_data() -> None:
 
 
 def test_ids_of_the_data_are_read_from_the_data() -> None:
-    m, sig = matrix_mod.load(), matrix_mod.load_signatures()
+    m = matrix_mod.load()
+    sig = m.signatures
     ids = cat.all_ids(m, sig)
     for b in m.breakages:
         assert ids[b.id] == tuple(dict.fromkeys((b.severity, Severity.WARNING)))
@@ -161,7 +162,8 @@ def test_ids_of_the_data_are_read_from_the_data() -> None:
 
 
 def test_ids_are_lowercase_words_joined_by_dashes() -> None:
-    m, sig = matrix_mod.load(), matrix_mod.load_signatures()
+    m = matrix_mod.load()
+    sig = m.signatures
     bad = [i for i in cat.all_ids(m, sig) if not re.fullmatch(r"[a-z0-9][a-z0-9_]*(-[a-z0-9_]+)*", i)]
     assert bad == []
 

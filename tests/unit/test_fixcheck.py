@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kernelcheck.core import decide, matrix, rules
 from kernelcheck.core.environment import Environment, PackageState
+from kernelcheck.core.fix import Change, Fix
 from kernelcheck.core.status import Finding, FunctionStatus, Verdict, worst
 from kernelcheck.doctor import fixcheck
 from kernelcheck.doctor.run import environment_findings
@@ -61,6 +62,12 @@ def _state(env: Environment, mode: str = "train", pinned: str | None = None,
     return fixcheck.State(env, mode, tuple(functions), tuple(findings), bound, "qwen3.8-27b", {}, pinned)
 
 
+def _change(fix: object) -> Change | None:
+    """A printed function's fix is a Fix value: what it installs is read from it, not parsed again here."""
+    assert isinstance(fix, Fix), fix
+    return fix.change
+
+
 def _printed(state: fixcheck.State) -> tuple[list[FunctionStatus], list[Finding]]:
     findings, fixes = fixcheck.guard(state, M)
     return [decide.decide(fs, checked_fix=fixes.get(fs.name)) for fs in state.functions], findings
@@ -69,7 +76,7 @@ def _printed(state: fixcheck.State) -> tuple[list[FunctionStatus], list[Finding]
 def test_cpu_with_fla_core_and_no_triton_never_prints_pip_install_triton_alone():
     state = _state(_env(None))
     assert decide.verdict(state.functions, state.findings) == Verdict.FALLBACK  # exit 3 now
-    change = fixcheck.parse(TRITON_FIX)
+    change = Fix(TRITON_FIX).change
     assert change is not None and change.install == (("triton", None),)
     then, hits = fixcheck.verdict_after(change, state, M)
     assert then == Verdict.BROKEN and [h.rule.id for h in hits] == ["fla-cpu-crash"]  # what the user met: exit 4
@@ -103,14 +110,14 @@ def test_a_prediction_for_hopper_from_a_torch_that_pins_no_triton_never_prints_p
     torch pins; with triton 3.6 (torch 2.11's pin) fla 0.6.0 refuses the Hopper backward (fla-640-refuses): 3 -> 4."""
     state = _state(_env("9.0", transformers="5.25.0"), pinned=None)
     assert decide.verdict(state.functions, state.findings) == Verdict.FALLBACK
-    change = fixcheck.parse(TRITON_FIX)
+    change = Fix(TRITON_FIX).change
     assert change is not None
     then, hits = fixcheck.verdict_after(change, state, M)
     assert then == Verdict.BROKEN and "fla-640-refuses" in [h.rule.id for h in hits]
     (fn,), findings = _printed(state)
     assert fn.fix != TRITON_FIX and fn.fix is not None
     for version in ("3.4.0", "3.6.0", "3.7.1", "3.8.0"):
-        after, _ = fixcheck.verdict_after(fixcheck.parse(fn.fix), replace(state, pinned_triton=version), M)
+        after, _ = fixcheck.verdict_after(_change(fn.fix), replace(state, pinned_triton=version), M)
         assert worst([after, Verdict.FALLBACK]) == Verdict.FALLBACK, (fn.fix, version, after)
 
 
@@ -119,7 +126,7 @@ def test_on_an_h200_in_train_mode_triton_alone_would_hit_fla_640_so_tilelang_com
     (fn,), findings = _printed(state)
     assert fn.fix == "pip install triton tilelang"
     assert "fla-640-refuses" in (fn.reason or "")
-    assert fixcheck.verdict_after(fixcheck.parse(fn.fix), state, M)[0] == Verdict.READY  # type: ignore[arg-type]
+    assert fixcheck.verdict_after(_change(fn.fix), state, M)[0] == Verdict.READY  # type: ignore[arg-type]
     (fn,), _ = _printed(_state(_env("9.0"), mode="infer", pinned="3.6.0"))
     assert fn.fix == TRITON_FIX  # infer mode: no backward, no fla#640
 
@@ -137,12 +144,12 @@ def test_fixes_that_help_are_printed_as_the_rules_give_them():
 
 
 def test_only_pip_commands_are_simulated():
-    assert fixcheck.parse("run on a machine with an NVIDIA GPU") is None
-    assert fixcheck.parse("kernelcheck install --model M --source build") is None
-    assert fixcheck.parse("use triton>=3.8 with a torch that pins it") is None
-    c = fixcheck.parse("pip install 'fla-core>=0.6.0' tilelang  (or allow a triton change: triton>=3.7.1)")
+    assert Fix("run on a machine with an NVIDIA GPU").change is None
+    assert Fix("kernelcheck install --model M --source build").change is None
+    assert Fix("use triton>=3.8 with a torch that pins it").change is None
+    c = Fix("pip install 'fla-core>=0.6.0' tilelang  (or allow a triton change: triton>=3.7.1)").change
     assert c is not None and c.install == (("fla-core", "0.6.0"), ("tilelang", None))
-    c = fixcheck.parse("pip uninstall -y fla-core flash-linear-attention  (on CPU-only machines), or run on a GPU")
+    c = Fix("pip uninstall -y fla-core flash-linear-attention  (on CPU-only machines), or run on a GPU").change
     assert c is not None and c.uninstall == ("fla-core", "flash-linear-attention")
 
 
@@ -152,7 +159,7 @@ def test_a_fix_with_no_safe_form_is_withheld_with_the_reason():
                            {"bound": ["fla"]}, "it breaks", "pip uninstall -y triton", "test")
     m = replace(M, breakages=(rule,))
     state = replace(_state(_env(None)), findings=())
-    checked = fixcheck.check(TRITON_FIX, state, m)
+    checked = fixcheck.check(Fix(TRITON_FIX), state, m)
     assert checked.fix is None and "triton-breaks-all" in checked.note  # wording: renderer test (fixcheck's note)
 
 
@@ -180,7 +187,7 @@ def test_no_printed_fix_leads_to_a_worse_verdict(cap, triton, tf, fla, tilelang,
     # version there, each judged on its own
     gets = [pinned] if pinned else [None, "3.4.0", "3.6.0", "3.7.1", "3.8.0"]
     for fix in fixcheck.printed_fixes(functions, findings):
-        change = fixcheck.parse(fix)
+        change = fix.change
         if change is None:
             continue
         for version in gets:

@@ -10,11 +10,12 @@ from pathlib import Path
 from kernelcheck.core.status import EXIT_BROKEN, EXIT_FALLBACK
 from kernelcheck.fleet import gather, summary, table
 from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, Missing
+from kernelcheck.fleet.record import RankRecord
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 
 
-def _records(*names: str) -> list:
+def _records(*names: str) -> list[RankRecord]:
     data = json.loads((REPORTS / "doctor_train.json").read_text())
     other = json.loads((REPORTS / "doctor_infer.json").read_text())
     return [summary.summarise(other if n.startswith("odd") else data, label=n) for n in names]

@@ -61,7 +61,7 @@ def test_unwritable_junit_is_found_before_the_run(tmp_path: Path) -> None:
 # --- an unreachable Hub: bounded, and never READY (cases 3 and 14) ---------------------------------------------
 
 
-def _timed(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+def _timed(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
     import time
 
     from tests.envs import run

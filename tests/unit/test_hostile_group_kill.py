@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,7 @@ def test_a_lock_record_names_only_live_children_with_their_start_time() -> None:
     assert lifeline.orphans(record) == [parent]  # a reused pid (other start time) and this process: never
 
 
-def test_note_child_writes_into_every_held_lock(tmp_path) -> None:
+def test_note_child_writes_into_every_held_lock(tmp_path: Path) -> None:
     with open(tmp_path / "a", "a+", encoding="utf-8") as a, open(tmp_path / "b", "a+", encoding="utf-8") as b:
         lifeline.hold(a)
         lifeline.hold(b)

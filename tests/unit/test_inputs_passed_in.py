@@ -140,3 +140,20 @@ def test_doctor_run_loads_no_matrix_it_is_passed_one() -> None:
     loads = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and ast.unparse(n.func) == "matrix.load"]
     m = inspect.signature(doctor).parameters["m"]
     assert loads == [] and m.kind is inspect.Parameter.KEYWORD_ONLY and m.default is inspect.Parameter.empty
+
+
+def test_a_matrix_reads_the_trace_signatures_of_its_own_folder(monkeypatch, tmp_path) -> None:
+    """KERNELCHECK_MATRIX_DIR's copy: the matrix read from it (core/entry.py, as a Context reads it) carries that
+    folder's signatures.toml, and a trace judged on it uses its thresholds; the shipped matrix keeps its own."""
+    import shutil
+
+    from kernelcheck.core import entry
+
+    shipped = entry.matrix()
+    shutil.copytree(shipped.root, tmp_path / "m")
+    sig = tmp_path / "m" / "signatures.toml"
+    sig.write_text(sig.read_text().replace("min_kernels = 200 ", "min_kernels = 7 ", 1))
+    monkeypatch.setenv("KERNELCHECK_MATRIX_DIR", str(tmp_path / "m"))
+    copy = entry.matrix()
+    assert copy.root == tmp_path / "m" and copy.signatures.launch_bound.min_kernels == 7
+    assert shipped.signatures.launch_bound.min_kernels == 200

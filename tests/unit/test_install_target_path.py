@@ -32,7 +32,7 @@ def test_a_target_already_on_sys_path_is_neither_added_nor_removed(tmp_path: Pat
 def test_the_install_command_restores_sys_path_when_it_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
 
-    def fails(req: command.Request, echo: object, as_json: bool, done: list, m: object) -> None:
+    def fails(req: command.Request, echo: object, as_json: bool, done: list[object], m: object) -> None:
         seen.append(sys.path[0])
         raise BadInput("refused")
 

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -22,7 +23,7 @@ from tests.lanes import ProcessInFastLane
     lambda: os.posix_spawn(sys.executable, [sys.executable, "-c", "pass"], dict(os.environ)),
     lambda: multiprocessing.get_context("spawn").Process(target=print).start(),
 ], ids=["subprocess.run", "check_output", "os.system", "os.fork", "posix_spawn", "multiprocessing"])
-def test_a_fast_lane_test_that_launches_a_process_fails_naming_the_call(launch) -> None:
+def test_a_fast_lane_test_that_launches_a_process_fails_naming_the_call(launch: Callable[[], object]) -> None:
     with pytest.raises(ProcessInFastLane, match="fast lane"):
         launch()
 

@@ -137,11 +137,12 @@ def test_the_comparison_lines_read_the_typed_values() -> None:
 
 def test_a_profiled_step_holds_the_row_of_the_trace_analysis_and_the_ids_it_matched() -> None:
     """verify's step (verify/statuses.profiled_step) is the same StepRow `kernelcheck trace` prints for a step."""
+    from kernelcheck.core import matrix
     from kernelcheck.trace import analysis
     from kernelcheck.verify.evidence import StepTrace
     from kernelcheck.verify.statuses import profiled_step
 
-    an = analysis.analyze_file(ROOT / "tests" / "data" / "gpu" / "gdn_fallback.json.gz")
+    an = analysis.analyze_file(ROOT / "tests" / "data" / "gpu" / "gdn_fallback.json.gz", m=matrix.load())
     tr = StepTrace("train", (), an.summary, True, an.fast_packages, tuple(m.id for m in an.fallbacks))
     step = profiled_step(tr, "cuda:0")
     assert step.stats == an.summary.row() and step.launch_bound

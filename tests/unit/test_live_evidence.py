@@ -7,6 +7,7 @@ import json
 import tarfile
 from pathlib import Path
 
+from kernelcheck.core import matrix
 from kernelcheck.verify.live_evidence import DirectComparison, LiveEvidence, RunError
 from kernelcheck.verify.statuses import _broken_reason, function_evidence
 from tests.unit.test_report_readback import sample
@@ -49,7 +50,7 @@ def test_every_printed_evidence_block_is_a_live_evidence_value_key_for_key() -> 
 
 def test_an_inline_function_says_so_and_is_not_broken() -> None:
     r = run(inline={"causal_conv1d_fn": "Qwen3_5GatedDeltaNet.forward"})
-    ev = function_evidence(r, "causal_conv1d_fn")
+    ev = function_evidence(r, "causal_conv1d_fn", m=matrix.load())
     assert ev is not None and ev.path == "torch" and ev.calls == 0 and ev.inline_note
     assert list(ev.to_json()) == ["device", "path", "calls", "implementation_called", "note"]
     assert _broken_reason("causal_conv1d_fn", ev, r) is None

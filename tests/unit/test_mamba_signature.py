@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.trace import analysis as tr
 
 ID = "mamba-ssm-torch-fallback"
@@ -29,7 +30,7 @@ def _events(*frames: str, kernels: tuple[str, ...] = ()) -> list[dict]:
 
 
 def _finding(events: list[dict]):
-    return next((f for f in tr.analyze_events(events).findings if f.id == ID), None)
+    return next((f for f in tr.analyze_events(events, m=matrix.load()).findings if f.id == ID), None)
 
 
 @pytest.mark.parametrize("frame, shown", [
@@ -43,7 +44,7 @@ def test_the_torch_mamba1_scan_in_the_python_stack_is_the_signature(frame: str, 
     f = _finding(_events(frame))
     assert f is not None and f.severity == "info"  # a CPU-only trace: the only path there
     assert f.functions == ("selective_scan_fn", "selective_state_update")
-    (m,) = [m for m in tr.analyze_events(_events(frame)).fallbacks if m.id == ID]
+    (m,) = [m for m in tr.analyze_events(_events(frame), m=matrix.load()).fallbacks if m.id == ID]
     assert m.by_python_stack and f"`{shown}`" in m.evidence and m.distribution == "mamba-ssm"
 
 

@@ -7,6 +7,7 @@ import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
@@ -172,7 +173,8 @@ def test_even_lengths_get_a_linear_axis_with_the_bin_width_and_the_budget_line(t
     assert out.splitlines()[-1].startswith("padding: ")
 
 
-def test_png_is_refused_with_exit_2_before_reading_when_nothing_renders_it(tmp_path: Path, monkeypatch) -> None:
+def test_png_is_refused_with_exit_2_before_reading_when_nothing_renders_it(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelcheck.padding import plot
 
     monkeypatch.setattr(plot, "renderer", lambda: None)

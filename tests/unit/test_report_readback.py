@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def shown(text: str) -> str:
     return present(text, Terminal(width=PIPED_WIDTH)) + "\n"
 
 
-def rendered(data: dict) -> str:
+def rendered(data: dict[str, Any]) -> str:
     """What a command prints, piped, for the report whose JSON is `data`: the renderers' text from its values
     (their words are pinned by the samples below), for tests that check a real run's text through its values."""
     rep = Report.from_json(data)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.report.model import Report, render_json
 from kernelcheck.report.text import render_text as report_text
 from kernelcheck.report.trace import (
@@ -52,7 +53,7 @@ def test_the_recorded_trace_report_reads_back_as_typed_values() -> None:
 
 
 def test_an_analysis_fills_the_same_values_the_recorded_report_holds() -> None:
-    rep = trace_render.report_of(analysis.analyze_file(FALLBACK))
+    rep = trace_render.report_of(analysis.analyze_file(FALLBACK, m=matrix.load()))
     recorded = Report.from_json(sample()).trace
     assert rep.trace is not None and recorded is not None
     assert rep.trace.summary == recorded.summary and rep.trace.steps == recorded.steps
@@ -62,7 +63,7 @@ def test_an_analysis_fills_the_same_values_the_recorded_report_holds() -> None:
 
 def test_an_annotated_trace_holds_the_file_written_and_its_event_count(tmp_path: Path) -> None:
     out = tmp_path / "annotated.json"
-    rep = analysis.trace_report(FALLBACK, annotate=out)
+    rep = analysis.trace_report(FALLBACK, annotate=out, m=matrix.load())
     assert rep.trace is not None and rep.trace.trace.annotated is not None
     ann = rep.trace.trace.annotated
     assert ann.file == str(out) and ann.instant_events == sum(
@@ -115,7 +116,7 @@ def test_a_report_without_a_trace_section_is_not_rendered_as_one() -> None:
 
 
 def test_a_matched_signature_is_reported_with_its_steps_by_trace_and_without_them_by_verify_step() -> None:
-    an = analysis.analyze_file(FALLBACK)
+    an = analysis.analyze_file(FALLBACK, m=matrix.load())
     recorded = Report.from_json(sample()).trace
     assert recorded is not None
     assert [m.reported() for m in an.fallbacks] == recorded.trace.fallback_signatures

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import render_json
 from kernelcheck.trace import analysis, reader
@@ -26,7 +27,7 @@ def _analyse(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[s
         if not fast:
             m.setattr(reader, "_EVENT_END", "\x00no run ends here\x00")
         try:
-            an = analysis.analyze_file(path)
+            an = analysis.analyze_file(path, m=matrix.load())
         except BadInput as exc:
             return str(exc)
     return repr(an), render_json(analysis.report_of(an))
@@ -114,7 +115,7 @@ def test_events_in_torchs_layout_are_read_by_the_fast_path(tmp_path: Path) -> No
         p = tmp_path / f"t{style}.json"
         p.write_text(torch_layout(events, style))
         assert _fast_share(p) > 0.95
-        an = analysis.analyze_file(p)
+        an = analysis.analyze_file(p, m=matrix.load())
         assert an.summary.cpu_ops == 40 and an.summary.kernels == 40
 
 
@@ -127,4 +128,4 @@ def test_a_second_ph_in_an_event_is_read_as_json_reads_it(tmp_path: Path, monkey
     assert json.loads(text)["traceEvents"][0]["ph"] == "X"
     got = _analyse(p, True, monkeypatch)
     assert got == _analyse(p, False, monkeypatch)
-    assert analysis.analyze_file(p).summary.cpu_ops == 3
+    assert analysis.analyze_file(p, m=matrix.load()).summary.cpu_ops == 3

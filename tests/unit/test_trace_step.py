@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.trace import analysis as tr
 from kernelcheck.trace.verdicts import short_name
@@ -26,7 +27,7 @@ def _kc(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_whole_step_trace_shows_forward_backward_and_optimizer_and_each_layer_type():
-    an = tr.analyze_file(STEP)
+    an = tr.analyze_file(STEP, m=matrix.load())
     b = an.breakdown
     assert b["marked_by"] == "kernelcheck" and b["profiled_steps"] == 2
     assert set(b["phases"]) == {"forward", "backward", "optimizer"}
@@ -57,20 +58,20 @@ def test_deeply_nested_json_is_bad_input(tmp_path):
     p = tmp_path / "deep.json"
     p.write_text('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
     with pytest.raises(BadInput, match="nested too deeply"):
-        tr.analyze_file(p)
+        tr.analyze_file(p, m=matrix.load())
 
 
 def test_events_with_fields_of_the_wrong_type_are_skipped_and_counted_in_a_warning():
     good = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.0 * i, "dur": 5.0} for i in range(4)]
     bad = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "soon", "dur": 5.0},
            {"ph": "X", "cat": "kernel", "name": 7, "ts": 3.0, "dur": 1.0, "args": {}}]
-    an = tr.analyze_events(good + bad)
+    an = tr.analyze_events(good + bad, m=matrix.load())
     found = {f.id: f for f in an.findings}
     malformed = found["trace-malformed-events"]
     assert "2 event(s) had a field of the wrong type" in malformed.message  # wording: renderer test
     assert found["trace-malformed-events"].severity == "warning"
     assert an.summary.cpu_ops == 4
-    assert "trace-malformed-events" not in {f.id for f in tr.analyze_events(good).findings}
+    assert "trace-malformed-events" not in {f.id for f in tr.analyze_events(good, m=matrix.load()).findings}
 
 
 HOSTILE = {
@@ -116,7 +117,7 @@ def test_hostile_trace_json_is_analysed_or_refused_as_bad_input_never_an_interna
     p = tmp_path / "hostile.json"
     p.write_text(json.dumps({"traceEvents": events, **extra}, allow_nan=True))
     try:
-        an = tr.analyze_file(p)
+        an = tr.analyze_file(p, m=matrix.load())
     except BadInput as exc:
         assert str(exc)  # a message, exit 2
         return

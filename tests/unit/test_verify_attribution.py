@@ -5,6 +5,7 @@ Triton's `cuLaunchKernelEx` driver launches follow docs/facts.md section 7 and t
 
 from __future__ import annotations
 
+from kernelcheck.core import matrix
 from kernelcheck.verify import evidence
 
 
@@ -41,7 +42,7 @@ def _trace() -> list[dict]:
 
 
 def test_kernels_are_attributed_to_the_call_that_launched_them() -> None:
-    st = evidence.analyze("prefill", _trace())
+    st = evidence.analyze("prefill", _trace(), m=matrix.load())
     by = {(r.function, r.backward): r for r in st.ranges}
     chunk = by[("chunk_gated_delta_rule", False)]
     assert chunk.layer == 0 and chunk.step == "prefill"
@@ -59,14 +60,14 @@ def test_kernels_are_attributed_to_the_call_that_launched_them() -> None:
 
 def test_fast_kernel_names_come_from_the_shared_signatures() -> None:
     names = ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64", "chunk_fwd_kernel_o", "elementwise_kernel"]
-    assert evidence.fast_kernel_names("fla", names) == names[:2]
+    assert evidence.fast_kernel_names("fla", names, sig=matrix.load().signatures) == names[:2]
     conv = ["void causal_conv1d_channellast_fwd_kernel<128, 4>(ConvParamsBase)"]
-    assert evidence.fast_kernel_names("causal_conv1d", conv) == conv
-    assert evidence.fast_kernel_names("fla", conv) == []
+    assert evidence.fast_kernel_names("causal_conv1d", conv, sig=matrix.load().signatures) == conv
+    assert evidence.fast_kernel_names("fla", conv, sig=matrix.load().signatures) == []
 
 
 def test_the_launch_line_of_a_gpu_step_carries_the_trace_analysis() -> None:
-    st = evidence.analyze("prefill", _trace())
+    st = evidence.analyze("prefill", _trace(), m=matrix.load())
     gpu = evidence.launch_line(st, "cuda:0")
     assert (gpu.step, gpu.on_gpu, gpu.kernels, gpu.launch_bound) == ("prefill", True, 5, None)  # not launch-bound
     assert gpu.busy_fraction is not None and gpu.busy_fraction == st.stats.busy_fraction

@@ -17,6 +17,8 @@ FLA_640 = ("RuntimeError: Triton >= 3.4.0 and < 3.7.1 on Hopper GPUs produces in
            "chunk_bwd_dqkwg (see #640). Please upgrade Triton to >= 3.7.1 or install tilelang: `pip install tilelang`")
 TILELANG_JIT = "RuntimeError: #if defined(_MSC_VER) && !defined(__clang__) && _MSC_VER < 1940"
 
+SIG = matrix.load().signatures  # the shipped signatures.toml
+
 
 def _kernels(name: str) -> list[str]:
     with gzip.open(GPU / name) as fh:
@@ -27,15 +29,15 @@ def _kernels(name: str) -> list[str]:
 def test_the_h200_train_step_ran_the_gdn_backward_on_tilelang_and_the_rest_on_triton():
     names = _kernels("step-fast.json.gz")
     assert "kernel_kernel" in names and "chunk_bwd_kernel_dqkwg" not in names  # TileLang took dqkwg
-    assert evidence.backends_seen(names) == ["tilelang", "triton"]
-    assert "kernel_kernel" in evidence.fast_kernel_names("fla", names)  # it counts as fla's fast path
+    assert evidence.backends_seen(names, sig=SIG) == ["tilelang", "triton"]
+    assert "kernel_kernel" in evidence.fast_kernel_names("fla", names, sig=SIG)  # it counts as fla's fast path
 
 
 def test_a_forward_only_run_shows_only_triton_and_flash_qla_names_are_told_apart():
-    assert evidence.backends_seen(_kernels("gdn_fast.json.gz")) == ["triton"]
-    assert evidence.backends_seen(["tilelang_fused_chunk_gdr_bwd_kernel_kernel", "kernel_kernel"]) == \
+    assert evidence.backends_seen(_kernels("gdn_fast.json.gz"), sig=SIG) == ["triton"]
+    assert evidence.backends_seen(["tilelang_fused_chunk_gdr_bwd_kernel_kernel", "kernel_kernel"], sig=SIG) == \
         ["flash_qla", "tilelang"]
-    assert evidence.backends_seen(["void at::native::elementwise_kernel<...>"]) == []
+    assert evidence.backends_seen(["void at::native::elementwise_kernel<...>"], sig=SIG) == []
 
 
 def test_the_640_runtime_error_maps_to_its_rule_and_fixes_not_to_reinstall():

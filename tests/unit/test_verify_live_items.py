@@ -7,6 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from kernelcheck.core import matrix
 from kernelcheck.report.live import (
     BenchmarkOnCpuLine,
     BenchmarkPassLines,
@@ -83,7 +84,7 @@ def test_a_run_says_what_was_built_the_comparison_the_benchmark_and_the_time_in_
 def test_a_gpu_run_has_a_launch_line_per_step_and_no_cpu_note() -> None:
     from tests.unit.test_verify_attribution import _trace
 
-    tr = evidence.analyze("prefill", _trace())
+    tr = evidence.analyze("prefill", _trace(), m=matrix.load())
     items = live_items(run("cuda:0", traces={"prefill": tr}, benchmark=BENCH))
     assert [type(i) for i in items] == [BuiltLine, LaunchLine, BenchmarkPassLines, TimingLine]
     assert isinstance(items[1], LaunchLine) and items[1].step == "prefill" and items[1].on_gpu
