@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernelcheck.core.status import STATUS_RANK
 from kernelcheck.forecast.command import Forecast
-from kernelcheck.report.text import device_words
+from kernelcheck.report.device_text import device_words
 
 _OUTCOME = {
     "silent-fallback": "its import fails (undefined symbol) and transformers silently runs the torch path",

@@ -145,9 +145,8 @@ def _window_findings(th: TransformersHub, use_hub: bool | None, used: bool) -> l
 
 
 def _listing_lines(env: environment.Environment, dev: str, mode: str, source: str, used: bool,
-                   device: str | None, target: kernels_hub.HubSystem | None) -> list[HubLine]:
+                   origin: str, target: kernels_hub.HubSystem | None) -> list[HubLine]:
     listing = "offline" if settings.hub_offline() else "cache" if source == "cache" else "online"
-    origin = "device-flag" if device else ("cuda-flag" if target is not None and target.cuda else "torch-build")
     items: list[HubLine] = [ListingLine(dev, origin, mode, listing, used)]
     if target is not None:
         sm = env.capabilities[0].sm if env.capabilities else None
@@ -210,7 +209,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     for f in functions:
         names.setdefault(f, "function")
     if names:
-        lines.extend(_listing_lines(env, dev, mode, source, used, device, target))
+        lines.extend(_listing_lines(env, dev, mode, source, used, report.device.origin, target))
         names = _resolvable(findings, lines, names, th, use_hub, used, refused)
     rows, resolutions = _rows(th, names, env, dev, mode, source, target)
     fstatus = {f.name: f for f in report.functions}

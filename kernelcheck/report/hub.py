@@ -154,7 +154,7 @@ class UseLine:
 
 @dataclass(frozen=True)
 class ListingLine:
-    """Where build variants are listed from. `origin`: device-flag | cuda-flag | torch-build; `listing`: offline
+    """Where build variants are listed from. `origin`: the verdict device's (core/device.py ORIGINS); `listing`: offline
     | online | cache (HF cache only, `used` says whether for --source cache or because Hub kernels are off)."""
 
     device: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.report.device_text import origin_words
 from kernelcheck.report.hub import (
     HubLine,
     HubRow,
@@ -106,9 +107,6 @@ def _window(w: WindowLine) -> str:
             f"installed kernels {w.kernels or 'absent'}: {state} the window" + ("" if w.met else outside))
 
 
-_ORIGIN = {"device-flag": "--device", "cuda-flag": "--cuda", "torch-build": "from the torch build"}
-
-
 def _listing(item: ListingLine) -> str:
     if item.listing == "offline":
         listing = "offline: LOCAL_KERNELS and the Hugging Face cache"
@@ -117,7 +115,8 @@ def _listing(item: ListingLine) -> str:
     else:
         listing = "LOCAL_KERNELS and the Hugging Face cache only (" + \
             ("Hub kernels are not in use" if not item.used else "--source cache") + ")"
-    return f"device {item.device} ({_ORIGIN[item.origin]}) · mode {item.mode} · variants listed from {listing}"
+    return (f"device {item.device} (from {origin_words(item.origin)}) · mode {item.mode} · variants listed from "
+            f"{listing}")
 
 
 def _runs(row: HubRow) -> str:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.plan_step import Step
 from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
+from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
 from kernelcheck.report.trace import StepRow
 
 if TYPE_CHECKING:  # annotations only: a trace's report loads neither
-    from kernelcheck.core.device import Device
     from kernelcheck.report.sections import EnvironmentView
 
 # a function's status in words. `unsupported` (JSON) is a kernel that does not apply here: this transformers does
@@ -85,17 +85,6 @@ def _render_head(report: Report) -> str:
     return head
 
 
-_DEVICE_ORIGIN = {"flag": "--device", "arch": "--arch", "target": "the target build", "run-here": "where it runs",
-                  "gpu-visible": "the GPU here", "torch-build": "the torch build"}
-
-
-def device_words(device: Device) -> str:
-    """The headline's device: "device cpu (the torch build)"; a prediction says it is one."""
-    said = f"device {device.type} (from {_DEVICE_ORIGIN.get(device.origin, device.origin)}"
-    if device.predicted:
-        kind = device.type.upper()
-        return said + f"; no {kind} device here: the verdict is a prediction for a {kind} machine)"
-    return said + ")"
 
 
 def _render_functions(functions: list[FunctionStatus]) -> list[str]:

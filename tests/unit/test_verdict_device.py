@@ -10,8 +10,8 @@ from kernelcheck.core import device, gpu
 from kernelcheck.core.environment import TorchInfo
 from kernelcheck.hub import check as hub_check
 from kernelcheck.integrations.kernels_hub import Resolution
+from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import Report, render_json
-from kernelcheck.report.text import device_words
 from tests.environments import make_env
 
 CPU_TORCH = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None)
@@ -82,3 +82,18 @@ def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirme
                                   (), predicted="cuda")
     assert fla.message.startswith("on a CUDA device this load fails")
     assert "not yet confirmed" not in fla.message  # wording: renderer test (the prediction form's caveat)
+
+
+def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkeypatch) -> None:
+    """doctor's Hub section lists variants for the verdict's device and says where that device came from: the torch
+    build unless --device was given (it used to say "--device" for a device doctor chose itself)."""
+    from kernelcheck.core import matrix
+    from kernelcheck.doctor import run
+    from kernelcheck.report.hub import ListingLine
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for flag, origin in ((None, "torch-build"), ("cpu", "flag")):
+        rep = run.doctor("qwen3.8-27b", "train", env=CPU_TORCH, hub=True, hub_device=flag, m=matrix.load())
+        assert rep.hub is not None and rep.device is not None
+        (listing,) = [i for i in rep.hub.items if isinstance(i, ListingLine)]
+        assert (listing.device, listing.origin) == ("cpu", origin) == (rep.device.type, rep.device.origin)
