@@ -99,6 +99,22 @@ def view_of(tensors: Mapping[str, Any]) -> BatchView:
     return BatchView(fields)
 
 
+def _torch_save_header(path: Path, path_str: str) -> None:
+    """torch.save writes a zip archive (since torch 1.6) or, in the legacy format, a pickle: a file that starts as
+    neither is not one, and saying so beats quoting the unpickler's error."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise BadInput(f"--batch {path_str} cannot be read ({exc.strerror or exc}). Nothing was run.") from None
+    if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":
+        return
+    what = "is empty" if not head else f"starts with {head!r}"
+    raise BadInput(f"--batch {path_str} is not a torch.save file: it {what}, where torch.save writes a zip archive "
+                   "(or a pickle in its legacy format). Save the batch with torch.save(batch, FILE), or "
+                   "safetensors' save_file to a .safetensors file. Nothing was run.")
+
+
 def load(path_str: str) -> LoadedBatch:
     """--batch FILE: a .safetensors file, or a torch.save'd dict (read with weights_only=True)."""
     path = Path(path_str)
@@ -106,6 +122,8 @@ def load(path_str: str) -> LoadedBatch:
         why = "does not exist" if not path.exists() else "is not a regular file"
         raise BadInput(f"--batch {path_str} {why}: give the file the job's batch was saved to (torch.save(batch, "
                        "FILE) or safetensors' save_file). Nothing was run.")
+    if path.suffix != ".safetensors":
+        _torch_save_header(path, path_str)
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file

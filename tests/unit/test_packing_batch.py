@@ -114,3 +114,27 @@ def test_a_packing_payoff_row_in_verified_toml_is_not_taken_for_a_training_step(
     payoff = {"model_type": "qwen3_5", "date": "2026-12-08", "kind": "packing-payoff", "ratio": 2.1}
     assert cost.choose([step, payoff], "qwen3_5", {})[0] is step
     assert cost.choose([payoff], "qwen3_5", {})[0] is None
+
+
+@pytest.mark.parametrize(("content", "said"), [(b"", "is empty"), (b"root:x:0:0:root:/root:/bin/bash\n", "starts with"),
+                                               (b"{\"input_ids\": [1, 2]}", "starts with")])
+def test_a_file_that_is_no_torch_save_is_named_as_such(tmp_path, content, said):
+    from kernelcheck.packing import batchfile
+
+    f = tmp_path / "batch.pt"
+    f.write_bytes(content)
+    with pytest.raises(BadInput, match=f"not a torch.save file: it {said}") as err:
+        batchfile.load(str(f))
+    assert "Error" not in str(err.value)  # no reader's exception name
+
+
+def test_a_truncated_torch_save_is_still_a_bad_file_not_a_traceback(tmp_path):
+    import torch
+
+    from kernelcheck.packing import batchfile
+
+    f = tmp_path / "batch.pt"
+    torch.save({"input_ids": torch.arange(8)[None]}, f)
+    f.write_bytes(f.read_bytes()[:40])
+    with pytest.raises(BadInput, match="not readable as a torch.save'd dict"):
+        batchfile.load(str(f))
