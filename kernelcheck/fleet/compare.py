@@ -20,14 +20,14 @@ log = logging.getLogger(__name__)
 def report_files(paths: list[str]) -> list[Path]:
     """The files named, a folder standing for the *.json inside it (a Slurm prolog's shared folder)."""
     out: list[Path] = []
-    for p in (checked(text, "compare: the report") for text in paths):  # ENAMETOOLONG & co: bad input
+    for p in (checked(text, "the report") for text in paths):  # ENAMETOOLONG & co: bad input
         if p.is_dir():
             found = sorted(p.glob("*.json"))
             if not found:
-                raise BadInput(f"compare: folder {p} holds no *.json reports.")
+                raise BadInput(f"folder {p} holds no *.json reports.")
             out += found
         else:
-            out.append(regular_file(p, "compare: the report", "Give report files (kernelcheck doctor --json > "
+            out.append(regular_file(p, "the report", "Give report files (kernelcheck doctor --json > "
                                     "node.json) or folders of them."))
     return _once(out)
 
@@ -44,7 +44,7 @@ def _once(out: list[Path]) -> list[Path]:
         seen[key] = p
     out = list(seen.values())
     if not out:
-        raise BadInput("compare: give one or more report files (kernelcheck doctor --json > node.json) or folders.")
+        raise BadInput("give one or more report files (kernelcheck doctor --json > node.json) or folders.")
     return out
 
 
@@ -53,11 +53,11 @@ def load(path: Path) -> RankRecord:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"compare: cannot read {path}: {exc}.") from None
+        raise BadInput(f"cannot read {path}: {exc}.") from None
     except RecursionError:
-        raise BadInput(f"compare: {path} nests JSON too deeply to be a kernelcheck report.") from None
+        raise BadInput(f"{path} nests JSON too deeply to be a kernelcheck report.") from None
     except json.JSONDecodeError as exc:
-        raise BadInput(f"compare: {path} is not JSON ({exc.msg} at line {exc.lineno}): pass the stdout of "
+        raise BadInput(f"{path} is not JSON ({exc.msg} at line {exc.lineno}): pass the stdout of "
                        "`kernelcheck doctor --json`, not its text output or a log.") from None
     data = report_check.check_fields(summary.check_report(data, str(path)), str(path))
     return summary.summarise(data, label=path.stem)  # read once, here: the table takes the record's fields

@@ -50,3 +50,20 @@ def test_the_gate_messages_for_ranks_that_never_joined_or_died() -> None:
     assert gather.died_message([2]).startswith("rank 2 joined but died or hung during the gather")
     assert "rank 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 5 more" in \
         gather.died_message(list(range(25)))  # wording: renderer test
+
+
+def test_a_bad_report_file_is_one_line_that_names_the_command_once(tmp_path):
+    """compare's messages are printed after "kernelcheck compare: ": they must not say "compare:" again."""
+    from click.testing import CliRunner
+
+    from kernelcheck.cli.main import main
+
+    bad = tmp_path / "node.json"
+    bad.write_text("not json\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args in ([str(bad)], [str(empty)], [str(tmp_path / "missing.json")]):
+        res = CliRunner().invoke(main, ["compare", *args])
+        assert res.exit_code == 2, res.output
+        assert res.stderr.startswith("kernelcheck compare: ") and "compare: compare" not in res.stderr, res.stderr
+        assert res.stderr.count("kernelcheck compare:") == 1
