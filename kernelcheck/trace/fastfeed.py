@@ -43,8 +43,10 @@ def _correlations(texts: list[str | None]) -> list[int] | None:
 
 # the categories whose args the analysis reads (correlation ids, is_user_annotation)
 _GPU_CATS = frozenset(("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"))
-_ARGS_READ = _GPU_CATS | {"cuda_runtime", "cuda_driver"}
-_ROW_TID, _ROW_TS, _ROW_DUR = operator.itemgetter(2), operator.itemgetter(3), operator.itemgetter(4)
+_LAUNCH_CATS = frozenset(("cuda_runtime", "cuda_driver"))
+_ARGS_READ = _GPU_CATS | _LAUNCH_CATS
+# the columns of the X events other than CPU ops and Python functions, in `_feed_other`'s order
+_X_COLUMNS = (reader.X_CAT, reader.X_NAME, reader.X_TID, reader.X_TS, reader.X_DUR, reader.X_ARGS)
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
@@ -91,9 +93,7 @@ class FastFeed:
             self._python_bulk(list(compress(col(reader.PY_NAME), py_ts)), filter(None, py_ts))
         x_ts = col(reader.X_TS)
         if len(x_ts) - x_ts.count(None):
-            rows = list(compress(zip(col(reader.X_CAT), col(reader.X_NAME), col(reader.X_TID), x_ts,
-                                     col(reader.X_DUR), col(reader.X_ARGS), strict=False), x_ts))
-            self._feed_other(rows, phases)
+            self._feed_other([list(compress(col(j), x_ts)) for j in _X_COLUMNS], phases)
         self.n_events += n
 
     def _cpu_bulk(self, nm: list[str], ts_s: Iterable[str], dur_s: Iterable[str],
@@ -126,32 +126,35 @@ class FastFeed:
         if any(hits):
             self.py_hits.extend(compress(zip(map(float, ts_s), nm, strict=True), hits))
 
-    def _feed_other(self, rows: list[tuple[str, str, str, str, str, str | None]],
-                    phases: phases_mod.PhaseCollector) -> None:
-        """The X events other than CPU ops and Python functions of a fast run, (cat, name, tid, ts, dur, args
-        text) each: what `_gpu`, `_launch` and `phases.take` do with them. GPU work and launches whose args each
+    def _feed_other(self, columns: list[list[Any]], phases: phases_mod.PhaseCollector) -> None:
+        """The X events other than CPU ops and Python functions of a fast run, as columns (cat, name, tid, ts, dur,
+        args text): what `_gpu`, `_launch` and `phases.take` do with them. GPU work and launches whose args each
         hold one int correlation id (what torch writes) go in bulk; anything else event by event."""
-        gpu = [r for r in rows if r[0] in _GPU_CATS]
-        launch = [r for r in rows if r[0] == "cuda_runtime" or r[0] == "cuda_driver"]
-        if len(gpu) + len(launch) < len(rows):
-            self._feed_rows([r for r in rows if r[0] not in _ARGS_READ], phases)
-        for part, bulk in ((gpu, self._gpu_bulk), (launch, self._launch_bulk)):
-            if part:
-                corrs = _correlations([r[5] for r in part])
-                if corrs is not None:
-                    bulk(part, corrs, phases)
-                else:
-                    self._feed_rows(part, phases)
+        cats, nm, tids, ts_s, dur_s, args = columns
+        is_gpu = list(map(_GPU_CATS.__contains__, cats))
+        is_launch = list(map(_LAUNCH_CATS.__contains__, cats))
+        n_gpu, n_launch = is_gpu.count(True), is_launch.count(True)
+        if n_gpu + n_launch < len(cats):
+            rest = list(map(operator.not_, map(operator.or_, is_gpu, is_launch)))
+            self._feed_rows(list(compress(zip(cats, nm, tids, ts_s, dur_s, args, strict=True), rest)), phases)
+        for mask, count, bulk in ((is_gpu, n_gpu, self._gpu_bulk), (is_launch, n_launch, self._launch_bulk)):
+            if not count:
+                continue
+            cols = [list(compress(c, mask)) for c in columns] if count < len(mask) else columns
+            corrs = _correlations(cols[5])
+            if corrs is not None:
+                bulk(cols[0], cols[1], cols[2], cols[3], cols[4], corrs, phases)
+            else:
+                self._feed_rows(list(zip(*cols, strict=True)), phases)
 
-    def _gpu_bulk(self, rows: list[tuple[str, str, str, str, str, str | None]], corrs: list[int],
-                  phases: phases_mod.PhaseCollector) -> None:
+    def _gpu_bulk(self, cats: list[str], nm: list[str], tids: list[str], ts_s: list[str], dur_s: list[str],
+                  corrs: list[int], phases: phases_mod.PhaseCollector) -> None:
         """`_gpu` and `phases.take` for GPU work whose args hold one int correlation id each and no
         is_user_annotation."""
-        cats, nm = [r[0] for r in rows], [r[1] for r in rows]
-        ts = array("d", map(float, map(_ROW_TS, rows)))
-        dur = array("d", map(float, map(_ROW_DUR, rows)))
+        ts = array("d", map(float, ts_s))
+        dur = array("d", map(float, dur_s))
         kind_of: dict[tuple[str, str], int] = {}
-        for cat, name in dict.fromkeys(zip(cats, nm, strict=False)):
+        for cat, name in dict.fromkeys(zip(cats, nm, strict=True)):
             kind_of[(cat, name)] = (MEMCPY if cat in ("gpu_memcpy", "Memcpy") or name.startswith("Memcpy") else
                                     MEMSET if cat in ("gpu_memset", "Memset") or name.startswith("Memset") else
                                     KERNEL)
@@ -162,7 +165,7 @@ class FastFeed:
         self.g_ts.extend(ts)
         self.g_dur.extend(dur)
         self.g_name.extend(array("i", map(names.__getitem__, nm)))
-        self.g_kind.extend(array("b", map(kind_of.__getitem__, zip(cats, nm, strict=False))))
+        self.g_kind.extend(array("b", map(kind_of.__getitem__, zip(cats, nm, strict=True))))
         if min(corrs) >= -(2**63) and max(corrs) < 2**63:
             self.g_corr.extend(array("q", corrs))
         else:
@@ -171,20 +174,19 @@ class FastFeed:
         is_kernel = map(operator.eq, cats, repeat("kernel"))
         phases.gpu.extend(compress(zip(ts, dur, corrs, is_kernel, strict=False), in_phases))
 
-    def _launch_bulk(self, rows: list[tuple[str, str, str, str, str, str | None]], corrs: list[int],
-                     phases: phases_mod.PhaseCollector) -> None:
+    def _launch_bulk(self, cats: list[str], nm: list[str], tids: list[str], ts_s: list[str], dur_s: list[str],
+                     corrs: list[int], phases: phases_mod.PhaseCollector) -> None:
         """`_launch` and `phases.take` for cuda_runtime/cuda_driver calls whose args hold one int correlation id
         each."""
-        nm = [r[1] for r in rows]
-        ts = list(map(float, map(_ROW_TS, rows)))
-        dur = map(float, map(_ROW_DUR, rows))
+        ts = list(map(float, ts_s))
+        dur = map(float, dur_s)
         flags = {n: ("aunch" in n or "emcpy" in n or "emset" in n, "aunch" in n) for n in dict.fromkeys(nm)}
         gpu_work = list(map(_FIRST, map(flags.__getitem__, nm)))
         if any(gpu_work):
             self.launch_end.update(compress(zip(corrs, map(operator.add, ts, dur), strict=False), gpu_work))
             self.launches.extend(compress(ts, map(_SECOND, map(flags.__getitem__, nm))))
-        tids = [int(t) if t[0] != '"' else t[1:-1] for t in map(_ROW_TID, rows)]
-        phases.launch.update(zip(corrs, zip(ts, tids, strict=False), strict=False))
+        tids_v = [int(t) if t[0] != '"' else t[1:-1] for t in tids]
+        phases.launch.update(zip(corrs, zip(ts, tids_v, strict=True), strict=True))
 
     def _feed_rows(self, rows: list[tuple[str, str, str, str, str, str | None]],
                    phases: phases_mod.PhaseCollector) -> None:
