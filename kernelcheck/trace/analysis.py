@@ -37,7 +37,7 @@ from kernelcheck.report.trace import Annotated
 from kernelcheck.trace import aggregate
 from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET, FastFeed
-from kernelcheck.trace.reader import TraceReader
+from kernelcheck.trace.reader import TraceReader, gc_paused
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
 from kernelcheck.trace.verdicts import fast_kernels_in, is_launch_bound, judge, launch_bound_sentence
@@ -257,6 +257,10 @@ class _Accumulator(FastFeed):
     def finish(self, metadata: dict[str, Any], path: str | None = None, size: int | None = None,
                gz: bool = False) -> TraceAnalysis:
         """The whole trace's and each step's stats, over the columns at once (trace/aggregate.py)."""
+        with gc_paused():
+            return self._finish(metadata, path, size, gz)
+
+    def _finish(self, metadata: dict[str, Any], path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
         steps = sorted(self.steps)
         n_steps = len(steps)
         step_of = aggregate.step_of_fn(steps)

@@ -28,6 +28,7 @@ from functools import reduce
 from typing import Any
 
 from kernelcheck.trace import gpushare
+from kernelcheck.trace.reader import gc_paused
 
 LAYER_PREFIX = "kernelcheck::layer::"
 PHASE_PREFIX = "kernelcheck::phase::"
@@ -160,6 +161,10 @@ class PhaseCollector:
 
     def result(self) -> dict[str, Any]:
         """{"phases": {name: {ms, kernels, gpu_ms, ranges}}, "layer_types": {type: {...}}, "marked_by": ...}."""
+        with gc_paused():
+            return self._result()
+
+    def _result(self) -> dict[str, Any]:
         phases = self._phase_ranges()
         if not phases and not self.layers:
             return {}
