@@ -13,6 +13,7 @@ import operator
 import re
 from array import array
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from itertools import compress, repeat
 from typing import Any
 
@@ -25,18 +26,30 @@ KERNEL, MEMCPY, MEMSET = 0, 1, 2
 
 # One correlation key with an int value, in an args object the reader matched (flat, no backslash)
 _CORRELATION = re.compile(r'"correlation": (-?[0-9]+)[ \n]*[,}]')
+_CORRELATION_BYTES = re.compile(_CORRELATION.pattern.encode())
+_AUTOGRAD_BYTES = phases_mod.AUTOGRAD.encode()
 
 
-def _correlations(texts: list[str | None]) -> list[int] | None:
-    """The correlation id of each args text, when each holds exactly one "correlation" key with an int value
-    and none holds "is_user_annotation" (what torch writes): then these are what json would give. Else None."""
+def _correlations(texts: list[Any]) -> list[int] | None:
+    """The correlation id of each args text (str or bytes), when each holds exactly one "correlation" key with
+    an int value and none holds "is_user_annotation" (what torch writes): then these are what json would give.
+    Else None."""
     if not all(texts):
         return None
-    joined = "\x00".join(texts)  # type: ignore[arg-type]
-    if '"is_user_annotation"' in joined:
-        return None
-    found = _CORRELATION.findall(joined)
-    if len(found) != len(texts) or list(map(str.count, texts, repeat('"correlation"'))).count(1) != len(texts):  # type: ignore[arg-type]
+    if type(texts[0]) is bytes:
+        joined_b = b"\x00".join(texts)
+        if b'"is_user_annotation"' in joined_b:
+            return None
+        found = _CORRELATION_BYTES.findall(joined_b)
+        key: Any = b'"correlation"'
+        count: Any = bytes.count
+    else:
+        joined = "\x00".join(texts)
+        if '"is_user_annotation"' in joined:
+            return None
+        found = _CORRELATION.findall(joined)
+        key, count = '"correlation"', str.count
+    if len(found) != len(texts) or list(map(count, texts, repeat(key))).count(1) != len(texts):
         return None
     return list(map(int, found))
 
@@ -71,15 +84,28 @@ class FastFeed:
     _py_seen: dict[str, bool]
     _intern: Callable[[str], int]
 
+    @cached_property
+    def _raw_ids(self) -> dict[bytes, int]:
+        """A name as the file's bytes -> its index (names left undecoded)."""
+        return {}
+
+    @cached_property
+    def _text_of(self) -> dict[bytes, str]:
+        """A value as the file's bytes -> its text."""
+        return {}
+
     @property
     def _handler_table(self) -> dict[str, Callable[[str, float, str, float, dict[str, Any]], None]]:
         raise NotImplementedError  # the accumulator's handler per category
 
-    def feed_fast(self, parts: list[str | None], n: int, phases: phases_mod.PhaseCollector) -> None:
+    def feed_fast(self, parts: list[Any], n: int, phases: phases_mod.PhaseCollector) -> None:
         """`feed` + `phases.feed_one` for a run of `n` events the reader matched in torch's layout, as the
         columns of `parts` (reader._FAST): the same numbers from the text, with no dict per event. CPU ops (most
-        of a trace) go in bulk, in C; of the args, only the correlation ids of GPU work and launches are read."""
+        of a trace) go in bulk, in C; of the args, only the correlation ids of GPU work and launches are read.
+        The columns are str, or bytes where the reader did not decode the file (then names are decoded once
+        each, as the decoder would have: UTF-8, bad bytes replaced)."""
         k = reader.FAST_STRIDE
+        raw = type(parts[0]) is bytes
 
         def col(j: int) -> list[Any]:
             return parts[1 + j::k]
@@ -87,32 +113,56 @@ class FastFeed:
         cpu_ts_s = col(reader.CPU_TS)
         if len(cpu_ts_s) - cpu_ts_s.count(None):
             self._cpu_bulk(list(compress(col(reader.CPU_NAME), cpu_ts_s)), filter(None, cpu_ts_s),
-                           filter(None, col(reader.CPU_DUR)), phases)
+                           filter(None, col(reader.CPU_DUR)), phases, raw)
         py_ts = col(reader.PY_TS)
         if self._py_rx is not None and len(py_ts) - py_ts.count(None):
-            self._python_bulk(list(compress(col(reader.PY_NAME), py_ts)), filter(None, py_ts))
+            nm = list(compress(col(reader.PY_NAME), py_ts))
+            self._python_bulk(self._texts(nm) if raw else nm, filter(None, py_ts))
         x_ts = col(reader.X_TS)
         if len(x_ts) - x_ts.count(None):
-            self._feed_other([list(compress(col(j), x_ts)) for j in _X_COLUMNS], phases)
+            columns = [list(compress(col(j), x_ts)) for j in _X_COLUMNS]
+            if raw:  # cat, name, tid as text; ts and dur are read by float() as bytes, args by _correlations
+                columns[0], columns[1], columns[2] = map(self._texts, columns[:3])
+            self._feed_other(columns, phases)
         self.n_events += n
 
-    def _cpu_bulk(self, nm: list[str], ts_s: Iterable[str], dur_s: Iterable[str],
-                  phases: phases_mod.PhaseCollector) -> None:
+    def _texts(self, col: list[bytes]) -> list[str]:
+        """A column of bytes as text, each distinct value decoded once."""
+        cache = self._text_of
+        try:
+            return list(map(cache.__getitem__, col))
+        except KeyError:
+            for b in dict.fromkeys(col):
+                if b not in cache:
+                    cache[b] = b.decode("utf-8", "replace")
+            return list(map(cache.__getitem__, col))
+
+    def _ids(self, nm: list[Any], raw: bool) -> array[int]:
+        """The name index of each name (str, or bytes undecoded), names seen first interned in first-seen order,
+        as `feed` interns them."""
+        ids = self._raw_ids if raw else self.names
+        try:
+            return array("i", map(ids.__getitem__, nm))
+        except KeyError:
+            for name in dict.fromkeys(nm):
+                if name not in ids:
+                    ids[name] = self._intern(name.decode("utf-8", "replace")) if raw else self._intern(name)
+            return array("i", map(ids.__getitem__, nm))
+
+    def _cpu_bulk(self, nm: list[Any], ts_s: Iterable[Any], dur_s: Iterable[Any],
+                  phases: phases_mod.PhaseCollector, raw: bool = False) -> None:
         """What `feed` and `phases.feed_one` do with CPU ops, for a run's CPU ops at once."""
         ts = array("d", map(float, ts_s))
         end = array("d", map(operator.add, ts, map(float, dur_s)))
-        names = self.names
-        for name in dict.fromkeys(nm):  # first-seen order, as `feed` interns them
-            if name not in names:
-                self._intern(name)
         self.cpu_ts.extend(ts)
-        self.cpu_name.extend(array("i", map(names.__getitem__, nm)))
+        self.cpu_name.extend(self._ids(nm, raw))
         lo, hi = min(ts), max(end)
         if lo < self.cpu_min:
             self.cpu_min = lo
         if hi > self.cpu_max:
             self.cpu_max = hi
-        ag = list(map(str.startswith, nm, repeat(phases_mod.AUTOGRAD)))
+        ag = (list(map(bytes.startswith, nm, repeat(_AUTOGRAD_BYTES))) if raw else
+              list(map(str.startswith, nm, repeat(phases_mod.AUTOGRAD))))
         if any(ag):
             phases.autograd.extend(zip(compress(ts, ag), compress(end, ag), strict=True))
 
@@ -158,13 +208,9 @@ class FastFeed:
             kind_of[(cat, name)] = (MEMCPY if cat in ("gpu_memcpy", "Memcpy") or name.startswith("Memcpy") else
                                     MEMSET if cat in ("gpu_memset", "Memset") or name.startswith("Memset") else
                                     KERNEL)
-        names = self.names
-        for name in dict.fromkeys(nm):
-            if name not in names:
-                self._intern(name)
         self.g_ts.extend(ts)
         self.g_dur.extend(dur)
-        self.g_name.extend(array("i", map(names.__getitem__, nm)))
+        self.g_name.extend(self._ids(nm, False))
         self.g_kind.extend(array("b", map(kind_of.__getitem__, zip(cats, nm, strict=True))))
         if min(corrs) >= -(2**63) and max(corrs) < 2**63:
             self.g_corr.extend(array("q", corrs))
@@ -188,12 +234,13 @@ class FastFeed:
         tids_v = [int(t) if t[0] != '"' else t[1:-1] for t in tids]
         phases.launch.update(zip(corrs, zip(ts, tids_v, strict=True), strict=True))
 
-    def _feed_rows(self, rows: list[tuple[str, str, str, str, str, str | None]],
+    def _feed_rows(self, rows: list[tuple[Any, ...]],
                    phases: phases_mod.PhaseCollector) -> None:
         """Event by event, as `feed` does: the handler, then `phases.take`."""
         handlers = self._handler_table
         cats = phases_mod.CATS
-        args_of = iter([decode_args(r[5]) if r[5] else {} for r in rows if r[0] in _ARGS_READ])
+        args_of = iter([decode_args(r[5] if type(r[5]) is not bytes else r[5].decode("utf-8", "replace"))
+                        if r[5] else {} for r in rows if r[0] in _ARGS_READ])
         for cat, name, tid, ts_s, dur_s, _ in rows:
             handler = handlers.get(cat)
             if cat in _ARGS_READ:

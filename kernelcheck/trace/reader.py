@@ -65,6 +65,7 @@ _OTHER = r'(?:"name": "[^"]*+",[ \n]++)?"ph": "[^X"][^"]*+"([^{}]*(?:\{[^{}]*\}[
 # ts, dur, args text; another event's text after its "ph"; None where the event is not of that kind (a flow
 # event: None in every group). Column j of a run: parts[1 + j::FAST_STRIDE].
 _FAST = re.compile(rf"(?:,\n  \{{\n    (?:{_CPU_OP}|{_PYTHON}|{_X}|{_FLOW}|{_OTHER})[ \n]*+\}})")
+_FAST_BYTES = re.compile(_FAST.pattern.encode())  # the same, over the file's bytes (see `_raw_runs`)
 FAST_STRIDE = 13
 CPU_NAME, CPU_TS, CPU_DUR, PY_NAME, PY_TS, X_CAT, X_NAME, X_TID, X_TS, X_DUR, X_ARGS, OTHER_REST = range(12)
 _EVENT_END = "\n  },"  # how torch ends every event but the last
@@ -115,6 +116,7 @@ class TraceReader:
         self._pos = 0
         self._eof = False
         self._state = 0  # 0: before the first value, 1: inside the top-level object, 2: done
+        self._raw_fallbacks = 0
 
     # -- input -------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -150,10 +152,7 @@ class TraceReader:
         """Keep the unread tail, append the next chunk. At end of file: the trace is cut short -> BadInput."""
         if self._eof:
             raise BadInput(self._malformed(why))
-        try:
-            chunk = self._fh.read(CHUNK)  # type: ignore[union-attr]
-        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; flipped bytes: zlib.error
-            raise BadInput(f"{self.path}: the file is damaged or truncated ({exc}).") from None
+        chunk = self._read()
         buf = self._buf[self._pos:]
         if len(buf) > MAX_VALUE:
             raise BadInput(self._malformed(f"one JSON value is larger than {MAX_VALUE >> 20} MiB, or the JSON is "
@@ -164,6 +163,12 @@ class TraceReader:
             self._eof = True
             buf += self._dec.decode(b"", final=True)
         self._buf, self._pos = buf, 0
+
+    def _read(self) -> bytes:
+        try:
+            return self._fh.read(CHUNK)  # type: ignore[union-attr]
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; flipped bytes: zlib.error
+            raise BadInput(f"{self.path}: the file is damaged or truncated ({exc}).") from None
 
     def _skip(self, rx: re.Pattern[str]) -> str:
         """Skip whitespace (and commas with _WS_COMMA); return the next char, '' at end of file."""
@@ -342,7 +347,43 @@ class TraceReader:
                 return
             if progress is not None:
                 progress(self.bytes_read)
-            self._refill("the traceEvents array is cut short or malformed (truncated file?)")
+            if not self._raw_runs(fast, progress):
+                self._refill("the traceEvents array is cut short or malformed (truncated file?)")
+
+    def _raw_runs(self, fast: Callable[[list[Any], int], None], progress: Callable[[int], None] | None) -> bool:
+        """Read on as bytes, without decoding them, while _FAST reads each chunk's complete events whole (what
+        torch writes): `fast` gets their columns as bytes. At the first chunk it does not, or at the end of the
+        file, what is unread is decoded into the buffer and the text path goes on from there. False when nothing
+        was read (a multi-byte character cut at the chunk's end is pending, or runs fell back too often)."""
+        if self._eof or self._raw_fallbacks >= 8 or self._dec.getstate()[0]:
+            return False
+        raw = self._buf[self._pos:].encode()
+        self._buf, self._pos = "", 0
+        while True:
+            chunk = self._read()
+            if not chunk:
+                self._eof = True
+                self._buf = self._dec.decode(raw, final=True)
+                return True
+            raw += chunk
+            parts = _FAST_BYTES.split(raw)
+            tail = parts[-1]
+            end = len(raw) - len(tail)
+            if (parts[0] or any(parts[FAST_STRIDE:-1:FAST_STRIDE]) or raw.find(b"\\", 0, end) >= 0
+                    or b'"ph"' in b"".join(filter(None, parts[1 + OTHER_REST::FAST_STRIDE]))):
+                self._raw_fallbacks += 1
+                self._buf = self._dec.decode(raw)
+                return True
+            n = len(parts) // FAST_STRIDE
+            if n:
+                fast(parts, n)
+                self.events_read += n
+            raw = tail
+            if len(raw) > MAX_VALUE:
+                self._buf = self._dec.decode(raw)
+                return True
+            if progress is not None:
+                progress(self.bytes_read)
 
     def _fast_run(self, run: str, fast: Callable[[list[str | None], int], None]) -> None:
         """Hand `run` (complete events from the current position) to `fast` if _FAST reads it whole, else its

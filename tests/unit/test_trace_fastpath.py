@@ -20,11 +20,16 @@ RECORDED = [DATA / "gpu" / "gdn_fallback.json.gz", DATA / "gpu" / "gdn_fast.json
             DATA / "gpu" / "step-fast.json.gz", DATA / "step" / "cpu_tiny_step.json.gz"]
 
 
-def _analyse(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str] | str:
-    """(repr of the analysis, its JSON report), or the BadInput message."""
+def _analyse(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch, chunk: int | None = None,
+             ) -> tuple[str, str] | str:
+    """(repr of the analysis, its JSON report), or the BadInput message. `chunk`: read in chunks of that many
+    bytes (past the first chunk, the fast path reads the file's bytes undecoded)."""
     with monkeypatch.context() as m:
+        if chunk is not None:
+            m.setattr(reader, "CHUNK", chunk)
         if not fast:
             m.setattr(reader, "_EVENT_END", "\x00no run ends here\x00")
+            m.setattr(reader.TraceReader, "_raw_runs", lambda self, fast, progress: False)
         try:
             an = analysis.analyze_file(path)
         except BadInput as exc:
@@ -102,6 +107,34 @@ def test_any_events_in_torchs_layout_read_the_same_through_the_fast_path(tmp_pat
     text = torch_layout(events, style).encode()
     p.write_bytes(gzip.compress(text) if gz else text)
     assert _analyse(p, True, monkeypatch) == _analyse(p, False, monkeypatch)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_x_event | _other_event, min_size=2, max_size=30), style=st.sampled_from(["2.11", "2.13"]),
+       chunk=st.integers(64, 1200), gz=st.booleans())
+def test_any_events_read_as_bytes_read_the_same_as_through_the_json_scanner(tmp_path: Path, events: list[dict],
+                                                                             style: str, chunk: int, gz: bool,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In small chunks, most of the file is read undecoded, as bytes; names with non-ASCII letters, quotes and
+    backslashes, and cuts inside a multi-byte letter included."""
+    p = tmp_path / ("t.json.gz" if gz else "t.json")
+    text = torch_layout(events, style).encode()
+    p.write_bytes(gzip.compress(text) if gz else text)
+    assert _analyse(p, True, monkeypatch, chunk) == _analyse(p, False, monkeypatch, chunk)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_a_recorded_trace_read_as_bytes_reads_the_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = {"bytes": 0}
+
+    def fast(parts: list, n: int) -> None:
+        seen["bytes"] += n if type(parts[0]) is bytes else 0
+
+    with monkeypatch.context() as m:
+        m.setattr(reader, "CHUNK", 1 << 14)
+        reader.TraceReader(path).scan(fast, lambda evs: None)
+    assert seen["bytes"] > 0  # the bytes path did read
+    assert _analyse(path, True, monkeypatch, 1 << 14) == _analyse(path, False, monkeypatch)
 
 
 def test_events_in_torchs_layout_are_read_by_the_fast_path(tmp_path: Path) -> None:
