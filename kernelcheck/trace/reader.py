@@ -69,6 +69,7 @@ _FAST_BYTES = re.compile(_FAST.pattern.encode())  # the same, over the file's by
 FAST_STRIDE = 13
 CPU_NAME, CPU_TS, CPU_DUR, PY_NAME, PY_TS, X_CAT, X_NAME, X_TID, X_TS, X_DUR, X_ARGS, OTHER_REST = range(12)
 _EVENT_END = "\n  },"  # how torch ends every event but the last
+_EVENT_END_BYTES = _EVENT_END.encode()
 
 
 @contextlib.contextmanager
@@ -367,18 +368,19 @@ class TraceReader:
                 return True
             raw += chunk
             parts = _FAST_BYTES.split(raw)
-            tail = parts[-1]
-            end = len(raw) - len(tail)
-            if (parts[0] or any(parts[FAST_STRIDE:-1:FAST_STRIDE]) or raw.find(b"\\", 0, end) >= 0
-                    or b'"ph"' in b"".join(filter(None, parts[1 + OTHER_REST::FAST_STRIDE]))):
+            if len(parts) == 1 and _EVENT_END_BYTES not in raw:
+                pass  # no event complete yet: read on
+            elif (parts[0] or any(parts[FAST_STRIDE:-1:FAST_STRIDE])
+                  or raw.find(b"\\", 0, len(raw) - len(parts[-1])) >= 0
+                  or b'"ph"' in b"".join(filter(None, parts[1 + OTHER_REST::FAST_STRIDE]))):
                 self._raw_fallbacks += 1
                 self._buf = self._dec.decode(raw)
                 return True
-            n = len(parts) // FAST_STRIDE
-            if n:
+            else:
+                n = len(parts) // FAST_STRIDE
                 fast(parts, n)
                 self.events_read += n
-            raw = tail
+                raw = parts[-1]
             if len(raw) > MAX_VALUE:
                 self._buf = self._dec.decode(raw)
                 return True

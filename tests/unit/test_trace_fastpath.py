@@ -60,15 +60,20 @@ def test_the_fast_path_reads_most_of_a_recorded_trace(path: Path) -> None:
     assert _fast_share(path) > 0.9
 
 
-def torch_layout(events: list[dict], style: str = "2.11") -> str:
+def torch_layout(events: list[dict], style: str = "2.11", ascii: bool = True) -> str:
     """Events written as torch's profiler writes them: "  {" and "  }" lines, keys in the event's order (torch's
-    own order for its events), args last; 2.11 puts several keys on a line, 2.13 one key per line."""
+    own order for its events), args last; 2.11 puts several keys on a line, 2.13 one key per line. `ascii`:
+    letters outside ASCII escaped (else written as they are, in UTF-8)."""
     out = []
     sep = ", " if style == "2.11" else ",\n    "
+
+    def dumps(v: object) -> str:
+        return json.dumps(v, ensure_ascii=ascii)
+
     for ev in events:
-        items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in ev.items() if k != "args"]
+        items = [f"{dumps(k)}: {dumps(v)}" for k, v in ev.items() if k != "args"]
         if "args" in ev:
-            items.append('"args": ' + json.dumps(ev["args"]).replace("{", "{\n      ", 1)[:-1] + "\n    }")
+            items.append('"args": ' + dumps(ev["args"]).replace("{", "{\n      ", 1)[:-1] + "\n    }")
         out.append("  {\n    " + sep.join(items) + "\n  }")
     return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n' + ",\n".join(out)
             + '\n  ],\n  "traceName": "t.json"\n}\n')
@@ -118,7 +123,7 @@ def test_any_events_read_as_bytes_read_the_same_as_through_the_json_scanner(tmp_
     """In small chunks, most of the file is read undecoded, as bytes; names with non-ASCII letters, quotes and
     backslashes, and cuts inside a multi-byte letter included."""
     p = tmp_path / ("t.json.gz" if gz else "t.json")
-    text = torch_layout(events, style).encode()
+    text = torch_layout(events, style, ascii=False).encode()
     p.write_bytes(gzip.compress(text) if gz else text)
     assert _analyse(p, True, monkeypatch, chunk) == _analyse(p, False, monkeypatch, chunk)
 
