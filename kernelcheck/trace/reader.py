@@ -37,9 +37,9 @@ _SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
 # typeshed does not declare json.decoder.scanstring: (text, end) -> (the string, the index after its quote).
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
-# The fast path: a run of events in the layout torch's profiler writes (",\n  {\n    " before the first key, "}"
-# after the last), matched by one regex in C. An X event's keys are torch's, in torch's order, each once: its
-# strings are their own text (a run holds no backslash), ts and dur are decimals (torch writes "%.3f":
+# The fast path: a run of events in the layout torch's profiler writes (",\n  {\n    " before the first key,
+# "\n  }" after the last), matched by one regex in C. An X event's keys are torch's, in torch's order, each once:
+# its strings are their own text (a run holds no backslash), ts and dur are decimals (torch writes "%.3f":
 # float(text), as json gives), its args object ends at its first "}" (`[^}]*`, sre's quickest loop; an args
 # object of another shape leaves text no match covers, and the run is not taken). A flow event ("ph" "s" or "f",
 # a quarter of a GPU trace's events) in torch's keys and order: matched, nothing captured. Any other event is an
@@ -64,7 +64,7 @@ _OTHER = r'(?:"name": "[^"]*+",[ \n]++)?"ph": "[^X"][^"]*+"([^{}]*(?:\{[^{}]*\}[
 # match]. The groups: a CPU op's name, ts, dur; a Python function's name, ts; another X event's cat, name, tid,
 # ts, dur, args text; another event's text after its "ph"; None where the event is not of that kind (a flow
 # event: None in every group). Column j of a run: parts[1 + j::FAST_STRIDE].
-_FAST = re.compile(rf"(?:,\n  \{{\n    (?:{_CPU_OP}|{_PYTHON}|{_X}|{_FLOW}|{_OTHER})[ \n]*+\}})")
+_FAST = re.compile(rf"(?:,\n  \{{\n    (?:{_CPU_OP}|{_PYTHON}|{_X}|{_FLOW}|{_OTHER})[ \n]*\n  \}})")
 _FAST_BYTES = re.compile(_FAST.pattern.encode())  # the same, over the file's bytes (see `_raw_runs`)
 FAST_STRIDE = 13
 CPU_NAME, CPU_TS, CPU_DUR, PY_NAME, PY_TS, X_CAT, X_NAME, X_TID, X_TS, X_DUR, X_ARGS, OTHER_REST = range(12)

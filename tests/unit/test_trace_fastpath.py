@@ -166,3 +166,20 @@ def test_a_second_ph_in_an_event_is_read_as_json_reads_it(tmp_path: Path, monkey
     got = _analyse(p, True, monkeypatch)
     assert got == _analyse(p, False, monkeypatch)
     assert analysis.analyze_file(p).summary.cpu_ops == 3
+
+
+@pytest.mark.parametrize("chunk", [100, 333, 1 << 20])
+def test_names_with_bytes_that_are_not_utf8_read_the_same_as_bytes_and_as_text(tmp_path: Path, chunk: int,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name holding bytes that are not UTF-8 (cut letters, a stray 0xff) reads as the text decoder reads it
+    (each bad sequence replaced), whether the bytes path or the text path read it."""
+    names = ["a\udcff", "b\udce2\udc9c", "\udce2\udc9cc", "é✓", "x"]  # surrogateescape: the raw bytes
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10.5 * i, "dur": 1.25,
+               "args": {"External id": i}} for i, n in enumerate(names * 10)]
+    events += [{"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": 7, "ts": 5.125 * i, "dur": 1.5,
+                "args": {"correlation": i, "stream": 7}} for i, n in enumerate(names * 8)]
+    p = tmp_path / "t.json"
+    p.write_bytes(torch_layout(events, ascii=False).encode("utf-8", "surrogateescape"))
+    got = _analyse(p, True, monkeypatch, chunk)
+    assert got == _analyse(p, False, monkeypatch, chunk)
+    assert "\ufffd" in got[0]  # the bad bytes were read, replaced
