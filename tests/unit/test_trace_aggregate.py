@@ -9,7 +9,7 @@ import math
 from array import array
 from collections import Counter, defaultdict
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kernelcheck.trace import aggregate, gpushare, phases
@@ -178,6 +178,7 @@ def _shares_loop(gpu):
 
 @settings(max_examples=300, deadline=None)
 @given(gpu=st.lists(st.tuples(_time, _time | st.floats(-3, 3), st.integers(0, 8), st.booleans()), max_size=30))
+@example(gpu=[(1.0, -0.0, 1, True), (2.0, -0.0, 2, False)])  # adding -0.0 to 0.0 gives 0.0
 def test_timeline_shares_are_the_loops(gpu: list) -> None:
     got = {c: [s.kernels, s.kernel_us, s.busy_us, s.idle_us] for c, s in gpushare.shares(gpu).items()}
     want = _shares_loop(gpu)
