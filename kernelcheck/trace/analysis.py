@@ -11,8 +11,9 @@ Memory: events are streamed (kernelcheck.chrome_trace) and never kept as dicts. 
 kept is O(distinct names) strings plus, per CPU op, a float and an int (12 bytes); per GPU activity five
 numbers (29 bytes); per launch call one dict entry (~100 bytes). The final aggregation (trace/aggregate.py)
 adds, per CPU op, 1 byte (4 when the ops are not in time order), and per kernel a few Python objects (~150
-bytes, for the busy-time union and delay percentiles of its step). Measured: 28 MB above the interpreter for a 402 MB trace of 1.16 M CPU ops, where
-json.load needs 1.8 GB (benchmarks/trace_throughput.py, docs/trace.md).
+bytes, for the busy-time union and delay percentiles of its step). Measured: 28 MB above the interpreter
+for a 402 MB trace of 1.16 M CPU ops, where json.load needs 1.8 GB (benchmarks/trace_throughput.py,
+docs/trace.md).
 """
 
 from __future__ import annotations
