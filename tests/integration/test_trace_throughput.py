@@ -1,11 +1,12 @@
 """`kernelcheck trace` reads a trace of 250 MB or more, made the way torch.profiler writes it, at least at 2x the
 speed of `python -c 'import json; json.load(open(F))'` in CPU time, in under 150 MiB (benchmarks/trace_throughput.py,
-the same commands side by side; the CLI's start-up counts in). The best of three pairs counts: another job's load
-only ever adds CPU time (cache and core sharing)."""
+the same commands side by side, alternating; the CLI's start-up counts in). The median of three pairs counts, as
+the benchmark's figure is read."""
 
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -35,10 +36,7 @@ def test_a_large_gpu_trace_reads_at_twice_json_load_in_bounded_memory(tmp_path: 
               "from kernelcheck.cli.main import main; sys.argv = ['kernelcheck', 'trace', sys.argv[2]]; main()",
               str(REPO), str(path)]
     json_cmd = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1]))", str(path)]
-    seen = []
-    for _ in range(PAIRS):
-        kc, js = bench.measure(kc_cmd), bench.measure(json_cmd)
-        seen.append((round(js["cpu"] / kc["cpu"], 2), round(kc["rss"])))
-        if js["cpu"] / kc["cpu"] >= TARGET and kc["rss"] < MAX_RSS_MIB:
-            return
-    raise AssertionError(f"(x json.load in CPU time, peak RSS MiB) per pair: {seen}")
+    pairs = [(bench.measure(kc_cmd), bench.measure(json_cmd)) for _ in range(PAIRS)]
+    ratio = statistics.median(js["cpu"] for _, js in pairs) / statistics.median(kc["cpu"] for kc, _ in pairs)
+    rss = statistics.median(kc["rss"] for kc, _ in pairs)
+    assert ratio >= TARGET and rss < MAX_RSS_MIB, (round(ratio, 2), round(rss), pairs)
