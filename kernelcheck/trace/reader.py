@@ -366,10 +366,11 @@ class TraceReader:
                 self._eof = True
                 self._buf = self._dec.decode(raw, final=True)
                 return True
+            pending = len(raw)
             raw += chunk
             parts = _FAST_BYTES.split(raw)
-            if len(parts) == 1 and _EVENT_END_BYTES not in raw:
-                pass  # no event complete yet: read on
+            if len(parts) == 1 and pending < max(CHUNK, 4096) and _EVENT_END_BYTES not in raw:
+                pass  # an event cut by the chunk's end, none complete yet: read on (once: else not torch's layout)
             elif (parts[0] or any(parts[FAST_STRIDE:-1:FAST_STRIDE])
                   or raw.find(b"\\", 0, len(raw) - len(parts[-1])) >= 0
                   or b'"ph"' in b"".join(filter(None, parts[1 + OTHER_REST::FAST_STRIDE]))):

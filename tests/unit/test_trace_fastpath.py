@@ -183,3 +183,23 @@ def test_names_with_bytes_that_are_not_utf8_read_the_same_as_bytes_and_as_text(t
     got = _analyse(p, True, monkeypatch, chunk)
     assert got == _analyse(p, False, monkeypatch, chunk)
     assert "\ufffd" in got[0]  # the bad bytes were read, replaced
+
+
+def test_a_trace_in_another_layout_costs_the_bytes_path_little(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line of JSON (json.dump): no event ends as torch's do, so the bytes path gives up after a chunk or two
+    (a few times at most), and the JSON scanner reads it, as it did."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 7}", "pid": 1, "tid": 1, "ts": 1.5 * i, "dur": 1.0}
+              for i in range(3000)]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    scanned = []
+
+    class Counting:
+        def split(self, raw: bytes) -> list:
+            scanned.append(len(raw))
+            return _split(raw)
+
+    _split = reader._FAST_BYTES.split
+    monkeypatch.setattr(reader, "_FAST_BYTES", Counting())
+    assert _analyse(p, True, monkeypatch, 4096) == _analyse(p, False, monkeypatch, 4096)
+    assert sum(scanned) <= 3 * p.stat().st_size, (sum(scanned), p.stat().st_size)
