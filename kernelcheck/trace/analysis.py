@@ -9,15 +9,15 @@ carries the signature of transformers' torch reference path (matrix/signatures.t
 
 Memory: events are streamed (kernelcheck.chrome_trace) and never kept as dicts. While reading, what is
 kept is O(distinct names) strings plus, per CPU op, a float and an int (12 bytes); per GPU activity five
-numbers (29 bytes); per launch call one dict entry (~100 bytes). The final aggregation adds, per CPU op,
-4 bytes, and per kernel a few Python objects (~150 bytes, for the busy-time union and delay percentiles
-of its step). Measured: 28 MB above the interpreter for a 402 MB trace of 1.16 M CPU ops, where
-json.load needs 1.8 GB (benchmarks/trace_throughput.py, docs/trace.md).
+numbers (29 bytes); per launch call one dict entry (~100 bytes). The final aggregation (trace/aggregate.py)
+adds, per CPU op, 1 byte (4 when the ops are not in time order), and per kernel a few Python objects (~150
+bytes, for the busy-time union and delay percentiles of its step). Measured: 28 MB above the interpreter
+for a 402 MB trace of 1.16 M CPU ops, where json.load needs 1.8 GB (benchmarks/trace_throughput.py,
+docs/trace.md).
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import fnmatch
 import operator
@@ -25,7 +25,7 @@ import os
 import re
 import zlib
 from array import array
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
@@ -35,9 +35,10 @@ from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 from kernelcheck.report.trace import Annotated
+from kernelcheck.trace import aggregate
 from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET, FastFeed
-from kernelcheck.trace.reader import TraceReader
+from kernelcheck.trace.reader import TraceReader, gc_paused
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
 from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
 from kernelcheck.trace.verdicts import fast_kernels_in, is_launch_bound, judge, launch_bound_sentence
@@ -261,48 +262,30 @@ class _Accumulator(FastFeed):
     # -- aggregation ----------------------------------------------------------------------------------
     def finish(self, metadata: dict[str, Any], path: str | None = None, size: int | None = None,
                gz: bool = False) -> TraceAnalysis:
+        """The whole trace's and each step's stats, over the columns at once (trace/aggregate.py)."""
+        with gc_paused():
+            return self._finish(metadata, path, size, gz)
+
+    def _finish(self, metadata: dict[str, Any], path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
         steps = sorted(self.steps)
         n_steps = len(steps)
-        starts = [s[0] for s in steps]
+        step_of = aggregate.step_of_fn(steps)
+        cpu_counts, cpu_names, all_cpu_names = aggregate.cpu_per_step(self.cpu_ts, self.cpu_name, steps)
+        gpu = aggregate.GpuSteps(self.g_ts, self.g_corr, self.g_kind, self.launch_end, steps)
+        launches_per_step = aggregate.count_per_step(self.launches, steps)
 
-        def step_of(t: float) -> int:
-            k = bisect.bisect_right(starts, t) - 1
-            if k >= 0 and t <= steps[k][1]:
-                return k
-            return -1
-
-        cpu_counts, cpu_names = self._cpu_per_step(steps, starts)
-        all_cpu_names: Counter[int] = Counter(self.cpu_name)
-        g_step, delay_of = self._gpu_per_step(step_of, n_steps)
-
-        launches_per_step = self._launches_per_step(step_of, n_steps)
-
-        all_idx = range(len(self.g_ts))
+        all_idx = [(0, len(self.g_ts))]
         summary_window = self._summary_window(steps)
-        summary = self._stats("trace", all_idx, all_cpu_names, len(self.cpu_ts), summary_window, delay_of,
+        summary = self._stats("trace", all_idx, all_cpu_names, len(self.cpu_ts), summary_window, gpu,
                               len(self.launches), cpu_span=self._whole_span(steps))
         step_stats = []
-        by_step: list[list[int]] = [[] for _ in range(n_steps)]
-        for idx, k in enumerate(g_step):
-            if k >= 0:
-                by_step[k].append(idx)
         for k, (s0, s1, name) in enumerate(steps):
-            step_stats.append(self._stats(name, by_step[k], cpu_names[k], cpu_counts[k], (s0, s1), delay_of,
+            step_stats.append(self._stats(name, gpu.by_step[k], cpu_names[k], cpu_counts[k], (s0, s1), gpu,
                                           launches_per_step[k], cpu_span=s1 - s0))
         py_all = {name for _, name in self.py_hits}
         py_by_step = self._python_per_step(step_of, n_steps)
         return judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
                       malformed=self.n_malformed, m=self.m)
-
-    def _launches_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[int]:
-        """Kernel launches counted per step (launches outside every step are not counted)."""
-        launches_per_step = [0] * n_steps
-        if n_steps:
-            for t in self.launches:
-                k = step_of(t)
-                if k >= 0:
-                    launches_per_step[k] += 1
-        return launches_per_step
 
     def _python_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[set[str]]:
         """The torch-path Python functions seen in each step."""
@@ -312,48 +295,6 @@ class _Accumulator(FastFeed):
             if k >= 0:
                 py_by_step[k].add(name)
         return py_by_step
-
-    def _cpu_per_step(self, steps: list[tuple[float, float, str]],
-                      starts: list[float]) -> tuple[list[int], list[Counter[int]]]:
-        """CPU ops per step: one step index per op (4 bytes), found by bisection only when the op leaves the
-        previous op's step (ops come mostly in time order); then counts per (step, name) in C."""
-        n_steps = len(steps)
-        cpu_counts = [0] * n_steps
-        cpu_names: list[Counter[int]] = [Counter() for _ in range(n_steps)]
-        if not n_steps:
-            return cpu_counts, cpu_names
-        kidx = array("i")
-        put = kidx.append
-        k, s0, s1 = -1, 1.0, 0.0  # an empty window: the first op looks its step up
-        for t in self.cpu_ts:
-            if not s0 <= t <= s1:
-                k = bisect.bisect_right(starts, t) - 1
-                if k >= 0 and t <= steps[k][1]:
-                    s0, s1 = steps[k][0], steps[k][1]
-                else:
-                    k, s0, s1 = -1, 1.0, 0.0
-            put(k)
-        for (k, ni), c in Counter(zip(kidx, self.cpu_name, strict=False)).items():
-            if k >= 0:
-                cpu_counts[k] += c
-                cpu_names[k][ni] = c
-        return cpu_counts, cpu_names
-
-    def _gpu_per_step(self, step_of: Callable[[float], int], n_steps: int) -> tuple[array[int], dict[int, float]]:
-        """Each GPU activity's step (the step whose CPU side launched it: the launch call's end, else the
-        step whose window holds its start) and each kernel's launch delay."""
-        get = self.launch_end.get
-        g_step = array("i")
-        put = g_step.append
-        delays = array("d")
-        delay_idx = array("i")
-        for idx, (ts, corr, kind) in enumerate(zip(self.g_ts, self.g_corr, self.g_kind, strict=True)):
-            le = get(corr) if corr >= 0 else None
-            if le is not None and kind == _KERNEL:
-                delays.append(max(0.0, ts - le))
-                delay_idx.append(idx)
-            put(step_of(le if le is not None else ts) if n_steps else -1)
-        return g_step, dict(zip(delay_idx, delays, strict=False))
 
     def _cpu_span(self) -> float:
         return self.cpu_max - self.cpu_min if self.cpu_max > self.cpu_min else 0.0
@@ -370,38 +311,13 @@ class _Accumulator(FastFeed):
             lo, hi = min(lo, steps[0][0]), max(hi, max(s[1] for s in steps))
         return (lo, hi) if hi > lo else None
 
-    def _stats(self, name: str, idxs: Iterable[int], cpu_names: Counter[int], cpu_ops: int,
-               window: tuple[float, float] | None, delay_of: dict[int, float], launches: int,
+    def _stats(self, name: str, idxs: list[tuple[int, int]], cpu_names: Counter[int], cpu_ops: int,
+               window: tuple[float, float] | None, gpu: aggregate.GpuSteps, launches: int,
                cpu_span: float) -> StepStats:
-        g_ts, g_dur, g_kind, g_name = self.g_ts, self.g_dur, self.g_kind, self.g_name
-        intervals: list[tuple[float, float]] = []
-        kdurs: list[float] = []
-        kdelays: list[float] = []
-        kcount: Counter[int] = Counter()
-        ktime: defaultdict[int, float] = defaultdict(float)
-        memcpy = memset = 0
-        gpu_lo, gpu_hi = float("inf"), float("-inf")
-        for i in idxs:
-            t, d, kind = g_ts[i], g_dur[i], g_kind[i]
-            if t < gpu_lo:
-                gpu_lo = t
-            if t + d > gpu_hi:
-                gpu_hi = t + d
-            if kind == _MEMCPY:
-                memcpy += 1
-                continue
-            if kind == _MEMSET:
-                memset += 1
-                continue
-            intervals.append((t, t + d))
-            kdurs.append(d)
-            ni = g_name[i]
-            kcount[ni] += 1
-            ktime[ni] += d
-            dl = delay_of.get(i)
-            if dl is not None:
-                kdelays.append(dl)
-        busy, gaps = _union(intervals)
+        ks = aggregate.KernelStats(self.g_ts, self.g_dur, self.g_kind, self.g_name, idxs, gpu.delays, gpu.delay_mask)
+        intervals, kdurs, kdelays, kcount, ktime = ks.intervals, ks.durations, ks.delays, ks.count, ks.time
+        memcpy, memset, gpu_lo, gpu_hi = ks.memcpy, ks.memset, ks.gpu_lo, ks.gpu_hi
+        busy, gaps = aggregate.union(intervals)
         gpu_span = (gpu_hi - gpu_lo) if gpu_hi > gpu_lo else 0.0
         if window is not None:
             lo, hi = window
@@ -425,31 +341,6 @@ class _Accumulator(FastFeed):
             kernel_names=tuple(sorted(nl[n] for n in kcount)),
             kernel_counts={nl[n]: c for n, c in kcount.items()}, launches=launches,
         )
-
-
-def _union(intervals: list[tuple[float, float]]) -> tuple[float, dict[str, float]]:
-    """Busy time (length of the union of intervals) and the gaps between the merged intervals."""
-    if not intervals:
-        return 0.0, {"count": 0, "total_us": 0.0, "longest_us": 0.0}
-    intervals.sort()
-    busy = 0.0
-    gaps = 0
-    gap_total = 0.0
-    longest = 0.0
-    cur_s, cur_e = intervals[0]
-    for s, e in intervals[1:]:
-        if s > cur_e:
-            busy += cur_e - cur_s
-            g = s - cur_e
-            gaps += 1
-            gap_total += g
-            if g > longest:
-                longest = g
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    busy += cur_e - cur_s
-    return busy, {"count": gaps, "total_us": gap_total, "longest_us": longest}
 
 
 def _median(xs: list[float]) -> float:

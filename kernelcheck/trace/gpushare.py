@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _start = operator.itemgetter(0)
+_busy, _idle = operator.attrgetter("busy_us"), operator.attrgetter("idle_us")
 
 
 @dataclass(slots=True)
@@ -43,23 +44,32 @@ def shares(gpu: Iterable[tuple[float, float, int, bool]]) -> dict[int, Share]:
     get = out.get
     front: float | None = None
     for ts, dur, corr, is_kernel in sorted(gpu, key=_start):
+        # max(0.0, x), max(ts, front) and max(front, end) written out: the same values, a third of the time
         end = ts + dur
+        if front is None:
+            busy, idle = 0.0 + dur, None
+            front = end
+        else:
+            gap = ts - front
+            idle = gap if gap > 0.0 else 0.0
+            b = end - (front if front > ts else ts)
+            busy = b if b > 0.0 else 0.0
+            if end > front:
+                front = end
         s = get(corr)
-        if s is None:
-            s = out[corr] = Share()
+        if s is None:  # a new Share's fields start at 0 (0.0 + x: what adding to 0.0 gives, -0.0 included)
+            out[corr] = Share(1 if is_kernel else 0, 0.0 + dur if is_kernel else 0.0, 0.0 + busy,
+                              0.0 if idle is None else 0.0 + idle)
+            continue
         if is_kernel:
             s.kernels += 1
             s.kernel_us += dur
-        if front is None:
-            s.busy_us += dur
-            front = end
-            continue
-        s.idle_us += max(0.0, ts - front)
-        s.busy_us += max(0.0, end - max(ts, front))
-        front = max(front, end)
+        s.busy_us += busy
+        if idle is not None:
+            s.idle_us += idle
     return out
 
 
 def totals(by_corr: dict[int, Share]) -> tuple[float, float]:
     """(busy us, idle us) over the whole timeline."""
-    return sum(s.busy_us for s in by_corr.values()), sum(s.idle_us for s in by_corr.values())
+    return sum(map(_busy, by_corr.values())), sum(map(_idle, by_corr.values()))

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import bisect
 import json
+import operator
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from kernelcheck.trace import gpushare
+from kernelcheck.trace.reader import gc_paused
 
 LAYER_PREFIX = "kernelcheck::layer::"
 PHASE_PREFIX = "kernelcheck::phase::"
@@ -33,6 +36,9 @@ AUTOGRAD = "autograd::engine::evaluate_function"
 CATS = frozenset(("user_annotation", "cpu_op", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
                    "gpu_memset"))
 _GPU = frozenset(("kernel", "gpu_memcpy", "gpu_memset"))
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_KERNELS, _KERNEL_US = operator.attrgetter("kernels"), operator.attrgetter("kernel_us")
+_BUSY_US, _IDLE_US = operator.attrgetter("busy_us"), operator.attrgetter("idle_us")
 
 
 @dataclass(slots=True)
@@ -51,6 +57,14 @@ class _Range:
         self.gpu_us += s.kernel_us
         self.busy_us += s.busy_us
         self.idle_us += s.idle_us
+
+    def add_all(self, shares: list[gpushare.Share]) -> None:
+        """`add` each in turn (the same float sums, in the same order), in C."""
+        if shares:
+            self.kernels += sum(map(_KERNELS, shares))
+            self.gpu_us = reduce(operator.add, map(_KERNEL_US, shares), self.gpu_us)
+            self.busy_us = reduce(operator.add, map(_BUSY_US, shares), self.busy_us)
+            self.idle_us = reduce(operator.add, map(_IDLE_US, shares), self.idle_us)
 
 
 def _thread(tid: Any) -> int | str:
@@ -147,13 +161,19 @@ class PhaseCollector:
 
     def result(self) -> dict[str, Any]:
         """{"phases": {name: {ms, kernels, gpu_ms, ranges}}, "layer_types": {type: {...}}, "marked_by": ...}."""
+        with gc_paused():
+            return self._result()
+
+    def _result(self) -> dict[str, Any]:
         phases = self._phase_ranges()
-        launches = sorted(((ts, tid, corr) for corr, (ts, tid) in self.launch.items()), key=lambda x: (x[0], x[2]))
+        if not phases and not self.layers:
+            return {}
+        # (ts, correlation, tid) sorted by (ts, correlation): correlation ids are distinct, tid never compared
+        launches = sorted(zip(map(_FIRST, self.launch.values()), self.launch.keys(),
+                              map(_SECOND, self.launch.values()), strict=True))
         by_corr = gpushare.shares(self.gpu)
         self._attribute_windows(phases, launches, by_corr)
         self._attribute_layers(launches, by_corr)
-        if not phases and not self.layers:
-            return {}
         busy, idle = gpushare.totals(by_corr)
         return {"marked_by": "kernelcheck" if self.phases else ("torch" if phases else None),
                 "phases": _sum_by(phases, lambda r: r.name),
@@ -163,17 +183,15 @@ class PhaseCollector:
                 "cost_by": "gpu timeline share" if self.gpu else "cpu time"}
 
     @staticmethod
-    def _attribute_windows(ranges: list[_Range], launches: list[tuple[float, Any, int]],
+    def _attribute_windows(ranges: list[_Range], launches: list[tuple[float, int, Any]],
                            by_corr: Mapping[int, gpushare.Share]) -> None:
-        ts = [x[0] for x in launches]
+        ts = list(map(_FIRST, launches))
+        corrs = list(map(_SECOND, launches))
         for r in ranges:
             lo, hi = bisect.bisect_left(ts, r.ts), bisect.bisect_right(ts, r.end)
-            for _, _, corr in launches[lo:hi]:
-                got = by_corr.get(corr)
-                if got is not None:
-                    r.add(got)
+            r.add_all(list(filter(None, map(by_corr.get, corrs[lo:hi]))))
 
-    def _attribute_layers(self, launches: list[tuple[float, Any, int]],
+    def _attribute_layers(self, launches: list[tuple[float, int, Any]],
                           by_corr: Mapping[int, gpushare.Share]) -> None:
         if not self.layers:
             return
@@ -182,18 +200,11 @@ class PhaseCollector:
             by_tid[r.tid].append(r)
         for rs in by_tid.values():
             rs.sort(key=lambda r: r.ts)
-        starts = {tid: [r.ts for r in rs] for tid, rs in by_tid.items()}
-        for ts, tid, corr in launches:
-            got = by_tid.get(tid)
-            if not got or corr not in by_corr:
-                continue
-            rs = got
-            k = bisect.bisect_right(starts[tid], ts) - 1
-            # innermost range holding the launch: walk back over ranges that started earlier
-            while k >= 0 and rs[k].end < ts:
-                k -= 1
-            if k >= 0:
-                rs[k].add(by_corr[corr])
+        got = _innermost(by_tid, launches, by_corr)
+        for r in self.layers:
+            shares = got.get(id(r))
+            if shares:
+                r.add_all(shares)
 
     def _layer_types(self, on_gpu: bool) -> dict[str, Any]:
         bwd = [r for r in self.layers if r.name.endswith("::backward")]
@@ -225,6 +236,27 @@ class PhaseCollector:
         if out:
             out["_recompute_ranges"] = recompute
         return out
+
+
+def _innermost(by_tid: Mapping[Any, list[_Range]], launches: list[tuple[float, int, Any]],
+               by_corr: Mapping[int, gpushare.Share]) -> dict[int, list[gpushare.Share]]:
+    """id of a range -> the shares of the launches it holds innermost (ranges of the launch's thread, sorted by
+    start), in launch order."""
+    starts = {tid: [r.ts for r in rs] for tid, rs in by_tid.items()}
+    got: dict[int, list[gpushare.Share]] = defaultdict(list)
+    right = bisect.bisect_right
+    for ts, corr, tid in launches:
+        rs = by_tid.get(tid)
+        s = by_corr.get(corr) if rs is not None else None
+        if s is None or rs is None:
+            continue
+        k = right(starts[tid], ts) - 1
+        # innermost range holding the launch: walk back over ranges that started earlier
+        while k >= 0 and rs[k].end < ts:
+            k -= 1
+        if k >= 0:
+            got[id(rs[k])].append(s)
+    return got
 
 
 def _type_and_layer(name: str) -> tuple[str, str]:

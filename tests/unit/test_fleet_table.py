@@ -52,7 +52,7 @@ def test_the_gate_messages_for_ranks_that_never_joined_or_died() -> None:
         gather.died_message(list(range(25)))  # wording: renderer test
 
 
-def test_a_bad_report_file_is_one_line_that_names_the_command_once(tmp_path):
+def test_a_bad_report_file_is_one_line_that_names_the_command_once(tmp_path: Path) -> None:
     """compare's messages are printed after "kernelcheck compare: ": they must not say "compare:" again."""
     from click.testing import CliRunner
 

@@ -21,11 +21,16 @@ RECORDED = [DATA / "gpu" / "gdn_fallback.json.gz", DATA / "gpu" / "gdn_fast.json
             DATA / "gpu" / "step-fast.json.gz", DATA / "step" / "cpu_tiny_step.json.gz"]
 
 
-def _analyse(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str] | str:
-    """(repr of the analysis, its JSON report), or the BadInput message."""
+def _analyse(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch, chunk: int | None = None,
+             ) -> tuple[str, str] | str:
+    """(repr of the analysis, its JSON report), or the BadInput message. `chunk`: read in chunks of that many
+    bytes (past the first chunk, the fast path reads the file's bytes undecoded)."""
     with monkeypatch.context() as m:
+        if chunk is not None:
+            m.setattr(reader, "CHUNK", chunk)
         if not fast:
             m.setattr(reader, "_EVENT_END", "\x00no run ends here\x00")
+            m.setattr(reader.TraceReader, "_raw_runs", lambda self, fast, progress: False)
         try:
             an = analysis.analyze_file(path, m=matrix.load())
         except BadInput as exc:
@@ -56,15 +61,20 @@ def test_the_fast_path_reads_most_of_a_recorded_trace(path: Path) -> None:
     assert _fast_share(path) > 0.9
 
 
-def torch_layout(events: list[dict], style: str = "2.11") -> str:
+def torch_layout(events: list[dict], style: str = "2.11", ascii: bool = True) -> str:
     """Events written as torch's profiler writes them: "  {" and "  }" lines, keys in the event's order (torch's
-    own order for its events), args last; 2.11 puts several keys on a line, 2.13 one key per line."""
+    own order for its events), args last; 2.11 puts several keys on a line, 2.13 one key per line. `ascii`:
+    letters outside ASCII escaped (else written as they are, in UTF-8)."""
     out = []
     sep = ", " if style == "2.11" else ",\n    "
+
+    def dumps(v: object) -> str:
+        return json.dumps(v, ensure_ascii=ascii)
+
     for ev in events:
-        items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in ev.items() if k != "args"]
+        items = [f"{dumps(k)}: {dumps(v)}" for k, v in ev.items() if k != "args"]
         if "args" in ev:
-            items.append('"args": ' + json.dumps(ev["args"]).replace("{", "{\n      ", 1)[:-1] + "\n    }")
+            items.append('"args": ' + dumps(ev["args"]).replace("{", "{\n      ", 1)[:-1] + "\n    }")
         out.append("  {\n    " + sep.join(items) + "\n  }")
     return ('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n' + ",\n".join(out)
             + '\n  ],\n  "traceName": "t.json"\n}\n')
@@ -105,6 +115,34 @@ def test_any_events_in_torchs_layout_read_the_same_through_the_fast_path(tmp_pat
     assert _analyse(p, True, monkeypatch) == _analyse(p, False, monkeypatch)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_x_event | _other_event, min_size=2, max_size=30), style=st.sampled_from(["2.11", "2.13"]),
+       chunk=st.integers(64, 1200), gz=st.booleans())
+def test_any_events_read_as_bytes_read_the_same_as_through_the_json_scanner(tmp_path: Path, events: list[dict],
+                                                                             style: str, chunk: int, gz: bool,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In small chunks, most of the file is read undecoded, as bytes; names with non-ASCII letters, quotes and
+    backslashes, and cuts inside a multi-byte letter included."""
+    p = tmp_path / ("t.json.gz" if gz else "t.json")
+    text = torch_layout(events, style, ascii=False).encode()
+    p.write_bytes(gzip.compress(text) if gz else text)
+    assert _analyse(p, True, monkeypatch, chunk) == _analyse(p, False, monkeypatch, chunk)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
+def test_a_recorded_trace_read_as_bytes_reads_the_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = {"bytes": 0}
+
+    def fast(parts: list, n: int) -> None:
+        seen["bytes"] += n if type(parts[0]) is bytes else 0
+
+    with monkeypatch.context() as m:
+        m.setattr(reader, "CHUNK", 1 << 14)
+        reader.TraceReader(path).scan(fast, lambda evs: None)
+    assert seen["bytes"] > 0  # the bytes path did read
+    assert _analyse(path, True, monkeypatch, 1 << 14) == _analyse(path, False, monkeypatch)
+
+
 def test_events_in_torchs_layout_are_read_by_the_fast_path(tmp_path: Path) -> None:
     """The property above compares two readers; this checks that the fast one is the one that read."""
     events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": 1, "tid": 1, "ts": 10.5 * i, "dur": 1.25,
@@ -129,3 +167,40 @@ def test_a_second_ph_in_an_event_is_read_as_json_reads_it(tmp_path: Path, monkey
     got = _analyse(p, True, monkeypatch)
     assert got == _analyse(p, False, monkeypatch)
     assert analysis.analyze_file(p, m=matrix.load()).summary.cpu_ops == 3
+
+
+@pytest.mark.parametrize("chunk", [100, 333, 1 << 20])
+def test_names_with_bytes_that_are_not_utf8_read_the_same_as_bytes_and_as_text(tmp_path: Path, chunk: int,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name holding bytes that are not UTF-8 (cut letters, a stray 0xff) reads as the text decoder reads it
+    (each bad sequence replaced), whether the bytes path or the text path read it."""
+    names = ["a\udcff", "b\udce2\udc9c", "\udce2\udc9cc", "é✓", "x"]  # surrogateescape: the raw bytes
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10.5 * i, "dur": 1.25,
+               "args": {"External id": i}} for i, n in enumerate(names * 10)]
+    events += [{"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": 7, "ts": 5.125 * i, "dur": 1.5,
+                "args": {"correlation": i, "stream": 7}} for i, n in enumerate(names * 8)]
+    p = tmp_path / "t.json"
+    p.write_bytes(torch_layout(events, ascii=False).encode("utf-8", "surrogateescape"))
+    got = _analyse(p, True, monkeypatch, chunk)
+    assert got == _analyse(p, False, monkeypatch, chunk)
+    assert "\ufffd" in got[0]  # the bad bytes were read, replaced
+
+
+def test_a_trace_in_another_layout_costs_the_bytes_path_little(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line of JSON (json.dump): no event ends as torch's do, so the bytes path gives up after a chunk or two
+    (a few times at most), and the JSON scanner reads it, as it did."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 7}", "pid": 1, "tid": 1, "ts": 1.5 * i, "dur": 1.0}
+              for i in range(3000)]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    scanned = []
+
+    class Counting:
+        def split(self, raw: bytes) -> list:
+            scanned.append(len(raw))
+            return _split(raw)
+
+    _split = reader._FAST_BYTES.split
+    monkeypatch.setattr(reader, "_FAST_BYTES", Counting())
+    assert _analyse(p, True, monkeypatch, 4096) == _analyse(p, False, monkeypatch, 4096)
+    assert sum(scanned) <= 3 * p.stat().st_size, (sum(scanned), p.stat().st_size)

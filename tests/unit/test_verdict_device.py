@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from kernelcheck.core import device, gpu
 from kernelcheck.core.environment import TorchInfo
 from kernelcheck.hub import check as hub_check
@@ -84,7 +86,7 @@ def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirme
     assert "not yet confirmed" not in fla.message  # wording: renderer test (the prediction form's caveat)
 
 
-def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkeypatch) -> None:
+def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor's Hub section lists variants for the verdict's device and says where that device came from: the torch
     build unless --device was given (it used to say "--device" for a device doctor chose itself)."""
     from kernelcheck.core import matrix
