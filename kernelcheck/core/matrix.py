@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -47,11 +48,6 @@ def _shipped_root() -> Path:
     if (here / "models.toml").exists():
         return here
     return Path(str(resources.files("kernelcheck._matrix")))
-
-
-def data_file(name: str) -> Path:
-    """A file of matrix/ (checkout) or kernelcheck._matrix (installed wheel): `data_file("packing.toml")`."""
-    return _root() / name
 
 
 def _load(name: str, root: Path | None = None) -> dict[str, Any]:
@@ -151,11 +147,24 @@ class Matrix:
     root: Path = field(compare=False, repr=False)  # the folder it was read from (_root): its configs, signatures
     verified: tuple[dict[str, Any], ...] = field(default=())
     runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
+    _tables: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def signatures(self) -> TraceSignatures:
         """The same folder's signatures.toml (trace, verify's evidence), read on first use (a command may read none)."""
         return _load_signatures(self.root)
+
+    def table(self, name: str) -> dict[str, Any]:
+        """One file of the same folder as plain data (e.g. "verify.toml"), for modules with their own small tables:
+        read and checked against its shape (core/matrix_shape.py) on first use, then kept with this matrix; each
+        caller gets its own copy (a caller that changes it changes no other's)."""
+        if name not in self._tables:
+            self._tables[name] = _load(name, self.root)
+        return copy.deepcopy(self._tables[name])
+
+    def data_file(self, name: str) -> Path:
+        """The path of one file of the folder this matrix was read from (`m.data_file("gpus.toml")`)."""
+        return self.root / name
 
     @property
     def version_keys(self) -> tuple[str, ...]:
@@ -496,5 +505,6 @@ def _load_signatures(root: Path) -> TraceSignatures:
 
 
 def table(name: str) -> dict[str, Any]:
-    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
+    """One file of the environment-chosen folder (_root) as plain data, read where no matrix is loaded: core/entry.py
+    alone asks (`data_date`); everything else reads its small tables from the matrix it is passed (`Matrix.table`)."""
     return _load(name)
