@@ -38,7 +38,7 @@ def known(*, m: Matrix) -> tuple[Capability, ...]:
     except ValueError as exc:
         from kernelcheck.core.matrix_shape import bad
 
-        raise bad(m.data_file("gpus.toml"), "capabilities.known", f"{exc}; each is a major.minor such as "
+        raise bad(m.root / "gpus.toml", "capabilities.known", f"{exc}; each is a major.minor such as "
                   "\"9.0\"") from None
 
 

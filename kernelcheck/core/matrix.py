@@ -18,9 +18,9 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
 
-def _root() -> Path:
-    """KERNELCHECK_MATRIX_DIR when set (core/settings.py); else matrix/ beside the package in a checkout, or
-    `kernelcheck._matrix` when installed from a wheel."""
+def folder() -> Path:
+    """The folder this process reads: KERNELCHECK_MATRIX_DIR when set (core/settings.py); else matrix/ beside the
+    package in a checkout, or `kernelcheck._matrix` when installed from a wheel. Only core/entry.py asks."""
     from kernelcheck.core import settings
 
     chosen = settings.matrix_dir()
@@ -50,9 +50,9 @@ def _shipped_root() -> Path:
     return Path(str(resources.files("kernelcheck._matrix")))
 
 
-def _load(name: str, root: Path | None = None) -> dict[str, Any]:
+def _load(name: str, root: Path) -> dict[str, Any]:
     """One matrix file, parsed and checked against its shape (core/matrix_shape.py)."""
-    return matrix_shape.read_toml((root or _root()) / name)
+    return matrix_shape.read_toml(root / name)
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class Matrix:
     breakages: tuple[Breakage, ...]
     import_errors: tuple[ImportErrorRule, ...]
     transformers: dict[str, Any]
-    root: Path = field(compare=False, repr=False)  # the folder it was read from (_root): its configs, signatures
+    root: Path = field(compare=False, repr=False)  # the folder it was read from (folder()): its configs, tables
     verified: tuple[dict[str, Any], ...] = field(default=())
     runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
     _tables: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -155,16 +155,11 @@ class Matrix:
         return _load_signatures(self.root)
 
     def table(self, name: str) -> dict[str, Any]:
-        """One file of the same folder as plain data (e.g. "verify.toml"), for modules with their own small tables:
-        read and checked against its shape (core/matrix_shape.py) on first use, then kept with this matrix; each
-        caller gets its own copy (a caller that changes it changes no other's)."""
+        """One file of the same folder as plain data ("verify.toml"): read and shape-checked on first use, then kept
+        with this matrix; each caller gets its own copy (a caller that changes it changes no other's)."""
         if name not in self._tables:
             self._tables[name] = _load(name, self.root)
         return copy.deepcopy(self._tables[name])
-
-    def data_file(self, name: str) -> Path:
-        """The path of one file of the folder this matrix was read from (`m.data_file("gpus.toml")`)."""
-        return self.root / name
 
     @property
     def version_keys(self) -> tuple[str, ...]:
@@ -183,9 +178,9 @@ class Matrix:
 
 
 def load() -> Matrix:
-    """Load and type-check all matrix files, once per process and folder (_root): core/entry.py `matrix()` alone
+    """Load and type-check all matrix files, once per process and folder (folder()): core/entry.py `matrix()` alone
     asks (a command's Context, a child process's entry point); everything else is passed the matrix."""
-    return _load_matrix(_root())
+    return _load_matrix(folder())
 
 
 @functools.lru_cache(maxsize=2)
@@ -502,9 +497,3 @@ def _load_signatures(root: Path) -> TraceSignatures:
                 raise _bad(root / "signatures.toml", f"[[signature]] {s.id}", f"names package {name}, which is "
                            "missing from packages.toml or from signatures.toml [package.*]")
     return out
-
-
-def table(name: str) -> dict[str, Any]:
-    """One file of the environment-chosen folder (_root) as plain data, read where no matrix is loaded: core/entry.py
-    alone asks (`data_date`); everything else reads its small tables from the matrix it is passed (`Matrix.table`)."""
-    return _load(name)

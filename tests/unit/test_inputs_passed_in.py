@@ -4,6 +4,7 @@ installed transformers' model types into `models.resolve`, fla's dispatch into `
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_i
     base = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b")
     without = {h.rule.id: h.certain for h in rules.evaluate(base, matrix.load())}
     asked = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
-                        fla_dispatch=fla_dispatch.backends)
+                        fla_dispatch=functools.partial(fla_dispatch.backends, m=matrix.load()))
     with_it = {h.rule.id: h.certain for h in rules.evaluate(asked, matrix.load())}
     assert with_it == {"fla-640-refuses": True}
     assert without.get("fla-640-refuses") is False  # may apply: nobody asked fla's dispatch
@@ -38,7 +39,7 @@ def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_i
 def test_evaluate_decides_on_the_matrix_it_is_given_not_on_matrix_folder() -> None:
     env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
     facts = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
-                        fla_dispatch=fla_dispatch.backends)
+                        fla_dispatch=functools.partial(fla_dispatch.backends, m=matrix.load()))
     m = matrix.load()
     assert "fla-640-refuses" in {h.rule.id for h in rules.evaluate(facts, m)}
     without = dataclasses.replace(m, breakages=tuple(b for b in m.breakages if b.id != "fla-640-refuses"))
