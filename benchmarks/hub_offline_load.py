@@ -42,7 +42,7 @@ def save(model_type: str, folder: Path) -> str:
     from kernelcheck.verify import layers
 
     m = matrix.load()
-    built = layers.build(transformers_models.resolve(model_type, m=m), "tiny", "cpu", "float32", None)
+    built = layers.build(transformers_models.resolve(model_type, m=m), "tiny", "cpu", "float32", None, m=m)
     built.model.save_pretrained(folder)
     return built.model_class
 

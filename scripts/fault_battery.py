@@ -233,10 +233,11 @@ def _alarm(_sig: int, _frame: object) -> None:
 
 
 def _reset() -> None:
-    """What one in-process case could leave for the next: the per-folder caches of the matrix and GPU table."""
-    from kernelcheck.core import gpu, matrix
+    """What one in-process case could leave for the next: the per-folder caches of the matrix (its small tables are
+    kept with each Matrix value)."""
+    from kernelcheck.core import matrix
 
-    for cached in (matrix._checked_root, matrix._load_matrix, matrix._load_signatures, gpu.known):
+    for cached in (matrix._checked_root, matrix._load_matrix, matrix._load_signatures):
         cached.cache_clear()
 
 

@@ -236,7 +236,7 @@ def observe(model_type: str, modes: tuple[str, ...]) -> dict[str, Any]:
     rec = Recorder(mod, _slot_names(model.spec.module))
     rec.patch_module()
     try:
-        built = layers_mod.build(model, "tiny", "cpu", "float32", None)
+        built = layers_mod.build(model, "tiny", "cpu", "float32", None, m=matrix_mod.load())
     except Exception as exc:  # noqa: BLE001 - a crash while building is the truth (exit 4)
         if "could not shrink" in str(exc):  # verify's tiny-shape table cannot make this config: no truth
             return {**out, "untested": first_line(exc), "modes": {}}
@@ -267,9 +267,10 @@ def _tower(model: Any, rec: Recorder, modes: tuple[str, ...]) -> dict[str, Any]:
 
     from transformers import AutoModel
 
+    from kernelcheck.core import matrix as matrix_mod
     from kernelcheck.verify import layers as layers_mod
 
-    cfg, _ = layers_mod.shaped_config(model, "tiny")
+    cfg, _ = layers_mod.shaped_config(model, "tiny", m=matrix_mod.load())
     try:
         tower = AutoModel.from_config(cfg)
     except Exception as exc:  # noqa: BLE001 - transformers cannot build it either: the job's build raises

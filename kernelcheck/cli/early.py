@@ -67,9 +67,10 @@ def check_model(query: str) -> None:
 
 
 def check_packing(mode: str) -> None:
+    from kernelcheck.commands.context import Context
     from kernelcheck.packing import decide
 
-    decide.check_mode(mode, decide.load_facts())
+    decide.check_mode(mode, decide.load_facts(m=Context.from_environ().matrix))  # the command's own matrix
 
 
 _PIP_FILE_FLAGS = ("-r", "--requirement", "-c", "--constraint")

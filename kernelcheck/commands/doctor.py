@@ -56,7 +56,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         from kernelcheck.core import environment, gpu
 
         # Packages are probed after binding, as doctor does without --arch.
-        env = environment.probe(m=ctx.matrix, packages=False, gpu_override=gpu.parse_arch(req.arch))
+        env = environment.probe(m=ctx.matrix, packages=False, gpu_override=gpu.parse_arch(req.arch, m=ctx.matrix))
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
                                hub_source=req.hub_source, isolate=isolate, m=ctx.matrix, import_cache=not req.no_cache)
@@ -76,8 +76,8 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
         jitprobe.attach(report, m=ctx.matrix, use_cache=not req.no_cache)
     from kernelcheck.packing.findings import attach as attach_packing
 
-    attach_packing(report, req.packing)
+    attach_packing(report, req.packing, m=ctx.matrix)
     from kernelcheck.doctor.cost import attach as attach_cost
 
-    attach_cost(report, req.model)
+    attach_cost(report, req.model, m=ctx.matrix)
     return reported(report)

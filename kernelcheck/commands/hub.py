@@ -77,7 +77,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
 
     parsed = check(req)
     target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
-    gpus = gpu.parse_arch(req.arch) if req.arch else None  # the same parser as doctor and install
+    gpus = gpu.parse_arch(req.arch, m=ctx.matrix) if req.arch else None  # the same parser as doctor and install
     env = ctx.environment(gpu_override=gpus)
     report = Report("hub", EnvironmentView.of(env), None, req.mode)
     functions: tuple[str, ...] = ()

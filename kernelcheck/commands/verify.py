@@ -81,5 +81,5 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | O
 
     report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
                     verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check)
-    attach_cost(report, req.model)
+    attach_cost(report, req.model, m=ctx.matrix)
     return reported(report)

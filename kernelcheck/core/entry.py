@@ -18,3 +18,13 @@ def matrix() -> Matrix:
     from kernelcheck.core import matrix as matrix_data
 
     return matrix_data.load()
+
+
+def data_date() -> str | None:
+    """matrix/data.toml `updated` (YYYY-MM-DD) of the same folder as `matrix()`, for `kernelcheck --version` and the
+    issue report's header (core/version.py): said where no command runs, so no matrix is loaded for it; this one
+    small file is read instead."""
+    from kernelcheck.core import matrix as matrix_data
+    from kernelcheck.core import matrix_shape
+
+    return str(matrix_shape.read_toml(matrix_data.folder() / "data.toml").get("updated") or "") or None

@@ -13,14 +13,16 @@ NVIDIA GPUs really have are accepted (matrix/gpus.toml, with its reference), so 
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Environment, Gpu
 from kernelcheck.core.errors import BadInput
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -28,27 +30,24 @@ _FORMS_HELP = ("Use the major.minor form, comma-separated: 8.0 (A100), 8.6 (RTX 
                "9.0 (H100/H200), 10.0 (B200/GB200), 12.0 (RTX 50xx); sm_90 and 90 are accepted too.")
 
 
-@functools.lru_cache(maxsize=1)
-def known() -> tuple[Capability, ...]:
-    """The compute capabilities NVIDIA GPUs have (matrix/gpus.toml)."""
-    from kernelcheck.core import matrix
-
-    data = matrix._load("gpus.toml")["capabilities"]
+def known(*, m: Matrix) -> tuple[Capability, ...]:
+    """The compute capabilities NVIDIA GPUs have (`m`'s gpus.toml)."""
+    data = m.table("gpus.toml")["capabilities"]
     try:
         return tuple(Capability.parse(c) for c in data["known"])
     except ValueError as exc:
         from kernelcheck.core.matrix_shape import bad
 
-        raise bad(matrix.data_file("gpus.toml"), "capabilities.known", f"{exc}; each is a major.minor such as "
+        raise bad(m.root / "gpus.toml", "capabilities.known", f"{exc}; each is a major.minor such as "
                   "\"9.0\"") from None
 
 
-def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None) -> tuple[Gpu, ...]:
+def parse_arch(text: str, allowed: tuple[Capability, ...] | None = None, *, m: Matrix) -> tuple[Gpu, ...]:
     """`"9.0,10.0"` (also `sm_90`, `90`, `9.0a`) -> target GPUs with those compute capabilities.
 
-    `allowed` defaults to `known()`. Raises BadInput with the accepted forms for anything else.
+    `allowed` defaults to `known(m=m)`. Raises BadInput with the accepted forms for anything else.
     """
-    allowed = known() if allowed is None else allowed
+    allowed = known(m=m) if allowed is None else allowed
     items = [p.strip() for p in re.split(r"[,;\s]+", text or "") if p.strip()]
     if not items:
         raise BadInput("--arch needs at least one compute capability, for example --arch 9.0 (H100/H200) or "

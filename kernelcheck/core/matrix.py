@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -17,9 +18,9 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Severity
 
 
-def _root() -> Path:
-    """KERNELCHECK_MATRIX_DIR when set (core/settings.py); else matrix/ beside the package in a checkout, or
-    `kernelcheck._matrix` when installed from a wheel."""
+def folder() -> Path:
+    """The folder this process reads: KERNELCHECK_MATRIX_DIR when set (core/settings.py); else matrix/ beside the
+    package in a checkout, or `kernelcheck._matrix` when installed from a wheel. Only core/entry.py asks."""
     from kernelcheck.core import settings
 
     chosen = settings.matrix_dir()
@@ -49,14 +50,9 @@ def _shipped_root() -> Path:
     return Path(str(resources.files("kernelcheck._matrix")))
 
 
-def data_file(name: str) -> Path:
-    """A file of matrix/ (checkout) or kernelcheck._matrix (installed wheel): `data_file("packing.toml")`."""
-    return _root() / name
-
-
-def _load(name: str, root: Path | None = None) -> dict[str, Any]:
+def _load(name: str, root: Path) -> dict[str, Any]:
     """One matrix file, parsed and checked against its shape (core/matrix_shape.py)."""
-    return matrix_shape.read_toml((root or _root()) / name)
+    return matrix_shape.read_toml(root / name)
 
 
 @dataclass(frozen=True)
@@ -148,14 +144,22 @@ class Matrix:
     breakages: tuple[Breakage, ...]
     import_errors: tuple[ImportErrorRule, ...]
     transformers: dict[str, Any]
-    root: Path = field(compare=False, repr=False)  # the folder it was read from (_root): its configs, signatures
+    root: Path = field(compare=False, repr=False)  # the folder it was read from (folder()): its configs, tables
     verified: tuple[dict[str, Any], ...] = field(default=())
     runtime_errors: tuple[ImportErrorRule, ...] = field(default=())  # exceptions a live run raises, by pattern
+    _tables: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def signatures(self) -> TraceSignatures:
         """The same folder's signatures.toml (trace, verify's evidence), read on first use (a command may read none)."""
         return _load_signatures(self.root)
+
+    def table(self, name: str) -> dict[str, Any]:
+        """One file of the same folder as plain data ("verify.toml"): read and shape-checked on first use, then kept
+        with this matrix; each caller gets its own copy (a caller that changes it changes no other's)."""
+        if name not in self._tables:
+            self._tables[name] = _load(name, self.root)
+        return copy.deepcopy(self._tables[name])
 
     @property
     def version_keys(self) -> tuple[str, ...]:
@@ -174,9 +178,9 @@ class Matrix:
 
 
 def load() -> Matrix:
-    """Load and type-check all matrix files, once per process and folder (_root): core/entry.py `matrix()` alone
+    """Load and type-check all matrix files, once per process and folder (folder()): core/entry.py `matrix()` alone
     asks (a command's Context, a child process's entry point); everything else is passed the matrix."""
-    return _load_matrix(_root())
+    return _load_matrix(folder())
 
 
 @functools.lru_cache(maxsize=2)
@@ -493,8 +497,3 @@ def _load_signatures(root: Path) -> TraceSignatures:
                 raise _bad(root / "signatures.toml", f"[[signature]] {s.id}", f"names package {name}, which is "
                            "missing from packages.toml or from signatures.toml [package.*]")
     return out
-
-
-def table(name: str) -> dict[str, Any]:
-    """One matrix file as plain data (e.g. "verify.toml"), for modules with their own small tables."""
-    return _load(name)

@@ -71,10 +71,10 @@ def git_commit(root: Path) -> str | None:
 
 
 def data_updated() -> str | None:
-    from kernelcheck.core import matrix
+    from kernelcheck.core import entry
 
     try:
-        return str(matrix.table("data.toml").get("updated") or "") or None
+        return entry.data_date()
     except (OSError, ValueError):
         return None
 

@@ -28,7 +28,7 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str,
     fns = fla_functions(functions, mode, m)
     if not fns or not env.gpus:
         return None, []
-    lay = fla_dispatch.layout(env)
+    lay = fla_dispatch.layout(env, m=m)
     ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == Mode.TRAIN or op.phase == "forward"]
     findings: list[Finding] = []
     if not lay.known:

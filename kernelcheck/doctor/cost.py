@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Finding, Severity, Verdict
 from kernelcheck.report.model import Report
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 BILLION = 1e9
 _COMPARED = ("gpu", "torch", "triton", "transformers")
@@ -24,12 +27,10 @@ _NUMBERS = ("bound_tokens_per_s", "reference_tokens_per_s")
 MAX_RECORD_BYTES = 64 << 20  # a line per measured step; far more than any team's record
 
 
-def measurements(record: Path | None = None) -> list[dict[str, Any]]:
-    """verified.toml's [[measured]] (checked by core/matrix_shape.py) and the team's record: `record` or
+def measurements(record: Path | None = None, *, m: Matrix) -> list[dict[str, Any]]:
+    """`m`'s verified.toml [[measured]] (checked by core/matrix_shape.py) and the team's record: `record` or
     KERNELCHECK_MEASUREMENTS (a file missing there is `record_unread`'s finding, not an error)."""
-    from kernelcheck.core import matrix
-
-    out = [dict(m) for m in matrix.table("verified.toml").get("measured", [])]
+    out = [dict(row) for row in m.table("verified.toml").get("measured", [])]
     path = record or recorded_path()
     if path is not None and path.is_file():
         out += read_record(path)
@@ -127,7 +128,7 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
                    f"({m.get('recorded_in') or m.get('evidence')}){near}.")
 
 
-def attach(report: Report, model: str | None) -> None:
+def attach(report: Report, model: str | None, *, m: Matrix) -> None:
     """Add the cost finding to a FALLBACK report of a known model (nothing for other verdicts)."""
     if (unread := record_unread()) is not None:
         report.findings.append(unread)
@@ -137,5 +138,5 @@ def attach(report: Report, model: str | None) -> None:
     here = {"gpu": env.gpus[0].name if env and env.gpus else None,
             "torch": env.torch.version if env and env.torch else None, "triton": env.triton if env else None,
             "transformers": env.transformers if env else None}
-    m, distance = choose(measurements(), report.model.model_type if report.model else None, here)
-    report.findings.append(finding(m, distance, model))
+    best, distance = choose(measurements(m=m), report.model.model_type if report.model else None, here)
+    report.findings.append(finding(best, distance, model))

@@ -19,6 +19,7 @@ printed as it is. Everything here is pure: the environment, the statuses and the
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -143,7 +144,7 @@ def _verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | 
                    triton_version: str | None) -> tuple[Verdict, list[rules_mod.RuleHit]]:
     env, bound = after(change, state, m, triton_version)
     facts = rules_mod.Facts(env=env, mode=state.mode, bound=bound, built_nvcc=dict(state.built_nvcc or {}),
-                            model=state.model, fla_dispatch=fla_dispatch.backends)
+                            model=state.model, fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
     hits = [h for h in rules_mod.evaluate(facts, m) if h.certain]
     removed = set(change.uninstall)
     functions = []
@@ -184,7 +185,7 @@ def check(fix: Fix | None, state: State, m: matrix.Matrix, fixed: str | None = N
         combined = _combine(change, culprit, state, m, fixed, now)
         if combined is not None:
             return Checked(combined, f"{why}; {combined} avoids it.")
-        where = where_safe(culprit.rule, state)
+        where = where_safe(culprit.rule, state, m=m)
         if where:
             return Checked(Fix(f"{where}: {fix}"), f"{why}.")
     return Checked(None, f"{why}, so no fix is printed for this machine.")
@@ -218,11 +219,11 @@ _CAP = ("gpu_capability", "gpu_capability_min", "gpu_capability_max")
 _CHANGEABLE = ("bound", "absent", "requirement_unmet", "built_nvcc")  # what a fix itself may change
 
 
-def where_safe(rule: matrix.Breakage, state: State) -> str:
+def where_safe(rule: matrix.Breakage, state: State, *, m: matrix.Matrix) -> str:
     """Where `rule` does not apply, from its conditions that this environment holds now (the fix cannot change
     those): "on a machine with an NVIDIA GPU, or with transformers outside >=5.15,<5.25"."""
     facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model,
-                            fla_dispatch=fla_dispatch.backends)
+                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
     parts = []
     for key, want in rule.when.items():
         if key in _CHANGEABLE or rules_mod.holds(key, want, facts) is not True:

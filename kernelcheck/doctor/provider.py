@@ -92,9 +92,9 @@ def _build_dir(report: Report, spec: str) -> tuple[Path | None, str | None]:
     return None, res.chosen
 
 
-def _hub_fla_rows(report: Report) -> dict[str, list[str]]:
+def _hub_fla_rows(report: Report, *, m: matrix.Matrix) -> dict[str, list[str]]:
     """{repo spec: the functions a Hub fla build replaces}."""
-    repos = fla_dispatch.hub_repos()
+    repos = fla_dispatch.hub_repos(m=m)
     replaced = {fs.name for fs in report.functions if (fs.provider or "").startswith("hub:")}
     out: dict[str, list[str]] = {}
     for row in report.hub.names if report.hub is not None else []:
@@ -115,7 +115,8 @@ def _superseded(findings: list[Finding], replaced: set[str], specs: str) -> list
     return out
 
 
-def apply_hub(report: Report, env: environment.Environment, mode: str, query: str | None) -> None:
+def apply_hub(report: Report, env: environment.Environment, mode: str, query: str | None, *,
+              m: matrix.Matrix) -> None:
     """Judge the Hub fla builds that replace pip's fla as the code that runs (see the module text)."""
     hub = report.hub
     if hub is None or not hub.used:
@@ -124,16 +125,16 @@ def apply_hub(report: Report, env: environment.Environment, mode: str, query: st
     if replaced:
         specs = ", ".join(sorted({r.repo for r in hub.names if r.repo and r.name in replaced}))
         report.findings = _superseded(report.findings, replaced, specs)
-    for spec, fns in _hub_fla_rows(report).items():
-        _judge_hub_fla(report, env, mode, query, spec, tuple(fns))
+    for spec, fns in _hub_fla_rows(report, m=m).items():
+        _judge_hub_fla(report, env, mode, query, spec, tuple(fns), m=m)
     report.findings.extend(kernels_findings(report, dict(os.environ)))
 
 
 def _judge_hub_fla(report: Report, env: environment.Environment, mode: str, query: str | None, spec: str,
-                   fns: tuple[str, ...]) -> None:
+                   fns: tuple[str, ...], *, m: matrix.Matrix) -> None:
     repo, _, ver = spec.partition("@v")
     build, variant = _build_dir(report, spec)
-    lay = fla_dispatch.hub_layout(repo, int(ver) if ver.isdigit() else None, build)
+    lay = fla_dispatch.hub_layout(repo, int(ver) if ver.isdigit() else None, build, m=m)
     if lay.origin == "hub-table" and not lay.problems:
         report.findings.append(Finding(
             "hub-fla-layout-assumed", Severity.WARNING,
@@ -228,14 +229,14 @@ def unreadable_variants(snapshot: str | None, listed: list[str], kernels: str | 
 _FLA_DISTS = ("pip:fla-core", "pip:flash-linear-attention")
 
 
-def compile_findings(report: Report, query: str | None) -> list[Finding]:
+def compile_findings(report: Report, query: str | None, *, m: matrix.Matrix) -> list[Finding]:
     """What a job that compiles the model meets, where the code that runs says it without running: the installed
     fla wraps the ops it dispatches in torch.compiler.disable (a graph break at every call, inside the decoder loop);
     else, where an fla build runs, a pointer to verify --compile."""
     used = [fs for fs in report.functions if fs.used and fs.provider]
     pip_fla = tuple(fs.name for fs in used if str(fs.provider).startswith(_FLA_DISTS))
     hub_fla = tuple(fs.name for fs in used if any(str(fs.provider).startswith(f"hub:{r}@")
-                                                  for r in fla_dispatch.hub_repos()))
+                                                  for r in fla_dispatch.hub_repos(m=m)))
     wrap = fla_dispatch.compile_wrap(pip_fla) if pip_fla else None
     verify = f"kernelcheck verify --model {query or 'M'} --compile"
     if wrap is not None:

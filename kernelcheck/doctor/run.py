@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import replace
 from typing import Any
@@ -344,8 +345,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if hub is not False:
         _hub_check(report, env, result.module, needs.functions, mode, hub, hub_device, hub_source, query,
                    submodel.dropped(report.findings), m=m)
-        provider.apply_hub(report, env, mode, query)  # a Hub build that replaces them, judged as what runs
-    report.findings.extend(provider.compile_findings(report, query))
+        provider.apply_hub(report, env, mode, query, m=m)  # a Hub build that replaces them, judged as what runs
+    report.findings.extend(provider.compile_findings(report, query, m=m))
     return report
 
 
@@ -398,7 +399,7 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment.Environ
     functions they name."""
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
                             functions=tuple(f.name for f in report.functions if f.used),
-                            fla_dispatch=fla_dispatch.backends)
+                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
     certain = []
     for hit in rules_mod.evaluate(facts, m):
         sev = hit.rule.severity if hit.certain else Severity.WARNING

@@ -220,7 +220,7 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     replaced: list[decide.HubEvidence] = []
     for spec, group in by_repo.items():
         replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M",
-                               by_default=use_hub is None, predicted=predicted))
+                               by_default=use_hub is None, predicted=predicted, m=m))
     report.functions = decide.decide_all(report.functions, hub=replaced)
     rows = _paths(rows, used, fstatus, {h.function for h in replaced})
     lines.extend(RowLine(row, used) for row in rows)
@@ -341,7 +341,7 @@ def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[st
 
 def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolution, used: bool,
            fstatus: dict[str, FunctionStatus], q: str, by_default: bool = False,
-           predicted: str | None = None) -> list[decide.HubEvidence]:
+           predicted: str | None = None, *, m: Matrix) -> list[decide.HubEvidence]:
     """One finding per repository (naming the layers/functions mapped to it); returns the functions the Hub
     kernel will really replace (the decider makes them fast)."""
     names = ", ".join(f"{r.name} ({r.kind})" for r in group)
@@ -380,7 +380,7 @@ def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolu
                                 "kernels validate.py ArchValidator/MinverValidator", fns))
         return []
     if res.error:
-        findings.append(_not_listable(res, names, q, by_default, fns, predicted))
+        findings.append(_not_listable(res, names, q, by_default, fns, predicted, m=m))
         return []
     def is_slow(r: HubRow) -> bool:
         fs = fstatus.get(r.name)
@@ -405,7 +405,7 @@ def _judge(findings: list[Finding], group: list[HubRow], res: kernels_hub.Resolu
 
 
 def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: bool, fns: tuple[str, ...],
-                  predicted: str | None = None) -> Finding:
+                  predicted: str | None = None, *, m: Matrix) -> Finding:
     """The build kernels needs cannot be found (offline, not cached; or the Hub unreachable): the load fails.
     `predicted`: the device type of a verdict for a device not visible here (the failure is a prediction for a
     machine with one; matrix/hub_offline.toml says for which repositories it was seen on a GPU)."""
@@ -416,7 +416,7 @@ def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: b
     if predicted:
         head = (f"on a {predicted.upper()} device this load fails: {res.spec} (for {names}) cannot be resolved from "
                 f"this cache: {said}{res.error}. On such a device kernels raises")
-        if res.repo_id not in prediction.confirmed_repos():
+        if res.repo_id not in prediction.confirmed_repos(m=m):
             head = f"{head} (not yet confirmed on a GPU for {res.repo_id})"
     return Finding(
         "hub-not-listable", Severity.BROKEN,

@@ -3,12 +3,12 @@ hub-not-listable for a device not visible here says when its repository is not a
 
 from __future__ import annotations
 
-import functools
+from typing import TYPE_CHECKING
 
-from kernelcheck.core import matrix
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 
-@functools.cache
-def confirmed_repos() -> frozenset[str]:
-    """The repositories matrix/hub_offline.toml lists as confirmed on a GPU."""
-    return frozenset(str(e["repo"]) for e in matrix.table("hub_offline.toml").get("confirmed", []))
+def confirmed_repos(*, m: Matrix) -> frozenset[str]:
+    """The repositories `m`'s hub_offline.toml lists as confirmed on a GPU."""
+    return frozenset(str(e["repo"]) for e in m.table("hub_offline.toml").get("confirmed", []))

@@ -80,7 +80,7 @@ def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str
         raise BadInput("--torch/--cuda/--python plan for another machine's torch build, which is not installed here: "
                        "use them with --dry-run (the plan, and the wheels it would take, checked here). Install on "
                        "the target machine, or in the image's build stage, without them.")
-    arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch)) if req.arch else ()
+    arches = tuple(g.capability.dotted for g in targets.parse_arch(req.arch, m=m)) if req.arch else ()
     return arches, _package_versions(req.packages, m)
 
 
@@ -264,7 +264,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
     if req.build.given:
         from kernelcheck.install import target_env
 
-        env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins())
+        env, planned_for = target_env.for_target(env, req.build, target_env.triton_pins(m=m))
     with working("kernelcheck install: the doctor check before planning", announce=True):
         before = run_doctor(req.model, req.mode, env, m=m)
     packages, bound = _needs(before, versions, req.packages, m)

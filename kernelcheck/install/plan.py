@@ -13,6 +13,7 @@ blocked (would change torch/triton/transformers: needs `--allow-change`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
@@ -60,7 +61,7 @@ def _hypothetical(env: Environment, import_name: str, dist: str, version: str) -
 def _breakage_hits(env: Environment, import_name: str, opts: Options,
                    bound: frozenset[str]) -> list[rules_mod.RuleHit]:
     facts = rules_mod.Facts(env=env, mode=opts.mode, bound=bound | {import_name}, model=opts.model,
-                            fla_dispatch=fla_dispatch.backends)
+                            fla_dispatch=functools.partial(fla_dispatch.backends, m=opts.matrix))
     return [h for h in rules_mod.evaluate(facts, opts.matrix) if h.certain and h.rule.severity == Severity.BROKEN
             and import_name in _rule_packages(h.rule, opts.matrix)]
 

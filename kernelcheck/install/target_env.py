@@ -10,16 +10,19 @@ unknown, and the finding says so.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from kernelcheck.core import matrix
 from kernelcheck.core.environment import Environment, TorchInfo, torch_minor
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.core.targets import TargetBuild
 
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
-def triton_pins() -> dict[str, str]:
-    """torch minor -> the triton version its Linux wheel pins (matrix/torch.toml)."""
-    return {mm: str(row["version"]) for mm, row in matrix.table("torch.toml").get("triton", {}).items()}
+
+def triton_pins(*, m: Matrix) -> dict[str, str]:
+    """torch minor -> the triton version its Linux wheel pins (`m`'s torch.toml)."""
+    return {mm: str(row["version"]) for mm, row in m.table("torch.toml").get("triton", {}).items()}
 
 
 def for_target(env: Environment, build: TargetBuild, pins: dict[str, str]) -> tuple[Environment, Finding]:

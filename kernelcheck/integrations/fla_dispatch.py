@@ -22,13 +22,16 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability, sm_name
 from kernelcheck.core.environment import Environment, dist_version
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +182,11 @@ def read_package(root: Path, version: str | None, origin: str, label: str) -> La
                   reference=f"{label} (backends.py or ops/backends, ops/common/chunk_o.py, ops/*/backends)")
 
 
-def from_table(version: str | None) -> Layout:
-    """The layout matrix/fla_dispatch.toml gives for `version` (for an fla not installed here to read)."""
+def from_table(version: str | None, *, m: Matrix) -> Layout:
+    """The layout `m`'s fla_dispatch.toml gives for `version` (for an fla not installed here to read)."""
     if not version:
         return Layout(None, "none")
-    for row in matrix.table("fla_dispatch.toml").get("layout", []):
+    for row in m.table("fla_dispatch.toml").get("layout", []):
         if _in(version, row["fla"]):
             return Layout(version, "table", dispatch=row["dispatch"], guard=row["guard"],
                           bwd_tilelang=row["bwd_tilelang"], tilelang_check=row["tilelang_check"],
@@ -204,7 +207,7 @@ def hub_package(build: Path) -> Path | None:
     return None
 
 
-def hub_layout(repo: str, version: int | None, build: Path | None) -> Layout:
+def hub_layout(repo: str, version: int | None, build: Path | None, *, m: Matrix) -> Layout:
     """How a Kernel Hub fla build dispatches: read from its files when `build` (the variant folder in the cache or
     LOCAL_KERNELS) holds them (origin hub-cache); else the layout matrix/fla_dispatch.toml [[hub]] records for that
     repository and version (origin hub-table: not read here, `assumed` says what is not known)."""
@@ -212,7 +215,7 @@ def hub_layout(repo: str, version: int | None, build: Path | None) -> Layout:
     pkg = hub_package(build) if build is not None else None
     if pkg is not None:
         return read_package(pkg, label, "hub-cache", f"{label} build files at {pkg}")
-    for row in matrix.table("fla_dispatch.toml").get("hub", []):
+    for row in m.table("fla_dispatch.toml").get("hub", []):
         if row["repo"] == repo and row["version"] == version:
             return Layout(label, "hub-table", dispatch=row["dispatch"], guard=row["guard"],
                           bwd_tilelang=row["bwd_tilelang"], tilelang_check=row["tilelang_check"],
@@ -222,9 +225,9 @@ def hub_layout(repo: str, version: int | None, build: Path | None) -> Layout:
     return Layout(label, "hub-table", problems=(f"matrix/fla_dispatch.toml has no [[hub]] row for {label}",))
 
 
-def hub_repos() -> frozenset[str]:
-    """The Hub repositories that are fla builds (matrix/fla_dispatch.toml [[hub]])."""
-    return frozenset(row["repo"] for row in matrix.table("fla_dispatch.toml").get("hub", []))
+def hub_repos(*, m: Matrix) -> frozenset[str]:
+    """The Hub repositories that are fla builds (`m`'s fla_dispatch.toml [[hub]])."""
+    return frozenset(row["repo"] for row in m.table("fla_dispatch.toml").get("hub", []))
 
 
 @functools.lru_cache(maxsize=8)
@@ -235,14 +238,14 @@ def _installed_layout(version: str) -> Layout | None:
     return read_source(root.parent, version)
 
 
-def layout(env: Environment) -> Layout:
+def layout(env: Environment, *, m: Matrix) -> Layout:
     """How the fla of `env` dispatches: read from the installed source when `env`'s fla is the one installed
     here, else from the table (a planned or hypothetical version)."""
     st = env.packages.get("fla")
     version = st.version if st and st.installed else None
     if not version:
         return Layout(None, "none")
-    return _installed_layout(version) or from_table(version)
+    return _installed_layout(version) or from_table(version, m=m)
 
 
 # -- deciding ----------------------------------------------------------------------------------------
@@ -413,9 +416,10 @@ def decide(lay: Layout, env: Environment, functions: tuple[str, ...]) -> list[Op
     return out
 
 
-def backends(env: Environment, functions: tuple[str, ...]) -> list[OpBackend]:
-    """The backend of each op and pass of `functions` in `env`: what core/rules.Facts is given as `fla_dispatch`."""
-    return decide(layout(env), env, functions)
+def backends(env: Environment, functions: tuple[str, ...], *, m: Matrix) -> list[OpBackend]:
+    """The backend of each op and pass of `functions` in `env`: what core/rules.Facts is given as `fla_dispatch`
+    (bound to the matrix: `functools.partial(backends, m=m)`)."""
+    return decide(layout(env, m=m), env, functions)
 
 
 # -- torch.compile ------------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,9 @@ def fix_text(facts: dict[str, Any]) -> str:
             "passes cu_seq_lens and seq_idx; earlier releases pass position_ids only)")
 
 
-def load_facts(path: Path | None = None) -> dict[str, Any]:
-    """matrix/packing.toml (or `path`), from the checkout or the installed wheel's kernelcheck._matrix."""
-    if path is None:
-        return matrix._load("packing.toml")  # checked: a KERNELCHECK_MATRIX_DIR copy is the user's file
-    with path.open("rb") as fh:
-        return tomllib.load(fh)
+def load_facts(*, m: matrix.Matrix) -> dict[str, Any]:
+    """`m`'s packing.toml (checked: a KERNELCHECK_MATRIX_DIR copy is the user's file)."""
+    return m.table("packing.toml")
 
 
 def transformers_dir() -> Path | None:
@@ -107,10 +103,10 @@ def decide(mode: str, bound: dict[str, bool], facts: dict[str, Any], guard: bool
     return ModeOutcome(mode, "correct", "; ".join(r[3] for r in results), None)
 
 
-def section(functions: dict[str, str], declared: str | None, facts: dict[str, Any] | None = None,
+def section(functions: dict[str, str], declared: str | None, facts: dict[str, Any],
             tdir: Path | None = None) -> PackingSection | None:
-    """functions: name -> doctor status. None when the model has no packing-sensitive function."""
-    facts = facts or load_facts()
+    """functions: name -> doctor status; `facts`: load_facts(m=...). None when the model has no packing-sensitive
+    function."""
     bound = {fn: status == Status.FAST for fn, status in functions.items() if fn in facts["functions"]}
     if not bound:
         return None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.report.model import Report
 from kernelcheck.report.sections import ModeOutcome, PackingSection
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 
 def findings(sec: PackingSection) -> list[Finding]:
@@ -51,16 +56,16 @@ def undeclared_message(modes: dict[str, ModeOutcome]) -> str:
             f"Say what the job's collator passes with --packing {'|'.join(modes)}")
 
 
-def attach(report: Report, declared: str | None) -> None:
+def attach(report: Report, declared: str | None, *, m: Matrix) -> None:
     """Add the packing section to a doctor report (a no-op for models without packing-sensitive layers)."""
     from kernelcheck.core.errors import BadInput
-    from kernelcheck.packing.decide import section
+    from kernelcheck.packing.decide import load_facts, section
 
     if report.model is None:
         if declared is not None:
             raise BadInput("--packing needs --model: packing correctness depends on the model's layers.")
         return
-    sec = section({f.name: f.status for f in report.functions if f.used}, declared)
+    sec = section({f.name: f.status for f in report.functions if f.used}, declared, load_facts(m=m))
     if sec is None:
         return
     report.packing = sec

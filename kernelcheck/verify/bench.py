@@ -39,7 +39,7 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
         return BenchmarkSkipped(f"no {layer_class or 'kernel-calling'} layer in the built model")
     layer = layer_mods[0]
     args, kwargs = _capture_inputs(steps, layer)
-    data = layers.verify_data()["benchmark"]
+    data = layers.verify_data(m=m)["benchmark"]
     gen = torch.Generator(device="cpu").manual_seed(7)
 
     def once_fwd() -> None:

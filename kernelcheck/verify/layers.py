@@ -46,9 +46,9 @@ class BuiltModel:
                 "attn_implementation": self.attn_implementation}
 
 
-def verify_data() -> dict[str, Any]:
-    """matrix/verify.toml (tiny-shape field table, token defaults, tolerances, benchmark settings)."""
-    return matrix.table("verify.toml")
+def verify_data(*, m: matrix.Matrix) -> dict[str, Any]:
+    """`m`'s verify.toml (tiny-shape field table, token defaults, tolerances, benchmark settings)."""
+    return m.table("verify.toml")
 
 
 def text_config(model: ResolvedModel) -> tuple[str, dict[str, Any]]:
@@ -80,7 +80,7 @@ def _per_layer_lists(have: dict[str, Any], types: list[str], keep: list[str]) ->
             if k != "layer_types" and isinstance(v, list) and len(v) == len(types) and len(types) > len(keep)}
 
 
-def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]]:
+def shaped_config(model: ResolvedModel, shape: str, *, m: matrix.Matrix) -> tuple[Any, dict[str, Any]]:
     """The transformers config object for `shape`, and the overrides applied to the real config."""
     from transformers import AutoConfig
 
@@ -97,7 +97,7 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
         mt, fields = sub.model_type, {k: v for k, v in sub.to_dict().items() if k not in _DROP}
         real = sub
     have = real.to_dict()
-    data = verify_data()
+    data = verify_data(m=m)
     overrides: dict[str, Any] = {}
     per_type = data["tiny"].get("model_types", {}).get(mt, {})
     if shape == "tiny":
@@ -134,18 +134,18 @@ def shaped_config(model: ResolvedModel, shape: str) -> tuple[Any, dict[str, Any]
 
 
 def build(model: ResolvedModel, shape: str, device: str, dtype_name: str,
-          attn_implementation: str | None) -> BuiltModel:
+          attn_implementation: str | None, *, m: matrix.Matrix) -> BuiltModel:
     """Instantiate the real causal-LM class on `device` with random weights (seeded). `attn_implementation`
     None leaves transformers' default for the class (sdpa where supported, eager for Mamba)."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    cfg, overrides = shaped_config(model, shape)
+    cfg, overrides = shaped_config(model, shape, m=m)
     dtype = getattr(torch, dtype_name)
     kwargs: dict[str, Any] = {"dtype": dtype}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    limit = int(verify_data()["tiny"].get("max_parameters", 0))
+    limit = int(verify_data(m=m)["tiny"].get("max_parameters", 0))
     if shape == "tiny" and limit:
         # Count on the meta device first: a config field missing from the tiny table must not make the
         # "tiny" model real-size (out of memory on a CI runner).

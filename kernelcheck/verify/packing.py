@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.packing import batches
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +188,10 @@ def measure_lengths(model: Any, mode: str, name: str, lens: tuple[int, int], dev
 
 
 def measure(mode: str, device: str = "cpu", lengths: dict[str, tuple[int, int]] | None = None,
-            model: Any = None, facts: dict[str, Any] | None = None) -> PackingResult:
+            model: Any = None, *, facts: dict[str, Any]) -> PackingResult:
+    """`facts`: packing.toml of the matrix (packing/decide.py `load_facts`)."""
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
-    from kernelcheck.packing.decide import load_facts
 
-    facts = facts or load_facts()
     with quiet_fallback_lines():
         model = model if model is not None else tiny_model(device)
         rows = [measure_lengths(model, mode, n, lens, device, facts)
@@ -197,15 +199,18 @@ def measure(mode: str, device: str = "cpu", lengths: dict[str, tuple[int, int]] 
     return PackingResult(mode, combine(rows), rows, batches.collator_call(batches.collator_flags(mode, facts)))
 
 
-def measure_all(device: str = "cpu", lengths: dict[str, tuple[int, int]] | None = None) -> list[PackingResult]:
+def measure_all(device: str = "cpu", lengths: dict[str, tuple[int, int]] | None = None, *,
+                m: Matrix) -> list[PackingResult]:
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+    from kernelcheck.packing.decide import load_facts
 
+    facts = load_facts(m=m)
     with quiet_fallback_lines():
         model = tiny_model(device)
-        return [measure(m, device, lengths, model) for m in MODES]
+        return [measure(mode, device, lengths, model, facts=facts) for mode in MODES]
 
 
-def cached_forward(device: str = "cpu") -> float:
+def cached_forward(device: str = "cpu", *, m: Matrix) -> float:
     """The recommended batch (flash) in an attention-only tiny model, forward WITH the config's cache: the
     max |logit diff| the cache causes (the root cause of verify's old `flash mixed` on the H200)."""
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
@@ -213,7 +218,8 @@ def cached_forward(device: str = "cpu") -> float:
 
     with quiet_fallback_lines():
         model = tiny_model(device, ("full_attention", "full_attention"))
-        r = measure_lengths(model, "flash", "chunk", batches.LENGTHS["chunk"], device, load_facts(), use_cache=True)
+        r = measure_lengths(model, "flash", "chunk", batches.LENGTHS["chunk"], device, load_facts(m=m),
+                             use_cache=True)
     return r.max_logit_diff if r.max_logit_diff is not None else float("nan")
 
 
@@ -239,13 +245,22 @@ def render_text(results: list[PackingResult], device: str, cached: float | None 
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m kernelcheck.verify.packing [--json] [device]
+def main(argv: list[str]) -> None:
+    """`python -m kernelcheck.verify.packing [--json] [device]`: a process of its own, so it reads its own matrix
+    (core/entry.py), as a command's Context does."""
     import json
-    import sys
 
-    dev = next((a for a in sys.argv[1:] if not a.startswith("-")), "cpu")
-    res = measure_all(dev)
-    if "--json" in sys.argv:
+    from kernelcheck.core import entry
+
+    dev = next((a for a in argv if not a.startswith("-")), "cpu")
+    res = measure_all(dev, m=entry.matrix())
+    if "--json" in argv:
         print(json.dumps({"device": dev, "results": [r.as_dict() for r in res]}, indent=2))
     else:
         print(render_text(res, dev))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

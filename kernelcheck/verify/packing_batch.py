@@ -157,12 +157,12 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True, *,
 
     model = transformers_models.resolve(query, m=m)
     device, dtype = device_dtype()
-    tol = float(layers.verify_data()["tolerance"][dtype])
+    tol = float(layers.verify_data(m=m)["tolerance"][dtype])
     with quiet_fallback_lines():
-        built = layers.build(model, "tiny", device, dtype, None)
+        built = layers.build(model, "tiny", device, dtype, None, m=m)
         accepted = lint.accepted_keys(type(built.model).forward)
         problems = lint.lint(loaded.view, accepted, stateful=bool(set(model.spec.functions) & set(
-            load_facts()["functions"])))
+            load_facts(m=m)["functions"])))
         segs, segs_from = lint.segments(loaded.view)
         runner = Runner(built, loaded.tensors, device)
         info = BatchInfo(loaded.source, loaded.view.tokens,

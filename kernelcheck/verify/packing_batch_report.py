@@ -47,7 +47,7 @@ def load_batch(batch: str | None, collator: str | None, lengths: list[int] | Non
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers
 
-    cfg, _ = layers.shaped_config(transformers_models.resolve(query, m=m), "tiny")
+    cfg, _ = layers.shaped_config(transformers_models.resolve(query, m=m), "tiny", m=m)
     return batchfile.collate(collator, lengths, int(getattr(cfg, "vocab_size", 128) or 128))
 
 

@@ -109,7 +109,7 @@ def measure(query: str, lengths: list[int] | None, steps: int = 3, *, m: Matrix)
                        "fewer or shorter examples (one batch of the job). Nothing was run.")
     w = waste(lens, Rule("batch", len(lens)))
     with quiet_fallback_lines():
-        built = layers.build(model, shape, device, dtype, None)
+        built = layers.build(model, shape, device, dtype, None, m=m)
         lm = built.model.train()
         opt = torch.optim.AdamW(lm.parameters(), lr=1e-6)
         vocab = int(lm.get_input_embeddings().num_embeddings)

@@ -37,12 +37,12 @@ def verdict(results: list[PackingResult], declared: str | None) -> tuple[Verdict
 def doctor_outcomes(module: str, functions: tuple[str, ...], *, m: Matrix) -> dict[str, str]:
     """doctor's packing decision per mode for the functions transformers binds here (packing/decide.py)."""
     from kernelcheck.integrations import transformers
-    from kernelcheck.packing.decide import section
+    from kernelcheck.packing.decide import load_facts, section
 
     result = transformers.bind(module, functions, exact=True, m=m)
     statuses: dict[str, str] = {f: (Status.FAST if b.bound == "package" else Status.FALLBACK)
                                 for f, b in result.bindings.items()}
-    sec = section(statuses, None)
+    sec = section(statuses, None, load_facts(m=m))
     return {m.mode: m.outcome for m in (sec.modes if sec is not None else ())}
 
 
@@ -106,11 +106,11 @@ def measure(query: str, declared: str | None = None, *, m: Matrix) -> PackingRun
     if declared is not None and declared not in (*MODES, "none"):
         raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    results = packing.measure_all(device)
+    results = packing.measure_all(device, m=m)
     decided = doctor_outcomes("qwen3_5", model.spec.functions, m=m)  # the module of the measured tiny model
     for r in results:
         r.doctor = decided.get(r.mode)
-    cached = packing.cached_forward(device)
+    cached = packing.cached_forward(device, m=m)
     word, _ = verdict(results, declared)
     return PackingRun(ModelRef.of(model), device, results, cached, declared, word)
 

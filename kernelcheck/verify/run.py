@@ -183,13 +183,13 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
              mode: str, shape: str, tokens: int | None, benchmark: bool, verbose: bool = False, *,
              m: matrix.Matrix) -> LiveRun:
     """Build, run, profile and compare on the matrix `m`. Never raises for a kernel failure: that is a result."""
-    data = layers.verify_data()
+    data = layers.verify_data(m=m)
     device, dtype = _device()
     _full_needs_cuda(shape, device)
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
-    built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
+    built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
@@ -303,7 +303,7 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     device, dtype = _device()
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
-        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs))
+        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
         fns = tuple(f.name for f in report.functions if f.used)
         report.compiled = compiled.run(built, model.spec.layer or None, fns)
     report.findings.extend(compiled.findings(report.compiled, query))

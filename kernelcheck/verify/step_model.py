@@ -16,11 +16,14 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.core.models import ResolvedModel
 from kernelcheck.verify import layers as layers_mod
+
+if TYPE_CHECKING:
+    from kernelcheck.core.matrix import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,12 @@ class StepShape:
         return dict(Counter(self.built_types))
 
 
-def step_config(model: ResolvedModel, shape: str, layers: int | None) -> tuple[Any, StepShape]:
+def step_config(model: ResolvedModel, shape: str, layers: int | None, *, m: Matrix) -> tuple[Any, StepShape]:
     """The transformers config of the step model and what it keeps."""
     from transformers import AutoConfig
 
     mt, fields = layers_mod.text_config(model)
-    cfg0, overrides = layers_mod.shaped_config(model, shape)
+    cfg0, overrides = layers_mod.shaped_config(model, shape, m=m)
     if shape == "full":
         overrides = {}  # real widths AND the real vocabulary and head
     real = AutoConfig.for_model(mt, **fields)

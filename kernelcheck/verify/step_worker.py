@@ -89,7 +89,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     gate_at = time.time()
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
-    cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"))
+    cfg, shape = step_model.step_config(model, args["shape"], args.get("layers"), m=m)
     lm = step_model.build(cfg, device, dtype, bool(args["checkpointing"]), args.get("attn"))
     build_s = time.perf_counter() - t0 - import_s
     fallbacks = {f: m.functions[f].torch_fallback for f in result.bindings if f in m.functions}

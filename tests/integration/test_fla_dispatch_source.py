@@ -12,6 +12,7 @@ import dataclasses
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.integrations import fla_dispatch
 from tests.envs import function, run_json, site
 
@@ -26,7 +27,7 @@ def test_reading_the_real_wheel_gives_the_tables_row(version):
     root = site(f"fla-core=={version}")
     read = fla_dispatch.read_source(root, version)
     assert read.problems == ()
-    table = fla_dispatch.from_table(version)
+    table = fla_dispatch.from_table(version, m=matrix.load())
     assert {k: getattr(read, k) for k in _COMPARED} == {k: getattr(table, k) for k in _COMPARED}
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.packing.decide import has_guard, load_facts, section
 from tests.envs import TF525, site
 
 ROOT = Path(__file__).resolve().parents[2]
-FACTS = load_facts()
+FACTS = load_facts(m=matrix.load())
 GDN = ("causal_conv1d_fn", "chunk_gated_delta_rule")
 
 # transformers regime -> the site that holds it (5.25.0 with the kernels 0.19.1 it requires, tests/envs.py TF525)

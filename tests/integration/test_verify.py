@@ -300,12 +300,12 @@ def test_full_shape_is_the_real_27b_layer_shape() -> None:
     from kernelcheck.core import matrix, models
     from kernelcheck.verify import layers
 
-    cfg, overrides = layers.shaped_config(models.resolve(MODEL, m=matrix.load()), "full")
+    cfg, overrides = layers.shaped_config(models.resolve(MODEL, m=matrix.load()), "full", m=matrix.load())
     assert type(cfg).__name__ == "Qwen3_5TextConfig"
     assert (cfg.hidden_size, cfg.linear_num_key_heads, cfg.linear_num_value_heads) == (5120, 16, 48)
     assert (cfg.linear_key_head_dim, cfg.linear_value_head_dim, cfg.linear_conv_kernel_dim) == (128, 128, 4)
     assert (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim) == (24, 4, 256)
     assert cfg.layer_types == ["linear_attention", "full_attention"] and cfg.num_hidden_layers == 2
     assert cfg.vocab_size == 1024 and set(overrides) == {"vocab_size", "layer_types", "num_hidden_layers"}
-    tiny, _ = layers.shaped_config(models.resolve(MODEL, m=matrix.load()), "tiny")
+    tiny, _ = layers.shaped_config(models.resolve(MODEL, m=matrix.load()), "tiny", m=matrix.load())
     assert (tiny.hidden_size, tiny.linear_num_value_heads, tiny.vocab_size) == (64, 4, 128)

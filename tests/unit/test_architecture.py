@@ -354,7 +354,8 @@ def signature_loads(pkg: Path) -> dict[str, int]:
 MATRIX_LOADS = {"core/entry.py": 1}
 SIGNATURE_LOADS = {"core/matrix.py": 1}
 MATRIX_READERS = {("commands/context.py", "matrix"), ("doctor/imports.py", "_child"),
-                  ("verify/step_worker.py", "run")}
+                  ("verify/step_worker.py", "run"),
+                  ("verify/packing.py", "main")}  # `python -m kernelcheck.verify.packing`: a process of its own
 
 
 def test_the_matrix_is_loaded_in_one_place() -> None:
@@ -372,6 +373,50 @@ def test_the_counts_see_a_load_under_an_alias_and_a_signatures_read(tmp_path: Pa
                                         "    return md.load(), md.load_signatures(), md._load_signatures(1)\n")
     assert matrix_loads(tmp_path) == {"sneaky.py": 1}
     assert signature_loads(tmp_path) == {"sneaky.py": 2}
+
+
+# The files of the matrix folder are read through the Matrix value the entry point loaded (`m.table(name)`, `m.root`,
+# threaded down as `m`), never from the environment-chosen folder: core/matrix.py `folder()` (KERNELCHECK_MATRIX_DIR
+# or the shipped data) is asked by core/entry.py alone, whose `data_date` reads data.toml's date for `kernelcheck
+# --version` and the issue report header, where no command runs and so no matrix is loaded. Counted: a call of any
+# module-level reader (below) under any name a file binds core/matrix.py to, or imported from it by name.
+AMBIENT_READERS = ("folder", "table", "data_file", "_load", "_root")
+AMBIENT_READS = {"core/entry.py": 1}
+
+
+def ambient_reads(pkg: Path) -> dict[str, int]:
+    """file -> how many times it reads a matrix file from the environment-chosen folder (outside core/matrix.py,
+    where the folder is chosen and each read is of a given root)."""
+    out: dict[str, int] = {}
+    for path in sorted(pkg.rglob("*.py")):
+        rel = str(path.relative_to(pkg))
+        if rel == "core/matrix.py":
+            continue
+        nodes = _nodes(path)
+        calls = {f"{name}.{f}" for name in _matrix_names(nodes) for f in AMBIENT_READERS}
+        calls |= {a.asname or a.name for n in nodes if isinstance(n, ast.ImportFrom)
+                  and n.module == "kernelcheck.core.matrix" for a in n.names if a.name in AMBIENT_READERS}
+        for n in nodes:
+            if isinstance(n, ast.Call) and ast.unparse(n.func) in calls:
+                out[rel] = out.get(rel, 0) + 1
+    return out
+
+
+def test_no_module_reads_the_matrix_folder_from_the_environment() -> None:
+    assert ambient_reads(PKG) == AMBIENT_READS
+
+
+def test_the_ambient_count_sees_each_form_of_a_planted_read(tmp_path: Path) -> None:
+    """The counter above can fail: module-level table/data_file/_load/folder under an alias, the dotted module path
+    and a name imported from core/matrix.py are each seen; a Matrix value's own `m.table(...)` is not."""
+    (tmp_path / "sneaky.py").write_text("import kernelcheck.core.matrix\n"
+                                        "from kernelcheck.core import matrix as md\n"
+                                        "from kernelcheck.core.matrix import table as t\n"
+                                        "def f(m):\n"
+                                        "    md.table('verify.toml'), md.data_file('gpus.toml'), md._load('x')\n"
+                                        "    kernelcheck.core.matrix.folder(), t('torch.toml')\n"
+                                        "    return m.table('verify.toml')\n")
+    assert ambient_reads(tmp_path) == {"sneaky.py": 5}
 
 
 def test_only_the_entry_points_read_the_matrix() -> None:

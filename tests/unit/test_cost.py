@@ -8,17 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cost
 from kernelcheck.report.step import Failed, PathMeasured, PathProjection, StepSection
 from kernelcheck.verify import record
 from tests.environments import make_view, model_ref
 
+M = matrix.load()
+
 H200 = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0", "transformers": "5.17.0"}
 
 
 def test_the_shipped_qwen_measurement_gives_slowdown_and_gpu_hours_citing_its_command():
-    m, distance = cost.choose(cost.measurements(), "qwen3_5", H200)
+    m, distance = cost.choose(cost.measurements(m=M), "qwen3_5", H200)
     assert m is not None and distance == []
     f = cost.finding(m, distance, "qwen3.8-27b")
     assert f.id == "fallback-cost" and f.severity == "warning"
@@ -29,9 +32,9 @@ def test_the_shipped_qwen_measurement_gives_slowdown_and_gpu_hours_citing_its_co
 
 
 def test_distance_names_what_differs_and_an_unknown_family_gets_the_command_to_measure():
-    m, distance = cost.choose(cost.measurements(), "qwen3_5", dict(H200, transformers="5.25.0", gpu=None))
+    m, distance = cost.choose(cost.measurements(m=M), "qwen3_5", dict(H200, transformers="5.25.0", gpu=None))
     assert distance == ["transformers 5.17.0 there, 5.25.0 here"]
-    m, distance = cost.choose(cost.measurements(), "mamba2", H200)
+    m, distance = cost.choose(cost.measurements(m=M), "mamba2", H200)
     assert m is None
     f = cost.finding(None, [], "mamba2")
     assert f.id == "fallback-cost-unmeasured" and "--step --record" in (f.fix or "")
@@ -43,7 +46,7 @@ def test_a_teams_own_record_is_read_and_preferred_when_closer(tmp_path: Path, mo
                 bound_tokens_per_s=3000.0, reference_tokens_per_s=600.0)
     rec.write_text(json.dumps(mine) + "\n")  # a line that is not a measurement: tests/unit/test_hostile_readers.py
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(rec))
-    m, distance = cost.choose(cost.measurements(), "qwen3_5", dict(H200, transformers="5.25.0"))
+    m, distance = cost.choose(cost.measurements(m=M), "qwen3_5", dict(H200, transformers="5.25.0"))
     assert m is not None and m["command"] == "mine" and distance == [] and m["recorded_in"] == str(rec)
 
 
@@ -72,7 +75,7 @@ def test_record_appends_one_line_doctor_can_read(tmp_path: Path, monkeypatch: py
     assert record.append(R(), str(out), "qwen3.8-27b") and record.append(R(), str(out), "qwen3.8-27b")
     assert len(out.read_text().splitlines()) == 2
     monkeypatch.setenv("KERNELCHECK_MEASUREMENTS", str(out))
-    assert sum(1 for x in cost.measurements() if x.get("recorded_in")) == 2
+    assert sum(1 for x in cost.measurements(m=M) if x.get("recorded_in")) == 2
     unprojected = replace(STEP, projection=replace(STEP.projection, fast=Failed("the path did not run")))
     assert record.measurement(unprojected, ENV, None, "q") is None
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kernelcheck.core import matrix
+
 PKG = Path(__file__).resolve().parents[2] / "kernelcheck"
 
 # Names that hold words made for a person (a record's reason/message/note, a local that holds one).
@@ -177,13 +179,13 @@ def test_the_hub_failure_is_a_field_of_the_resolution_not_a_note_read_back(monke
     group = [HubRow("chunk_gated_delta_rule", "function", True, layer="GatedDeltaNet")]
     failed = Resolution("kernels-community/fla", 1, None, "hf-cache", "/c", notes=(said,), hub_unreachable=said)
     findings: list = []
-    assert _judge(findings, group, failed, True, {}, "qwen3.8-27b") == []
+    assert _judge(findings, group, failed, True, {}, "qwen3.8-27b", m=matrix.load()) == []
     assert [(f.id, f.severity) for f in findings] == [("hub-unreachable", "broken")]
     assert "hub_unreachable" not in failed.to_json() and failed.to_json()["notes"] == [said]
     # the same words as a plain note (no failure recorded) decide nothing
     noted = Resolution("kernels-community/fla", 1, None, "hf-cache", "/c", notes=(said,))
     findings = []
-    _judge(findings, group, noted, True, {}, "qwen3.8-27b")
+    _judge(findings, group, noted, True, {}, "qwen3.8-27b", m=matrix.load())
     assert "hub-unreachable" not in [f.id for f in findings]
 
 

@@ -145,7 +145,7 @@ def test_every_built_severity_is_the_catalogues(scanned: Scan) -> None:
 
 
 def test_families_with_known_members_match_their_data() -> None:
-    modes = matrix_mod._load("packing.toml")["modes"]
+    modes = matrix_mod.load().table("packing.toml")["modes"]
     assert _families()["packing-{}"].members == tuple(modes)
 
 

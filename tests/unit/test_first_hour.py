@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from kernelcheck.cli.hub import hub
 from kernelcheck.cli.install import install
 from kernelcheck.cli.main import main
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.targets import TargetBuild, parse_target
 from kernelcheck.install.target_env import for_target, triton_pins
@@ -84,14 +85,14 @@ def test_verify_shape_full_without_a_gpu_is_a_usage_error_at_once():
 
 def test_install_plans_for_an_h200_image_from_a_cpu_box():
     cpu = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None, python="3.11.7", python_tag="cp311")
-    env, finding = for_target(cpu, TargetBuild("2.11", "13.0", "3.12"), triton_pins())
+    env, finding = for_target(cpu, TargetBuild("2.11", "13.0", "3.12"), triton_pins(m=matrix.load()))
     assert env.torch is not None and (env.torch.version, env.torch.cuda, env.torch.cxx11abi) == \
         ("2.11.0+cu130", "13.0", True)
     assert (env.python_tag, env.triton) == ("cp312", "3.6.0")  # torch 2.11 pins triton 3.6.0 (matrix/torch.toml)
     assert finding.id == "build-target" and finding.severity == "info"
-    env, finding = for_target(cpu, TargetBuild("2.12", "13.0", None), triton_pins())
+    env, finding = for_target(cpu, TargetBuild("2.12", "13.0", None), triton_pins(m=matrix.load()))
     assert env.triton is None and (finding.id, finding.severity) == ("build-target", "warning")  # triton unknown
-    env, _ = for_target(cpu, parse_target(None, "cpu"), triton_pins())
+    env, _ = for_target(cpu, parse_target(None, "cpu"), triton_pins(m=matrix.load()))
     assert env.torch is not None and env.torch.version == "2.13.0+cpu" and env.torch.cuda is None
 
 

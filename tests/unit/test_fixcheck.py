@@ -8,6 +8,7 @@ on the H200 for the fla#640 case (`pip install triton` alone would hit fla-640-r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -53,7 +54,8 @@ def _state(env: Environment, mode: str = "train", pinned: str | None = None,
         fs = FunctionStatus("chunk_gated_delta_rule", "fla-core", "fallback", "torch", "not installed",
                             extra_fix or "kernelcheck install --model qwen3.8-27b")
     findings = environment_findings(env, matrix.load())
-    facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b", fla_dispatch=fla_dispatch.backends)
+    facts = rules.Facts(env=env, mode=mode, bound=bound, model="qwen3.8-27b",
+                        fla_dispatch=functools.partial(fla_dispatch.backends, m=M))
     hits = rules.evaluate(facts, matrix.load())
     findings += [Finding(h.rule.id, h.rule.severity if h.certain else "warning", h.message, h.fix) for h in hits]
     evidence = [decide.RuleEvidence(h.rule.id, h.rule.severity, h.rule.title, h.message, h.fix, h.rule.functions)

@@ -7,6 +7,8 @@ against the real fla-core wheels' source. The H200 differential run (benchmarks/
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from kernelcheck.core import matrix, rules
@@ -29,13 +31,13 @@ def h200(**kw) -> Environment:
 
 
 def ops(env: Environment, fns=GDN) -> dict[str, fla_dispatch.OpBackend]:
-    lay = fla_dispatch.from_table(env.version_of("fla"))
+    lay = fla_dispatch.from_table(env.version_of("fla"), m=M)
     return {f"{o.function}/{o.phase}": o for o in fla_dispatch.decide(lay, env, fns)}
 
 
 def hits(env: Environment, mode: str = "train", fns=GDN) -> dict[str, rules.RuleHit]:
     facts = rules.Facts(env=env, mode=mode, bound=frozenset({"fla", "causal_conv1d"}), model="qwen3.8-27b",
-                        functions=fns, fla_dispatch=fla_dispatch.backends)
+                        functions=fns, fla_dispatch=functools.partial(fla_dispatch.backends, m=M))
     return {h.rule.id: h for h in rules.evaluate(facts, matrix.load())}
 
 
@@ -48,7 +50,7 @@ def verdict(h: dict[str, rules.RuleHit]) -> str:
 def _table_layouts(monkeypatch):
     # the Environment values name fla versions that are not installed here: the table is what layout() reads then;
     # pinned so that an fla-core installed in this venv cannot change the answers
-    monkeypatch.setattr(fla_dispatch, "layout", lambda env: fla_dispatch.from_table(env.version_of("fla")))
+    monkeypatch.setattr(fla_dispatch, "layout", lambda env, m: fla_dispatch.from_table(env.version_of("fla"), m=m))
 
 
 def test_the_train_install_on_the_h200_runs_the_backward_on_tilelang_and_nothing_breaks():
@@ -146,8 +148,8 @@ def test_fla_052_dispatches_like_060_for_the_differential_rows():
                      ({"env_vars": {"FLA_TILELANG": "0"}}, "broken"), ({"nvcc_source": "pip"}, "broken")):
         assert verdict(hits(h200(fla="0.5.2", **kw))) == want, kw
         assert verdict(hits(h200(fla="0.6.0", **kw))) == want, kw
-    assert fla_dispatch.from_table("0.5.2").flash_qla == ("9.*", "10.*")
-    assert "12.0" in fla_dispatch.from_table("0.6.0").flash_qla
+    assert fla_dispatch.from_table("0.5.2", m=M).flash_qla == ("9.*", "10.*")
+    assert "12.0" in fla_dispatch.from_table("0.6.0", m=M).flash_qla
 
 
 def test_fla_051_imports_tilelang_without_looking_for_nvcc_so_the_jit_fails():
@@ -183,7 +185,7 @@ def test_an_unknown_dispatch_layout_makes_the_rules_uncertain_never_a_crash():
 
 def test_no_gpu_or_no_fla_decides_nothing():
     assert ops(make_env(None, fla="0.6.0")) == {}
-    assert fla_dispatch.decide(fla_dispatch.from_table(None), h200(), GDN) == []
+    assert fla_dispatch.decide(fla_dispatch.from_table(None, m=M), h200(), GDN) == []
 
 
 def _fs(name: str, status: str = "fast") -> FunctionStatus:
@@ -204,7 +206,7 @@ def test_doctor_section_reports_each_pass_and_infer_mode_only_the_forward():
 
 
 def test_doctor_section_says_when_the_dispatch_cannot_be_read(monkeypatch):
-    monkeypatch.setattr(fla_dispatch, "layout", lambda env: fla_dispatch.Layout("9.9.9", "source",
+    monkeypatch.setattr(fla_dispatch, "layout", lambda env, m: fla_dispatch.Layout("9.9.9", "source",
                                                                                    problems=("no registry",)))
     _, findings = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "train", M)
     assert [f.id for f in findings][0] == "fla-dispatch-unknown"

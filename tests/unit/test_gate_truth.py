@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
+from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.gpu import Capability, known, parse_arch
 
@@ -34,11 +35,11 @@ def test_capability_spellings_round_trip(text: str, sm: str) -> None:
 @pytest.mark.parametrize("bad", ["99.9", "999", "90.0", "1.0", "9.9", "sm_99"])
 def test_arch_that_no_gpu_has_is_bad_input(bad: str) -> None:
     with pytest.raises(BadInput, match="no NVIDIA GPU has"):
-        parse_arch(bad)
+        parse_arch(bad, m=matrix.load())
 
 
 def test_known_capabilities_come_from_the_matrix() -> None:
-    caps = {c.dotted for c in known()}
+    caps = {c.dotted for c in known(m=matrix.load())}
     assert {"8.0", "8.6", "8.9", "9.0", "10.0", "12.0"} <= caps and "9.9" not in caps
 
 

@@ -4,6 +4,7 @@ installed transformers' model types into `models.resolve`, fla's dispatch into `
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_i
     base = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b")
     without = {h.rule.id: h.certain for h in rules.evaluate(base, matrix.load())}
     asked = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
-                        fla_dispatch=fla_dispatch.backends)
+                        fla_dispatch=functools.partial(fla_dispatch.backends, m=matrix.load()))
     with_it = {h.rule.id: h.certain for h in rules.evaluate(asked, matrix.load())}
     assert with_it == {"fla-640-refuses": True}
     assert without.get("fla-640-refuses") is False  # may apply: nobody asked fla's dispatch
@@ -38,7 +39,7 @@ def test_a_fla_backend_rule_is_undecided_without_the_dispatch_and_decided_with_i
 def test_evaluate_decides_on_the_matrix_it_is_given_not_on_matrix_folder() -> None:
     env = make_env("9.0", triton="3.6.0", fla="0.6.0", gpu_source="none")
     facts = rules.Facts(env=env, mode="train", bound=frozenset({"fla"}), model="qwen3.8-27b",
-                        fla_dispatch=fla_dispatch.backends)
+                        fla_dispatch=functools.partial(fla_dispatch.backends, m=matrix.load()))
     m = matrix.load()
     assert "fla-640-refuses" in {h.rule.id for h in rules.evaluate(facts, m)}
     without = dataclasses.replace(m, breakages=tuple(b for b in m.breakages if b.id != "fla-640-refuses"))
@@ -157,3 +158,48 @@ def test_a_matrix_reads_the_trace_signatures_of_its_own_folder(monkeypatch, tmp_
     copy = entry.matrix()
     assert copy.root == tmp_path / "m" and copy.signatures.launch_bound.min_kernels == 7
     assert shipped.signatures.launch_bound.min_kernels == 200
+
+
+def test_the_small_tables_are_read_from_the_folder_of_the_contexts_matrix(monkeypatch, tmp_path) -> None:
+    """KERNELCHECK_MATRIX_DIR's copy, edited: what a command's Context loads carries that folder's small tables
+    (Matrix.table), so each reader passed the matrix sees the copy's data, and the shipped matrix keeps its own."""
+    import shutil
+
+    from kernelcheck.commands.context import Context
+    from kernelcheck.core import gpu
+    from kernelcheck.doctor import cost
+    from kernelcheck.hub import prediction
+    from kernelcheck.install import target_env
+    from kernelcheck.verify import layers
+
+    shipped = Context.from_environ().matrix
+    root = tmp_path / "m"
+    shutil.copytree(shipped.root, root, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    edits = {"hub_offline.toml": ('repo = "kernels-community/fla"', 'repo = "kernels-community/rotary"'),
+             "verified.toml": ('model_type = "qwen3_5"', 'model_type = "qwen3_next"'),
+             "torch.toml": ('"2.11" = { version = "3.6.0"', '"2.11" = { version = "3.6.1"'),
+             "verify.toml": ("max_parameters = 20_000_000", "max_parameters = 1_234"),
+             "gpus.toml": ('"9.0",  ', '"9.0", "9.9",')}
+    for name, (old, new) in edits.items():
+        text = (root / name).read_text()
+        assert old in text, name
+        (root / name).write_text(text.replace(old, new, 1))
+    monkeypatch.setenv("KERNELCHECK_MATRIX_DIR", str(root))
+    copy = Context.from_environ().matrix
+    assert copy.root == root and shipped.root != root
+    assert prediction.confirmed_repos(m=copy) == {"kernels-community/rotary"}
+    assert "kernels-community/fla" in prediction.confirmed_repos(m=shipped)
+
+    def qwen_rows(m: matrix.Matrix) -> int:
+        return sum(1 for r in cost.measurements(tmp_path / "none", m=m) if r["model_type"] == "qwen3_5")
+
+    assert qwen_rows(copy) == qwen_rows(shipped) - 1
+    assert (target_env.triton_pins(m=copy)["2.11"], target_env.triton_pins(m=shipped)["2.11"]) == ("3.6.1", "3.6.0")
+    assert (layers.verify_data(m=copy)["tiny"]["max_parameters"],
+            layers.verify_data(m=shipped)["tiny"]["max_parameters"]) == (1_234, 20_000_000)
+    assert [g.capability.dotted for g in gpu.parse_arch("9.9", m=copy)] == ["9.9"]
+    with pytest.raises(BadInput):
+        gpu.parse_arch("9.9", m=shipped)
+    # each caller gets its own copy of a table: a change to one is no other caller's
+    layers.verify_data(m=copy)["tiny"]["max_parameters"] = 0
+    assert layers.verify_data(m=copy)["tiny"]["max_parameters"] == 1_234

@@ -6,11 +6,12 @@ needs the GPU: `kernelcheck verify --model qwen3.8-27b --packing flash` there (d
 
 from __future__ import annotations
 
+from kernelcheck.core import matrix
 from kernelcheck.packing import batches
 from kernelcheck.packing.decide import fix_text, load_facts
 from kernelcheck.verify import packing, packing_report
 
-FACTS = load_facts()
+FACTS = load_facts(m=matrix.load())
 
 
 def test_each_mode_is_built_by_the_collator_with_the_flags_doctor_names():

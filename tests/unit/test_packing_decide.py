@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelcheck.core import matrix
 from kernelcheck.packing.decide import decide, load_facts, section
 
-FACTS = load_facts()
+FACTS = load_facts(m=matrix.load())
 GDN = ("causal_conv1d_fn", "chunk_gated_delta_rule")
 
 

@@ -19,6 +19,8 @@ from kernelcheck.report.model import HubSection, Report
 from tests.environments import make_env
 from tests.kernel_repos import write_fla_build
 
+M = matrix.load()
+
 GDN = ("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule")
 CU130 = "torch211-cxx11-cu130-x86_64-linux"
 SPEC = "kernels-community/fla@v3"
@@ -29,26 +31,26 @@ def _ops(lay: fla_dispatch.Layout, env) -> dict[str, fla_dispatch.OpBackend]:
 
 
 def test_the_hub_fla_build_read_from_its_files_checks_only_that_tilelang_imports(tmp_path: Path) -> None:
-    lay = fla_dispatch.hub_layout("kernels-community/fla", 3, write_fla_build(tmp_path / CU130))
+    lay = fla_dispatch.hub_layout("kernels-community/fla", 3, write_fla_build(tmp_path / CU130), m=M)
     assert (lay.origin, lay.known, lay.tilelang_check, lay.guard, lay.flash_qla) == (
         "hub-cache", True, "import", ">=3.4.0,<3.7.1", ())
     # one folder down (a build that keeps its package in a subfolder) reads the same
-    nested = fla_dispatch.hub_layout("kernels-community/fla", 3, write_fla_build(tmp_path / "v2" / "fla").parent)
+    nested = fla_dispatch.hub_layout("kernels-community/fla", 3, write_fla_build(tmp_path / "v2" / "fla").parent, m=M)
     assert (nested.origin, nested.tilelang_check) == ("hub-cache", "import")
 
 
 def test_the_hub_fla_build_not_on_disk_is_its_recorded_layout_and_says_what_is_assumed(tmp_path: Path) -> None:
-    lay = fla_dispatch.hub_layout("kernels-community/fla", 3, tmp_path / "absent")
+    lay = fla_dispatch.hub_layout("kernels-community/fla", 3, tmp_path / "absent", m=M)
     assert (lay.origin, lay.known, lay.tilelang_check, lay.flash_qla) == ("hub-table", True, "import", ())
     assert lay.assumed
-    assert not fla_dispatch.hub_layout("kernels-community/fla", 9, None).known  # a version nothing records
+    assert not fla_dispatch.hub_layout("kernels-community/fla", 9, None, m=M).known  # a version nothing records
 
 
 @pytest.mark.parametrize("triton", ["3.6.0", "3.7.1"])
 def test_tilelang_without_nvcc_the_hub_copy_jit_crashes_where_pip_fla_060_does_not_pick_tilelang(triton) -> None:
     env = make_env("9.0", fla="0.6.0", tilelang=True, nvcc=None, triton=triton)
-    hub = _ops(fla_dispatch.hub_layout("kernels-community/fla", 3, None), env)["chunk_gated_delta_rule/backward"]
-    pip = _ops(fla_dispatch.from_table("0.6.0"), env)["chunk_gated_delta_rule/backward"]
+    hub = _ops(fla_dispatch.hub_layout("kernels-community/fla", 3, None, m=M), env)["chunk_gated_delta_rule/backward"]
+    pip = _ops(fla_dispatch.from_table("0.6.0", m=M), env)["chunk_gated_delta_rule/backward"]
     assert (hub.backend, hub.outcome) == ("tilelang", "jit-no-nvcc")  # fla#949
     assert (pip.backend, pip.cause) == ("triton", "no-nvcc")  # has_usable_nvcc: falls back to Triton
     assert pip.outcome == ("raises-640" if triton == "3.6.0" else "ok")
@@ -56,7 +58,7 @@ def test_tilelang_without_nvcc_the_hub_copy_jit_crashes_where_pip_fla_060_does_n
 
 def test_backend_words_name_one_backend_or_each_pass() -> None:
     env = make_env("9.0", fla="0.6.0", tilelang=True)
-    ops = fla_dispatch.decide(fla_dispatch.from_table("0.6.0"), env, GDN)
+    ops = fla_dispatch.decide(fla_dispatch.from_table("0.6.0", m=M), env, GDN)
     assert provider.backend_words(ops, "chunk_gated_delta_rule") == "fwd Triton, bwd TileLang"
     assert provider.backend_words(ops, "fused_recurrent_gated_delta_rule") == "Triton"
     assert provider.backend_words(ops, "causal_conv1d_fn") == ""
@@ -67,7 +69,7 @@ def test_builds_name_the_installed_distribution_and_version_and_torch_for_the_re
     fns = [FunctionStatus("chunk_gated_delta_rule", "fla-core", "fast", "fla.ops.chunk_gated_delta_rule"),
            FunctionStatus("causal_conv1d_fn", "causal-conv1d", "fallback", "torch_causal_conv1d", "absent"),
            FunctionStatus("attention:sdpa", "torch", "fast", "sdpa")]
-    ops = tuple(fla_dispatch.decide(fla_dispatch.from_table("0.6.0"), env, GDN))
+    ops = tuple(fla_dispatch.decide(fla_dispatch.from_table("0.6.0", m=M), env, GDN))
     got = provider.builds(fns, env, ops, matrix.load())
     assert got["chunk_gated_delta_rule"] == decide.Build("fla-core", "0.6.0", "fwd Triton, bwd TileLang")
     assert got["causal_conv1d_fn"] == decide.Build("causal-conv1d", None, "")
@@ -99,7 +101,7 @@ def test_under_the_hub_default_the_hub_build_is_judged_and_pip_findings_are_not_
     write_fla_build(snap / "build" / CU130)
     env = make_env("9.0", fla="0.6.0", tilelang=True, nvcc=None, triton="3.7.1")
     rep = _hub_report(env, str(snap))
-    provider.apply_hub(rep, env, "train", "qwen3.8-27b")
+    provider.apply_hub(rep, env, "train", "qwen3.8-27b", m=M)
     fs = rep.functions[0]
     assert fs.status == "broken"
     assert fs.provider == f"hub:{SPEC} (variant {CU130}) / fwd Triton, bwd TileLang"
@@ -113,7 +115,7 @@ def test_under_the_hub_default_the_hub_build_is_judged_and_pip_findings_are_not_
 def test_the_hub_build_not_on_disk_is_judged_from_its_recorded_layout_with_a_warning() -> None:
     env = make_env("9.0", fla="0.6.0", tilelang=True, nvcc=None, triton="3.7.1")
     rep = _hub_report(env, None, source="hub")
-    provider.apply_hub(rep, env, "train", "qwen3.8-27b")
+    provider.apply_hub(rep, env, "train", "qwen3.8-27b", m=M)
     ids = {f.id for f in rep.findings}
     assert {"hub-fla-layout-assumed", "hub-fla-backend-fails"} <= ids
     assert rep.functions[0].status == "broken"
@@ -124,12 +126,12 @@ def test_with_the_toolkit_the_hub_build_runs_tilelang_and_nothing_breaks(tmp_pat
     write_fla_build(snap / "build" / CU130)
     env = make_env("9.0", fla="0.6.0", tilelang=True, triton="3.6.0")
     rep = _hub_report(env, str(snap))
-    provider.apply_hub(rep, env, "train", "qwen3.8-27b")
+    provider.apply_hub(rep, env, "train", "qwen3.8-27b", m=M)
     assert rep.functions[0].status == "fast"
     assert "hub-fla-backend-fails" not in {f.id for f in rep.findings}
     # inference runs only the forward: no backward backend is judged
     rep = _hub_report(env, str(snap))
-    provider.apply_hub(rep, make_env("9.0", tilelang=True, nvcc=None, triton="3.6.0"), "infer", "q")
+    provider.apply_hub(rep, make_env("9.0", tilelang=True, nvcc=None, triton="3.6.0"), "infer", "q", m=M)
     assert rep.functions[0].status == "fast"
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from kernelcheck.core import matrix
+
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "docs" / "measurements"
 # a repository path as a finding could print it: a top-level folder of this repository, then a file or folder
@@ -164,7 +166,7 @@ def test_the_fallback_cost_finding_names_its_measurement_record_and_no_path() ->
     from kernelcheck.doctor import cost
 
     here = {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "triton": "3.6.0", "transformers": "5.17.0"}
-    ms = cost.measurements(Path("/nonexistent"))
+    ms = cost.measurements(Path("/nonexistent"), m=matrix.load())
     assert ms, "matrix/verified.toml has [[measured]] tables"
     for m in ms:
         f = cost.finding(m, [], "qwen3.8-27b")

@@ -6,6 +6,7 @@ here (an H200, a B200) as that data. The same rules run for real on the H200 (se
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from kernelcheck.core import matrix, requirements, rules
@@ -21,7 +22,7 @@ def env(cap: str | None, triton: str | None = "3.6.0", fla: str | None = "0.6.0"
 
 def hits(e: Environment, mode: str = "train", bound=("fla",), nvcc=None) -> dict[str, rules.RuleHit]:
     f = rules.Facts(env=e, mode=mode, bound=frozenset(bound), built_nvcc=nvcc or {}, model="qwen3.8-27b",
-                    fla_dispatch=fla_dispatch.backends)
+                    fla_dispatch=functools.partial(fla_dispatch.backends, m=matrix.load()))
     return {h.rule.id: h for h in rules.evaluate(f, matrix.load())}
 
 

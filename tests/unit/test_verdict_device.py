@@ -8,13 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from kernelcheck.core import device, gpu
+from kernelcheck.core import device, gpu, matrix
 from kernelcheck.core.environment import TorchInfo
 from kernelcheck.hub import check as hub_check
 from kernelcheck.integrations.kernels_hub import Resolution
 from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import Report, render_json
 from tests.environments import make_env
+
+M = matrix.load()
 
 CPU_TORCH = make_env(None, torch="2.13.0+cpu", cuda=None, triton=None)
 CUDA_TORCH_NO_GPU = make_env(None, torch="2.14.1+cu130", cuda="13.0")
@@ -72,16 +74,17 @@ def _offline(repo: str) -> Resolution:
 
 def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirmed() -> None:
     """One wording test of the prediction form (hub/check.py _not_listable); ids and severities are unchanged."""
-    here = hub_check._not_listable(_offline("kernels-community/rotary"), "rotary_pos_emb (layer)", "llama", True, ())
+    here = hub_check._not_listable(_offline("kernels-community/rotary"), "rotary_pos_emb (layer)", "llama", True, (),
+                                   m=M)
     assert here.id == "hub-not-listable" and here.severity == "broken"
     assert "cannot be resolved here" in here.message and "CUDA device" not in here.message  # wording: renderer test
     llama = hub_check._not_listable(_offline("kernels-community/rotary"), "rotary_pos_emb (layer)", "llama", True,
-                                    (), predicted="cuda")
+                                    (), predicted="cuda", m=M)
     assert llama.id == "hub-not-listable" and llama.severity == "broken"
     assert llama.message.startswith("on a CUDA device this load fails: kernels-community/rotary@v3")
     assert "not yet confirmed on a GPU for kernels-community/rotary" in llama.message  # wording: renderer test
     fla = hub_check._not_listable(_offline("kernels-community/fla"), "chunk_gated_delta_rule (function)", "q", True,
-                                  (), predicted="cuda")
+                                  (), predicted="cuda", m=M)
     assert fla.message.startswith("on a CUDA device this load fails")
     assert "not yet confirmed" not in fla.message  # wording: renderer test (the prediction form's caveat)
 
@@ -89,7 +92,6 @@ def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirme
 def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor's Hub section lists variants for the verdict's device and says where that device came from: the torch
     build unless --device was given (it used to say "--device" for a device doctor chose itself)."""
-    from kernelcheck.core import matrix
     from kernelcheck.doctor import run
     from kernelcheck.report.hub import ListingLine
 
