@@ -89,7 +89,8 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
       kernelcheck doctor --model qwen3.8-27b --mode train
       kernelcheck doctor --model ./my-model --mode infer --json
       kernelcheck doctor --model qwen3.8-27b --arch 9.0 --junit doctor.xml   # docker build gate
-      kernelcheck doctor --model qwen3.8-27b --upgrade transformers==5.25.0 kernels==0.19.1   # forecast
+      kernelcheck doctor --model qwen3.8-27b --upgrade transformers==5.25.0 kernels==0.19.1
+                                                          # forecast an upgrade
     """
     from kernelcheck.commands import doctor as command
 

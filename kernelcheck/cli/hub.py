@@ -49,7 +49,8 @@ def hub(model: str | None, mode: str, use_kernels: bool | None, device: str | No
       kernelcheck hub --model qwen3.8-27b
       kernelcheck hub --model qwen3.8-27b --use-kernels --device cuda --json
       kernelcheck hub --repo kernels-community/fla@v2
-      kernelcheck hub --model qwen3.8-27b --torch 2.11 --cuda 13.0 --arch 9.0 --prefetch   # CPU build box
+      kernelcheck hub --model qwen3.8-27b --torch 2.11 --cuda 13.0 --arch 9.0 --prefetch
+                                                          # on a CPU build box
       kernelcheck hub --model qwen3.8-27b --prefetch --lock /opt/job/kernels.lock
       HF_HUB_OFFLINE=1 kernelcheck hub --model qwen3.8-27b --use-kernels   # in the job: cache only
     """

@@ -67,8 +67,8 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
       kernelcheck install --model qwen3.8-27b --dry-run
       kernelcheck install --model qwen3.8-27b --mode infer --json
       kernelcheck install --model qwen3.8-27b --arch 9.0 --wheelhouse /wheels     # docker build stage
-      kernelcheck install --model qwen3.8-27b --dry-run --torch 2.11 --cuda 13.0 --python 3.12 --arch 9.0
-                                                         # a CPU box plans for an H200 image
+      kernelcheck install --model qwen3.8-27b --dry-run --torch 2.11 --cuda 13.0 \\
+          --python 3.12 --arch 9.0                       # a CPU box plans for an H200 image
       kernelcheck install --model qwen3.8-27b --source build --sdist causal_conv1d-1.7.0.tar.gz \\
           --wheelhouse ./wh --offline --target /tmp/site                            # air-gapped build
 

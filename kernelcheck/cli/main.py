@@ -73,7 +73,8 @@ def main(network_timeout: float | None = None, color: str = "auto") -> None:
     Use `kernelcheck doctor --model M --mode train` as a pipeline gate.
 
     \b
-    Settings: every KERNELCHECK_* variable is in docs/settings.md. Shell completion (bash; zsh and fish alike):
+    Settings: every KERNELCHECK_* variable is in docs/settings.md.
+    Shell completion (bash; zsh and fish alike):
       eval "$(_KERNELCHECK_COMPLETE=bash_source kernelcheck)"     # in ~/.bashrc
     """
     set_color(color)

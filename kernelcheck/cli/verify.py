@@ -80,7 +80,7 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b                      # tiny shape, train mode
       kernelcheck verify --model qwen3.8-27b --mode infer --json
       kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode infer
-      kernelcheck verify --model qwen3.8-27b --step --tokens 8192   # whole step, projected to 64 layers
+      kernelcheck verify --model qwen3.8-27b --step --tokens 8192  # a whole step, projected
       kernelcheck verify --model qwen3.8-27b --packing --batch batch.pt  # the job's own packed batch
     """
     from kernelcheck.cli import applies

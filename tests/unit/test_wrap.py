@@ -83,3 +83,17 @@ def test_a_name_longer_than_the_room_moves_left_and_stays_whole() -> None:
     lines = break_word(name, " " * 30, 100, 2)
     assert [ln.strip() for ln in lines] == [name] and len(lines[0]) <= 100  # moved left, never cut
     assert break_word("a.b.c", "  ", 100, 0) == ["  a.b.c"]
+
+
+@pytest.mark.parametrize("command", ["", "doctor", "verify", "install", "hub", "trace", "padding", "models",
+                                     "compare"])
+def test_every_help_page_fits_100_columns_on_a_narrow_terminal(command: str) -> None:
+    """click wraps a help page's prose to the terminal, but its examples are verbatim: each must fit as written."""
+    from click.testing import CliRunner
+
+    from kernelcheck.cli.main import main
+
+    res = CliRunner().invoke(main, [*command.split(), "--help"], terminal_width=80)
+    assert res.exit_code == 0, res.output
+    long = [line for line in res.output.splitlines() if len(line) > 100]
+    assert long == [], long
