@@ -116,7 +116,9 @@ def _prefetch(report: Report, env: Environment, req: Request, modeling: str | No
     repos: list[HubRepo] = []
     if req.model:
         repos.extend(kernels_prefetch.model_repos(modeling or "", functions, req.mode, dev,
-                                                  gpu.capability_number(env), m=ctx.matrix))
+                                                  gpu.capability_number(env),
+                                                  model_type=report.model.model_type if report.model else None,
+                                                  m=ctx.matrix))
     repos.extend(HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:

@@ -133,7 +133,7 @@ def _runs(row: HubRow) -> str:
 
 
 def _row_text(row: HubRow, used: bool) -> str:
-    head = f"{row.name} ({row.kind})"
+    head = f"{row.name} ({row.kind}{', at model.train()' if row.phase == 'train' else ''})"
     if row.repo is None:
         return f"{head}: {row.note}"
     label = f"{head} -> {row.repo} layer {row.layer}"
