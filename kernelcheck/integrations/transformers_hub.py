@@ -79,6 +79,7 @@ class TransformersHub:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["mapping"] = [asdict(m) for m in self.mapping]
+        d.pop("eval_at_load")  # the rows' `phase` says it
         d["window"] = self.window_text if self.window else None
         return d
 
