@@ -97,6 +97,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-build-fails", (B,), _DHI, "the chosen build fails kernels' arch or version check"),
     Entry("hub-no-variant", (F, I_), _DHI, "no build for this torch/CUDA (info when the package path is fast)"),
     Entry("hub-not-listable", (B,), _DHI, "the repository's builds cannot be listed here (offline, not cached)"),
+    Entry("hub-load-device", (I_,), "doctor, hub", "the Hub answer holds for a load that kernelizes on the GPU "
+          "(device_map); a CPU load then .to() resolves other repositories"),
     Entry("jit-probe-failed", (B,), "doctor --jit-probe, verify", "a JIT compiler the chosen implementation uses "
           "could not compile (or run) a trivial kernel here"),
     Entry("jit-probe-passed", (I_,), "doctor --jit-probe, verify", "a JIT compiler compiled and ran a trivial kernel"),
