@@ -93,7 +93,7 @@ def read(cache_dir: str) -> Manifest:
     try:
         return Manifest.from_json(data)
     except TypeError as exc:
-        raise BadInput(f"{path} lacks a field of the manifest ({exc}); warm the folder again.") from None
+        raise BadInput(f"{path} lacks a field of the manifest ({exc}); warm the folder again with `kernelcheck warm`.") from None
 
 
 def env_lines(cache_dir: str, manifest: Manifest | None, table: Mapping[str, Any], with_compile: bool) -> list[str]:
