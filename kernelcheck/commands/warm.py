@@ -85,7 +85,10 @@ def run(req: Request, ctx: Context) -> Outcome[WarmRun]:
     from kernelcheck.integrations import transformers_models
 
     transformers_models.resolve(req.model, m=ctx.matrix)  # an unknown model: exit 2 here, before any child
-    say = (lambda s: ctx.sink(f"kernelcheck warm: {s}"))
+
+    def say(line: str) -> None:
+        ctx.sink(f"kernelcheck warm: {line}")
+
     result = warm_run.warm(spec, req.cache_dir, table, version.__version__, say)
     verdict = Verdict.BROKEN if result.error else Verdict.READY
     return Outcome(WarmRun(result.cache_dir, result.env, verdict, result, table), verdict)

@@ -93,7 +93,8 @@ def read(cache_dir: str) -> Manifest:
     try:
         return Manifest.from_json(data)
     except TypeError as exc:
-        raise BadInput(f"{path} lacks a field of the manifest ({exc}); warm the folder again with `kernelcheck warm`.") from None
+        raise BadInput(f"{path} lacks a field of the manifest ({exc}); warm the folder again with "
+                       "`kernelcheck warm`.") from None
 
 
 def env_lines(cache_dir: str, manifest: Manifest | None, table: Mapping[str, Any], with_compile: bool) -> list[str]:
@@ -135,72 +136,72 @@ def _cost(manifest: Manifest, jit: str) -> str:
 
 def compare(manifest: Manifest, here: Mapping[str, Any], table: Mapping[str, Any]) -> list[Finding]:
     """The proof's findings for the JITs that compiled something into the baked cache (pure)."""
-    lays = jit_caches.layouts(table)
-    names: dict[str, str] = dict(table.get("part", {}))
-    out: list[Finding] = []
     if "error" in here:
         return [Finding("jit-cache-undecided", Severity.WARNING,
                         f"the key parts of this node could not be read ({here['error']}), so whether it hits the "
                         "baked cache is undecided.", "run the check again; if it persists, run verify (it compiles "
                         "what misses and says so)", None)]
-    for jit, done in manifest.compiled.items():
-        lay = lays.get(jit)
-        if lay is None or not done.get("entries"):
-            continue
-        baked = manifest.keys.get(jit, {})
-        mine = here.get(jit, {})
-        if "absent" in mine:
-            out.append(Finding("jit-cache-undecided", Severity.WARNING,
-                               f"{lay.title} compiled {done.get('entries')} cache entries at warm time but is not "
-                               f"usable here ({mine['absent']}): its baked entries cannot be used, and the check "
-                               "cannot say why the job would need them.", None, lay.reference))
-            continue
-        layout = mine.get("layout") or baked.get("layout")
-        if layout:
-            out.append(Finding("jit-cache-undecided", Severity.WARNING,
-                               f"{lay.title}'s cache key could not be read: {layout}. Whether this node hits the "
-                               "baked cache is undecided.", "run verify here: it compiles what misses and says so",
-                               lay.reference))
-            continue
-        diffs = [(p, d) for p in lay.key if (d := _differs(p, baked.get(p), mine.get(p))) is not None
-                 and mine.get(p) is not None]
-        unread = [p for p in lay.key if mine.get(p) is None and baked.get(p) is not None]
-        if diffs:
-            named = "; ".join(f"{names.get(p, p)}: {d}" for p, d in diffs)
-            out.append(Finding(
-                "jit-cache-miss", Severity.WARNING,
-                f"{lay.title} would miss the baked cache here, its key differs in {named}. A miss compiles again "
-                f"what warm compiled ({_cost(manifest, jit)}).",
-                "warm the cache on a node like this one (same GPU arch and packages): kernelcheck warm --model "
-                f"{manifest.model} --mode {manifest.mode} --cache-dir DIR", lay.reference))
-            continue
-        if unread:
-            out.append(Finding(
+    lays = jit_caches.layouts(table)
+    names: dict[str, str] = dict(table.get("part", {}))
+    out = [f for jit, done in manifest.compiled.items() if jit in lays and done.get("entries")
+           for f in [_one(manifest, lays[jit], here.get(jit, {}), names)]]
+    return out + _node(manifest, here, table)
+
+
+def _one(manifest: Manifest, lay: jit_caches.Layout, mine: Mapping[str, Any], names: Mapping[str, str]) -> Finding:
+    """One JIT's finding: undecided (not here, key unreadable, a part unread, TileLang's hit unmeasured), a miss
+    naming each part that differs, or a hit with the cost a miss would have."""
+    jit = lay.jit
+    done, baked = manifest.compiled[jit], manifest.keys.get(jit, {})
+    if "absent" in mine:
+        return Finding("jit-cache-undecided", Severity.WARNING,
+                       f"{lay.title} compiled {done.get('entries')} cache entries at warm time but is not usable here "
+                       f"({mine['absent']}): its baked entries cannot be used.", None, lay.reference)
+    layout = mine.get("layout") or baked.get("layout")
+    if layout:
+        return Finding("jit-cache-undecided", Severity.WARNING,
+                       f"{lay.title}'s cache key could not be read: {layout}. Whether this node hits the baked cache "
+                       "is undecided.", "run verify here: it compiles what misses and says so", lay.reference)
+    diffs = [(p, d) for p in lay.key if mine.get(p) is not None
+             and (d := _differs(p, baked.get(p), mine.get(p))) is not None]
+    if diffs:
+        named = "; ".join(f"{names.get(p, p)}: {d}" for p, d in diffs)
+        return Finding(
+            "jit-cache-miss", Severity.WARNING,
+            f"{lay.title} would miss the baked cache here, its key differs in {named}. A miss compiles again what "
+            f"warm compiled ({_cost(manifest, jit)}).",
+            "warm the cache on a node like this one (same GPU arch and packages): kernelcheck warm --model "
+            f"{manifest.model} --mode {manifest.mode} --cache-dir DIR", lay.reference)
+    unread = [p for p in lay.key if mine.get(p) is None and baked.get(p) is not None]
+    if unread:
+        return Finding(
+            "jit-cache-undecided", Severity.WARNING,
+            f"{lay.title}'s key parts match the baked cache but {', '.join(names.get(p, p) for p in unread)} cannot "
+            "be read here (no GPU visible?), so a hit is undecided.",
+            "run the proof on the GPU node (doctor --cache-dir there, or verify --cache-dir)", lay.reference)
+    if lay.unstable:
+        measured = manifest.recheck.get(jit, manifest.recheck.get("tilelang" if jit == "flash_qla" else jit))
+        if measured is None or measured.get("entries_added", 1) != 0:
+            again = "was not measured" if measured is None else (
+                f"was not there: a fresh process compiled {measured.get('entries_added')} entries again at warm time")
+            return Finding(
                 "jit-cache-undecided", Severity.WARNING,
-                f"{lay.title}'s key parts match the baked cache but {', '.join(names.get(p, p) for p in unread)} "
-                "cannot be read here (no GPU visible?), so a hit is undecided.",
-                "run the proof on the GPU node (doctor --cache-dir there, or verify --cache-dir)", lay.reference))
-            continue
-        if lay.unstable:
-            measured = manifest.recheck.get(jit, manifest.recheck.get("tilelang" if jit == "flash_qla" else jit))
-            if measured is None or measured.get("entries_added", 1) != 0:
-                again = "was not measured" if measured is None else (
-                    f"compiled {measured.get('entries_added')} entries again in a fresh process at warm time")
-                out.append(Finding(
-                    "jit-cache-undecided", Severity.WARNING,
-                    f"{lay.title}'s key parts match the baked cache, but its key also depends on the process's own "
-                    f"build history, and a hit {again}: a miss costs {_cost(manifest, jit)}.",
-                    "measure it: run verify --cache-dir DIR on this node and read its cache line", lay.unstable))
-                continue
-        out.append(Finding(
-            "jit-cache-hit", Severity.INFO,
-            f"{lay.title} would hit the baked cache here (key parts equal: "
-            f"{', '.join(f'{names.get(p, p)} {_show(mine.get(p))}' for p in lay.key if p != 'sources')}"
-            f"{'; a fresh process hit it at warm time' if lay.unstable else ''}); a miss would cost "
-            f"{_cost(manifest, jit)}.", None, lay.reference))
-    node_names: dict[str, str] = dict(table.get("node", {}))
+                f"{lay.title}'s key parts match the baked cache, but its key also depends on the process's own build "
+                f"history, and a hit {again}; a miss costs {_cost(manifest, jit)}.",
+                "measure it: run verify --cache-dir DIR on this node and read its cache line", lay.unstable)
+    equal = ", ".join(f"{names.get(p, p)} {_show(mine.get(p))}" for p in lay.key if p != "sources")
+    return Finding(
+        "jit-cache-hit", Severity.INFO,
+        f"{lay.title} would hit the baked cache here (key parts equal: {equal}"
+        f"{'; a fresh process hit it at warm time' if lay.unstable else ''}); a miss would cost "
+        f"{_cost(manifest, jit)}.", None, lay.reference)
+
+
+def _node(manifest: Manifest, here: Mapping[str, Any], table: Mapping[str, Any]) -> list[Finding]:
+    """The node's parts no JIT key holds (the driver): a difference is said, never a miss."""
+    out = []
     baked_node, mine_node = manifest.keys.get("node", {}), here.get("node", {})
-    for part, title in node_names.items():
+    for part, title in dict(table.get("node", {})).items():
         d = _differs(part, baked_node.get(part), mine_node.get(part))
         if d is not None and mine_node.get(part) is not None:
             out.append(Finding(

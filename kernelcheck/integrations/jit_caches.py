@@ -298,7 +298,7 @@ def install_timers(jits: Iterable[str]) -> Timers:
         if module == "triton.compiler":  # jit.py imports it from the package; the module's own name too
             sub = importlib.import_module("triton.compiler.compiler")
             if getattr(sub, name, None) is fn:
-                sub.compile = getattr(target, name)
+                setattr(sub, name, getattr(target, name))
         timers.hooked.append(jit)
     return timers
 

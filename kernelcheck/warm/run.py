@@ -21,6 +21,7 @@ from typing import Any
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cacheproof
 from kernelcheck.integrations import jit_caches
+from kernelcheck.report.progress import working
 
 CHILD_TIMEOUT_S = 3600.0
 # timers of integrations/jit_caches.py -> the JIT whose folder they fill
@@ -57,8 +58,7 @@ def run_child(spec: Mapping[str, Any], env: Mapping[str, str], timeout: float = 
     """warm/child.py in its own process with `env`; its JSON answer ({"error": ...} when it gave none)."""
     cmd = [sys.executable, "-m", "kernelcheck.warm.child", json.dumps(dict(spec))]
     try:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                             env=dict(env))
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(env))
     except subprocess.TimeoutExpired:
         return {"error": f"the run did not end in {timeout:.0f} s"}
     lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
@@ -99,12 +99,17 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
     before = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say(f"running {spec['model']} ({spec['mode']}, {', '.join(spec['shapes'])}) with every JIT writing into "
         f"{folder}: the first run of a cold cache can take minutes")
-    first = child(spec, env)
+    count = (lambda: sum(v["entries"] for v in jit_caches.inventory(folder, table).values()))  # noqa: E731
+    start = count()
+    with working("kernelcheck warm: compiling", every=15.0,
+                 detail=lambda: f"{count() - start:+d} cache entries so far"):
+        first = child(spec, env)
     if first.get("error"):
         return WarmResult(folder, None, lines, error=str(first["error"]))
     mid = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say("running the same steps in a fresh process on the warmed folder (measures the hit a job gets)")
-    again = child({**spec, "repeat": False, "compile": False, "packing": False}, env)
+    with working("kernelcheck warm: the fresh-process check", every=15.0):
+        again = child({**spec, "repeat": False, "compile": False, "packing": False}, env)
     after = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     added, rechecked = _diff(mid, before), _diff(after, mid)
     secs = _seconds(first.get("timers", {}))
