@@ -82,10 +82,29 @@ def _seconds(timers: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _probes(first: Mapping[str, Any], env: dict[str, str], say: Callable[[str], None]) -> dict[str, Any]:
+    """verify's JIT probe (doctor/jitprobe.py: one trivial kernel per JIT) with the caches in the folder, so the gate's
+    own probe finds its kernel there too; only on a GPU, for the JITs installed."""
+    from kernelcheck.doctor import jitprobe
+
+    keys = first.get("keys", {})
+    arch = keys.get("node", {}).get("arch")
+    if not str(first.get("device", "")).startswith("cuda") or not arch:
+        return {}
+    tc = jitprobe.toolchain(env)
+    out = {}
+    for jit in jitprobe.JITS:
+        if "absent" not in keys.get(jit, {"absent": True}):
+            say(f"compiling verify's {jitprobe.NAMES[jit]} probe kernel into the folder")
+            out[jit] = jitprobe.run_probe(jit, "run", arch, tc, env=env)
+    return out
+
+
 def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], version: str,
-         say: Callable[[str], None], child: Callable[..., dict[str, Any]] = run_child) -> WarmResult:
-    """Warm `cache_dir` for `spec` and write its manifest. `child` runs warm/child.py (tests pass a stand-in that
-    writes into the folders the environment names, as the JITs do)."""
+         say: Callable[[str], None], child: Callable[..., dict[str, Any]] = run_child,
+         probe: Callable[..., dict[str, Any]] = _probes) -> WarmResult:
+    """Warm `cache_dir` for `spec` and write its manifest. `child` runs warm/child.py, `probe` verify's JIT probes
+    (tests pass stand-ins that write into the folders the environment names, as the JITs do)."""
     folder = os.path.abspath(cache_dir)
     try:
         os.makedirs(folder, exist_ok=True)
@@ -99,13 +118,16 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
     before = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say(f"running {spec['model']} ({spec['mode']}, {', '.join(spec['shapes'])}) with every JIT writing into "
         f"{folder}: the first run of a cold cache can take minutes")
-    count = (lambda: sum(v["entries"] for v in jit_caches.inventory(folder, table).values()))  # noqa: E731
+    def count() -> int:
+        return sum(v["entries"] for v in jit_caches.inventory(folder, table).values())
+
     start = count()
     with working("kernelcheck warm: compiling", every=15.0,
                  detail=lambda: f"{count() - start:+d} cache entries so far"):
         first = child(spec, env)
     if first.get("error"):
         return WarmResult(folder, None, lines, error=str(first["error"]))
+    probes = probe(first, env, say)
     mid = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say("running the same steps in a fresh process on the warmed folder (measures the hit a job gets)")
     with working("kernelcheck warm: the fresh-process check", every=15.0):
@@ -120,6 +142,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
             float(r.get("compile", {}).get("cold_s", 0.0)) - float(r.get("compile", {}).get("warm_s", 0.0))
             for r in first.get("shapes", {}).values()), 3) or None
     timing = {"shapes": first.get("shapes", {}), "packing_s": first.get("packing_s"),
+              "probes_s": {j: p.get("seconds") for j, p in probes.items()},
               "recheck": {s: r.get("cold_s") for s, r in again.get("shapes", {}).items()},
               "recheck_error": again.get("error")}
     recheck = {} if again.get("error") else {j: {"entries_added": v.get("entries", 0)} for j, v in rechecked.items()}
@@ -135,5 +158,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
         notes.append("compile time not attributed for: " + ", ".join(first["missing"]))
     if again.get("error"):
         notes.append(f"the fresh-process check failed: {again['error']}")
+    notes += [f"verify's {j} probe kernel did not compile here: {p.get('error')}" for j, p in probes.items()
+              if not p.get("ok")]
     return WarmResult(folder, manifest, lines, str(first.get("device", "?")), first.get("gpu"), None, added,
                       rechecked, notes)

@@ -221,20 +221,30 @@ def test_warm_writes_into_the_folder_records_keys_and_measures_the_fresh_process
     child = _stand_in()
     spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
     before = dict(os.environ)
-    res = warm_run.warm(spec, str(tmp_path / "cache"), TABLE, "0.1.0", lambda s: None, child=child)
+    probed: list[str] = []
+
+    def probe(first: dict[str, Any], env: dict[str, str], say: Any) -> dict[str, Any]:
+        probed.append(env["TRITON_CACHE_DIR"])
+        Path(env["TRITON_CACHE_DIR"], "probe").mkdir()  # verify's probe kernel, cached in the folder too
+        return {"triton": {"ok": True, "seconds": 1.5}}
+
+    res = warm_run.warm(spec, str(tmp_path / "cache"), TABLE, "0.1.0", lambda s: None, child=child, probe=probe)
+    assert probed == [str(tmp_path / "cache" / "triton")]
     assert dict(os.environ) == before  # the variables went to the children only
     assert [c["env"]["TRITON_CACHE_DIR"] for c in child.calls] == [str(tmp_path / "cache" / "triton")] * 2
     assert child.calls[1]["spec"]["repeat"] is False  # the second is the fresh-process check, once per shape
     m = cacheproof.read(str(tmp_path / "cache"))
     assert m == res.manifest
-    assert m.compiled["triton"]["entries"] == 3 and m.compiled["triton"]["seconds"] == 38.5
+    assert m.compiled["triton"]["entries"] == 4 and m.compiled["triton"]["seconds"] == 38.5  # 3 kernels + probe
+    assert m.timing["probes_s"] == {"triton": 1.5}
     assert m.recheck == {"triton": {"entries_added": 0}, "tilelang": {"entries_added": 0}}
     assert [f.id for f in cacheproof.compare(m, keys(), TABLE)] == ["jit-cache-hit"]  # TileLang compiled nothing
 
 
 def test_a_tilelang_that_compiles_again_in_a_fresh_process_is_not_called_a_hit(tmp_path: Path) -> None:
     spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
-    res = warm_run.warm(spec, str(tmp_path), TABLE, "0.1.0", lambda s: None, child=_stand_in(2))
+    res = warm_run.warm(spec, str(tmp_path), TABLE, "0.1.0", lambda s: None, child=_stand_in(2),
+                        probe=lambda *a: {})
     assert res.manifest is not None and res.manifest.recheck["tilelang"] == {"entries_added": 2}
     found = cacheproof.compare(res.manifest, keys(), TABLE)
     assert [f.id for f in found] == ["jit-cache-hit", "jit-cache-undecided"]
