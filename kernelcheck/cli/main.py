@@ -17,7 +17,8 @@ from kernelcheck.report.terminal import COLOR_CHOICES, set_color
 # model and the doctor's checks cost a padding run a tenth of a second of CPU), --help and completion all of them
 _COMMANDS = {"compare": ("compare", "compare_command"), "doctor": ("doctor", "doctor"), "hub": ("hub", "hub"),
              "install": ("install", "install"), "models": ("models", "models"), "padding": ("padding", "padding"),
-             "trace": ("trace", "trace"), "verify": ("verify", "verify")}
+             "trace": ("trace", "trace"), "verify": ("verify", "verify"),
+             "warm": ("warm", "warm")}
 
 
 class _Group(click.Group):

@@ -39,6 +39,7 @@ class Request:
     collator: str | None = None  # --collator module:callable, with --lengths FILE
     lengths: str | None = None
     compile_check: bool = False  # --compile: the layers under torch.compile too (graph breaks, compiled or eager)
+    cache_dir: str | None = None  # --cache-dir: the cache proof for a folder `kernelcheck warm` baked, before the run
 
 
 def check(req: Request) -> None:
@@ -51,6 +52,10 @@ def check(req: Request) -> None:
         raise BadInput("--compile runs the model's layers under torch.compile next to verify's per-function run; it "
                        "does not apply with --step or --packing. Run them as two commands; nothing was run.")
     record.check_path(req.record)
+    if req.cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.read(req.cache_dir)  # a folder warm did not write: exit 2 before anything runs
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | Outcome[BatchRun]:
@@ -80,6 +85,6 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | O
     from kernelcheck.verify.run import verify
 
     report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
-                    verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check)
+                    verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check, cache_dir=req.cache_dir)
     attach_cost(report, req.model, m=ctx.matrix)
     return reported(report)

@@ -106,6 +106,16 @@ ENTRIES: tuple[Entry, ...] = (
           "its run was not"),
     Entry("jit-precondition", (B, F), "doctor --jit-probe, verify", "a runtime precondition of a JIT is broken "
           "(cache folder, C compiler, CUDA_VISIBLE_DEVICES, TRITON_INTERPRET)"),
+    Entry("jit-cache-hit", (I_,), "doctor --cache-dir, verify --cache-dir", "this node's key parts equal those a JIT's "
+          "baked cache was written under (TileLang: and a fresh process hit it at warm time)"),
+    Entry("jit-cache-miss", (W,), "doctor --cache-dir, verify --cache-dir", "a JIT would miss the baked cache: the "
+          "key parts that differ, and what the miss costs"),
+    Entry("jit-cache-undecided", (W,), "doctor --cache-dir, verify --cache-dir", "whether a JIT hits the baked cache "
+          "cannot be decided (a key part unreadable here, an unknown key layout, TileLang's hit not measured)"),
+    Entry("jit-cache-node-differs", (W,), "doctor --cache-dir, verify --cache-dir", "a part of the node no JIT key "
+          "holds (the driver) differs from the node the cache was baked on: no miss, said"),
+    Entry("jit-cache-not-found", (W,), "doctor --cache-dir, verify --cache-dir", "the process's variables do not "
+          "point the JITs at the baked cache folder: the env lines to set"),
     Entry("compile-graph-breaks-static", (I_,), _D, "fla wraps the ops it dispatches in torch.compiler.disable: a "
           "graph break at every call under torch.compile"),
     Entry("compile-unknown", (I_,), _D, "whether torch.compile runs the fla ops compiled is known only by running "

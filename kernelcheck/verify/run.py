@@ -124,7 +124,7 @@ def _full_needs_cuda(shape: str, device: str) -> None:
                        "--shape tiny here (the same code path), or run --shape full on the GPU machine.")
 
 
-def _attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
+def attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
     """The config's own attn_implementation when it names one that can load here; None: the class default."""
     asked: str | None = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
              or model.config.get("attn_implementation"))
@@ -189,7 +189,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
-    built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
+    built = layers.build(model, shape, device, dtype, attn_impl(model, needs), m=m)
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
@@ -261,10 +261,11 @@ def _early_device(shape: str) -> str | None:
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix, compile_check: bool = False) -> Report:
+           m: matrix.Matrix, compile_check: bool = False, cache_dir: str | None = None) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix); `compile_check` (--compile): the layers under torch.compile too."""
+    Context.matrix); `compile_check` (--compile): the layers under torch.compile too; `cache_dir` (--cache-dir): the
+    cache proof for a folder `kernelcheck warm` baked, from the keys, before the layers run (doctor/cacheproof.py)."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -280,6 +281,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
         report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
     report.device = Device(here, "run-here", True)
     report.command = command
+    if cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.attach(report, cache_dir, m=m)  # the prediction, before anything of the run compiles
     from kernelcheck.doctor import jitprobe
 
     jitprobe.attach(report, m=m)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
@@ -303,7 +308,7 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     device, dtype = _device()
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
-        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
+        built = layers.build(model, shape, device, dtype, attn_impl(model, needs), m=m)
         fns = tuple(f.name for f in report.functions if f.used)
         report.compiled = compiled.run(built, model.spec.layer or None, fns)
     report.findings.extend(compiled.findings(report.compiled, query))
