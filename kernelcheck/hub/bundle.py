@@ -358,4 +358,9 @@ def build_findings(manifest: dict[str, Any]) -> list[Finding]:
                                f"{spec} ({e['required_by'] or 'asked for'}) is not in the bundle: {e['how']}. "
                                "Offline, the job's load raises for it.",
                                "run the build where the Hub is reachable, for the job's --torch/--cuda"))
+        elif (e.get("digest") or {}).get("status") == "failed":
+            out.append(Finding("hub-bundle-digest", Severity.BROKEN,
+                               f"{spec}/{e['variant']}: kernels' digest check fails on the downloaded files ("
+                               f"{' '.join(str(e['digest'].get('detail')).split())}): kernels raises at load",
+                               "report it to the repository's publisher; do not ship this build"))
     return out

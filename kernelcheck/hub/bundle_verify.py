@@ -158,7 +158,7 @@ def _validator_findings(spec: str, variant: str | None, p: dict[str, Any]) -> li
     where = f"{spec}/{variant}"
     if digest.get("status") == "failed":
         out.append(Finding("hub-bundle-digest", Severity.BROKEN, f"{where}: kernels' digest check fails ("
-                           f"{str(digest.get('detail')).splitlines()[0]}): kernels raises RuntimeError at load",
+                           f"{' '.join(str(digest.get('detail')).split())}): kernels raises RuntimeError at load",
                            FIX_BUILD, REFERENCE))
     elif digest.get("status") == "missing":
         out.append(Finding("hub-bundle-digest", Severity.WARNING, f"{where}: {digest.get('detail')} (kernels loads "
