@@ -22,7 +22,7 @@ def _status(c: dict[str, Any] | None) -> str:
 
 def render(r: BundleReport) -> str:
     m = r.manifest
-    lines = [f"kernelcheck hub {'--bundle' if r.action == 'bundle' else '--verify-bundle'} {r.file}"]
+    lines = _wrap(f"kernelcheck hub {'--bundle' if r.action == 'bundle' else '--verify-bundle'} {r.file}", "")
     lines += _wrap(f"model {m.get('model') or '-'}, mode {m.get('mode')}, device {m.get('device')}, target torch "
                    f"{(m.get('target') or {}).get('torch')} / {_cuda((m.get('target') or {}).get('cuda'))}; "
                    f"kernels {r.kernels or 'not installed'}", "  ")
@@ -43,7 +43,9 @@ def render(r: BundleReport) -> str:
                            f"{_status(e.get('redirect'))}, kernel deps {len(e.get('depends') or [])}")
     env = m.get("job_environment", {})
     lines.append("  the job's environment (DIR: where the bundle is unpacked):")
-    lines += [f"    {k}={v}" for k, v in env.items() if k != "note"]
+    for k, v in env.items():
+        if k != "note":
+            lines += _wrap(f"{k}={v}")
     lines += _wrap(f"verdict for {m.get('device')}: {_verdict(r)}", "")
     for f in r.findings:
         lines += _wrap(f"{str(f.severity).upper()} {f.id}: {f.message}", "  ")

@@ -20,6 +20,7 @@ import pytest
 
 from tests.envs import REPO, run, run_json, site
 from tests.fake_hub import FakeHub, publish
+from tests.unit.test_json_schemas import validate
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +98,7 @@ def test_round_trip_builds_verifies_offline_and_the_real_kernels_loads_it(tmp_pa
     k019 = site(*K019)
     code, data, bundle = _build(tmp_path, k019)
     assert code == 0, data["findings"]
-    assert data["schema"] == "kernelcheck.hub-bundle/1" and data["action"] == "bundle"
+    assert validate(data) == "hub-bundle" and data["action"] == "bundle"
     (e,) = data["entries"]
     assert (e["repo_id"], e["version"], e["variant"], e["status"]) == (REPO_ID, 1, CPU, "bundled")
     assert len(e["commit"]) == 40 and e["ref"] == "v1"
@@ -114,7 +115,8 @@ def test_round_trip_builds_verifies_offline_and_the_real_kernels_loads_it(tmp_pa
 
     code, data = run_json(["hub", "--verify-bundle", str(bundle)], k019, env=_offline(tmp_path))
     assert code == 0, data["findings"]
-    assert data["action"] == "verify-bundle" and data["verdict"] == "ready" and data["kernels"] == "0.19.1"
+    assert validate(data) == "hub-bundle" and data["action"] == "verify-bundle"
+    assert data["verdict"] == "ready" and data["kernels"] == "0.19.1"
     (c,) = data["checks"]
     assert c["present"] and c["version_lookup"] == "ok" and c["resolved_variant"] == CPU
     assert c["digest"]["status"] == "ok" and c["trust"]["status"] == "skipped"
