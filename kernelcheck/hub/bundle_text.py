@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kernelcheck.hub.bundle import BundleReport
+from typing import Any
 
 WIDTH = 100
 
@@ -20,7 +17,8 @@ def _status(c: dict[str, Any] | None) -> str:
     return "-" if not c else str(c.get("status"))
 
 
-def render(r: BundleReport) -> str:
+def render(r: Any) -> str:
+    """`r`: a hub.bundle.BundleReport (not imported: bundle imports this module)."""
     m = r.manifest
     lines = _wrap(f"kernelcheck hub {'--bundle' if r.action == 'bundle' else '--verify-bundle'} {r.file}", "")
     lines += _wrap(f"model {m.get('model') or '-'}, mode {m.get('mode')}, device {m.get('device')}, target torch "
@@ -58,7 +56,7 @@ def _cuda(cuda: str | None) -> str:
     return "CPU" if cuda == "" else f"CUDA {cuda}" if cuda else "this torch build"
 
 
-def _verdict(r: BundleReport) -> str:
+def _verdict(r: Any) -> str:
     if r.action == "bundle":
         return ("READY: every repository the load resolves is in the bundle" if r.exit_code == 0
                 else "BROKEN: the bundle lacks what the offline load needs")

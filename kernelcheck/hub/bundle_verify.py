@@ -125,30 +125,33 @@ def _entry_findings(spec: str, e: dict[str, Any], p: dict[str, Any], changed: li
     out: list[Finding] = []
     variant = e.get("variant")
 
-    def broken(fid: str, msg: str) -> None:
-        out.append(Finding(fid, Severity.BROKEN, msg, FIX_BUILD, REFERENCE))
-
     if changed:
-        broken("hub-bundle-files-changed", f"{spec}/{variant}: {len(changed)} file(s) differ from the manifest's "
-               f"sha256 (e.g. {changed[0]}): the bundle was changed after it was built")
+        out.append(Finding("hub-bundle-files-changed", Severity.BROKEN,
+                           f"{spec}/{variant}: {len(changed)} file(s) differ from the manifest's sha256 (e.g. "
+                           f"{changed[0]}): the bundle was changed after it was built", FIX_BUILD))
     if not p.get("present"):
-        broken("hub-bundle-missing", f"{spec}: the variant {variant} is not in the bundle's cache")
+        out.append(Finding("hub-bundle-missing", Severity.BROKEN,
+                           f"{spec}: the variant {variant} is not in the bundle's cache", FIX_BUILD))
         return out
     if p.get("lookup_error"):
-        broken("hub-bundle-lookup", f"{spec}: kernels' offline version lookup fails on the bundle: "
-               f"{str(p['lookup_error']).splitlines()[0]}")
+        out.append(Finding("hub-bundle-lookup", Severity.BROKEN, f"{spec}: kernels' offline version lookup fails "
+                           f"on the bundle: {str(p['lookup_error']).splitlines()[0]}", FIX_BUILD, REFERENCE))
     elif e.get("version") is not None and p.get("cached_commit") != e.get("commit"):
-        broken("hub-bundle-lookup", f"{spec}: the bundle's ref v{e['version']} points at "
-               f"{str(p.get('cached_commit'))[:12]}, the manifest pins {str(e.get('commit'))[:12]}")
+        out.append(Finding("hub-bundle-lookup", Severity.BROKEN,
+                           f"{spec}: the bundle's ref v{e['version']} points at {str(p.get('cached_commit'))[:12]}, "
+                           f"the manifest pins {str(e.get('commit'))[:12]}", FIX_BUILD, REFERENCE))
     if p.get("resolved") != variant:
-        broken("hub-bundle-variant", f"{spec}: for the bundle's target kernels chooses "
-               f"{p.get('resolved') or 'no variant'} among the bundled ones, not {variant}"
-               + (f" ({p['rejected'].get(variant)})" if p.get("rejected", {}).get(variant) else ""))
+        why = p.get("rejected", {}).get(variant)
+        out.append(Finding("hub-bundle-variant", Severity.BROKEN,
+                           f"{spec}: for the bundle's target kernels chooses {p.get('resolved') or 'no variant'} "
+                           f"among the bundled ones, not {variant}" + (f" ({why})" if why else ""),
+                           FIX_BUILD, REFERENCE))
     out.extend(_validator_findings(spec, variant, p))
     for repo_id, version, revision in p.get("depends") or []:
         if (repo_id, version) not in present:
-            broken("hub-bundle-missing", f"{repo_id}@{'v' + str(version) if version is not None else revision} (a "
-                   f"kernel dependency of {spec}) is not in the bundle: offline, the load raises for it")
+            dep = f"{repo_id}@{'v' + str(version) if version is not None else revision}"
+            out.append(Finding("hub-bundle-missing", Severity.BROKEN, f"{dep} (a kernel dependency of {spec}) is not "
+                               "in the bundle: offline, the load raises for it", FIX_BUILD))
     return out
 
 
