@@ -153,7 +153,7 @@ def _stage(r: Resolution, cache: Path, local: Path) -> tuple[Path, str]:
 
 
 def run_probe(cache: Path, entries: list[dict[str, Any]], target: dict[str, Any] | None, *, online: bool,
-              extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+              extra_env: dict[str, str] | None = None, receipts_only: bool = False) -> dict[str, Any]:
     """bundle_probe in a child process whose kernels cache is `cache` (nothing of this machine's caches is used)."""
     env = dict(os.environ)
     env.update({"KERNELS_CACHE": str(cache), "HF_HUB_CACHE": str(cache), "PYTHONDONTWRITEBYTECODE": "1"})
@@ -164,7 +164,8 @@ def run_probe(cache: Path, entries: list[dict[str, Any]], target: dict[str, Any]
     env["PYTHONPATH"] = os.pathsep.join([p for p in (env.get("PYTHONPATH"), root) if p])
     with tempfile.TemporaryDirectory(prefix="kernelcheck-bundle-") as tmp:
         req = Path(tmp) / "request.json"
-        req.write_text(json.dumps({"online": online, "target": target, "entries": entries}), encoding="utf-8")
+        req.write_text(json.dumps({"online": online, "target": target, "entries": entries,
+                                   "receipts_only": receipts_only}), encoding="utf-8")
         res = subprocess.run([sys.executable, "-m", "kernelcheck.hub.bundle_probe", str(req)], capture_output=True,
                              text=True, env=env, timeout=600)
     if res.returncode != 0 or not res.stdout.strip():
@@ -283,7 +284,9 @@ def _probe_batch(cache: Path, batch: list[dict[str, Any]], tjson: dict[str, Any]
 
     if not batch:
         return []
-    got = run_probe(cache, [{k: e[k] for k in ("repo_id", "version", "revision", "commit", "variant")}
+    keys = ("repo_id", "version", "revision", "commit", "variant")
+    held = _receipts_held([e for e in batch if e["source"] == "hf-cache"])
+    got = run_probe(cache, [{**{k: e[k] for k in keys}, "store_receipt": (e["repo_id"], e["variant"]) in held}
                             for e in batch], tjson, online=not hub_offline())
     by_key = {(p["repo_id"], p.get("version"), p["variant"]): p for p in got.get("entries", [])}
     deps: list[tuple[str, int | None, str | None, str]] = []
@@ -305,6 +308,19 @@ def _probe_batch(cache: Path, batch: list[dict[str, Any]], tjson: dict[str, Any]
         if receipts.is_dir():
             e["receipts_dir"] = str(receipts.relative_to(stage))
     return deps
+
+
+def _receipts_held(entries: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The variants copied from this machine's cache whose signature kernels verified there before (its receipt
+    store holds a receipt): the bundle carries the receipt, which is what lets kernels' check pass offline."""
+    from kernelcheck.integrations import kernels_hub
+
+    if not entries:
+        return set()
+    got = run_probe(kernels_hub.cache_dir(), [{k: e[k] for k in ("repo_id", "version", "revision", "commit",
+                                                                  "variant")} for e in entries], None,
+                    online=False, receipts_only=True)
+    return {(p["repo_id"], p["variant"]) for p in got.get("entries", []) if p.get("receipt") == "ok"}
 
 
 def _dep_tree(entries: list[dict[str, Any]], repo_id: str, seen: frozenset[str] = frozenset()) -> dict[str, Any]:

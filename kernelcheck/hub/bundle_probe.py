@@ -43,6 +43,8 @@ def _entry(a: Any, e: dict[str, Any], online: bool, target: Any) -> dict[str, An
             out["lookup_error"] = out.get("lookup_error") or a.offline_version_error(repo_id, int(version))
     if not out["present"] or variant_path is None or snap is None:
         return out
+    if e.get("store_receipt"):  # the build machine's cache held kernels' receipt: kernels' writer copies it
+        a.store_signature_receipt(repo_id, commit, variant)
     variants = a.list_local(snap / "build")
     trace = a.resolve(variants, target.system() if target is not None else None)
     accepted = [d for d in trace if d.accepted]
@@ -80,6 +82,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         a = kernels_hub.api()
     except KernelsUnusable as exc:
         return {"kernels": environment.dist_version("kernels"), "unusable": str(exc), "entries": []}
+    if request.get("receipts_only"):  # read-only: which of these variants this cache holds a signature receipt for
+        return {"kernels": environment.dist_version("kernels"), "entries": [
+            {**e, "receipt": a.signature_receipt(e["repo_id"], e["commit"], e["variant"]).status}
+            for e in request["entries"]]}
     honours = a.honours_all_latest()
     entries = []
     for e in request["entries"]:

@@ -203,3 +203,42 @@ def test_a_corrupt_or_foreign_file_is_bad_input(tmp_path: Path) -> None:
     assert res.returncode == 2 and "not a kernelcheck bundle" in res.stderr
     res = run(["hub", "--bundle", str(tmp_path / "b.tgz")], env=_offline(tmp_path))
     assert res.returncode == 2  # --bundle without --model/--repo
+
+
+def _store_receipt(cache: Path, repo_id: str, commit: str, variant: str, *sites: Path) -> None:
+    """What an earlier online load on the build machine left: kernels' own signature receipt in its cache."""
+    code = ("import sys; from kernels._rust import KernelLocation, Oid, SignatureReceipt, SignatureReceiptStore; "
+            "SignatureReceiptStore.in_kernels_cache().store(SignatureReceipt(KernelLocation.remote(sys.argv[1], "
+            "Oid.from_str(sys.argv[2]), sys.argv[3])))")
+    e = dict(os.environ, KERNELS_CACHE=str(cache), PYTHONPATH=os.pathsep.join(map(str, sites)))
+    subprocess.run([sys.executable, "-c", code, repo_id, commit, variant], check=True, env=e, timeout=300)
+
+
+def test_a_model_bundle_from_the_cache_carries_the_receipt_it_holds(tmp_path: Path) -> None:
+    """--model: the repositories come from the Hub prediction; built offline from this machine's cache. fla's
+    signature was verified here before (kernels' receipt in the cache): the bundle carries it; mamba-ssm's was
+    not: no receipt, said offline."""
+    from tests.kernel_repos import cache_repo
+
+    k019 = site(*K019)
+    cache = tmp_path / "hf"
+    commits = {r: cache_repo(cache, r, [CPU, *OTHER]) for r in ("kernels-community/fla", "kernels-community/mamba-ssm")}
+    fla = cache / "kernels--kernels-community--fla" / "snapshots" / commits["kernels-community/fla"] / "build" / CPU
+    (fla / "metadata.json.sigstore").write_text("{}")
+    _store_receipt(cache, "kernels-community/fla", commits["kernels-community/fla"], CPU, k019)
+    out = tmp_path / "b.tar.gz"
+    code, data = run_json(["hub", "--model", "qwen3.8-27b", "--device", "cuda", "--bundle", str(out)], k019,
+                          env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "h")})
+    assert code == 0, data["findings"]
+    assert validate(data) == "hub-bundle" and data["model"] == "qwen3.8-27b" and data["device"] == "cuda"
+    got = {e["repo_id"]: e for e in data["entries"]}
+    assert set(got) == {"kernels-community/fla", "kernels-community/mamba-ssm"}
+    assert {e["source"] for e in got.values()} == {"hf-cache"} and got["kernels-community/fla"]["required_by"]
+    assert got["kernels-community/fla"]["trust"]["status"] == "skipped"  # offline build: not asked
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    receipts = {c["spec"].split("@")[0]: c["receipt"]["status"] for c in data["checks"]}
+    assert receipts == {"kernels-community/fla": "ok", "kernels-community/mamba-ssm": "missing"}
+    sig = {f["message"].split("@")[0]: f for f in _finding(data, "hub-bundle-signature")}
+    assert "no signature receipt" not in sig["kernels-community/fla"]["message"]
+    assert "no signature receipt" in sig["kernels-community/mamba-ssm"]["message"]
+    assert code == 0  # kernels warns on a signature it cannot verify, and loads
