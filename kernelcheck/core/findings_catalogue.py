@@ -142,6 +142,19 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-prefetch-{action}", (F,), "hub, install", "a build could not be fetched into the cache",
           members=("failed", "skipped")),
     Entry("hub-prefetch-missing", (F,), "hub, install", "no build matches, so nothing was fetched"),
+    Entry("hub-bundle-missing", (B,), _H, "--bundle/--verify-bundle: a repository the load resolves (or a kernel "
+          "dependency) is not in the bundle, so the offline load raises"),
+    Entry("hub-bundle-digest", (B, W), _H, "--bundle/--verify-bundle: kernels' digest check fails (it raises at "
+          "load) or the metadata records no digest (warning)"),
+    Entry("hub-bundle-signature", (W,), _H, "--verify-bundle: kernels' signature check of metadata.json.sigstore "
+          "fails or finds no signature (kernels warns)"),
+    Entry("hub-bundle-not-checked", (I_,), _H, "--verify-bundle: a check the installed kernels does not make"),
+    Entry("hub-bundle-lookup", (B,), _H, "--verify-bundle: kernels' offline version lookup fails on the bundle"),
+    Entry("hub-bundle-variant", (B,), _H, "--verify-bundle: kernels chooses another variant than the bundled one"),
+    Entry("hub-bundle-files-changed", (B,), _H, "--verify-bundle: files differ from the manifest's sha256"),
+    Entry("hub-bundle-all-latest", (B, W, I_), _H, "--verify-bundle: UNSTABLE_KERNELS_ALL_LATEST is set (kernels "
+          "ignores the lock and the requested versions)"),
+    Entry("hub-bundle-unchecked", (B,), _H, "--verify-bundle: kernels could not run its checks here"),
     # install
     Entry("build-target", (I_, W), _I, "the target environment the plan is made for (warning: parts unknown)"),
     Entry("install-{action}", (F,), _I, "a plan step refuses or is blocked", members=("refuse", "blocked")),

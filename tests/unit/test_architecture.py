@@ -356,8 +356,8 @@ MATRIX_LOADS = {"core/entry.py": 1}
 SIGNATURE_LOADS = {"core/matrix.py": 1}
 MATRIX_READERS = {("commands/context.py", "matrix"), ("doctor/imports.py", "_child"),
                   ("verify/step_worker.py", "run"),
-                  ("verify/packing.py", "main"),
-                  ("warm/child.py", "run")}  # `python -m kernelcheck.warm.child`: warm's own process  # `python -m kernelcheck.verify.packing`: a process of its own
+                  ("verify/packing.py", "main"),  # `python -m kernelcheck.verify.packing`: a process of its own
+                  ("warm/child.py", "run")}  # `python -m kernelcheck.warm.child`: warm's own process
 
 
 def test_the_matrix_is_loaded_in_one_place() -> None:
