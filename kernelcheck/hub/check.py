@@ -15,13 +15,12 @@ Severity (docs/hub.md has the table):
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kernelcheck.core import decide, environment, gpu, settings
 from kernelcheck.core import device as device_mod
 from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
-from kernelcheck.hub import prediction
+from kernelcheck.hub import load, prediction
 from kernelcheck.integrations import kernels_hub
 from kernelcheck.integrations.transformers_hub import MappingEntry, TransformersHub, select_entry, transformers_hub
 from kernelcheck.integrations.transformers_load import PHASE_TRAIN, LoadName, hub_names, load_phases
@@ -241,8 +240,8 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     report.functions = decide.decide_all(report.functions, hub=replaced)
     rows = _paths(rows, used, fstatus, {h.function for h in replaced})
     if used:
-        report.functions = _load_fails(report.functions, rows, findings)
-        findings.extend(_load_device(th, names, rows, dev, mode, gpu.capability_number(env)))
+        report.functions = load.fails(report.functions, rows, findings)
+        findings.extend(load.device_finding(th, names, rows, dev, mode, gpu.capability_number(env)))
     lines.extend(RowLine(row, used) for row in rows)
     lines.extend(ResolutionLines(spec, res) for spec, res in resolutions.items())
     if not used and not refused and any(r.repo is not None for r in rows):
@@ -296,63 +295,6 @@ def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, 
         lines.append(_absent(findings, th, use_hub, refused))
         return {}
     return _adapter_guard(findings, lines, names) if used else names
-
-
-LOAD_FAILS_PROVIDER = "nothing: the job does not start"
-
-
-def _load_fails(functions: list[FunctionStatus], rows: list[HubRow], findings: list[Finding]) -> list[FunctionStatus]:
-    """One story per report: where a repository the load resolves cannot be loaded (the rows' path load-fails:
-    hub-not-listable, hub-build-fails), the job never starts, so every function it uses is BROKEN for that reason
-    and runs nothing, whatever path it was bound to."""
-    failing = [r for r in rows if r.path == "load-fails"]
-    if not failing:
-        return functions
-    specs = ", ".join(dict.fromkeys(str(r.repo) for r in failing))
-    at = "model.train() raises" if all(r.phase == PHASE_TRAIN for r in failing) else "the model load fails"
-    cause = next((f for f in findings if f.severity == Severity.BROKEN and f.id.startswith("hub-")), None)
-    rule = decide.RuleEvidence(
-        cause.id if cause else "hub-not-listable", Severity.BROKEN, at,
-        f"kernelize raises for {specs} before this function runs (see the hub section)",
-        cause.fix if cause else None, tuple(fs.name for fs in functions))
-    out = []
-    for fs in functions:
-        fs = decide.decide(fs, rules=[rule])
-        if fs.used:
-            fs = replace(fs, provider=LOAD_FAILS_PROVIDER)
-        out.append(fs)
-    return out
-
-
-def _load_device(th: TransformersHub, names: dict[str, LoadName], rows: list[HubRow], dev: str,
-                 mode: str, cap: int | None) -> list[Finding]:
-    """transformers kernelizes for the device the model is on when it loads (device_map, else the CPU): the rows
-    are for a GPU load (`from_pretrained(..., device_map=DEV)`). A job that loads on the CPU and then calls .to(DEV)
-    is kernelized for cpu at the load, and again for DEV in TRAINING only when a train job calls model.train()
-    (model.device is DEV by then). Say which load the verdict is for, and what the other resolves, where the two
-    differ."""
-    if dev == "cpu":
-        return []
-    gpu_repos = list(dict.fromkeys(r.repo for r in rows if r.repo))
-    other: list[str] = []
-    for name in names:
-        entries = [e for e in th.mapping if e.name == name]
-        for phase, phase_mode in load_phases(mode, th.eval_at_load):
-            on = "cpu" if phase != PHASE_TRAIN else dev
-            entry, _ = select_entry(entries, on, phase_mode, None if on == "cpu" else cap)
-            if entry is not None and entry.repo.spec not in other:
-                other.append(entry.repo.spec)
-    if sorted(other) == sorted(gpu_repos):
-        return []
-    said = (f"resolves {', '.join(other)}" if other else
-            "resolves no Hub repository: every layer keeps its torch forward")
-    train = " (at the load: cpu; at model.train(): " + dev + ")" if mode == "train" and th.eval_at_load else ""
-    return [Finding(
-        "hub-load-device", Severity.INFO,
-        f"the hub answer is for a job that loads with from_pretrained(..., device_map=\"{dev}\") (kernelized for "
-        f"{dev}: {', '.join(gpu_repos) or 'no Hub repository'}). A job that loads on the CPU and then calls "
-        f".to(\"{dev}\") {said}{train}.",
-        None, "transformers hub_kernels.py kernelize (the device of device_map, else model.device)")]
 
 
 def _paths(rows: list[HubRow], used: bool, fstatus: dict[str, FunctionStatus], replaced: set[str]) -> list[HubRow]:

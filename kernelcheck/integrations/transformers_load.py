@@ -262,9 +262,9 @@ def load_names(model_type: str, module: str) -> tuple[LoadName, ...] | None:
         return None
     cls_name = root_class(model_type)
     if cls_name is None or cls_name not in start.classes:
-        from kernelcheck.integrations.transformers_submodels import _class_for_config
+        from kernelcheck.integrations.transformers_submodels import class_for_config
 
-        cls_name = _class_for_config(start.classes, config_class(model_type))
+        cls_name = class_for_config(start.classes, config_class(model_type))
     if cls_name is None or cls_name not in start.classes:
         return None
     return _walk(reader, start, cls_name, config_class(model_type), _config_fields(tdir, module))

@@ -9,6 +9,7 @@ import pytest
 
 from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
 from kernelcheck.hub import check as hub_check
+from kernelcheck.hub import load as hub_load
 from kernelcheck.integrations.transformers_hub import HubRepo, MappingEntry, TransformersHub
 from kernelcheck.integrations.transformers_load import LoadName, load_names, load_phases
 from kernelcheck.report.hub import HubRow
@@ -93,24 +94,24 @@ def test_when_the_load_fails_every_used_function_says_so_and_runs_nothing() -> N
            FunctionStatus("causal_conv1d_update", "causal-conv1d", Status.FALLBACK, "x", used=False)]
     rows = [HubRow("SiLU", "layer", True, repo="kernels-community/activation@v1", error="offline", path="load-fails")]
     cause = Finding("hub-not-listable", Severity.BROKEN, "m", "kernelcheck hub --model M --prefetch")
-    out = {f.name: f for f in hub_check._load_fails(fns, rows, [cause])}
+    out = {f.name: f for f in hub_load.fails(fns, rows, [cause])}
     for name in ("chunk_gated_delta_rule", "attention:sdpa"):
-        assert out[name].status == Status.BROKEN and out[name].provider == hub_check.LOAD_FAILS_PROVIDER
+        assert out[name].status == Status.BROKEN and out[name].provider == hub_load.LOAD_FAILS_PROVIDER
         assert "kernels-community/activation@v1" in (out[name].reason or "")
         assert "--prefetch" in str(out[name].fix)
     assert out["causal_conv1d_update"].status == Status.FALLBACK  # not used in this mode: not said to run
     ok = [HubRow("SiLU", "layer", True, repo="kernels-community/activation@v1", variant="v", path="hub")]
-    assert hub_check._load_fails(fns, ok, []) == fns
+    assert hub_load.fails(fns, ok, []) == fns
 
 
 def test_the_answer_names_the_load_it_is_for_and_what_a_cpu_load_then_to_gives() -> None:
     rows = [HubRow("SiLU", "layer", True, repo="kernels-community/activation@v1", phase="load"),
             HubRow("rotary_pos_emb", "layer", True, repo="kernels-community/rotary@v2", phase="load")]
-    train = hub_check._load_device(TH, NAMES, rows, "cuda", "train", 90)
+    train = hub_load.device_finding(TH, NAMES, rows, "cuda", "train", 90)
     assert [f.id for f in train] == ["hub-load-device"] and train[0].severity == Severity.INFO
     # a CPU load maps nothing; model.train() after .to("cuda") kernelizes for cuda TRAINING: rotary only
     assert 'device_map="cuda"' in train[0].message and "resolves kernels-community/rotary@v2 (at" in \
         train[0].message
-    infer = hub_check._load_device(TH, NAMES, rows, "cuda", "infer", 90)
+    infer = hub_load.device_finding(TH, NAMES, rows, "cuda", "infer", 90)
     assert "resolves no Hub repository" in infer[0].message
-    assert hub_check._load_device(TH, NAMES, rows, "cpu", "infer", None) == []
+    assert hub_load.device_finding(TH, NAMES, rows, "cpu", "infer", None) == []
