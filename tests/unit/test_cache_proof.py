@@ -283,3 +283,21 @@ def test_usage_errors_exit_2_with_a_message(args: list[str], tmp_path: Path) -> 
 
     res = CliRunner().invoke(main, [a.replace("NOPE", str(tmp_path / "nope")) for a in args])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+# -- the check's shape autotunes one working config (the real Triton: tests/integration/test_warm_keys.py) ------------
+def test_first_config_only_changes_nothing_without_triton_or_with_another_layout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "triton", raising=False)
+    with jit_caches.first_config_only() as on:
+        assert on is False
+    mod = types.ModuleType("triton.runtime.autotuner")
+    mod.Autotuner = type("Autotuner", (), {})  # type: ignore[attr-defined]  # no _bench: another layout
+    for name, m in {"triton": types.ModuleType("triton"), "triton.runtime": types.ModuleType("triton.runtime"),
+                    "triton.runtime.autotuner": mod}.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    sys.modules["triton.runtime"].autotuner = mod  # type: ignore[attr-defined]
+    with jit_caches.first_config_only() as on:
+        assert on is False and not hasattr(mod.Autotuner, "_bench")
+    with jit_caches.first_config_only(False) as on:
+        assert on is False
