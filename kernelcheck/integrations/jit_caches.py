@@ -51,8 +51,12 @@ def layouts(table: Mapping[str, Any]) -> dict[str, Layout]:
             for name, d in table["jit"].items()}
 
 
-def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool) -> dict[str, str]:
-    """The variables that point every JIT at its subfolder of `cache_dir` (absolute), in the table's order."""
+OWN = ("KERNELCHECK_HOME", "kernelcheck")  # kernelcheck's own proofs (import, JIT probe): the gate's first steps
+
+
+def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool, own: bool = True) -> dict[str, str]:
+    """The variables that point every JIT at its subfolder of `cache_dir` (absolute), in the table's order, and
+    (`own`) kernelcheck's own home, where its import and JIT-probe proofs are kept."""
     root = os.path.abspath(cache_dir)
     out: dict[str, str] = {}
     for lay in layouts(table).values():
@@ -60,6 +64,8 @@ def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool) -> dic
             continue
         for var, sub in lay.variables:
             out.setdefault(var, os.path.join(root, sub))
+    if own:
+        out[OWN[0]] = os.path.join(root, OWN[1])
     return out
 
 
