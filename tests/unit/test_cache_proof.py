@@ -306,3 +306,11 @@ def test_first_config_only_changes_nothing_without_triton_or_with_another_layout
         assert on is False and not hasattr(mod.Autotuner, "_bench")
     with jit_caches.first_config_only(False) as on:
         assert on is False
+
+
+def test_a_folder_warmed_without_a_gpu_holds_nothing_to_hit() -> None:
+    m = manifest()
+    m.compiled = {j: {**v, "entries": 0} for j, v in m.compiled.items()}
+    m.keys["node"]["gpu"] = None
+    found = cacheproof.compare(m, keys(), TABLE)
+    assert [f.id for f in found] == ["jit-cache-undecided"] and "no GPU" in found[0].message
