@@ -314,3 +314,18 @@ def test_a_folder_warmed_without_a_gpu_holds_nothing_to_hit() -> None:
     m.keys["node"]["gpu"] = None
     found = cacheproof.compare(m, keys(), TABLE)
     assert [f.id for f in found] == ["jit-cache-undecided"] and "no GPU" in found[0].message
+
+
+def test_warms_json_and_text_from_a_run(tmp_path: Path) -> None:
+    from kernelcheck.commands.warm import WarmRun
+    from kernelcheck.core.status import Verdict
+    from tests.unit.test_json_schemas import validate
+
+    spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
+    res = warm_run.warm(spec, str(tmp_path), TABLE, "0.1.0", lambda s: None, child=_stand_in(), probe=lambda *a: {})
+    run = WarmRun(res.cache_dir, res.env, Verdict.READY, res, TABLE)
+    out = run.to_json()
+    assert validate(out) == "warm" and out["manifest"]["compiled"]["triton"]["entries"] == 3
+    text = run.render(False)
+    assert all(len(line) <= 100 for line in text.splitlines() if not line.startswith(("  ENV", "  export")))
+    assert f"  ENV TRITON_CACHE_DIR={tmp_path}/triton" in text.splitlines()
