@@ -123,14 +123,17 @@ def _render_evidence(evidence: dict[str, Any]) -> list[str]:
     return out
 
 
+# the verdict line's words (`verdict: <words> (exit N)`): the text report's last line and a Ray worker's gate error
+VERDICT_WORDS = {"ready": "READY: every fast kernel this job uses will run",
+                 "fallback": "FALLBACK: a slow torch path would run",
+                 "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
+
+
 def render_text(report: Report, verbose: bool = True) -> str:
     """The whole text report: head, environment, functions, the optional sections, findings and the verdict.
     `verbose` False groups the info findings into one line (render_findings)."""
     out = _render_body(report, plan=True, verbose=verbose)
-    words = {"ready": "READY: every fast kernel this job uses will run",
-             "fallback": "FALLBACK: a slow torch path would run",
-             "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
-    said = words[report.verdict]
+    said = VERDICT_WORDS[report.verdict]
     if report.command == "doctor" and report.model is None and not report.functions and report.verdict == "fallback":
         said = "FALLBACK: no kernel was checked without --model (environment and packages only)"
     out.append(f"verdict: {said} (exit {report.exit_code})")

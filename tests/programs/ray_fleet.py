@@ -1,0 +1,61 @@
+"""A Ray job gated by kernelcheck.ray.gate on a real local Ray cluster (CPU only), as a user would write it.
+
+argv: OUT_DIR QWEN_MODEL LLAMA_FOLDER ODD_SITE. Three trainer workers check QWEN_MODEL; worker 1 has ODD_SITE
+(fla-core + triton) first on its PYTHONPATH, through its actor's runtime_env. A fourth actor checks a plain Llama
+config (READY on any machine): the positive control, whose actor code must run. Each actor's __init__ writes
+OUT_DIR/started-<name> (the "training"); the driver prints the fleet table, writes its JSON to OUT_DIR/fleet.json
+and exits with the fleet's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import ray
+
+import kernelcheck.ray
+
+out, qwen, llama, odd_site = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+base_path = os.environ["PYTHONPATH"]
+start = time.time()
+ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, runtime_env={
+    "worker_process_setup_hook": "kernelcheck.ray.gate",
+    "env_vars": {"KERNELCHECK_GATE_MODEL": qwen, "KERNELCHECK_GATE_MODE": "train"}})
+
+
+@ray.remote(num_cpus=1)
+class Trainer:
+    def __init__(self, name: str) -> None:
+        (out / f"started-{name}").write_text(str(os.getpid()))  # actor code: runs only past the gate
+
+    def step(self) -> str:
+        return "trained"
+
+
+workers = [Trainer.remote("w0"),  # type: ignore[attr-defined]
+           Trainer.options(runtime_env={"env_vars": {"PYTHONPATH": f"{odd_site}:{base_path}"}}).remote("w1"),  # type: ignore[attr-defined]
+           Trainer.remote("w2")]  # type: ignore[attr-defined]
+control = Trainer.options(runtime_env={"env_vars": {"KERNELCHECK_GATE_MODEL": llama}}).remote("control")  # type: ignore[attr-defined]
+
+control_said = ray.get(control.step.remote(), timeout=240)
+try:
+    said = ray.get([w.step.remote() for w in workers], timeout=240)
+    print(f"training ran: {said}", file=sys.stderr)
+except ray.exceptions.RayError as exc:
+    first = str(exc)
+    print(f"the job stopped before training: {type(exc).__name__}", file=sys.stderr)
+    (out / "first_error.txt").write_text(first)
+
+fleet = kernelcheck.ray.gather(workers, timeout=120)
+control_fleet = kernelcheck.ray.gather([control], timeout=120)
+print(fleet.text)
+(out / "fleet.json").write_text(json.dumps(fleet.to_json(), indent=1))
+(out / "control.json").write_text(json.dumps({"said": control_said, "exit_code": control_fleet.exit_code,
+                                              "fleet": control_fleet.to_json()}))
+print(f"driver: {time.time() - start:.1f} s", file=sys.stderr)
+ray.shutdown()
+sys.exit(fleet.exit_code)
