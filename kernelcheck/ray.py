@@ -24,7 +24,6 @@ import contextlib
 import fcntl
 import hashlib
 import importlib
-import importlib.metadata as md
 import json
 import os
 import re
@@ -39,12 +38,11 @@ from typing import Any
 
 from kernelcheck.core import settings
 from kernelcheck.core.errors import BadInput, GateFailed
-from kernelcheck.core.status import EXIT_INTERNAL, EXIT_READY, EXIT_USAGE
+from kernelcheck.core.status import EXIT_INTERNAL, EXIT_READY, EXIT_USAGE, VERDICT_WORDS, Verdict
 from kernelcheck.core.version import __version__
-from kernelcheck.fleet import summary, table
+from kernelcheck.fleet import blame, summary, table
 from kernelcheck.fleet.gather import DIED, NEVER_JOINED, Missing
 from kernelcheck.fleet.record import RankRecord
-from kernelcheck.report.text import VERDICT_WORDS
 
 MODEL_VARIABLE, MODE_VARIABLE, TIMEOUT_VARIABLE = "KERNELCHECK_GATE_MODEL", "KERNELCHECK_GATE_MODE", \
     "KERNELCHECK_GATE_TIMEOUT"
@@ -59,7 +57,7 @@ _LEFT_OUT = ("CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateVerdict:
     """One environment's verdict as the gate keeps it (the cache file's content): the exit code, the record the
     fleet table reads, and the lines a failed worker's error shows."""
 
@@ -76,12 +74,12 @@ class Verdict:
                 "checked_at": self.checked_at, "seconds": self.seconds, "checked_by": self.checked_by}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+    def from_json(cls, data: Mapping[str, Any]) -> GateVerdict:
         return cls(int(data["exit_code"]), dict(data["record"]), [str(x) for x in data["lines"]],
                    float(data["checked_at"]), float(data["seconds"]), int(data["checked_by"]), cached=True)
 
 
-_LAST: Verdict | None = None  # this worker process's verdict, for gather (None: the gate did not run here)
+_LAST: GateVerdict | None = None  # this worker process's verdict, for gather (None: the gate did not run here)
 
 
 def gate() -> None:
@@ -124,12 +122,21 @@ def _gpus() -> list[str]:
     return out
 
 
+def _distributions(path: Sequence[str]) -> list[str]:
+    """Every installed distribution and its version, from the metadata folders' names on `path`
+    (`name-1.2.dist-info`, an egg-info's): a directory listing per entry, no file read (every worker pays it)."""
+    out: set[str] = set()
+    for entry in path:
+        with contextlib.suppress(OSError):
+            out.update(f"{entry}:{n}" for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
+    return sorted(out)
+
+
 def fingerprint(model: str, mode: str, environ: Mapping[str, str], python: str = sys.executable,
                 path: Sequence[str] | None = None) -> str:
     """The cache key: the interpreter, every installed distribution with its version, the variables that change
     which kernel runs or which packages import, the node's GPUs, kernelcheck's version, the model and mode."""
-    dists = sorted({(d.metadata["Name"] or "?", d.version)
-                    for d in md.distributions(path=list(sys.path if path is None else path))})
+    dists = _distributions(sys.path if path is None else path)
     env = {k: v for k, v in sorted(environ.items())
            if (k.startswith(_PREFIXES) or k in _NAMES) and k not in _LEFT_OUT}
     blob = json.dumps({"python": python, "version": sys.version, "kernelcheck": __version__, "model": model,
@@ -153,16 +160,16 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _read_cached(path: Path, now: float) -> Verdict | None:
+def _read_cached(path: Path, now: float) -> GateVerdict | None:
     try:
-        got = Verdict.from_json(json.loads(path.read_text()))
+        got = GateVerdict.from_json(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or a file this version does not read: check again
     return got if 0 <= now - got.checked_at < CACHE_SECONDS else None
 
 
 def check(model: str, mode: str, timeout: float = DEFAULT_TIMEOUT, environ: Mapping[str, str] | None = None,
-          python: str = sys.executable, folder: Path | None = None) -> Verdict:
+          python: str = sys.executable, folder: Path | None = None) -> GateVerdict:
     """This environment's verdict: the cached one when a worker of an identical environment on this node has it,
     else a check run now (and cached, unless it could not finish)."""
     env = dict(os.environ if environ is None else environ)
@@ -180,7 +187,7 @@ def check(model: str, mode: str, timeout: float = DEFAULT_TIMEOUT, environ: Mapp
         return got
 
 
-def run_check(model: str, mode: str, timeout: float, environ: Mapping[str, str], python: str) -> Verdict:
+def run_check(model: str, mode: str, timeout: float, environ: Mapping[str, str], python: str) -> GateVerdict:
     """`python -m kernelcheck doctor --json` in a child process of this worker's interpreter and environment."""
     cmd = [python, "-m", "kernelcheck", "doctor", "--model", model, "--mode", mode, "--json"]
     start, host = time.time(), socket.gethostname()
@@ -200,12 +207,12 @@ def run_check(model: str, mode: str, timeout: float, environ: Mapping[str, str],
         return _stopped(res.returncode or EXIT_INTERNAL, f"`{' '.join(cmd[1:])}` exited {res.returncode} without a "
                         f"report: {' / '.join(tail) or 'no output'}", host, start)
     rec = summary.summarise(report, host=host)
-    return Verdict(rec.exit_code, rec.to_json(), _lines(report), start, time.time() - start, os.getpid())
+    return GateVerdict(rec.exit_code, rec.to_json(), _lines(report), start, time.time() - start, os.getpid())
 
 
-def _stopped(code: int, message: str, host: str, start: float) -> Verdict:
+def _stopped(code: int, message: str, host: str, start: float) -> GateVerdict:
     rec = RankRecord(exit_code=code, error=message, command="doctor", host=host)
-    return Verdict(code, rec.to_json(), [f"kernelcheck gate: {message} (exit {code})"], start,
+    return GateVerdict(code, rec.to_json(), [f"kernelcheck gate: {message} (exit {code})"], start,
                    time.time() - start, os.getpid())
 
 
@@ -221,7 +228,7 @@ def _lines(report: Mapping[str, Any]) -> list[str]:
     code = report.get("exit_code")
     if report.get("verdict") is None:
         return [f"kernelcheck gate: the check stopped (exit {code}): {report.get('error')}"]
-    out = [f"verdict: {VERDICT_WORDS[report['verdict']]} (exit {code})"]
+    out = [f"verdict: {VERDICT_WORDS[Verdict(report['verdict'])]} (exit {code})"]
     bad = [f for f in report.get("functions") or [] if f.get("status") == report["verdict"] and f.get("used", True)]
     for f in bad[:3]:
         out.append(f"  {f.get('name')} ({f.get('package')}): {f.get('status')}: {f.get('reason')}")
@@ -235,7 +242,7 @@ def _lines(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def failure_message(verdict: Verdict, model: str, mode: str) -> str:
+def failure_message(verdict: GateVerdict, model: str, mode: str) -> str:
     """The error the driver sees: where, the verdict and the fix, how to see the whole report, and the record."""
     how = (f"verdict reused from the check of pid {verdict.checked_by} ({verdict.seconds:.1f} s) for this same "
            "environment on this node" if verdict.cached else f"checked in {verdict.seconds:.1f} s")
@@ -264,7 +271,7 @@ def worker_record(actor: Any = None) -> str | None:
     return None if _LAST is None else _packed(_LAST)
 
 
-def _packed(verdict: Verdict) -> str:
+def _packed(verdict: GateVerdict) -> str:
     """The record as this worker sends it: where it ran is this process (a cached verdict's is the checker's)."""
     rec = replace(RankRecord.from_json(verdict.record), host=f"{socket.gethostname()} pid {os.getpid()}")
     return base64.b64encode(summary.pack(rec)).decode()
@@ -286,6 +293,10 @@ class Fleet:
 
     def to_json(self) -> dict[str, Any]:
         return table.to_json("doctor", self.records, self.missing, self.exit_code, extra={"launcher": "ray"})
+
+    def blame(self, fmt: str) -> dict[str, Any]:
+        """The workers' verdicts for a cluster's health tooling: fmt "healthevent" or "nodeverdict" (fleet/blame)."""
+        return blame.render(fmt, self.records)
 
 
 def records_of(results: Sequence[tuple[RankRecord | None, str | None, bool]]) -> Fleet:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
+from kernelcheck.core.status import VERDICT_OF_EXIT, VERDICT_WORDS, WORDS, Finding, FunctionStatus, Severity
 from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
 from kernelcheck.report.trace import StepRow
@@ -121,12 +121,6 @@ def _render_evidence(evidence: dict[str, Any]) -> list[str]:
     if names:
         out.append(f"              kernels: {', '.join(names[:6])}")
     return out
-
-
-# the verdict line's words (`verdict: <words> (exit N)`): the text report's last line and a Ray worker's gate error
-VERDICT_WORDS = {"ready": "READY: every fast kernel this job uses will run",
-                 "fallback": "FALLBACK: a slow torch path would run",
-                 "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
 
 
 def render_text(report: Report, verbose: bool = True) -> str:
