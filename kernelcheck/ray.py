@@ -228,7 +228,9 @@ def _lines(report: Mapping[str, Any]) -> list[str]:
     code = report.get("exit_code")
     if report.get("verdict") is None:
         return [f"kernelcheck gate: the check stopped (exit {code}): {report.get('error')}"]
-    out = [f"verdict: {VERDICT_WORDS[Verdict(report['verdict'])]} (exit {code})"]
+    device = report.get("device") or {}
+    where = " ".join(str(x) for x in (device.get("type"), device.get("name")) if x) or "unknown"
+    out = [f"verdict: {VERDICT_WORDS[Verdict(report['verdict'])]} (exit {code}) · device {where}"]
     bad = [f for f in report.get("functions") or [] if f.get("status") == report["verdict"] and f.get("used", True)]
     for f in bad[:3]:
         out.append(f"  {f.get('name')} ({f.get('package')}): {f.get('status')}: {f.get('reason')}")

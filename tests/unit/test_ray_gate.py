@@ -95,11 +95,11 @@ def test_an_internal_error_is_not_kept_and_an_old_verdict_is_checked_again(tmp_p
 
 
 def test_the_failed_workers_error_carries_the_verdict_the_fix_and_its_record() -> None:
-    report = _report()
+    report = _report() | {"device": {"type": "cpu", "origin": "torch-build", "visible": True}}  # as doctor writes it
     message = kray.failure_message(_verdict(report), "qwen3.8-27b", "train")
     lines = message.splitlines()
     assert lines[0].startswith("kernelcheck gate stopped this Ray worker before actor code (host ")
-    assert lines[1] == "verdict: FALLBACK: a slow torch path would run (exit 3)"
+    assert lines[1] == "verdict: FALLBACK: a slow torch path would run (exit 3) · device cpu"
     bad = [f for f in report["functions"] if f["status"] == "fallback" and f["used"]]
     assert f"  {bad[0]['name']} ({bad[0]['package']}): fallback: {bad[0]['reason']}" in lines
     assert f"    fix: {bad[0]['fix']}" in lines
