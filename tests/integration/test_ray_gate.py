@@ -1,7 +1,8 @@
 """kernelcheck.ray on a real local Ray cluster (ray from PyPI in a test site, CPU only): three trainer workers
-gated by `worker_process_setup_hook`, one of them with fla-core + triton first on its PYTHONPATH (its actor's
-runtime_env), and a READY control actor whose code must run. The job stops before its first step, the driver's
-fleet table names the odd worker, and the codes 3 and 4 reach the driver (tests/programs/ray_fleet.py)."""
+gated by `worker_process_setup_hook`, one of them in a second venv that has fla-core + triton (its actor's
+runtime_env py_executable), and a READY control actor whose code must run. The job stops before its first step,
+the driver's fleet table names the odd worker, and the codes 3 and 4 reach the driver
+(tests/programs/ray_fleet.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,15 +29,22 @@ LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_s
 def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ray_site, fla = envs.site(*RAY), envs.site("fla-core==0.6.0", "einops", "triton==3.6.0")
     out = tmp_path_factory.mktemp("ray")
+    # the second environment: a venv of its own (another interpreter path) that sees fla-core + triton first
+    odd = out / "odd-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(odd)], check=True, capture_output=True)
+    (site_packages,) = (odd / "lib").glob("python*/site-packages")
+    main_site = next(p for p in sys.path if p.endswith("site-packages") and Path(p, "torch").is_dir())
+    (site_packages / "kc_test_second_env.pth").write_text(f"{fla}\n{main_site}\n")
     llama = out / "llama"
     llama.mkdir()
     (llama / "config.json").write_text(json.dumps(LLAMA))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KERNELCHECK_", "RAY_"))}
     env.update(PYTHONPATH=f"{envs.REPO}:{ray_site}", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1",
                KERNELCHECK_HOME=str(out / "home"), RAY_USAGE_STATS_ENABLED="0")
-    res = subprocess.run([sys.executable, str(envs.REPO / "tests" / "programs" / "ray_fleet.py"), str(out),
-                          "qwen3.8-27b", str(llama), str(fla)], capture_output=True, text=True, env=env,
-                         cwd=str(out), timeout=420)
+    program = envs.REPO / "tests" / "programs" / "ray_fleet.py"
+    res = subprocess.run([sys.executable, str(program), str(out), "qwen3.8-27b", str(llama),
+                          str(odd / "bin" / "python")], capture_output=True, text=True, env=env, cwd=str(out),
+                         timeout=420)
     fleet_file = out / "fleet.json"
     assert fleet_file.exists(), f"exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}"
     return {"rc": res.returncode, "stdout": res.stdout, "out": out, "fleet": json.loads(fleet_file.read_text()),
@@ -65,7 +74,8 @@ def test_the_fleet_table_names_the_odd_worker_and_what_differs(job: dict[str, An
 def test_each_failed_worker_error_carries_the_verdict_the_fix_and_its_record(job: dict[str, Any]) -> None:
     errors = job["errors"]
     assert all(errors.values()), errors
-    assert "verdict: BROKEN" in errors["w1"] and "(exit 4)" in errors["w1"]
+    assert "verdict: BROKEN" in errors["w1"] and "(exit 4) · device cpu" in errors["w1"]
+    assert "odd-venv/bin/python" in errors["w1"]  # the worker's own interpreter was checked
     assert "chunk_gated_delta_rule (fla-core): broken" in errors["w1"] and "fix: pip uninstall" in errors["w1"]
     for w in ("w0", "w2"):
         assert "verdict: FALLBACK" in errors[w] and "(exit 3)" in errors[w] and "fix: kernelcheck install" in errors[w]

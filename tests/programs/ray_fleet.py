@@ -1,7 +1,8 @@
 """A Ray job gated by kernelcheck.ray.gate on a real local Ray cluster (CPU only), as a user would write it.
 
-argv: OUT_DIR QWEN_MODEL LLAMA_FOLDER ODD_SITE. Three trainer workers check QWEN_MODEL; worker 1 has ODD_SITE
-(fla-core + triton) first on its PYTHONPATH, through its actor's runtime_env. A fourth actor checks a plain Llama
+argv: OUT_DIR QWEN_MODEL LLAMA_FOLDER ODD_PYTHON. Three trainer workers check QWEN_MODEL; worker 1 runs in a
+second venv (its actor's runtime_env py_executable: ODD_PYTHON, a venv that sees fla-core + triton before the
+driver's packages). A fourth actor checks a plain Llama
 config (READY on any machine): the positive control, whose actor code must run. Each actor's __init__ writes
 OUT_DIR/started-<name> (the "training"); the driver prints the fleet table, writes its JSON to OUT_DIR/fleet.json
 and exits with the fleet's exit code.
@@ -19,8 +20,7 @@ import ray
 
 import kernelcheck.ray
 
-out, qwen, llama, odd_site = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-base_path = os.environ["PYTHONPATH"]
+out, qwen, llama, odd_python = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 start = time.time()
 for attempt in range(3):  # ray waits a fixed 30 s for its raylet: a loaded CI machine may need a second try
     try:
@@ -45,7 +45,7 @@ class Trainer:
 
 
 workers = [Trainer.remote("w0"),  # type: ignore[attr-defined]
-           Trainer.options(runtime_env={"env_vars": {"PYTHONPATH": f"{odd_site}:{base_path}"}}).remote("w1"),  # type: ignore[attr-defined]
+           Trainer.options(runtime_env={"py_executable": odd_python}).remote("w1"),  # type: ignore[attr-defined]
            Trainer.remote("w2")]  # type: ignore[attr-defined]
 control = Trainer.options(runtime_env={"env_vars": {"KERNELCHECK_GATE_MODEL": llama}}).remote("control")  # type: ignore[attr-defined]
 
