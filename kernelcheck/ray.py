@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import importlib
 import json
+import math
 import os
 import re
 import socket
@@ -86,28 +87,29 @@ def gate() -> None:
     """Ray's worker_process_setup_hook: check this worker's environment; raise GateFailed unless READY."""
     global _LAST
     model, mode = settings.variable(MODEL_VARIABLE), settings.variable(MODE_VARIABLE) or "train"
-    if not model:
-        raise GateFailed(f"kernelcheck gate: {MODEL_VARIABLE} is not set in this worker's environment: give the "
-                         f"model to check in the runtime_env's env_vars ({MODEL_VARIABLE}=qwen3.8-27b, "
-                         f"{MODE_VARIABLE}=train) (exit 2)", EXIT_USAGE)
-    verdict = check(model, mode, timeout=_timeout())
+    timeout = _timeout()
+    if not model or timeout is None:
+        why = (f"{MODEL_VARIABLE} is not set in this worker's environment: give the model to check in the "
+               f"runtime_env's env_vars ({MODEL_VARIABLE}=qwen3.8-27b, {MODE_VARIABLE}=train)" if not model else
+               f"{TIMEOUT_VARIABLE}={settings.variable(TIMEOUT_VARIABLE)!r} is not a number of seconds above 0")
+        _LAST = _stopped(EXIT_USAGE, why, socket.gethostname(), time.time())
+        raise GateFailed("\n".join([*_LAST.lines, f"{RECORD_MARK}{_packed(_LAST)}"]), EXIT_USAGE)
+    verdict = check(model, mode, timeout=timeout)
     _LAST = verdict
     if verdict.exit_code != EXIT_READY:
         raise GateFailed(failure_message(verdict, model, mode), verdict.exit_code)
 
 
-def _timeout() -> float:
+def _timeout() -> float | None:
+    """KERNELCHECK_GATE_TIMEOUT in seconds (default 300); None when it is not a finite number above 0."""
     raw = settings.variable(TIMEOUT_VARIABLE)
     if not raw:
         return DEFAULT_TIMEOUT
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise GateFailed(f"kernelcheck gate: {TIMEOUT_VARIABLE}={raw!r} is not a number of seconds above 0 (exit 2)",
-                         EXIT_USAGE)
-    return value
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def _gpus() -> list[str]:
@@ -151,7 +153,6 @@ def cache_dir() -> Path:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """One worker at a time per environment on this node: the others wait here, then read its verdict."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -175,6 +176,10 @@ def check(model: str, mode: str, timeout: float = DEFAULT_TIMEOUT, environ: Mapp
     env = dict(os.environ if environ is None else environ)
     folder = cache_dir() if folder is None else folder
     key = fingerprint(model, mode, env, python)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable cache here (a read-only home): every worker checks for itself
+        return run_check(model, mode, timeout, env, python)
     with _locked(folder / f"{key}.lock"):
         got = _read_cached(folder / f"{key}.json", time.time())
         if got is not None:

@@ -111,14 +111,27 @@ def test_the_failed_workers_error_carries_the_verdict_the_fix_and_its_record() -
 
 def test_a_gate_without_a_model_stops_the_worker_as_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(kray.MODEL_VARIABLE, raising=False)
+    monkeypatch.delenv(kray.TIMEOUT_VARIABLE, raising=False)
     with pytest.raises(GateFailed) as err:
         kray.gate()
     assert err.value.exit_code == EXIT_USAGE and kray.MODEL_VARIABLE in err.value.message
+    rec = kray.record_in(err.value.message)  # the driver's table shows it as that worker's error, exit 2
+    assert rec is not None and rec.exit_code == EXIT_USAGE and rec.error is not None
     monkeypatch.setenv(kray.MODEL_VARIABLE, "qwen3.8-27b")
-    monkeypatch.setenv(kray.TIMEOUT_VARIABLE, "soon")
-    with pytest.raises(GateFailed) as err:
-        kray.gate()
-    assert err.value.exit_code == EXIT_USAGE and kray.TIMEOUT_VARIABLE in err.value.message
+    for bad in ("soon", "0", "-5", "nan", "inf"):
+        monkeypatch.setenv(kray.TIMEOUT_VARIABLE, bad)
+        with pytest.raises(GateFailed) as err:
+            kray.gate()
+        assert err.value.exit_code == EXIT_USAGE and f"{kray.TIMEOUT_VARIABLE}={bad!r}" in err.value.message
+
+
+def test_without_a_writable_cache_each_worker_checks_for_itself(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kray, "run_check", lambda *a: _verdict(_report()))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    got = kray.check("m", "train", environ=ENV, folder=blocker / "ray-gate")  # a path under a file: no folder
+    assert got.exit_code == EXIT_FALLBACK and not got.cached
 
 
 def test_the_driver_fleet_is_the_all_ranks_fleet_with_workers_as_ranks() -> None:
