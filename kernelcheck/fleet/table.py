@@ -210,10 +210,11 @@ def table_lines(records: list[RankRecord], missing: dict[int, Missing]) -> list[
 
 
 def render_text(command: str, records: list[RankRecord], missing: dict[int, Missing], code: int,
-                message: str | None = None) -> str:
+                message: str | None = None, head: str | None = None) -> str:
+    """The fleet table; `head` replaces the first line (the Ray driver's gather names itself)."""
     total = len(records) + len(missing)
-    out = [f"kernelcheck {command} --all-ranks · {total} ranks" if command != "compare"
-           else f"kernelcheck compare · {total} reports"]
+    out = [head or (f"kernelcheck {command} --all-ranks · {total} ranks" if command != "compare"
+                    else f"kernelcheck compare · {total} reports")]
     out.append("fleet")
     out += table_lines(records, missing)
     out.append("differences")

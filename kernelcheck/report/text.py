@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
+from kernelcheck.core.status import VERDICT_OF_EXIT, VERDICT_WORDS, WORDS, Finding, FunctionStatus, Severity
 from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
 from kernelcheck.report.trace import StepRow
@@ -127,10 +127,7 @@ def render_text(report: Report, verbose: bool = True) -> str:
     """The whole text report: head, environment, functions, the optional sections, findings and the verdict.
     `verbose` False groups the info findings into one line (render_findings)."""
     out = _render_body(report, plan=True, verbose=verbose)
-    words = {"ready": "READY: every fast kernel this job uses will run",
-             "fallback": "FALLBACK: a slow torch path would run",
-             "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
-    said = words[report.verdict]
+    said = VERDICT_WORDS[report.verdict]
     if report.command == "doctor" and report.model is None and not report.functions and report.verdict == "fallback":
         said = "FALLBACK: no kernel was checked without --model (environment and packages only)"
     out.append(f"verdict: {said} (exit {report.exit_code})")

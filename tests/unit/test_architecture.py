@@ -77,7 +77,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("packing", "padding", "trace", "hub", "fleet", "forecast"),
     ("doctor",),
-    ("install", "verify"),
+    ("install", "verify", "ray"),
     ("warm",),
     ("commands",),
     ("cli",),
