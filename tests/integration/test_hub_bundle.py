@@ -242,3 +242,21 @@ def test_a_model_bundle_from_the_cache_carries_the_receipt_it_holds(tmp_path: Pa
     assert "no signature receipt" not in sig["kernels-community/fla"]["message"]
     assert "no signature receipt" in sig["kernels-community/mamba-ssm"]["message"]
     assert code == 0  # kernels warns on a signature it cannot verify, and loads
+
+
+def test_a_bundle_for_another_torch_and_gpu_is_checked_for_that_target(tmp_path: Path) -> None:
+    """A CPU build box preparing an H100 image (--torch 2.11 --cuda 13.0 --arch 9.0): the CUDA 13.0 build is bundled
+    and --verify-bundle resolves for that target (not for this CPU machine); for --arch 12.0 the build's archs
+    (8.0, 9.0 in its metadata.json) fail kernels' arch check: broken at build."""
+    k019 = site(*K019)
+    cu130 = "torch211-cxx11-cu130-x86_64-linux"
+    args = ("--repo", f"{REPO_ID}@v1", "--torch", "2.11", "--cuda", "13.0", "--arch", "9.0")
+    code, data, bundle = _build(tmp_path, k019, variants=[cu130, CPU], args=args)
+    assert code == 0, data["findings"]
+    assert data["entries"][0]["variant"] == cu130 and data["target"] == {"torch": "2.11", "cuda": "13.0"}
+    code, data = run_json(["hub", "--verify-bundle", str(bundle)], k019, env=_offline(tmp_path))
+    assert code == 0 and data["checks"][0]["resolved_variant"] == cu130, data["findings"]
+    other = tmp_path / "sm120"
+    other.mkdir()
+    code, data, _ = _build(other, k019, variants=[cu130, CPU], args=(*args[:-1], "12.0"))
+    assert code == 4 and _finding(data, "hub-bundle-variant")[0]["severity"] == "broken"
