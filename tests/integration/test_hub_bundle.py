@@ -260,3 +260,31 @@ def test_a_bundle_for_another_torch_and_gpu_is_checked_for_that_target(tmp_path:
     other.mkdir()
     code, data, _ = _build(other, k019, variants=[cu130, CPU], args=(*args[:-1], "12.0"))
     assert code == 4 and _finding(data, "hub-bundle-variant")[0]["severity"] == "broken"
+
+
+def test_a_local_kernels_override_travels_and_the_job_environment_names_it(tmp_path: Path) -> None:
+    """LOCAL_KERNELS on the build machine (kernels reads it first): the folder is bundled under local/ and the
+    job environment says LOCAL_KERNELS=REPO=<DIR>/local/...; the real kernels loads it from there, offline."""
+    from tests.kernel_repos import local_repo
+
+    k019 = site(*K019)
+    src = local_repo(tmp_path / "dev-activation", [CPU], name="activation")
+    out = tmp_path / "b.tar.gz"
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"), "LOCAL_KERNELS": f"{REPO_ID}={src}"}
+    code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(out)], k019, env=env)
+    assert code == 0, data["findings"]
+    (e,) = data["entries"]
+    assert e["status"] == "local" and e["variant"] == CPU
+    local = data["job_environment"]["LOCAL_KERNELS"]
+    assert local == f"{REPO_ID}=<DIR>/local/kernels-community--activation"
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert code == 0 and data["checks"] == [{"spec": f"{REPO_ID}@v1", "variant": CPU, "local": True}]
+    node = tmp_path / "node"
+    node.mkdir()
+    with tarfile.open(out) as tar:
+        tar.extractall(node, filter="data")
+    e2 = dict(os.environ, **_offline(tmp_path), LOCAL_KERNELS=local.replace("<DIR>", str(node)),
+              PYTHONPATH=os.pathsep.join([str(k019), str(REPO)]))
+    res = subprocess.run([sys.executable, str(PROGRAMS / "hub_get_kernel.py"), REPO_ID, "1"], capture_output=True,
+                         text=True, env=e2, timeout=600)
+    assert f"{node}/local/kernels-community--activation/build/{CPU}/__init__.py" in res.stdout, res.stdout
