@@ -288,3 +288,34 @@ def test_a_local_kernels_override_travels_and_the_job_environment_names_it(tmp_p
     res = subprocess.run([sys.executable, str(PROGRAMS / "hub_get_kernel.py"), REPO_ID, "1"], capture_output=True,
                          text=True, env=e2, timeout=600)
     assert f"{node}/local/kernels-community--activation/build/{CPU}/__init__.py" in res.stdout, res.stdout
+
+
+def test_kernel_dependencies_are_bundled_with_their_tree(tmp_path: Path) -> None:
+    """A build whose metadata.json declares kernel-depends (kernels' dependency tree): the dependency is resolved,
+    bundled and checked too, and the real kernels loads the whole tree offline; a dependency the Hub lacks makes the
+    bundle broken."""
+    k019 = site(*K019)
+    dep = "kernels-community/layer-norm"
+    _publish(tmp_path / "srv", [CPU], repo=dep)
+    commit = _publish(tmp_path / "srv", [CPU], digest=None)
+    meta = tmp_path / "srv" / "kernels-community" / "activation" / commit / "build" / CPU / "metadata.json"
+    m = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**m, "kernel-depends": [{"repo-id": dep, "version": 1}]}))
+    out = tmp_path / "b.tar.gz"
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(out)], k019,
+                              env=_online(tmp_path, hub.url))
+    assert code == 0, data["findings"]
+    got = {e["repo_id"]: e for e in data["entries"]}
+    assert got[REPO_ID]["dependency_tree"] == {dep: {}} and got[dep]["status"] == "bundled"
+    assert got[dep]["required_by"] == f"a kernel dependency of {REPO_ID}"
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert code == 0 and len(data["checks"]) == 2, data["findings"]
+    loaded = _load_offline(out, tmp_path, k019)
+    assert f"/build/{CPU}/__init__.py" in loaded and "FAILED" not in loaded, loaded
+    # the dependency is gone from the Hub: the bundle cannot hold it
+    (tmp_path / "srv" / "kernels-community" / "layer-norm" / "refs.json").unlink()
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(tmp_path / "c.tar.gz")], k019,
+                              env={**_online(tmp_path, hub.url), "HF_HUB_CACHE": str(tmp_path / "other-cache")})
+    assert code == 4 and any(dep in f["message"] for f in _finding(data, "hub-bundle-missing"))
