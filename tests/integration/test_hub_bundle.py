@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.envs import REPO, run, run_json, site
-from tests.fake_hub import FakeHub, publish
+from tests.fake_hub import FakeHub, organization, publish
 from tests.unit.test_json_schemas import validate
 
 pytestmark = pytest.mark.integration
@@ -59,6 +59,7 @@ def _digest(variant: Path, wrong: str | None = None) -> None:
 
 def _publish(srv: Path, variants: list[str], *, digest: str | None = "ok", repo: str = REPO_ID) -> str:
     commit = publish(srv, repo, variants, versions=(1,))
+    organization(srv, "kernels-community", trusted=True)
     org, name = repo.split("/")
     for v in variants:
         if digest is not None:
@@ -104,7 +105,7 @@ def test_round_trip_builds_verifies_offline_and_the_real_kernels_loads_it(tmp_pa
     assert len(e["commit"]) == 40 and e["ref"] == "v1"
     assert set(e["why"]["rejected"]) == set(OTHER)  # kernels' resolver's reasons for the losers
     assert e["digest"]["status"] == "ok" and e["redirect"]["status"] == "ok" and e["depends"] == []
-    assert e["trust"]["status"] in ("ok", "failed")  # the stand-in Hub has no organisation pages
+    assert e["trust"]["status"] == "ok"  # kernels' own check asked the (stand-in) Hub's organisation page
     assert any(f.endswith(f"build/{CPU}/layers.py") for f in e["files"])
     assert data["job_environment"]["HF_HUB_OFFLINE"] == "1"
     with tarfile.open(bundle) as tar:
@@ -309,6 +310,7 @@ def test_kernel_dependencies_are_bundled_with_their_tree(tmp_path: Path) -> None
     got = {e["repo_id"]: e for e in data["entries"]}
     assert got[REPO_ID]["dependency_tree"] == {dep: {}} and got[dep]["status"] == "bundled"
     assert got[dep]["required_by"] == f"a kernel dependency of {REPO_ID}"
+    assert got[dep]["trust"]["status"] == "ok"
     code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
     assert code == 0 and len(data["checks"]) == 2, data["findings"]
     loaded = _load_offline(out, tmp_path, k019)
@@ -319,3 +321,17 @@ def test_kernel_dependencies_are_bundled_with_their_tree(tmp_path: Path) -> None
         code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(tmp_path / "c.tar.gz")], k019,
                               env={**_online(tmp_path, hub.url), "HF_HUB_CACHE": str(tmp_path / "other-cache")})
     assert code == 4 and any(dep in f["message"] for f in _finding(data, "hub-bundle-missing"))
+
+
+def test_an_untrusted_publisher_is_recorded_and_skipped_offline(tmp_path: Path) -> None:
+    k019 = site(*K019)
+    publish(tmp_path / "srv", "someone/activation", [CPU], versions=(1,))
+    organization(tmp_path / "srv", "someone", trusted=False)
+    out = tmp_path / "b.tar.gz"
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", "someone/activation@v1", "--bundle", str(out)], k019,
+                              env=_online(tmp_path, hub.url))
+    (e,) = data["entries"]
+    assert e["trust"]["status"] == "failed" and "not from a trusted publisher" in e["trust"]["detail"]
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert data["checks"][0]["trust"]["status"] == "skipped" and "failed" in data["checks"][0]["trust"]["detail"]
