@@ -166,9 +166,16 @@ ENTRIES: tuple[Entry, ...] = (
           "transformers code)"),
     Entry("packing-attention-mask-hides-boundaries", (W,), _V, "an attention_mask beside restarting position_ids: "
           "the attention finds no packed boundaries"),
-    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
-          "(names the segment and the first layer)"),
-    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),
+    Entry("packing-kernel-gets-no-boundary", (B,), _V, "a recurrent kernel (GDN, KDA, Mamba, conv) ran on a row of "
+          "several sequences and got no cu_seqlens / seq_idx: broken from the reach alone"),
+    Entry("packing-kernel-misses-boundary", (B,), _V, "a recurrent kernel got offsets or seq_idx that miss a sequence "
+          "start the row shows (offsets covering the row as one segment)"),
+    Entry("packing-control-cannot-decide", (F,), _V, "the positive control (boundaries removed) is not told apart "
+          "from the negative one (the same segments packed clean) at this shape and dtype"),
+    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the threshold between "
+          "the comparison's controls (names the segment, its worst token and the first layer)"),
+    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward, within "
+          "the threshold its controls placed"),
     Entry("packing-torch-path-refuses", (F,), _V, "transformers' torch path refuses the batch's cu_seqlens/seq_idx "
           "(no fla-core / causal-conv1d): not compared"),
     Entry("packing-batch-raises", (B,), _V, "the packed forward raised (names the function)"),

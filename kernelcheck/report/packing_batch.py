@@ -205,7 +205,7 @@ def segment_lines(sec: BatchSection) -> list[str]:
              else "no threshold: the controls did not separate" if c is not None else "one segment: no controls")
     out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2), worst token ({limit})"]
     for s in sec.segments:
-        word = ("-" if c is None or not c.decided else "ok" if not s.wrong else f"WRONG from {s.first_layer}"
+        word = ("-" if c is not None and not c.decided else "ok" if not s.wrong else f"WRONG from {s.first_layer}"
                 if s.first_layer else "WRONG in the backward only")
         out.append(f"    segment {s.index} [{s.start}:{s.end}] outputs {_g(s.output_max_abs)} ({_g(s.output_rel_l2)})"
                    f"  grads {_g(s.grad_max_abs)} ({_g(s.grad_rel_l2)})  token {s.start + s.worst_token} "

@@ -184,14 +184,14 @@ def measured_findings(sec: BatchSection, functions: tuple[str, ...]) -> list[Fin
                         "and backward", None, REF, functions)]
     first = next((s for s in bad if s.first_layer), bad[0])
     where = f"first at {first.first_layer}" if first.first_layer else "in the backward only"
-    assert c is not None and c.threshold is not None
+    limit = (f"the threshold {c.threshold:.2g} between its controls ({packing_controls.control_line(c)}; "
+             if c is not None and c.threshold is not None else f"the tolerance {sec.tolerance:g} (")
     return [Finding("packing-segment-mixed", Severity.BROKEN,
                     f"segment {first.index} (tokens {first.start}:{first.end}) differs from its alone run by "
                     f"{first.token_distance:.2g} at token {first.start + first.worst_token} "
                     f"({first.output_rel_l2:.2g} / {first.grad_rel_l2:.2g} relative L2, outputs / grads), beyond "
-                    f"the threshold {c.threshold:.2g} between its controls ({packing_controls.control_line(c)}; "
-                    f"{sec.dtype}), {where}; {len(bad)} of {len(sec.segments)} segments differ: the packed sequences "
-                    "mix",
+                    f"{limit}{sec.dtype}), {where}; {len(bad)} of {len(sec.segments)} segments differ: the packed "
+                    "sequences mix",
                     "pass cu_seq_lens_q/k and seq_idx that agree with the packed sequences "
                     "(DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)) and install "
                     "fla-core and causal-conv1d, forward without a cache", REF, functions)]
