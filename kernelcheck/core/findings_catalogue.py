@@ -145,6 +145,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("launch-bound", (F,), _T, "the GPU waits for the CPU to launch kernels"),
     Entry("gpu-busy", (I_,), _T, "the GPU's busy fraction of the wall time"),
     Entry("trace-cpu-only", (I_,), _T, "a CPU-only trace: GPU numbers need a GPU trace"),
+    Entry("trace-cpu-only-torch-path", (F,), _T, "no GPU activity recorded and the stacks show a torch reference "
+          "path: record with ProfilerActivity.CUDA"),
     Entry("trace-malformed-events", (W,), _T, "events with fields of the wrong type were skipped"),
     Entry("trace-no-steps", (I_,), _T, "no ProfilerStep#N: the whole trace is one step"),
     # verify
@@ -181,6 +183,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("packing-batch-raises", (B,), _V, "the packed forward raised (names the function)"),
     Entry("packing-payoff", (I_,), _V, "a training step padded to the longest vs packed, on the same tokens"),
     Entry("verify-step-out-of-memory", (F,), _V, "a step ran out of memory on this machine (a limit of the check)"),
+    Entry("verify-step-same-path", (I_,), _V, "both step paths ran the same implementations on the GPU: measured, no "
+          "speedup or projection"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",
           source="signatures"),

@@ -18,13 +18,14 @@ on a GPU, whatever transformers bound (fla, causal-conv1d).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.packing import batchfile, lint
-from kernelcheck.report.packing_batch import BatchInfo, BatchSection, Control, Controls, SegmentDiff
+from kernelcheck.report.packing_batch import BatchInfo, BatchSection, Control, Controls, FunctionReach, SegmentDiff
 from kernelcheck.verify import layers, packing_controls
 from kernelcheck.verify.packing_reach import Reach
 
@@ -102,37 +103,47 @@ class Runner:
         return max(lo, gr)
 
     def _control(self, kind: str, segs: tuple[tuple[int, int], ...], alone: list[tuple[Any, Any, list[Any]]],
-                 meta: dict[str, Any] | None) -> Control:
-        """A control's distances: the same tokens packed with `meta` (None: each segment alone again)."""
+                 meta: dict[str, Any] | None, watch: Any = None) -> tuple[Control, list[FunctionReach]]:
+        """A control's distances: the same tokens packed with `meta` (None: each segment alone again), with
+        `watch` (a Reach) recording which keys reached each kernel."""
+        reached: list[FunctionReach] = []
         try:
             if meta is None:
                 runs = [(self.run(a, b, packed=False), 0, b - a) for a, b in segs]
             else:
-                whole = self.run(0, int(self.ids.shape[1]), packed=True, meta=meta)
+                with watch if watch is not None else contextlib.nullcontext():
+                    whole = self.run(0, int(self.ids.shape[1]), packed=True, meta=meta)
+                reached = watch.result() if watch is not None else []
                 runs = [(whole, a, b) for a, b in segs]
         except Exception as exc:  # noqa: BLE001 - a control the forward refuses is a fact of the run
-            return Control(kind, math.nan, (), f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            err = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return Control(kind, math.nan, (), err), reached
         per = tuple(round(self._distance(r, al, a, b)[0], 6) for (r, a, b), al in zip(runs, alone, strict=True))
-        return Control(kind, max(per, default=0.0), per)
+        return Control(kind, max(per, default=0.0), per), reached
 
     def controls(self, segs: tuple[tuple[int, int], ...], alone: list[tuple[Any, Any, list[Any]]],
-                 accepted: frozenset[str] | None) -> Controls:
-        neg = self._control(packing_controls.CLEAN, segs, alone,
-                            packing_controls.clean_meta(segs, accepted, self.device))
-        if neg.error is not None:  # the torch path refuses the boundaries: the floor is a second alone run
-            log.info("packing: the clean control raised (%s); the negative control is a rerun", neg.error)
-            neg = self._control(packing_controls.RERUN, segs, alone, None)
-        pos = self._control(packing_controls.REMOVED, segs, alone,
-                            packing_controls.removed_meta(int(self.ids.shape[1]), self.device))
+                 accepted: frozenset[str] | None, watch: Any = None, facts: dict[str, Any] | None = None) -> Controls:
+        """The negative control is the clean packing where every recurrent kernel got its boundary from it; where
+        the forward refuses it, or a kernel dropped it (then it is no control of equality), a second alone run."""
+        neg, reached = self._control(packing_controls.CLEAN, segs, alone,
+                                     packing_controls.clean_meta(segs, accepted, self.device), watch)
+        dropped = packing_controls.certain_findings(reached, packing_controls.clean_view(segs), segs, facts or {})
+        if neg.error is not None or dropped:
+            log.info("packing: the clean control %s; the negative control is a rerun",
+                     f"raised ({neg.error})" if neg.error else "did not reach every kernel")
+            neg, _ = self._control(packing_controls.RERUN, segs, alone, None)
+        pos, _ = self._control(packing_controls.REMOVED, segs, alone,
+                               packing_controls.removed_meta(int(self.ids.shape[1]), self.device))
         return packing_controls.decide(neg, pos)
 
     def compare(self, segs: tuple[tuple[int, int], ...], packed: tuple[Any, Any, list[Any]],
-                accepted: frozenset[str] | None = None) -> tuple[list[SegmentDiff], Controls | None]:
+                accepted: frozenset[str] | None = None, watch: Any = None,
+                facts: dict[str, Any] | None = None) -> tuple[list[SegmentDiff], Controls | None]:
         """Each segment alone against `packed` (the packed run's logits, gradients and layer outputs), and the
         controls that place the threshold (none for one segment: nothing to keep apart)."""
         logits, grad, louts = packed
         alone = [self.run(a, b, packed=False) for a, b in segs]
-        ctl = self.controls(segs, alone, accepted) if len(segs) > 1 else None
+        ctl = self.controls(segs, alone, accepted, watch, facts) if len(segs) > 1 else None
         limit = ctl.threshold if ctl is not None and ctl.threshold is not None else math.inf
         out = []
         for i, ((a, b), (al, ag, aouts)) in enumerate(zip(segs, alone, strict=True)):
@@ -233,7 +244,9 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True, *,
             with reach, torch.enable_grad():
                 packed = runner.run(0, loaded.view.tokens, packed=True)
             if compare:
-                sec.segments, sec.controls = runner.compare(segs, packed, accepted)
+                sec.segments, sec.controls = runner.compare(
+                    segs, packed, accepted, Reach(result.module, result.bindings, built.attn_implementation),
+                    load_facts(m=m))
         except Exception as exc:  # noqa: BLE001 - the job's batch raising in the forward is the result
             sec.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         sec.reach = reach.result()

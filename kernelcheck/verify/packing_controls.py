@@ -4,7 +4,8 @@ A distance between a packed segment and the segment run alone means nothing unti
 same weights and the same tokens, has shown what "equal" and "mixed" measure at this shape and dtype:
 - negative control (what must be equal): the same segments packed with boundaries built from them
   (cu_seq_lens_q/k, max_length_q/k, seq_idx and position_ids, the keys the forward takes): `clean`; where the
-  forward refuses them (transformers' torch path), each segment run alone a second time: `rerun`;
+  forward refuses them (transformers' torch path) or a recurrent kernel did not get its key from them (then the
+  clean packing mixes too, and is no control of equality), each segment run alone a second time: `rerun`;
 - positive control (the fault the check exists to catch): the same tokens with every boundary removed
   (position_ids 0..T-1, nothing else): `boundaries-removed`.
 The distance of one segment is the worst token's |packed - alone| over the segment's RMS token norm, of the
@@ -80,6 +81,16 @@ def clean_meta(segs: tuple[tuple[int, int], ...], accepted: frozenset[str] | Non
         "cu_seq_lens_q": cu, "cu_seq_lens_k": cu.clone(), "max_length_q": max(lens), "max_length_k": max(lens),
         "seq_idx": torch.cat([torch.full((n,), k, dtype=torch.int32) for k, n in enumerate(lens)])[None].to(device)}
     return {k: v for k, v in meta.items() if accepted is None or k in accepted}
+
+
+def clean_view(segs: tuple[tuple[int, int], ...]) -> lint.BatchView:
+    """The clean control's boundaries as a batch view (what `certain_findings` reads the values from)."""
+    tokens = segs[-1][1] if segs else 0
+    cu = (0, *(b for _, b in segs))
+    sidx = tuple(k for k, (a, b) in enumerate(segs) for _ in range(b - a))
+    return lint.BatchView({lint.TOKENS_KEY: lint.Field("int64", (1, tokens)),
+                           lint.CU_Q: lint.Field("int32", (len(cu),), cu),
+                           lint.SEQ_IDX: lint.Field("int32", (1, tokens), sidx)})
 
 
 def removed_meta(tokens: int, device: str) -> dict[str, Any]:
