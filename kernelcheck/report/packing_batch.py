@@ -213,7 +213,8 @@ def segment_lines(sec: BatchSection) -> list[str]:
     if c is not None:
         out.append(f"  controls, same weights and tokens: must be equal ({c.negative.kind}) {_g(c.negative.distance)}"
                    f"; boundaries removed {_g(c.positive.distance)}; "
-                   + (f"{c.separation:.3g}x apart" if c.separation is not None else "not measured")
+                   + (f"{'over 1000' if c.separation > 1000 else f'{c.separation:.3g}'}x apart"
+                      if c.separation is not None else "not measured")
                    + ("" if c.decided else f" (under {c.margin:g}x: cannot decide)"))
     return out
 

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from kernelcheck.report.packing_batch import BatchSection, FunctionReach
 
 MARGIN = 4.0  # the positive control must exceed the negative one this many times to decide
+MAX_SAID = 1000.0  # a separation beyond this is said as "over 1000x" (a negative control of 0 makes it huge)
 FLOOR = 1e-6  # a negative control of 0 (fp32, deterministic) counts as this, so a threshold exists
 CLEAN, RERUN, REMOVED = "clean", "rerun", "boundaries-removed"
 REF = "measured: verify --packing --batch (controls: the same segments packed clean, and with no boundaries)"
+REF_REACH = "measured: verify --packing --batch (which packing keys reached each kernel, one forward)"
 # what the implementation is called with, per key matrix/packing.toml says a function needs
 ALIASES = {"cu_seq_lens_q": ("cu_seqlens", "cu_seq_lens_q"), "seq_idx": ("seq_idx",)}
 
@@ -108,9 +110,13 @@ def decide(negative: Control, positive: Control) -> Controls:
     return Controls(negative, positive, math.sqrt(noise * positive.distance), round(sep, 3), True, MARGIN)
 
 
+def separation_words(sep: float | None) -> str:
+    return "not measured" if sep is None else f"over {MAX_SAID:g}x" if sep > MAX_SAID else f"{sep:.3g}x"
+
+
 def control_line(c: Controls) -> str:
     """The one sentence a finding gives of the controls."""
-    sep = f"{c.separation:.3g}x" if c.separation is not None else "not measured"
+    sep = separation_words(c.separation)
     return (f"negative control ({c.negative.kind}) {c.negative.distance:.2g}, positive control "
             f"({c.positive.kind}) {c.positive.distance:.2g}: {sep} apart")
 
@@ -166,7 +172,7 @@ def certain_findings(reach: list[FunctionReach], view: lint.BatchView, segs: tup
                 f"and got no {keys[0]}{gave}: its state runs from each sequence into the next (tokens "
                 f"{min(starts)} on)",
                 f"pass {need} in the batch (DataCollatorWithFlattening(return_flash_attn_kwargs=True, "
-                "return_seq_idx=True)) and bind the kernel that takes it", REF, (r.function,)))
+                "return_seq_idx=True)) and bind the kernel that takes it", REF_REACH, (r.function,)))
             continue
         have = _starts_of(view, need)
         missed = sorted(starts - have) if have is not None else []
@@ -177,5 +183,5 @@ def certain_findings(reach: list[FunctionReach], view: lint.BatchView, segs: tup
                 f"({len(missed)} of the row's {len(segs) - 1} starts missing; position_ids or the other key show "
                 "them): its state runs across them",
                 f"build {need} from the same sequences as position_ids (DataCollatorWithFlattening("
-                "return_flash_attn_kwargs=True, return_seq_idx=True))", REF, (r.function,)))
+                "return_flash_attn_kwargs=True, return_seq_idx=True))", REF_REACH, (r.function,)))
     return out

@@ -198,5 +198,9 @@ def test_veomni_seq_idx_counting_an_empty_segment_keeps_the_conv_wrong_where_the
     pt = tmp_path / "b.pt"
     torch.save(b, pt)
     code, rep = _with_fake_kernels(pt)
-    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-seq-idx-mismatch", "packing-segment-mixed"]
+    # each kernel misses the start the other key shows (offsets at 40, seq_idx at 50): broken from the reach
+    assert code == 4 and [f["id"] for f in rep["findings"]] == [
+        "packing-seq-idx-mismatch", "packing-kernel-misses-boundary", "packing-kernel-misses-boundary",
+        "packing-segment-mixed"]
+    assert rep["batch"]["segments"] == [[0, 40], [40, 50], [50, 110], [110, 140]]
     assert [s["wrong"] for s in rep["segments"]][:2] == [True, True]
