@@ -153,6 +153,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-not-run", (B,), _V, "the model could not be built: its modeling module does not import"),
     Entry("verify-cpu", (I_,), _V, "no CUDA GPU: the layers ran their torch code on the CPU"),
     Entry("verify-mismatch", (B,), _V, "the fast path's results disagree with the torch reference"),
+    Entry("verify-control-cannot-decide", (F,), _V, "fast within the tolerance of the reference, but a perturbed "
+          "gate/state (the positive control) is not told apart either: the match proves nothing here"),
     Entry("verify-step-failed", (B,), _V, "the step failed outside the fast functions, or on the bound path"),
     Entry("verify-incomplete", (W,), _V, "the model failed in torch code before any fast kernel ran"),
     # verify --packing --batch: the lint of the job's own batch (packing/lint.py), then the measurement
