@@ -130,7 +130,7 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
     assert sorted(step["paths"]["fast"]["implementations"]) == sorted(step["paths"]["reference"]["implementations"])
     assert step["cost"]["total_s"] > 0 and step["cost"]["fast_first_step_s"] > 0
     tc = step["cost"]["triton_cache"]  # no fast path: no Triton cache to speak of
-    assert tc["state"] == "none" and tc["entries_added"] == 0 and tc["first_step_s"] > 0
+    assert tc["state"] == "none" and tc["first_step_s"] > 0  # (entries_added: the shared cache, not this run)
     text = "\n".join(rep["live"]["lines"])
     assert "faster" not in text and "projection" not in text and "came from the cache" not in text
     # the two workers overlap only where no device work runs: the reference imports while the bound path
