@@ -92,6 +92,8 @@ PAYOFF = obj({"shape": {"enum": ["tiny", "full"]}, "device": STR, "lengths": INT
               "padded_tokens": INT, "padded_s": NUM, "packed_s": NUM, "padding_fraction": NUM,
               "packing_speedup_bound": NUM, "packed_with": STR, "ratio": NUM, "padded_tokens_per_s": opt(NUM),
               "packed_tokens_per_s": opt(NUM)})
+CONTROL = obj({"kind": {"enum": ["clean", "rerun", "boundaries-removed"]}, "distance": NUM, "per_segment": arr(NUM),
+               "error": opt(STR)})
 PACKING_BATCH: S = {
     "findings": arr(REF["finding"]),
     "batch": obj({"source": STR, "tokens": INT, "keys": {"type": "object", "additionalProperties": obj(
@@ -103,8 +105,11 @@ PACKING_BATCH: S = {
                       "received": arr({"enum": list(PACKING_KEYS)}), "passed": arr({"enum": list(PACKING_KEYS)}),
                       "error": opt(STR), "traced": BOOL})),
     "segments": arr(obj({"index": INT, "start": INT, "end": INT, "output_max_abs": NUM, "output_rel_l2": NUM,
-                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
+                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR),
+                         "token_distance": NUM, "worst_token": INT})),
     "payoff": opt(PAYOFF),
+    "controls": opt(obj({"negative": CONTROL, "positive": CONTROL, "threshold": opt(NUM), "separation": opt(NUM),
+                         "decided": BOOL, "margin": NUM})),
 }
 DEVICE = obj({"type": STR, "origin": {"enum": list(DEVICE_ORIGINS)}, "visible": BOOL}, closed=True)
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
