@@ -42,11 +42,26 @@ unset TRITON_CACHE_DIR TILELANG_CACHE_DIR TILELANG_TMP_DIR TORCHINDUCTOR_CACHE_D
 
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
+# Every run gets a HOME of its own too (a fresh container's): a JIT that caches outside the variables (under ~) is
+# cold in the baked run, and `homes` lists what each run left there.
 fresh_env() {  # fresh_env NAME: the variables of a fresh container whose JIT caches are NAME's folders
-  echo "TRITON_CACHE_DIR=$WORK/$1/triton TILELANG_CACHE_DIR=$WORK/$1/tilelang TILELANG_TMP_DIR=$WORK/$1/tilelang/tmp KERNELCHECK_HOME=$WORK/$1/home"
+  mkdir -p "$WORK/$1/userhome"
+  echo "HOME=$WORK/$1/userhome TRITON_CACHE_DIR=$WORK/$1/triton TILELANG_CACHE_DIR=$WORK/$1/tilelang TILELANG_TMP_DIR=$WORK/$1/tilelang/tmp KERNELCHECK_HOME=$WORK/$1/home"
 }
-baked_env() {  # baked_env FOLDER: warm --print-env's lines for FOLDER (the JIT caches and KERNELCHECK_HOME in it)
-  python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' '
+baked_env() {  # baked_env FOLDER: an empty HOME and warm --print-env's lines for FOLDER (JIT caches, KERNELCHECK_HOME)
+  local home
+  home=$(mktemp -d "$WORK/home.XXXX")
+  echo "HOME=$home $(python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' ')"
+}
+bake_env() {  # the bake's own fresh HOME (warm points the JITs and KERNELCHECK_HOME into its folder itself)
+  local home
+  home=$(mktemp -d "$WORK/bakehome.XXXX")
+  echo "HOME=$home KERNELCHECK_HOME=$home/kc"
+}
+homes() {  # what the runs wrote under their HOMEs (caches outside the variables)
+  for h in "$WORK"/home.* "$WORK"/*/userhome; do
+    [ -d "$h" ] && say "  under HOME $h: $(find "$h" -mindepth 1 -maxdepth 3 | head -8 | tr '\n' ' ')"
+  done
 }
 run() {  # run LABEL LIMIT "ENV..." CMD...: wall seconds and exit to times.tsv, stdout to LABEL.json, stderr to LABEL.err
   local label=$1 limit=$2 vars=$3; shift 3
@@ -117,7 +132,7 @@ gate() {
   live "$OUT/gate-cold.json"
   run gate-warm 200 "$(fresh_env gate)" python3 -m kernelcheck verify --model "$MODEL" --mode train --json
   live "$OUT/gate-warm.json"
-  run gate-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run gate-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --cache-dir "$WORK/baked-gate" --json
   python3 -m kernelcheck warm --cache-dir "$WORK/baked-gate" --print-env | tee "$OUT/gate-env.txt"
   python3 -c "import json; m = json.load(open('$WORK/baked-gate/kernelcheck-cache.json')); print(json.dumps({k: m[k] for k in ('compiled', 'recheck', 'timing', 'keys')}, indent=1))" > "$OUT/gate-manifest.json"
@@ -125,6 +140,7 @@ gate() {
     --model "$MODEL" --mode train --cache-dir "$WORK/baked-gate" --json
   live "$OUT/gate-baked.json"
   ratios gate
+  homes
 }
 
 proof() {
@@ -167,7 +183,7 @@ packing() {
   rm -rf "$WORK/pack" "$WORK/baked-pack"
   run packing-cold 300 "$(fresh_env pack)" python3 -m kernelcheck verify --model "$MODEL" --packing --json
   run packing-warm 200 "$(fresh_env pack)" python3 -m kernelcheck verify --model "$MODEL" --packing --json
-  run packing-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run packing-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --packing --cache-dir "$WORK/baked-pack" --json
   run packing-baked 200 "$(baked_env "$WORK/baked-pack")" python3 -m kernelcheck verify \
     --model "$MODEL" --packing --json
@@ -179,7 +195,7 @@ step() {
   local s=(python3 benchmarks/warm_first_step.py --model "$MODEL" --shape full --tokens 8192)
   run step-cold 300 "$(fresh_env step)" "${s[@]}"
   run step-warm 200 "$(fresh_env step)" "${s[@]}"
-  run step-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run step-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --shape full --tokens 8192 --cache-dir "$WORK/baked-step" --json
   run step-baked 200 "$(baked_env "$WORK/baked-step")" "${s[@]}"
   for k in cold warm baked; do say "  step-$k: $(tail -1 "$OUT/step-$k.json")"; done
