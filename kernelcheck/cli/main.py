@@ -58,7 +58,9 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
 @click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour the verdict words: auto = on a terminal unless NO_COLOR is set; always; never.")
-def main(network_timeout: float | None = None, color: str = "auto") -> None:
+@click.option("--no-progress", "no_progress", is_flag=True,
+              help="No progress lines on stderr (as KERNELCHECK_PROGRESS=0); also after the command.")
+def main(network_timeout: float | None = None, color: str = "auto", no_progress: bool = False) -> None:
     """Will the fast kernels of your transformers model really run here? If not, why, and the exact fix.
 
     \b
@@ -78,6 +80,8 @@ def main(network_timeout: float | None = None, color: str = "auto") -> None:
       eval "$(_KERNELCHECK_COMPLETE=bash_source kernelcheck)"     # in ~/.bashrc
     """
     set_color(color)
+    if no_progress:
+        settings.set_variable("KERNELCHECK_PROGRESS", "0")  # also for the child processes a command starts
     if network_timeout is not None:
         settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))
 
