@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kernelcheck.cli.main import main
@@ -54,3 +56,38 @@ def test_a_fast_lane_property_draws_at_most_the_fast_profiles_examples() -> None
     conftest._fewer_examples(SimpleNamespace(obj=prop))  # type: ignore[arg-type]
     prop()
     assert 0 < len(drawn) <= conftest.FAST_EXAMPLES == 25
+
+
+def test_an_unreachable_hub_and_an_empty_cache_are_one_sentence_per_repository(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The docker-build gate offline: the Hub fails (DNS) and the cache holds nothing. The repository's error is one
+    sentence naming both; no "the cache answered instead" (it did not); each row points at it instead of repeating
+    it; the repository is never "from none"; the prefetch finding does not repeat the plan's reason."""
+    from kernelcheck.core.plan_step import Step, StepKind
+    from kernelcheck.hub import prefetch
+    from kernelcheck.integrations import kernels_hub
+    from kernelcheck.report import hub_text
+    from kernelcheck.report.hub import HubRow, ResolutionLines, RowLine
+
+    for var in ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "LOCAL_KERNELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+
+    def dns(*_args: object) -> kernels_hub.Resolution:
+        raise ConnectionError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(kernels_hub, "_resolve_hub", dns)
+    res = kernels_hub.resolve_repo("kernels-community/fla", version=3, source="auto")
+    assert (res.source, res.chosen, res.notes, res.hub_unreachable) == ("none", None, (), None)
+    assert res.error is not None and "answered instead" not in res.error
+    assert res.error.count("ConnectionError") == 1 and "not in the cache" in res.error
+    row = HubRow("chunk_gated_delta_rule", "function", True, repo=res.spec, layer="chunk_gated_delta_rule",
+                 source=res.source, error=res.error, path="load-fails")
+    text = hub_text.lines([RowLine(row, True), RowLine(row, True), ResolutionLines(res.spec, res)])
+    assert sum(line.count("ConnectionError") for line in text) == 1
+    assert not [line for line in text if "from none" in line]
+    assert text[-2] == "kernels-community/fla@v3: no build listed:"
+    step = Step("kernels-community/fla", "skipped", "hub", res.spec, f"not planned: {res.error}",
+                "kernelcheck hub --prefetch", kind=StepKind.HUB)
+    (found,) = prefetch.findings([step])
+    assert found.id == "hub-prefetch-skipped" and "ConnectionError" not in found.message
