@@ -147,6 +147,13 @@ def emit(text: str, *, is_json: bool = False) -> None:
         _drop_stdout()
 
 
+def shown(text: str) -> None:
+    """Text a command prints while it runs (install's plan before anything runs, its progress, the doctor after
+    it): fitted to the terminal as the report is (100 columns when piped), and nothing with --quiet."""
+    if not _output()["quiet"]:
+        emit(text)
+
+
 def _drop_stdout() -> None:
     # Python flushes stdout again at exit; point it at /dev/null so that flush cannot raise (Python docs,
     # "Note on SIGPIPE" in the signal module).

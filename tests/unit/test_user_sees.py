@@ -91,3 +91,35 @@ def test_an_unreachable_hub_and_an_empty_cache_are_one_sentence_per_repository(
                 "kernelcheck hub --prefetch", kind=StepKind.HUB)
     (found,) = prefetch.findings([step])
     assert found.id == "hub-prefetch-skipped" and "ConnectionError" not in found.message
+
+
+def test_a_real_installs_plan_is_fitted_when_piped_and_quiet_drops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real install prints its plan before anything runs (Dockerfile.build runs it: the lines land in build logs):
+    fitted to 100 columns like the report, and nothing of it with -q."""
+    from kernelcheck.commands import install as command
+    from kernelcheck.core.errors import BadInput
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    plan = "plan\n  1. install  fla-core  fla-core==0.6.0  [pypi]\n     why: " + "the newest wheel fits; " * 20
+
+    def run(_req: object, ctx: object) -> object:
+        ctx.sink(plan)  # type: ignore[attr-defined]
+        raise BadInput("stop here.")
+
+    monkeypatch.setattr(command, "run", run)
+    loud = CliRunner().invoke(main, ["install", "--model", "qwen3.8-27b", "--wheelhouse", "/nonexistent/wh"])
+    printed = loud.stdout.splitlines()
+    assert "plan" in printed and max(len(line) for line in printed) <= 100, loud.output
+    assert " ".join(printed).count("fits;") == 20  # every word kept
+    quiet = CliRunner().invoke(main, ["install", "--model", "qwen3.8-27b", "-q", "--wheelhouse", "/nonexistent/wh"])
+    assert quiet.exit_code == 2 and "the newest wheel fits" not in quiet.stdout
+
+
+def test_install_run_lines_paste_as_printed() -> None:
+    import shlex
+
+    from kernelcheck.install.plan_types import Options, pip_cmd
+
+    line = pip_cmd("/wh/fla_core-0.6.0-py3-none-any.whl", Options(target="/site"))
+    assert shlex.split(line) == ["pip", "install", "--no-deps", "--target", "/site", "--upgrade",
+                                 "/wh/fla_core-0.6.0-py3-none-any.whl"]
