@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck.core.status import Finding
+from kernelcheck.report.wrap import clip
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
 
 def segment_lines(sec: BatchSection) -> list[str]:
     if sec.error:
-        return [f"  packed vs separate: not compared, the packed forward raised: {sec.error[:90]}"]
+        return [f"  packed vs separate: not compared, the packed forward raised: {clip(sec.error, 90)}"]
     out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2; tolerance "
            f"{sec.tolerance:g})"]
     for s in sec.segments:
