@@ -188,7 +188,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
     m: the matrix every decision of this run reads (a command's Context.matrix).
     import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0.
-    run_here (verify): hub_device is the device this process runs the model on, and every section names it so."""
+    run_here (verify): the verdict is for the device this process runs the model on (core/device.py)."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     started: list[imports.ImportProbe] = []
@@ -205,8 +205,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 env = environment.probe(m=m, packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
-        report = _doctor(query, mode, env, exact, hub, (hub_device, run_here), hub_source,
-                         started[0] if started else None, m)
+        report = _doctor(query, mode, env, exact, hub, (hub_device, run_here), hub_source, next(iter(started), None), m)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof
         return report
@@ -306,9 +305,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
-    flag, run_here = device
-    # the device of the whole verdict (core/device.py): one value, and every section names it with its origin
-    report.device = device_mod.Device(flag, "run-here", True) if run_here and flag else device_mod.choose(env, flag)
+    report.device = device_mod.choose(env, device[0], run_here=device[1])  # the verdict's one device (core/device.py)
     hub_device = report.device.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
@@ -499,7 +496,3 @@ def _module_error_fix(error: str, env: environment.Environment, query: str, m: m
 
 def _built_nvcc() -> dict[str, str]:
     return manifest.built_nvcc()  # what compiled each installed kernel package, from kernelcheck's install manifest
-
-
-def as_dict(report: Report) -> dict[str, Any]:
-    return report.to_json()

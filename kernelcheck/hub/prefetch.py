@@ -18,7 +18,7 @@ def findings(steps: Iterable[Step]) -> list[Finding]:
     out = []
     for st in steps:
         if st.action == "skipped":  # the plan's step says why, once
-            out.append(Finding("hub-prefetch-skipped", Severity.FALLBACK,
+            out.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK,
                                f"{st.spec}: no build could be chosen, so none is fetched (the plan says why)",
                                st.command or None))
         elif st.action == "failed":

@@ -233,7 +233,8 @@ def _length_line(r: Any) -> str:
 
 
 def render_text(results: list[PackingResult], device: str, cached: float | None = None) -> str:
-    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences",
+    # one logical line a sentence: the terminal wraps it once, to its width (report/terminal.py)
+    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences "
              "packed by DataCollatorWithFlattening vs alone, training forward (use_cache=False); max |diff|"]
     for r in results:
         doc = "" if r.doctor is None else f"doctor: {r.doctor}" + ("" if r.doctor == r.outcome else " (DISAGREES)")

@@ -177,7 +177,6 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     from kernelcheck.doctor.run import doctor as run_doctor
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import step_model
-    from kernelcheck.verify.run import run_device
 
     _check_step_args(mode, tokens, layers)
     resolved = transformers_models.resolve(query, m=m)
@@ -215,7 +214,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
-            report = run_doctor(query, mode, exact=False, hub_device=run_device(), m=m, run_here=True)
+            report = run_doctor(query, mode, exact=False, m=m, run_here=True)
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":

@@ -123,3 +123,41 @@ def test_install_run_lines_paste_as_printed() -> None:
     line = pip_cmd("/wh/fla_core-0.6.0-py3-none-any.whl", Options(target="/site"))
     assert shlex.split(line) == ["pip", "install", "--no-deps", "--target", "/site", "--upgrade",
                                  "/wh/fla_core-0.6.0-py3-none-any.whl"]
+
+
+def test_verify_packing_text_wraps_once_clips_errors_at_a_word_and_shows_progress(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify --packing piped: the error a mode raised ended mid-word ("... can't keep packed sequences apart w"),
+    the headline was two fixed lines the terminal wrapped again, a call in a fix was split inside its parentheses,
+    and 17-34 s passed with no progress line."""
+    from contextlib import contextmanager
+
+    from kernelcheck.core import matrix
+    from kernelcheck.report import progress
+    from kernelcheck.report.terminal import wrap_line
+    from kernelcheck.verify import packing, packing_report
+
+    err = ("ValueError: `chunk_gated_delta_rule` can't keep packed sequences apart without cu_seqlens: pass "
+           "them, or pad the batch")
+    row = packing.LengthResult("short", (12, 10), "raises", error=err)
+    mode = packing.PackingResult("flash", "raises", [row], "DataCollatorWithFlattening()")
+    text = packing.render_text([mode], "cpu")
+    (said,) = [line for line in text.splitlines() if "raises ValueError" in line]
+    assert said.endswith(" ...") and said.split()[-2] in err.split() and len(said) <= 100
+    assert text.splitlines()[0].endswith("max |diff|")  # the headline: one logical line
+    call = "DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)"
+    assert any(call in line for line in wrap_line(f"  fix: pad instead, or use {call}, forward without a cache",
+                                                   100))
+    labels: list[str] = []
+
+    @contextmanager
+    def working(label: str, **_kw: object):  # type: ignore[no-untyped-def]
+        labels.append(label)
+        yield
+
+    monkeypatch.setattr(progress, "working", working)
+    monkeypatch.setattr(packing, "measure_all", lambda device, m: [mode])
+    monkeypatch.setattr(packing, "cached_forward", lambda device, m: 0.5)
+    monkeypatch.setattr(packing_report, "doctor_outcomes", lambda *a, **k: {})
+    packing_report.measure("qwen3.8-27b", m=matrix.load())
+    assert labels and all(label.startswith("verify --packing:") for label in labels)

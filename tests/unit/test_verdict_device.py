@@ -100,7 +100,7 @@ def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkey
     from kernelcheck.report.hub import ListingLine
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for flag, origin, here in ((None, "torch-build", False), ("cpu", "flag", False), ("cpu", "run-here", True)):
+    for flag, origin, here in ((None, "torch-build", False), ("cpu", "flag", False), (None, "run-here", True)):
         rep = run.doctor("qwen3.8-27b", "train", env=CPU_TORCH, hub=True, hub_device=flag, m=matrix.load(),
                          run_here=here)
         assert rep.hub is not None and rep.device is not None
@@ -123,6 +123,6 @@ def test_verify_and_verify_step_name_the_device_they_run_on_in_every_section() -
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "run_doctor":
                 calls.append((path.name, {k.arg: ast.unparse(k.value) for k in node.keywords}))
     assert sorted(name for name, _ in calls) == ["run.py", "step.py"]
-    assert all(kw.get("run_here") == "True" and "hub_device" in kw for _, kw in calls), calls
+    assert all(kw.get("run_here") == "True" and "hub_device" not in kw for _, kw in calls), calls
     assert all("report.device =" not in p.read_text()
                for p in Path(kernelcheck.verify.__file__).parent.glob("*.py"))
