@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import context, emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 
 
 @click.command("compare")
@@ -12,6 +14,7 @@ from kernelcheck.cli.common import context, emit, guarded, output_options
 @click.option("--expect", type=click.IntRange(min=1), default=None, metavar="N",
               help="The job has N nodes/ranks: fewer reports than N is a missing rank (exit 4).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.fleet/1) on stdout.")
+@output_file_option
 @output_options
 @guarded("compare")
 def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool) -> int:
@@ -30,5 +33,6 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool)
     from kernelcheck.commands import compare as command
 
     outcome = command.run(command.Request(reports, expect), context())
+    outfile.write(outcome.report.render(True))
     emit(outcome.report.render(as_json), is_json=as_json)
     return outcome.exit_code
