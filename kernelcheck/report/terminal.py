@@ -128,6 +128,11 @@ def _glue_commands(line: str, width: int = 100) -> str:
     that opens a `fix:`/`run:` line when it starts with a command word (up to two spaces or " (", where the
     explanation starts)."""
     line = _BACKTICKED.sub(lambda m: m.group(0).replace(" ", _GLUE), line)
+    if line.startswith("kernelcheck ") and " · " in line:  # a headline breaks between its parts only
+        parts = line.split(" · ")
+        line = " ".join(p.replace(" ", _GLUE) + (_GLUE + "·" if i < len(parts) - 1 else "")
+                        if len(p) <= width // 2 else p + (" ·" if i < len(parts) - 1 else "")
+                        for i, p in enumerate(parts))
     line = _CALL.sub(lambda m: m.group(0).replace(" ", _GLUE) if len(m.group(0)) <= width - 4 else m.group(0), line)
     m = _COMMAND_LABEL.match(line)
     if m and _COMMAND_WORD.match(line[m.end():]):

@@ -161,3 +161,32 @@ def test_verify_packing_text_wraps_once_clips_errors_at_a_word_and_shows_progres
     monkeypatch.setattr(packing_report, "doctor_outcomes", lambda *a, **k: {})
     packing_report.measure("qwen3.8-27b", m=matrix.load())
     assert labels and all(label.startswith("verify --packing:") for label in labels)
+
+
+def test_every_guide_has_a_title() -> None:
+    from tests.sources import REPO
+
+    assert [p.name for p in sorted((REPO / "docs").glob("*.md")) if not p.read_text().startswith("# ")] == []
+
+
+def test_a_headline_breaks_between_its_parts_only() -> None:
+    """The trace headline put "(sm_90)" on a line of its own."""
+    from kernelcheck.report.terminal import wrap_line
+
+    head = ("kernelcheck trace · tests/data/gpu/gdn_fallback.json.gz · 0.2 MB gzip · 13,718 events · NVIDIA H200 "
+            "(sm_90)")
+    for width in (100, 80):
+        lines = wrap_line(head, width)
+        assert max(map(len, lines)) <= width and any(line.endswith("NVIDIA H200 (sm_90)") for line in lines)
+        assert all(line.endswith(" ·") for line in lines[:-1])
+
+
+def test_repeated_info_ids_are_counted_not_repeated() -> None:
+    """verify --compile's notes read "compile-ok, compile-ok"."""
+    from kernelcheck.core.status import Finding, Severity
+    from kernelcheck.report.text import render_findings
+
+    infos = [Finding("compile-ok", Severity.INFO, "train pass"), Finding("compile-ok", Severity.INFO, "infer"),
+             Finding("gpu-target", Severity.INFO, "x")]
+    (line,) = [x for x in render_findings(infos, verbose=False) if "notes:" in x]
+    assert "3 notes: compile-ok (2), gpu-target " in line

@@ -159,3 +159,11 @@ def test_the_h200_step_reads_back_with_its_fallback_signatures_typed_as_the_trac
     assert list(ref.fallback_signatures[0].to_json()) == ["id", "package", "functions", "evidence"]
     assert ref.cost.started_at < ref.cost.gate_passed_at < ref.cost.finished_at
     assert json.dumps(step.to_json(), indent=2) == json.dumps(data, indent=2)
+
+
+def test_an_empty_triton_cache_that_stayed_empty_is_not_a_line() -> None:
+    """A box without Triton (or a run no Triton kernel ran in) printed "Triton cache ...: 0 -> 0 entries"."""
+    items = live_items(run(triton={"cache_dir": "/c", "entries_before": 0, "entries_after": 0, "cold": False}))
+    assert TritonCacheLine not in [type(i) for i in items]
+    warm = live_items(run(triton={"cache_dir": "/c", "entries_before": 7, "entries_after": 7, "cold": False}))
+    assert TritonCacheLine in [type(i) for i in warm]
