@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
-MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode)."
 MODE_CHOICE = click.Choice([m.value for m in Mode])  # the one --mode vocabulary every command accepts
 
 

@@ -20,6 +20,33 @@ _COMMANDS = {"compare": ("compare", "compare_command"), "doctor": ("doctor", "do
              "trace": ("trace", "trace"), "verify": ("verify", "verify")}
 
 
+def _no_hyphen_breaks() -> None:
+    """Help text never breaks a name at its hyphen ("causal-" / "conv1d"): click wraps with textwrap's default,
+    which does. Its wrapper class is looked up when help is formatted; where click has none by that name, nothing
+    changes."""
+    import importlib
+
+    try:
+        module = importlib.import_module("click._textwrap")
+    except ImportError:
+        return
+    base = getattr(module, "TextWrapper", None)
+    if not isinstance(base, type) or getattr(base, "kernelcheck_whole_names", False):
+        return
+
+    class Whole(base):  # type: ignore[misc, valid-type]
+        kernelcheck_whole_names = True
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            self.break_on_hyphens = False
+
+    module.TextWrapper = Whole
+
+
+_no_hyphen_breaks()
+
+
 class _Group(click.Group):
     """click's own Ctrl-C handling says "Aborted!" and exits 1 (an internal error); an interruption while
     the command line is still being parsed exits 130/143 like one inside a command (cli/interrupts.py)."""
