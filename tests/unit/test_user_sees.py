@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,25 @@ def test_repeated_info_ids_are_counted_not_repeated() -> None:
              Finding("gpu-target", Severity.INFO, "x")]
     (line,) = [x for x in render_findings(infos, verbose=False) if "notes:" in x]
     assert "3 notes: compile-ok (2), gpu-target " in line
+
+
+def test_dir_of_the_package_is_its_api() -> None:
+    import kernelcheck
+
+    assert {"os", "Any", "TYPE_CHECKING"} & set(dir(kernelcheck)) == set()
+    assert set(kernelcheck.__all__) <= set(dir(kernelcheck))
+
+
+def test_help_says_a_default_once_and_never_breaks_a_name_at_its_hyphen() -> None:
+    import re
+
+    runner = CliRunner()
+    for command in ("doctor", "install", "verify", "hub", "trace", "padding"):
+        page = runner.invoke(main, [command, "--help"], terminal_width=80).output
+        assert "Default: train." not in page, command
+        assert [line for line in page.splitlines() if re.search(r"[a-z0-9]-$", line)] == [], command
+
+
+def test_models_quiet_prints_a_sentence_that_says_something() -> None:
+    quiet = CliRunner().invoke(main, ["models", "-q"])
+    assert quiet.exit_code == 0 and re.match(r"\d+ aliases, \d+ model types; ", " ".join(quiet.output.split()))
