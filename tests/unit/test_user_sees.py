@@ -213,3 +213,11 @@ def test_help_says_a_default_once_and_never_breaks_a_name_at_its_hyphen() -> Non
 def test_models_quiet_prints_a_sentence_that_says_something() -> None:
     quiet = CliRunner().invoke(main, ["models", "-q"])
     assert quiet.exit_code == 0 and re.match(r"\d+ aliases, \d+ model types; ", " ".join(quiet.output.split()))
+
+
+def test_the_long_benchmarks_say_what_they_are_doing_as_they_go() -> None:
+    """The benchmark scripts printed nothing for minutes: each run's figures now go to stderr as it ends."""
+    from tests.sources import REPO
+
+    for name in ("trace_throughput.py", "doctor_speed.py", "padding_throughput.py"):
+        assert "file=sys.stderr, flush=True" in (REPO / "benchmarks" / name).read_text(), name
