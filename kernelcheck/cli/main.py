@@ -41,7 +41,7 @@ def _no_hyphen_breaks() -> None:
             super().__init__(*args, **kwargs)
             self.break_on_hyphens = False
 
-    module.TextWrapper = Whole
+    setattr(module, "TextWrapper", Whole)  # noqa: B010 - the module's own name, looked up by click at each wrap
 
 
 _no_hyphen_breaks()

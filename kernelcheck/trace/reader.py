@@ -438,11 +438,9 @@ class TraceReader:
         but the array's first: that one (after blank space) is lent one to match."""
         layout = self._layout or _Layout(False)
         for _ in range(2):
-            text: str | None = run
-            if run[:1] != ",":
-                text = layout.lent(run)
-                if text is None:
-                    return
+            text = run if run[:1] == "," else layout.lent(run)
+            if text is None:
+                return
             parts = layout.fast.split(text)
             if parts[0]:  # the first event is not one _FAST reads
                 return
