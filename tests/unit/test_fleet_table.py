@@ -73,10 +73,12 @@ def test_the_table_fits_100_columns_says_common_values_once_and_counts_in_words(
     """Piped, compare's table wrapped mid-row; --all-ranks' ran to 139 columns; "1 ranks"."""
     from kernelcheck.fleet.gather import Missing
 
-    recs = _records("node1-with-a-long-report-file-name.json", "odd2.json", "node3.json")
-    for rec in recs:
-        rec.environment.packages.update({"fla-core": "fla-core 0.6.0+a-very-long-local-version-label-from-a-build",
-                                         "causal-conv1d": "causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue"})
+    from dataclasses import replace
+
+    long = {"fla-core": "fla-core 0.6.0+a-very-long-local-version-label-from-a-build",
+            "causal-conv1d": "causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue"}
+    recs = [replace(r, environment=replace(r.environment, packages=long))
+            for r in _records("node1-with-a-long-report-file-name.json", "odd2.json", "node3.json")]
     text = table.render_text("doctor", recs, {4: Missing(NO_REPORT, expected=6, found=4)}, EXIT_BROKEN)
     from kernelcheck.report.terminal import Terminal, present
 
