@@ -82,6 +82,8 @@ def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
 
 def trace_report(path: str | os.PathLike[str]) -> Report:
     """`kernelcheck trace FILE`: the Report behind the CLI (commands/trace.py `run`)."""
+    import os
+
     from kernelcheck.commands import trace
     from kernelcheck.commands.context import Context
 
