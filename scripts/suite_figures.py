@@ -63,12 +63,12 @@ def phrases(rec: dict[str, dict[str, object]]) -> dict[str, list[tuple[re.Patter
     cpu, cores = _n(fast["cpu_s"]), fast["cores"]
     lane_comment = f"fast lane: in-process decisions, about {cpu} s of CPU"
     lane_sentence = (f"The fast lane ({fast['tests']:,} tests) takes about {cpu} s of CPU time on the {cores}-core "
-                     f"machine (user + sys of the one pytest process, `/usr/bin/time`; {_n(fast['wall_s'])} s of wall "
-                     f"time while other jobs shared the cores, load {fast['load_at_start']}; "
+                     f"machine\n(user + sys of the one pytest process, `/usr/bin/time`; {_n(fast['wall_s'])} s of wall "
+                     f"time while other jobs shared the cores,\nload {fast['load_at_start']}; "
                      f"`python scripts/suite_figures.py --measure`, {fast['date']})")
     minutes = round(float(str(full["seconds"])) / 60)
     full_sentence = (f"The first full run takes about {minutes} minutes on {cores} cores (`bash .ci/run`: "
-                     f"{_n(full['seconds'])} s in {full['source']}) and fills that folder with about "
+                     f"{_n(full['seconds'])} s in\n{full['source']}) and fills that folder with about "
                      f"{full['cache_gb']} GB")
     return {
         "README.md": [
