@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from kernelcheck.cli import outfile
 from kernelcheck.cli.common import context, emit, guarded, output_options
+from kernelcheck.cli.outfile import output_file_option
 
 
 @click.command("compare")
@@ -15,6 +17,7 @@ from kernelcheck.cli.common import context, emit, guarded, output_options
 @click.option("--format", "fmt", type=click.Choice(["healthevent", "nodeverdict"]), default=None,
               help="JSON for a cluster's health tooling instead: NVSentinel HealthEvents (never fatal, no node "
                    "action) or one software node verdict per report (docs/fleet.md, blame table).")
+@output_file_option
 @output_options
 @guarded("compare")
 def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool, fmt: str | None) -> int:
@@ -34,5 +37,6 @@ def compare_command(reports: tuple[str, ...], expect: int | None, as_json: bool,
     from kernelcheck.commands import compare as command
 
     outcome = command.run(command.Request(reports, expect), context())
+    outfile.write(outcome.report.render(True))
     emit(outcome.report.render(as_json, fmt), is_json=as_json or fmt is not None)
     return outcome.exit_code

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck.core.status import Finding
+from kernelcheck.report.wrap import clip
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
 
 def segment_lines(sec: BatchSection) -> list[str]:
     if sec.error:
-        return [f"  packed vs separate: not compared, the packed forward raised: {sec.error[:90]}"]
+        return [f"  packed vs separate: not compared, the packed forward raised: {clip(sec.error, 90)}"]
     c = sec.controls
     limit = (f"threshold {c.threshold:.2g}" if c is not None and c.threshold is not None
              else "no threshold: the controls did not separate" if c is not None else "one segment: no controls")

@@ -67,8 +67,9 @@ def render_findings(findings: list[Finding], width: int = 6, references: bool = 
         if references and fd.reference:
             out.append(f"{pad}ref: {fd.reference}")
     if grouped:
-        out.append(f"  {'info':<{width}} {len(infos)} notes: {', '.join(fd.id for fd in infos)} "
-                   "(--verbose shows them, --json lists all)")
+        ids = [fd.id for fd in infos]  # each id once, with its count: "compile-ok (2)", not "compile-ok, compile-ok"
+        named = ", ".join(i + (f" ({ids.count(i)})" if ids.count(i) > 1 else "") for i in dict.fromkeys(ids))
+        out.append(f"  {'info':<{width}} {len(infos)} notes: {named} (--verbose shows them, --json lists all)")
     return out
 
 

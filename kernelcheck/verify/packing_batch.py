@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.packing import batchfile, lint
 from kernelcheck.report.packing_batch import BatchInfo, BatchSection, Control, Controls, FunctionReach, SegmentDiff
+from kernelcheck.report.wrap import clip
 from kernelcheck.verify import layers, packing_controls
 from kernelcheck.verify.packing_reach import Reach
 
@@ -167,14 +168,14 @@ def _raised_findings(sec: BatchSection, functions: tuple[str, ...]) -> list[Find
     torch_refused = GUARD_TEXT in err or any(r.error and GUARD_TEXT in r.error and not r.fast for r in sec.reach)
     if torch_refused:
         return [Finding("packing-torch-path-refuses", Severity.FALLBACK,
-                        f"the packed forward raised on transformers' torch path ({err[:160]}): it refuses "
+                        f"the packed forward raised on transformers' torch path ({clip(err, 160)}): it refuses "
                         "cu_seqlens/seq_idx because it cannot keep the sequences apart, so the segments were not "
                         "compared here",
                         "install fla-core and causal-conv1d (the kernels that take cu_seqlens and seq_idx) and run "
                         "this check where the job runs", REF, functions)]
     where = next((r.function for r in sec.reach if r.error), None)
     return [Finding("packing-batch-raises", Severity.BROKEN,
-                    f"the packed forward raised{f' in {where}' if where else ''}: {err[:200]}",
+                    f"the packed forward raised{f' in {where}' if where else ''}: {clip(err, 200)}",
                     "fix the batch metadata the lint names (above), or the kernel call that raised", REF,
                     (where,) if where else functions)]
 

@@ -221,7 +221,7 @@ def live_items(run: LiveRun) -> list[LiveLine]:
                                      run.tokens)]
     out.extend(evidence.launch_line(tr, b.device) for tr in run.traces.values())
     tc = run.triton
-    if tc:
+    if tc and (tc["entries_before"] or tc["entries_after"]):  # "0 -> 0 entries" (no Triton here, or none ran): nothing
         out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
     out.extend(comparison_lines(comparison(run.model_compare)))
     out.extend(_benchmark(run.benchmark, b.device))

@@ -215,7 +215,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
-            report = run_doctor(query, mode, exact=False, m=m)
+            report = run_doctor(query, mode, exact=False, m=m, run_here=True)
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":

@@ -83,7 +83,8 @@ def test_compile_wrap_reads_the_installed_fla_dispatch(tmp_path: Path) -> None:
     ("@torch.compiler.allow_in_graph\n@dispatch('gated_delta_rule')\n", None, None, ("allow_in_graph",)),
 ])
 def test_compile_wrap_tells_the_ops_own_decorator_from_the_dispatch_and_from_ops_kept_in_the_graph(
-        tmp_path: Path, decorators, kinds, switch, in_graph) -> None:
+        tmp_path: Path, decorators: str, kinds: tuple[str, ...] | None, switch: bool | None,
+        in_graph: tuple[str, ...]) -> None:
     """FLA_DISABLE_BACKEND_DISPATCH=1 unwraps only the dispatch: an op with its own @torch.compiler.disable (fla
     0.6.0's chunk_gated_delta_rule) still breaks the graph; a custom op or allow_in_graph stays in it."""
     root = tmp_path / "fla"

@@ -183,3 +183,11 @@ def test_a_step_whose_paths_ran_the_same_code_reports_what_it_measured_and_no_sp
     assert "faster" not in text and "projection (" not in text and "projected" not in text
     assert "came from the cache" not in text
     assert StepSection.from_json(same.to_json()).same_path and same.to_json()["same_path"] is True
+
+
+def test_an_empty_triton_cache_that_stayed_empty_is_not_a_line() -> None:
+    """A box without Triton (or a run no Triton kernel ran in) printed "Triton cache ...: 0 -> 0 entries"."""
+    items = live_items(run(triton={"cache_dir": "/c", "entries_before": 0, "entries_after": 0, "cold": False}))
+    assert TritonCacheLine not in [type(i) for i in items]
+    warm = live_items(run(triton={"cache_dir": "/c", "entries_before": 7, "entries_after": 7, "cold": False}))
+    assert TritonCacheLine in [type(i) for i in warm]
