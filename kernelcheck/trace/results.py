@@ -115,6 +115,7 @@ class TraceAnalysis:
     bytes: int | None = None
     gzip: bool = False
     breakdown: Mapping[str, Any] = field(default_factory=dict)  # phases and layer types (trace/phases.py)
+    budget: tuple[Any, ...] = ()  # per step, what a step budget reads (budget/collect.py StepRaw), when asked
 
     @property
     def diagnosis(self) -> Diagnosis:
