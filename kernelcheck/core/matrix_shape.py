@@ -58,8 +58,8 @@ SHAPES: dict[str, Shape] = {
     "op_classes.toml": {
         "class": ("list", {"id": "str", "title": "str", "floor": "str", "*": None}),
         "rule": ("list", {"class": "str", "kernel?": "str", "range?": "str", "reference": "str", "*": None}),
-        "cause": ("list", {"id": "str", "class": "str", "kernel?": "str", "range?": "str", "unless?": "str", "min_ms": "num",
-                           "cause": "str", "fix": "str", "reference": "str", "*": None}),
+        "cause": ("list", {"id": "str", "class": "str", "kernel?": "str", "range?": "str", "unless?": "str",
+                           "min_ms": "num", "cause": "str", "fix": "str", "reference": "str", "*": None}),
     },
     "breakages.toml": {"breakage?": ("list", {}), "import_error?": ("list", {}), "runtime_error?": ("list", {})},
     "torch.toml": {"triton?": {"*": {"version": "str"}}},
