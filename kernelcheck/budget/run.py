@@ -26,18 +26,15 @@ def device_of(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def model_work(query: str, tokens: int | None, checkpointing: bool, an: TraceAnalysis | None, *,
-               m: matrix.Matrix, layers: Counter[str] | None = None, projected_step_ms: float | None = None,
+def model_work(query: str, fields: dict[str, Any], tokens: int, checkpointing: bool, an: TraceAnalysis | None, *,
+               layers: Counter[str] | None = None, projected_step_ms: float | None = None,
                parameters: int | None = None) -> build.ModelWork:
-    """The model's shape from its config; the layers that ran from the trace's layer ranges (else `layers`, else
-    the whole model); the full model's step projected from the trace's per-layer costs when not given."""
-    from kernelcheck.integrations import transformers_models
-    from kernelcheck.verify import layers as layers_mod
-
-    if tokens is None or tokens < 1:
-        raise BadInput("--budget with --model needs --tokens N: the tokens of one step (batch x sequence), "
-                       "which the floors and the MFU are counted for.")
-    shape = floors.shape_of(layers_mod.text_config(transformers_models.resolve(query, m=m))[1])
+    """The model's shape from its text config (`fields`); the layers that ran from the trace's layer ranges (else
+    `layers`, else the whole model); the full model's step projected from the trace's per-layer costs when not
+    given."""
+    if tokens < 1:
+        raise BadInput(f"--tokens must be at least 1, not {tokens}.")
+    shape = floors.shape_of(fields)
     types = (an.breakdown.get("layer_types") if an is not None else None) or {}
     seen = Counter({t: int(e["layers"]) for t, e in types.items() if not t.startswith("_") and e.get("layers")})
     ran = layers or seen or floors.full_layers(shape)
@@ -71,16 +68,15 @@ def collector(m: matrix.Matrix) -> BudgetCollector:
     return BudgetCollector(Classifier(load(m)))
 
 
-def trace_budget(path: str | os.PathLike[str], *, m: matrix.Matrix, query: str | None = None,
-                 tokens: int | None = None, checkpointing: bool = True,
+def trace_budget(path: str | os.PathLike[str], *, m: matrix.Matrix,
                  progress: Callable[[int, int], None] | None = None,
                  work: Callable[[TraceAnalysis], build.ModelWork | None] | None = None,
                  ) -> tuple[TraceAnalysis, dict[str, Any]]:
-    """Analyse the trace once, with the budget's collector; (the analysis, the budget)."""
+    """Analyse the trace once, with the budget's collector; (the analysis, the budget). `work`: the model work the
+    floors are counted for, made from the analysis (its layer ranges); None: measured time only."""
     from kernelcheck.trace.analysis import analyze_file
 
     col = collector(m)
     an = analyze_file(path, progress, m=m, budget=col)
-    mw = work(an) if work is not None else (
-        model_work(query, tokens, checkpointing, an, m=m) if query is not None else None)
+    mw = work(an) if work is not None else None
     return an, build.budget(col.classifier.table, list(an.budget), mw, device_of(an.metadata), str(path))

@@ -76,9 +76,10 @@ def trace(file: str, as_json: bool, annotate: str | None = None, budget: bool = 
     text = render_text(report)
     if report.budget is not None:
         from kernelcheck.budget import render as budget_render
+        from kernelcheck.report import budget as budget_text
 
         b = report.budget.paths["trace"]
-        text += "\n\n" + "\n".join(budget_render.text(b))
+        text += "\n\n" + "\n".join(budget_text.text(b))
         if budget_svg is not None:
             write_svg(budget_svg, budget_render.svg(b))
     emit(render_json(report) if as_json else text, is_json=as_json)

@@ -10,7 +10,9 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.core.outcome import Outcome, reported
 
 if TYPE_CHECKING:
+    from kernelcheck.budget.build import ModelWork
     from kernelcheck.report.model import Report
+    from kernelcheck.trace.results import TraceAnalysis
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,18 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     from kernelcheck.budget import run as budget_run
     from kernelcheck.report.budget import BudgetSection
 
-    an, budget = budget_run.trace_budget(req.file, m=ctx.matrix, query=req.model, tokens=req.tokens,
-                                         checkpointing=req.checkpointing, progress=progress)
+    work = None
+    if req.model is not None and req.tokens is not None:
+        from kernelcheck.integrations import transformers_models
+        from kernelcheck.verify import layers as layers_mod
+
+        fields = layers_mod.text_config(transformers_models.resolve(req.model, m=ctx.matrix))[1]
+        query, tokens, ckpt = req.model, req.tokens, req.checkpointing
+
+        def work(an: TraceAnalysis) -> ModelWork:
+            return budget_run.model_work(query, fields, tokens, ckpt, an)
+
+    an, budget = budget_run.trace_budget(req.file, m=ctx.matrix, progress=progress, work=work)
     report = analysis.trace_report(req.file, annotate=req.annotate, m=ctx.matrix, analysis=an)
     report.budget = BudgetSection({"trace": budget})
     return reported(report)

@@ -157,10 +157,10 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
     if report.compiled is not None:
         out.extend(["compiled (verify --compile)", *(f"  {line}" for line in report.compiled.lines)])
     if report.budget is not None:
-        from kernelcheck.budget import render as budget_render
+        from kernelcheck.report import budget as budget_text
 
         for label, b in report.budget.paths.items():
-            out.extend([f"step budget ({label} path)", *(f"  {line}" for line in budget_render.text(b))])
+            out.extend([f"step budget ({label} path)", *(f"  {line}" for line in budget_text.text(b))])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out

@@ -31,7 +31,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kernelcheck.budget.collect import BudgetCollector
 from kernelcheck.core import matrix
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
@@ -41,7 +40,7 @@ from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET, FastFeed
 from kernelcheck.trace.reader import TraceReader, gc_paused
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
-from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
+from kernelcheck.trace.results import BudgetFeed, SignatureMatch, StepStats, TraceAnalysis
 from kernelcheck.trace.verdicts import fast_kernels_in, is_launch_bound, judge, launch_bound_sentence
 
 __all__ = ["SignatureMatch", "StepStats", "TraceAnalysis", "analyze_events", "analyze_file", "fast_kernels_in",
@@ -62,7 +61,7 @@ _NUM = (int, float)
 
 
 def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
-                 m: matrix.Matrix, budget: BudgetCollector | None = None) -> TraceAnalysis:
+                 m: matrix.Matrix, budget: BudgetFeed | None = None) -> TraceAnalysis:
     """Stream a trace file (plain or gzip JSON) and analyse it on the matrix `m` (its signatures and packages).
     Raises BadInput for a non-trace file. `budget`: also gather a step budget's data in the same pass (its
     per-step classes land in the analysis' `budget`).
@@ -140,7 +139,7 @@ def _progress_ticks(size: int, progress: Callable[[int, int], None]) -> Callable
 class _Accumulator(FastFeed):
     """Per-event work kept minimal: classify, append a few numbers to typed arrays, intern names."""
 
-    def __init__(self, m: matrix.Matrix, budget: BudgetCollector | None = None) -> None:
+    def __init__(self, m: matrix.Matrix, budget: BudgetFeed | None = None) -> None:
         self.m = m  # the matrix the verdict reads (finish)
         self.budget = budget  # a step budget's collector (budget/collect.py), fed in the same pass
         self.names: dict[str, int] = {}

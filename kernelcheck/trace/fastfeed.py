@@ -83,7 +83,7 @@ class FastFeed:
     _py_rx: re.Pattern[str] | None
     _py_seen: dict[str, bool]
     _intern: Callable[[str], int]
-    budget: Any  # budget/collect.py BudgetCollector, or None
+    budget: Any  # a step budget's collector (trace/results.py BudgetFeed), or None
 
     @cached_property
     def _raw_ids(self) -> dict[bytes, int]:
