@@ -53,9 +53,9 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     work = None
     if req.model is not None and req.tokens is not None:
         from kernelcheck.integrations import transformers_models
-        from kernelcheck.verify import layers as layers_mod
+        from kernelcheck.verify import layers
 
-        fields = layers_mod.text_config(transformers_models.resolve(req.model, m=ctx.matrix))[1]
+        fields = layers.text_config(transformers_models.resolve(req.model, m=ctx.matrix))[1]
         query, tokens, ckpt = req.model, req.tokens, req.checkpointing
 
         def work(an: TraceAnalysis) -> ModelWork:
