@@ -73,7 +73,7 @@ _KERNEL_BY_HAND = (  # (class, substrings of the kernel's name), first hit wins
 
 def _hand_count(path: Path) -> tuple[str, float, dict[str, float]]:
     """(the longest step's name, its GPU time in ms, ms per class) by a plain loop over the trace's events."""
-    events = json.load(gzip.open(path))["traceEvents"]
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
     step = max(steps, key=lambda e: e["dur"])
     s0, s1 = step["ts"], step["ts"] + step["dur"]
@@ -164,7 +164,7 @@ def test_the_budget_is_the_same_whether_the_reader_takes_its_fast_path_or_not(tm
     """The same events written compactly (not torch's layout): the reader's JSON scanner path feeds the collector
     event by event; the budget is the same."""
     plain = tmp_path / "plain.json"
-    plain.write_text(json.dumps(json.load(gzip.open(FAST))))
+    plain.write_text(json.dumps(json.loads(gzip.decompress(FAST.read_bytes()))))
     a, b = _budget(FAST), _budget(plain)
     assert [s["classes"] for s in a["steps"]] == [s["classes"] for s in b["steps"]]
     assert [s["gpu_time_ms"] for s in a["steps"]] == [s["gpu_time_ms"] for s in b["steps"]]
