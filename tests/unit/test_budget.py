@@ -9,8 +9,9 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
 import xml.etree.ElementTree as ET
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,71 +45,10 @@ def _budget(path: Path, model: bool = True) -> dict[str, Any]:
     return budget_run.trace_budget(path, m=matrix.load(), work=_work if model else None)[1]
 
 
-# --- the hand count: the step's events in a plain loop, each rule written out by hand ---------------------------
-
-_RANGE_BY_HAND = (  # (class, test on a CPU op or user annotation name), innermost open one wins
-    ("optimizer", lambda n: n.startswith(("Optimizer.step#", "Optimizer.zero_grad#"))
-     or n == "kernelcheck::phase::optimizer"),
-    ("gdn", lambda n: "ChunkGatedDeltaRuleFunction" in n or n.startswith("kernelcheck::chunk_gated_delta_rule::")),
-    ("short_conv", lambda n: n.startswith("kernelcheck::causal_conv1d_fn::")),
-    ("norms", lambda n: any(k in n for k in ("RsqrtBackward", "PowBackward", "MeanBackward"))),
-    ("loss", lambda n: n in ("aten::cross_entropy_loss", "aten::log_softmax", "aten::_log_softmax", "aten::nll_loss",
-                             "aten::nll_loss_nd") or "LogSoftmaxBackward" in n or "NllLossBackward" in n),
-)
-_KERNEL_BY_HAND = (  # (class, substrings of the kernel's name), first hit wins
-    ("optimizer", ("FusedOptimizerTensorListMetadata",)),
-    ("gdn", ("gated_delta_rule", "chunk_fwd_kernel_o", "chunk_bwd_kernel", "recompute_w_u", "prepare_wy_repr",
-             "chunk_local_cumsum", "l2norm_fwd", "l2norm_bwd")),
-    ("short_conv", ("causal_conv1d", "conv_depthwise")),
-    ("attention", ("sdpa", "cudnn::fusion::compute_dot_do_o", "cudnn::fusion::convert_dq", "cudnn::fusion::fmha")),
-    ("gemm", ("nvjet_", "gemm", "splitKreduce", "xmma")),
-    ("norms", ("pow_tensor_scalar_kernel", "MeanOps", "rsqrt_kernel")),
-    ("loss", ("cunn_SoftMax", "nll_loss")),
-    ("copies", ("Memcpy", "Memset", "copy_kernel", "CatArrayBatchedCopy", "FillFunctor")),
-    ("elementwise", ("elementwise", "reduce_kernel", "Functor", "gather", "scatter", "compute_grad_weight",
-                     "RadixSort", "DeviceScan", "DeviceCompact", "DeviceUniqueByKey", "krn_partial",
-                     "compute_num_of_partial_segments", "arange", "multi_tensor_apply_kernel")),
-)
-
-
-def _hand_count(path: Path) -> tuple[str, float, dict[str, float]]:
-    """(the longest step's name, its GPU time in ms, ms per class) by a plain loop over the trace's events."""
-    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-    steps = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
-    step = max(steps, key=lambda e: e["dur"])
-    s0, s1 = step["ts"], step["ts"] + step["dur"]
-    launch = {e["args"]["correlation"]: e["ts"] + e["dur"] for e in events
-              if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
-              and any(k in e["name"] for k in ("aunch", "emcpy", "emset"))}
-    syncs = [(e["ts"], e["ts"] + e["dur"]) for e in events
-             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "ynchronize" in e["name"]]
-    ranges = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
-              and any(hit(e["name"]) for _, hit in _RANGE_BY_HAND)]  # the ranges a hand rule names
-    out: defaultdict[str, float] = defaultdict(float)
-    spans = []
-    for e in events:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
-        t = launch.get(e["args"].get("correlation"))
-        when = t if t is not None else e["ts"]
-        if not s0 <= when <= s1:
-            continue
-        cls = None
-        if t is not None:
-            open_ = sorted((r for r in ranges if r["ts"] <= t <= r["ts"] + r["dur"]), key=lambda r: -r["ts"])
-            cls = next((c for r in open_ for c, hit in _RANGE_BY_HAND if hit(r["name"])), None)
-        if cls is None:
-            cls = next((c for c, subs in _KERNEL_BY_HAND if any(s in e["name"] for s in subs)), "unclassified")
-        out[cls] += e["dur"]
-        spans.append((e["ts"], e["ts"] + e["dur"]))
-    lo, hi = min([s0, *(a for a, _ in spans)]), max([s1, *(b for _, b in spans)])
-    cur = lo
-    for a, b in sorted(spans) + [(hi, hi)]:
-        if a > cur:
-            after_sync = any(s <= cur + 5 and e - 200 <= cur <= e + 5 for s, e in syncs)
-            out["host_sync" if after_sync else "idle"] += a - cur
-        cur = max(cur, b)
-    return step["name"], (hi - lo) / 1e3, {k: v / 1e3 for k, v in out.items()}
+# the hand count: the step's events in a plain loop, each rule written out by hand (benchmarks/budget_handcount.py,
+# which benchmarks/gpu_budget.sh runs on the step it records)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from budget_handcount import hand_count as _hand_count  # noqa: E402
 
 
 def test_each_class_of_a_recorded_h200_step_matches_a_hand_count_within_two_percent() -> None:
