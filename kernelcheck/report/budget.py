@@ -36,10 +36,11 @@ def _cut(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def _wrap(prefix: str, text: str, indent: str = "      ") -> list[str]:
+def _wrap(prefix: str, text: str, indent: str = "      ", width: int = WIDTH - 2) -> list[str]:
+    """Words after `prefix`, wrapped at `width` (the step's lines are indented 2 more), continuation `indent`."""
     out, line = [], prefix
     for word in text.split():
-        if len(line) + 1 + len(word) > WIDTH and line.strip():
+        if len(line) + 1 + len(word) > width and line.strip():
             out.append(line)
             line = indent + word
         else:
@@ -53,7 +54,7 @@ def text(b: dict[str, Any]) -> list[str]:
     lines = []
     peak = b.get("peak")
     head = f"step budget of {b['source']}" + (f" on {b['device']}" if b.get("device") else "")
-    lines += _wrap("", head, "  ")
+    lines += _wrap("", head, "  ", WIDTH)
     if peak:
         lines += _wrap("  peaks:", f"{peak['bf16_tflops']:,} TFLOP/s dense bf16, {peak['hbm_tb_s']} TB/s "
                        f"({peak['gpu']}: {peak['reference']})", "    ")
@@ -64,8 +65,8 @@ def text(b: dict[str, Any]) -> list[str]:
                        + (", checkpointing" if mdl["checkpointing"] else ""), "    ")
     for note in b.get("notes", []):
         lines += _wrap("  note:", note, "    ")
-    for st in b["steps"]:
-        lines += [""] + _step(st)
+    for st in b["steps"]:  # indented under the head, so a reader (or a doc sample) takes the budget as one block
+        lines += [f"  {line}" for line in _step(st)]
     if b.get("steps_without_gpu_activity"):
         lines += _wrap("  steps without GPU activity:", ", ".join(b["steps_without_gpu_activity"]), "    ")
     return lines
@@ -83,7 +84,7 @@ def _step(st: dict[str, Any]) -> list[str]:
     if unc["ms"]:
         out.append(f"  {'unclassified':<30} {unc['ms']:>12,.1f} {unc['share'] * 100:>6.1f}% {'-':>10} {'-':>8} "
                    f"{'-':>10}")
-    if st["overlap_ms"]:
+    if st["overlap_ms"] >= 0.05:
         out.append(f"  {'overlap (ran at once)':<30} {-st['overlap_ms']:>12,.1f}")
     out.append(f"  {'sum':<30} {st['sum_ms']:>12,.1f}  (the step's GPU time: {st['gpu_time_ms']:,.1f} ms)")
     out += _wrap("  classified:", f"{st['coverage'] * 100:.1f}% of the step's GPU time"
