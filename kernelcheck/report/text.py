@@ -160,7 +160,7 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
         from kernelcheck.report import budget as budget_text
 
         for label, b in report.budget.paths.items():
-            out.extend([f"step budget ({label} path)", *(f"  {line}" for line in budget_text.text(b))])
+            out.extend([f"step budget ({label} path)", *budget_text.text(b)])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out
