@@ -12,6 +12,7 @@ meanwhile and waits (`start_gate`) until the bound path has finished before it b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -230,7 +231,8 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         finally:
             for w in workers.values():
                 w.kill()
-        budgets = {p: _budget(p, results[p], (keep or tmp) / f"step-{p}.json.gz", resolved, query, ntok, ckpt, m=m)
+        budgets = {p: _budget(p, results[p], (keep or tmp) / f"step-{p}.json.gz", (resolved, cfg), query, ntok, ckpt,
+                              m=m)
                    for p in PATHS if budget}
     report.command = "verify"
     fast, ref = results["fast"], results["reference"]
@@ -245,7 +247,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     return report
 
 
-def _budget(path: str, r: dict[str, Any], trace: Path, resolved: Any, query: str, tokens: int, ckpt: bool, *,
+def _budget(path: str, r: dict[str, Any], trace: Path, model: tuple[Any, Any], query: str, tokens: int, ckpt: bool, *,
             m: matrix.Matrix) -> dict[str, Any]:
     """One path's step budget, from its profiled trace (read once, with the budget's collector) and the layers,
     parameters and tokens the worker built the step with; {"error": why} when the path did not run."""
@@ -256,7 +258,9 @@ def _budget(path: str, r: dict[str, Any], trace: Path, resolved: Any, query: str
 
     if "error" in r or not trace.is_file():
         return {"error": r.get("error") or f"the {path} path wrote no trace"}
-    shape = floors.shape_of(layers_mod.text_config(resolved)[1])
+    resolved, cfg = model  # the floors count the widths the step was built with, the MFU the real layer counts
+    real = floors.shape_of(layers_mod.text_config(resolved)[1])
+    shape = dataclasses.replace(floors.shape_of(cfg.to_dict()), layer_types=real.layer_types)
 
     def work(_an: Any) -> build.ModelWork:
         return build.ModelWork(query, shape, Counter(r.get("layers") or []), tokens, ckpt,
