@@ -47,6 +47,23 @@ def arr(items: S) -> S:
 
 
 VERDICT = {"enum": ["ready", "fallback", "broken"]}
+
+NMS = opt(NUM)
+BUDGET_CLASS = obj({"id": STR, "title": STR, "measured_ms": NUM, "share": NUM, "count": INT, "floor_ms": NMS,
+                    "floor_by": opt({"enum": ["compute", "memory", "zero"]}), "flops": NMS, "bytes": NMS,
+                    "floor_formula": opt(STR), "gap_ms": NMS,
+                    "causes": arr(obj({"id": STR, "cause": STR, "fix": STR, "reference": STR, "ms": NUM,
+                                       "count": INT}, closed=True))}, closed=True)
+BUDGET_STEP = obj({"name": STR, "gpu_time_ms": NUM, "sum_ms": NUM, "overlap_ms": NUM, "activities": INT,
+                   "host_syncs": INT, "coverage": NUM, "classes": arr(BUDGET_CLASS),
+                   "unclassified": obj({"ms": NUM, "share": NUM, "distinct": INT,
+                                        "kernels": arr(obj({"name": STR, "ms": NUM, "count": INT}))}),
+                   "step_ms_at_floors": NMS, "mfu": opt(OBJ)})
+BUDGET = obj({"source": STR, "device": opt(STR), "peak": opt(obj({"gpu": STR, "bf16_tflops": NUM, "hbm_tb_s": NUM,
+                                                                  "reference": STR})),
+              "model": opt(OBJ), "steps": arr(BUDGET_STEP), "steps_without_gpu_activity": arr(STR),
+              "notes": arr(STR), "rules": arr(OBJ)})
+
 SEVERITY = {"enum": ["info", "warning", "fallback", "broken"]}
 STATUS = {"enum": ["fast", "fallback", "broken", "unsupported"]}
 DEFS: S = {
@@ -218,6 +235,10 @@ def kinds() -> dict[str, S]:
                                                                                      "info"]},
                                                    "message": STR, "fix": opt(STR), "reference": opt(STR)}))}),
                        "title": "kernelcheck hub --bundle FILE / --verify-bundle FILE --json"},
+        "budget": {**obj({"schema": {"const": "kernelcheck.budget/1"},
+                          "paths": {"type": "object", "additionalProperties": BUDGET}}),
+                   "title": "the step budget of trace --budget and verify --step --budget (the reports' `budget` key):"
+                            " per path, per profiled step, the op classes measured vs floor, MFU, causes and fixes"},
         "error": {**obj({"schema": {"const": "kernelcheck.error/1"}, "command": STR, "verdict": {"type": "null"},
                          "exit_code": INT, "error": STR}),
                   "title": "any --json run that stopped before its report (bad input, internal error, interrupted)"},

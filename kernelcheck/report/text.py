@@ -154,6 +154,11 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
         out.extend(_render_live(report.live))
     if report.compiled is not None:
         out.extend(["compiled (verify --compile)", *(f"  {line}" for line in report.compiled.lines)])
+    if report.budget is not None:
+        from kernelcheck.report import budget as budget_text
+
+        for label, b in report.budget.paths.items():
+            out.extend([f"step budget ({label} path)", *budget_text.text(b)])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out

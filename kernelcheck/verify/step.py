@@ -12,6 +12,7 @@ meanwhile and waits (`start_gate`) until the bound path has finished before it b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from typing import Any
 from kernelcheck.core import matrix, settings
 from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.core.status import Finding, Mode, Severity
+from kernelcheck.report.budget import BudgetSection
 from kernelcheck.report.live import (
     CapturedLine,
     CheckCostLine,
@@ -172,7 +174,7 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
 
 def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
-                verbose: bool = False, *, m: matrix.Matrix) -> Report:
+                verbose: bool = False, *, m: matrix.Matrix, budget: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection, decided on
     the matrix `m` (the command's Context.matrix)."""
     from kernelcheck.doctor.run import doctor as run_doctor
@@ -230,6 +232,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         finally:
             for w in workers.values():
                 w.kill()
+        budgets = {p: _budget(p, results[p], (keep or tmp) / f"step-{p}.json.gz", (resolved, cfg), query, ntok, ckpt,
+                              m=m)
+                   for p in PATHS if budget}
     report.command = "verify"
     fast, ref = results["fast"], results["reference"]
     step = _summary(fast, ref, shape, ntok, ckpt, time.perf_counter() - t0,
@@ -238,8 +243,55 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
     report.findings.extend(noise.advice_findings("\n".join(logs.values()), m))
     report.step = step
+    report.budget = _with_projection(budgets, step)
     report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report
+
+
+def _budget(path: str, r: dict[str, Any], trace: Path, model: tuple[Any, Any], query: str, tokens: int, ckpt: bool, *,
+            m: matrix.Matrix) -> dict[str, Any]:
+    """One path's step budget, from its profiled trace (read once, with the budget's collector) and the layers,
+    parameters and tokens the worker built the step with; {"error": why} when the path did not run."""
+    from collections import Counter
+
+    from kernelcheck.budget import build, floors
+    from kernelcheck.budget import run as budget_run
+
+    if "error" in r or not trace.is_file():
+        return {"error": r.get("error") or f"the {path} path wrote no trace"}
+    resolved, cfg = model  # the floors count the widths the step was built with, the MFU the real layer counts
+    real = floors.shape_of(layers_mod.text_config(resolved)[1])
+    shape = dataclasses.replace(floors.shape_of(cfg.to_dict()), layer_types=real.layer_types)
+
+    def work(_an: Any) -> build.ModelWork:
+        return build.ModelWork(query, shape, Counter(r.get("layers") or []), tokens, ckpt,
+                               parameters=int(r.get("parameters") or 0) or None)
+
+    _, b = budget_run.trace_budget(trace, m=m, work=work)
+    return b
+
+
+def _with_projection(budgets: dict[str, dict[str, Any]], step: StepSection) -> BudgetSection | None:
+    """The budgets, each step's MFU completed with its path's projection to the real layer counts (None: no
+    budget was asked for)."""
+    if not budgets:
+        return None
+    from kernelcheck.report.step import PathProjection
+
+    out: dict[str, dict[str, Any]] = {}
+    for path, b in budgets.items():
+        if "error" in b:
+            continue
+        proj = getattr(step.projection, path, None)
+        ms = proj.projected_step_ms if isinstance(proj, PathProjection) else None
+        peak = b.get("peak")
+        for st in b["steps"]:
+            mfu = st.get("mfu")
+            if mfu is not None and ms and peak:
+                mfu["projected_step_ms"] = ms
+                mfu["projected_full"] = round(mfu["full_model_flops"] / (ms / 1e3) / (peak["bf16_tflops"] * 1e12), 4)
+        out[path] = b
+    return BudgetSection(out)
 
 
 def _measured(r: dict[str, Any]) -> StepPath:

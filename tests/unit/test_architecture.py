@@ -76,6 +76,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("integrations",),
     ("report",),
     ("packing", "padding", "trace", "hub", "fleet", "forecast"),
+    ("budget",),
     ("doctor",),
     ("install", "verify", "ray"),
     ("warm",),
