@@ -71,9 +71,9 @@ def test_a_bad_report_file_is_one_line_that_names_the_command_once(tmp_path: Pat
 
 def test_the_table_fits_100_columns_says_common_values_once_and_counts_in_words(tmp_path: Path) -> None:
     """Piped, compare's table wrapped mid-row; --all-ranks' ran to 139 columns; "1 ranks"."""
-    from kernelcheck.fleet.gather import Missing
-
     from dataclasses import replace
+
+    from kernelcheck.fleet.gather import Missing
 
     long = {"fla-core": "fla-core 0.6.0+a-very-long-local-version-label-from-a-build",
             "causal-conv1d": "causal-conv1d 1.7.0+cu13torch2.11cxx11abitrue"}
