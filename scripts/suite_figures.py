@@ -74,10 +74,10 @@ def phrases(rec: dict[str, dict[str, object]]) -> dict[str, list[tuple[re.Patter
         "README.md": [
             (re.compile(r"fast lane: in-process decisions, (~\d+ s on \d cores|about [\d,]+ s of CPU)"),
              lane_comment),
-            (re.compile(r"The fast lane (\([\d,]+ tests\) )?takes about [\d,]+ s of CPU time on the \d-core machine "
-                        r"\(user \+ sys.*?\)", re.S), lane_sentence),
+            (re.compile(r"The fast lane (\([\d,]+ tests\)\s+)?takes about [\d,]+ s of CPU time on the \d-core\s+machine"
+                        r"\s+\(user \+ sys.*?\)", re.S), lane_sentence),
             (re.compile(r"The first full run takes about \d+ minutes on \d cores \(`bash \.ci/run`: [\d,]+ s in\s+"
-                        r"[^)]*\) and fills that folder with about [\d.]+ GB", re.S), full_sentence),
+                        r"[^)]*\)\s+and fills that folder with about [\d.]+ GB", re.S), full_sentence),
         ],
         "CONTRIBUTING.md": [
             (re.compile(r"fast lane: in-process decisions only \([^)]*\)"),
