@@ -31,14 +31,14 @@
 #            torch_chunk_gated_delta_rule): exit 3, trace-cpu-only-torch-path; `fla` with them: no torch path in
 #            the stacks, exit 0 (READY only as far as a CPU-only trace can tell); `cuda` the same step recorded
 #            with ProfilerActivity.CUDA and fla: exit 0 with fla kernels in the trace.
-#   step     verify --model qwen3.8-27b --step --tokens 256 twice: `same` without fla/causal-conv1d (both paths the
+#   step     verify --model qwen3.8-27b --step --shape tiny --tokens 256 twice: `same` without fla/causal-conv1d (both paths the
 #            torch code): step.same_path true, no speedup, projections with the same-path error, triton_cache
 #            state none; `fla` with them: a speedup and projections as before.
 #   compile  doctor --model qwen3.8-27b --mode train (with fla): compile-graph-breaks-static, its reference (how
 #            fla 0.6.0 wraps chunk_gated_delta_rule: its own @torch.compiler.disable and the dispatch) and fix;
-#            then verify --model qwen3.8-27b --compile (tiny shape, inductor) on the same machine: its graph
-#            breaks per pass and reasons, and the implementations bound (so a 0-break run can be told from one
-#            where fla did not run). Both are printed side by side in compile_vs_static.txt.
+#            then verify --model qwen3.8-27b --compile --shape full (COMPILE_SHAPE=tiny for a quick one, inductor)
+#            on the same machine: its graph breaks per pass and reasons, and the implementations bound (so a
+#            0-break run can be told from one where fla did not run). Both are printed side by side in compile_vs_static.txt.
 # Writes under $OUT (at most 8 files per part): versions.txt, exits.txt, <part>.txt (every row's output), and a
 # few JSON files.
 set -uo pipefail
@@ -156,7 +156,7 @@ case " $PARTS " in *" step "*)
   : > "$OUT/step.txt"
   for c in same fla; do
     pp=$WITH; [ $c = same ] && pp=$WITHOUT
-    CASE_TIMEOUT=280 row "step:$c" "$pp" "$B/step_$c.json" $py -m kernelcheck verify --model qwen3.8-27b --step --tokens 256 --json
+    CASE_TIMEOUT=280 row "step:$c" "$pp" "$B/step_$c.json" $py -m kernelcheck verify --model qwen3.8-27b --step --shape tiny --tokens 256 --json
     { echo "== $c: $(tail -1 "$OUT/exits.txt")"
       $py -c "
 import json, sys
@@ -175,7 +175,7 @@ esac
 
 case " $PARTS " in *" compile "*)
   row "compile:doctor" "$WITH" "$B/doctor.json" $py -m kernelcheck doctor --model qwen3.8-27b --mode train --json
-  CASE_TIMEOUT=420 row "compile:verify" "$WITH" "$B/compile.json" $py -m kernelcheck verify --model qwen3.8-27b --compile --json
+  CASE_TIMEOUT=420 row "compile:verify" "$WITH" "$B/compile.json" $py -m kernelcheck verify --model qwen3.8-27b --compile --shape ${COMPILE_SHAPE:-full} --json
   $py -c "
 import json, sys
 doc = json.load(open(sys.argv[1]))

@@ -449,17 +449,8 @@ _IN_GRAPH = (("custom_op", re.compile(r"@(?:torch\.library\.)?(?:custom_op|trito
 
 def _decorators(text: str, fn: str) -> list[str] | None:
     """The decorator lines stacked on `def fn(` in `text` (None: no such def)."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith(f"def {fn}("):
-            out: list[str] = []
-            j = i - 1
-            while j >= 0 and (lines[j].startswith("@") or (out and lines[j].startswith((" ", ")")))):
-                if lines[j].startswith("@"):
-                    out.append(lines[j].strip())
-                j -= 1
-            return out
-    return None
+    m = re.search(r"((?:^@.*\n(?:[ )].*\n)*)*)^def " + re.escape(fn) + r"\(", text, re.M)
+    return None if m is None else [x for x in m.group(1).splitlines() if x.startswith("@")]
 
 
 def op_wrapping(fn: str, root: Path, dispatch_disables: bool) -> tuple[str, ...] | str | None:
@@ -500,11 +491,10 @@ def compile_wrap(functions: tuple[str, ...], root: Path | None = None) -> Compil
             kinds.append((fn, got))
     if not kinds:
         return None
-    has_switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry
-    switch = has_switch and all(k == ("dispatch",) for _, k in kinds)
-    how = sorted({k for _, ks in kinds for k in ks})
-    said = " and ".join({"decorator": "@torch.compiler.disable on the op",
-                         "dispatch": "backends.py BackendRegistry.dispatch returns torch.compiler.disable(wrapper)"}
-                        [k] for k in how)
+    switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry and all(
+        k == ("dispatch",) for _, k in kinds)
+    said = " and ".join({"decorator": "@torch.compiler.disable on the op", "dispatch": "backends.py BackendRegistry"
+                         ".dispatch returns torch.compiler.disable(wrapper)"}[k] for k in sorted({
+                             k for _, ks in kinds for k in ks}))
     return CompileWrap(tuple(f for f, _ in kinds), switch, f"fla source at {root}: {said}", tuple(kinds),
                        tuple(in_graph))

@@ -53,7 +53,8 @@ def render_text(report: Report) -> str:
     out.extend(_delay_lines(s, launch_bound=bool(t.launch_bound_steps)))
     out.extend(_breakdown_lines(sec.breakdown or {}))
     out.extend(render_findings(report.findings, width=5, references=False))
-    out.append(f"verdict: {_verdict_words(t, report.exit_code)} (exit {report.exit_code})")
+    torch_path = any(f.id == "trace-cpu-only-torch-path" for f in report.findings)
+    out.append(f"verdict: {_verdict_words(t, torch_path)} (exit {report.exit_code})")
     return "\n".join(out)
 
 
@@ -75,10 +76,11 @@ def _top_lines(t: TraceFile, s: StepRow) -> list[str]:
     return out
 
 
-def _verdict_words(t: TraceFile, exit_code: int = 0) -> str:
-    """The verdict line's words for the trace's diagnosis."""
+def _verdict_words(t: TraceFile, cpu_torch_path: bool = False) -> str:
+    """The verdict line's words for the trace's diagnosis (`cpu_torch_path`: a CPU-only trace whose stacks show a
+    torch reference path, trace-cpu-only-torch-path)."""
     diag = t.diagnosis
-    if t.cpu_only and exit_code == 3:
+    if t.cpu_only and cpu_torch_path:
         words = "FALLBACK: no GPU activity recorded and the stacks show a torch reference path"
     elif diag == "fallback":
         words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.missing_packages)}"

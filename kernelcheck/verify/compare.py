@@ -103,14 +103,12 @@ def _perturbed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any
 def controls(inst: Instrument, fn: str, ref: Any) -> tuple[float, float, str | None]:
     """(negative: the reference called again on the same inputs, positive: the reference with a perturbed input,
     each as a relative error against the reference, and the input perturbed); nan where one could not run."""
-    from kernelcheck.verify.instrument import _clone_args
-
     hook = inst.hooks[fn]
     try:
         neg = _compare_outputs(inst.call_direct(fn, reference=True), ref)[0]
     except Exception:  # noqa: BLE001 - a control that cannot run decides nothing
         neg = math.nan
-    args, kwargs = _clone_args(*inst.capture[fn])
+    args, kwargs = inst.captured_call(fn)
     args, kwargs, what = _perturbed(args, kwargs)
     if what is None or hook.torch_function is None:
         return neg, math.nan, None

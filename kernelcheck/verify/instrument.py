@@ -362,6 +362,10 @@ class Instrument:
         self._open = {}
 
     # -- direct comparison --------------------------------------------------------------------------
+    def captured_call(self, function: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """A copy of the captured first prefill call's arguments (a control may change them)."""
+        return _clone_args(*self.capture[function])
+
     def call_direct(self, function: str, reference: bool) -> Any:
         """Call the captured first prefill call again, through the bound path or the torch reference."""
         args, kwargs = _clone_args(*self.capture[function])

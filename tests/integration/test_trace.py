@@ -157,8 +157,6 @@ def test_python_stack_names_the_torch_path_on_cpu(tmp_path):
     torch_path = ids["trace-cpu-only-torch-path"]
     assert torch_path["severity"] == "fallback" and "ProfilerActivity.CUDA" in torch_path["fix"]
     assert "chunk_gated_delta_rule" in torch_path["functions"]
-    res = envs.run(["trace", str(p)], env={"COLUMNS": "100"})
-    assert res.returncode == 3 and "READY" not in res.stdout
     (sig,) = [x for x in rep["trace"]["fallback_signatures"] if x["id"] == "fla-torch-fallback"]
     assert "torch_chunk_gated_delta_rule" in sig["evidence"]
     assert rep["trace"]["missing_packages"] == []

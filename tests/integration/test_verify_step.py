@@ -131,8 +131,6 @@ def test_step_on_cpu_runs_both_paths_in_their_own_processes_with_consistent_numb
     assert step["cost"]["total_s"] > 0 and step["cost"]["fast_first_step_s"] > 0
     tc = step["cost"]["triton_cache"]  # no fast path: no Triton cache to speak of
     assert tc["state"] == "none" and tc["first_step_s"] > 0  # (entries_added: the shared cache, not this run)
-    text = "\n".join(rep["live"]["lines"])
-    assert "faster" not in text and "projection" not in text and "came from the cache" not in text
     # the two workers overlap only where no device work runs: the reference imports while the bound path
     # runs, and starts its steps only after the bound path has finished
     fc, rc = (step["paths"][p]["cost"] for p in ("fast", "reference"))
@@ -162,7 +160,7 @@ def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path
     step = rep["step"]
     assert step["paths"]["fast"]["tokens_per_s"] > 0 and "projected_tokens_per_s" not in step["projection"]["fast"]
     assert step["cost"]["triton_cache"]["state"] == "none"  # no fast path on a CPU
-    assert "both paths ran the same code" in proc.stdout and "x faster" not in proc.stdout
+    assert step["same_path"] is True and "speedup" not in step
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr
     assert "install `flash-linear-attention`" not in proc.stderr
     # the text is the renderers' from those values (their words: tests/unit/test_report_readback.py's samples)

@@ -180,8 +180,8 @@ def test_a_step_whose_paths_ran_the_same_code_reports_what_it_measured_and_no_sp
                                                  "CheckCostLine"]
     text = "\n".join(live_text.lines(items))
     assert "both paths ran the same code" in text  # wording: renderer test
-    assert "faster" not in text and "projection (" not in text and "projected" not in text
-    assert "came from the cache" not in text
+    assert "faster" not in text and "projection (" not in text and "projected" not in text  # wording: renderer test
+    assert "came from the cache" not in text  # wording: renderer test
     assert StepSection.from_json(same.to_json()).same_path and same.to_json()["same_path"] is True
 
 
