@@ -31,6 +31,11 @@
 #                 doctor-cpu.json/.rc. Only these rows need only the 5.25 wheels: T525=DIR names a flat folder of
 #                 them (default part4 under $WH; an absolute folder works), e.g.
 #                 T525=$PWD/.carry/t525 ROWS="t525_load_llama t525_load_qwen35" bash benchmarks/gpu_differential.sh
+#   t525_load_gpt2 / t525_load_vision   the same for a tiny gpt2 (its NewGELU maps to kernels-community/activation
+#                 for INFERENCE only: a device_map load raises, a plain load then .to(cuda) trains) and, replay and
+#                 doctor only, the qwen3_5_vision tower. Every t525_load_* row also writes replay-train.json /
+#                 replay-infer.json (hub_offline_load.py --replay on this GPU: each repository kernelize resolves and
+#                 what it raised, beside doctor's list "predicted") and doctor-cuda-infer.json/.rc.
 # Each row: truth.json, doctor-train.json, doctor-infer.json, verify-train.json, verify-infer.json (+ .err);
 # summary.md; everything tarred into $OUT/differential.tgz.
 set -uo pipefail
@@ -53,7 +58,7 @@ site() {  # site NAME WHEEL-GLOB...
     > "$RES/site-$name.log" 2>&1 || { echo "site $name failed"; tail -3 "$RES/site-$name.log"; }
 }
 ROWS=${ROWS:-all}
-[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub cuda_home_empty t525_load_llama t525_load_qwen35 nvcc_hidden"
+[ "$ROWS" = all ] && ROWS="stock baseline no_tilelang tvm_outside fla_tilelang0 no_conv fla052 t525_offline t525_nohub cuda_home_empty t525_load_llama t525_load_qwen35 t525_load_gpt2 t525_load_vision nvcc_hidden"
 T525=${T525:-part4}  # under $WH, or an absolute folder
 site t525 "$T525/transformers-5.25.0-*.whl" "$T525/kernels-0.19.1-*.whl" "$T525/huggingface_hub-*.whl" \
   "$T525/tomlkit-*.whl" "$T525/hf_xet-*.whl" "$T525/httpx2-*.whl" "$T525/httpcore2-*.whl" "$T525/truststore-*.whl" \
@@ -85,9 +90,22 @@ row_env() {  # prints "PYTHONPATH EXTRA-ENV" for a row
 
 load_row() {  # t525_load_<model>: does from_pretrained raise under 5.25 + kernels 0.19.1, offline, empty cache?
   local row=$1 d=$RES/$1 mt folder r0
-  case $row in t525_load_llama) mt=llama ;; t525_load_qwen35) mt=qwen3_5 ;; esac
+  case $row in t525_load_llama) mt=llama ;; t525_load_qwen35) mt=qwen3_5 ;; t525_load_gpt2) mt=gpt2 ;;
+    t525_load_vision) mt=qwen3_5_vision ;; esac
   folder=/tmp/tiny-$mt; mkdir -p "$d"; r0=$(date +%s)
   local base=(env "PYTHONPATH=$S/t525:$PWD" HF_HUB_OFFLINE=1 "KERNELCHECK_HOME=$d/kchome")
+  # the load's kernelize replayed on this GPU (meta model, its real capability): every repository it resolves,
+  # what each raised, and doctor's list (hub.prediction.load_repositories) in the same JSON
+  local cap; cap=$($PY -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())' 2>/dev/null || echo 9.0)
+  for mode in train infer; do
+    "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY benchmarks/hub_offline_load.py --model-type $mt --replay \
+      --device cuda --capability $cap --mode $mode > "$d/replay-$mode.json" 2> "$d/replay-$mode.err"
+  done
+  if [ $mt = qwen3_5_vision ]; then  # a tower is not a causal LM: the replay and doctor only
+    "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY -m kernelcheck doctor --model $mt --mode infer --device cuda \
+      --json > "$d/doctor-cuda.json" 2> "$d/doctor-cuda.err"; echo $? > "$d/doctor-cuda.rc"
+    echo "$row done in $(( $(date +%s) - r0 )) s: doctor cuda=$(cat "$d/doctor-cuda.rc")"; return
+  fi
   [ -f $folder/config.json ] || "${base[@]}" HF_HOME=$(mktemp -d) $PY benchmarks/hub_offline_load.py --model-type $mt \
     --folder $folder --save-only > "$d/save.json" 2> "$d/save.err"
   for load in plain device_map; do
@@ -98,6 +116,8 @@ load_row() {  # t525_load_<model>: does from_pretrained raise under 5.25 + kerne
     "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY -m kernelcheck doctor --model $folder --mode train --device $dev \
       --json > "$d/doctor-$dev.json" 2> "$d/doctor-$dev.err"; echo $? > "$d/doctor-$dev.rc"
   done
+  "${base[@]}" HF_HOME=$(mktemp -d) timeout 300 $PY -m kernelcheck doctor --model $folder --mode infer --device cuda \
+    --json > "$d/doctor-cuda-infer.json" 2> "$d/doctor-cuda-infer.err"; echo $? > "$d/doctor-cuda-infer.rc"
   echo "$row done in $(( $(date +%s) - r0 )) s:" $(cat "$d"/load-*.json | $PY -c 'import json, sys
 for line in sys.stdin:
     r = json.loads(line)

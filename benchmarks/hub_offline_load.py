@@ -90,14 +90,91 @@ def load_and_step(folder: Path, load: str, device: str) -> dict[str, Any]:
     return out
 
 
+def replay(model_type: str, device: str, capability: str, mode: str) -> dict[str, Any]:
+    """The job's load replayed with the installed transformers + kernels code, on any machine: the model is built
+    on the meta device from its config (no weights, no download), `model.eval()` then `set_use_kernels(True,
+    device_map={"": DEVICE})` as `from_pretrained` does, then `model.train()` for a train job. The device's
+    compute capability is answered (`torch.cuda.get_device_capability` -> CAPABILITY) where no GPU is visible.
+    kernels' own `kernelize` picks every repository; each `repo.load()` runs for real (offline with an empty cache
+    it raises kernels' own ValueError), is recorded, and is then turned into FileNotFoundError so kernelize falls
+    back and goes on to the next layer: one run lists every repository the load resolves, and what each raised."""
+    import torch
+
+    major, minor = (int(x) for x in capability.split("."))
+    if not torch.cuda.is_available():
+        torch.cuda.get_device_capability = lambda device=None: (major, minor)  # type: ignore[assignment]
+    from kernels._internals.layer import layer as kernels_layer  # the installed kernels' resolution
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    phase = ["load"]
+    seen: list[dict[str, Any]] = []
+    original = kernels_layer._get_layer_memoize
+
+    def recorded(repo: Any, module_class: Any) -> Any:
+        entry = {"phase": phase[0], "repo_id": getattr(repo, "_repo_id", None) or getattr(repo, "repo_id", None),
+                 "version": getattr(repo, "_version", None) or getattr(repo, "version", None),
+                 "repr": repr(repo), "layer": getattr(module_class, "kernel_layer_name", None), "error": None}
+        try:
+            return original(repo, module_class)
+        except Exception as exc:  # noqa: BLE001 - the outcome under test
+            entry["error"] = _first_line(exc)
+            raise FileNotFoundError(entry["error"]) from exc
+        finally:
+            key = (entry["phase"], entry["repo_id"], entry["version"], entry["layer"])
+            if all((e["phase"], e["repo_id"], e["version"], e["layer"]) != key for e in seen):
+                seen.append(entry)
+
+    kernels_layer._get_layer_memoize = recorded
+    cfg = AutoConfig.for_model(model_type)
+    with torch.device("meta"):
+        try:
+            model = AutoModelForCausalLM.from_config(cfg)
+        except ValueError:  # a vision or audio tower: AutoModel only
+            model = AutoModel.from_config(cfg)
+    model.eval()
+    model.set_use_kernels(True, device_map={"": device})
+    if mode == "train":
+        phase[0] = "train"
+        model.train()
+    return {"model_type": model_type, "class": type(model).__name__, "device": device, "capability": capability,
+            "mode": mode, "resolved": seen,
+            "first_error": next((e["error"] for e in seen if e["error"]), None)}
+
+
+def predicted(model_type: str, device: str, capability: str, mode: str) -> list[dict[str, Any]]:
+    """doctor's list for the same load: kernelcheck.hub.prediction.load_repositories."""
+    from kernelcheck.core import matrix
+    from kernelcheck.hub.prediction import load_repositories
+
+    major, minor = (int(x) for x in capability.split("."))
+    return [{"name": r.name, "phase": r.phase, "kernels_mode": r.kernels_mode, "repo": r.repo.spec,
+             "repo_id": r.repo.repo_id, "version": r.repo.version}
+            for r in load_repositories(model_type, mode=mode, device=device, capability=major * 10 + minor,
+                                       m=matrix.load())]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-type", required=True)
-    ap.add_argument("--folder", type=Path, required=True)
+    ap.add_argument("--folder", type=Path)
     ap.add_argument("--save-only", action="store_true")
     ap.add_argument("--load", choices=("plain", "device_map"), default="plain")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--replay", action="store_true", help="replay the load's kernelize (meta model, any machine)")
+    ap.add_argument("--capability", default="9.0", help="with --replay: the compute capability to answer")
+    ap.add_argument("--mode", choices=("train", "infer"), default="train", help="with --replay: the job's mode")
     a = ap.parse_args()
+    if a.replay:
+        import logging
+
+        logging.disable(logging.WARNING)
+        out = replay(a.model_type, a.device, a.capability, a.mode)
+        out["predicted"] = predicted(a.model_type, a.device, a.capability, a.mode)
+        out["versions"] = versions()
+        print(json.dumps(out, default=str))
+        return 0
+    if a.folder is None:
+        ap.error("--folder is required without --replay")
     if a.save_only or not (a.folder / "config.json").is_file():
         cls = save(a.model_type, a.folder)
         if a.save_only:

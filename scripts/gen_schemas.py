@@ -109,6 +109,8 @@ PAYOFF = obj({"shape": {"enum": ["tiny", "full"]}, "device": STR, "lengths": INT
               "padded_tokens": INT, "padded_s": NUM, "packed_s": NUM, "padding_fraction": NUM,
               "packing_speedup_bound": NUM, "packed_with": STR, "ratio": NUM, "padded_tokens_per_s": opt(NUM),
               "packed_tokens_per_s": opt(NUM)})
+CONTROL = obj({"kind": {"enum": ["clean", "rerun", "boundaries-removed"]}, "distance": NUM, "per_segment": arr(NUM),
+               "error": opt(STR)})
 PACKING_BATCH: S = {
     "findings": arr(REF["finding"]),
     "batch": obj({"source": STR, "tokens": INT, "keys": {"type": "object", "additionalProperties": obj(
@@ -120,8 +122,11 @@ PACKING_BATCH: S = {
                       "received": arr({"enum": list(PACKING_KEYS)}), "passed": arr({"enum": list(PACKING_KEYS)}),
                       "error": opt(STR), "traced": BOOL})),
     "segments": arr(obj({"index": INT, "start": INT, "end": INT, "output_max_abs": NUM, "output_rel_l2": NUM,
-                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
+                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR),
+                         "token_distance": NUM, "worst_token": INT})),
     "payoff": opt(PAYOFF),
+    "controls": opt(obj({"negative": CONTROL, "positive": CONTROL, "threshold": opt(NUM), "separation": opt(NUM),
+                         "decided": BOOL, "margin": NUM})),
 }
 DEVICE = obj({"type": STR, "origin": {"enum": list(DEVICE_ORIGINS)}, "visible": BOOL}, closed=True)
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
@@ -204,6 +209,32 @@ def kinds() -> dict[str, S]:
                                                     "fix": STR})),
                             "before": OBJ, "after": OBJ}, {"device": DEVICE}),
                      "title": "kernelcheck doctor --upgrade --json (before and after: doctor reports)"},
+        "warm": {**obj({"schema": {"const": "kernelcheck.warm/1"}, "command": {"const": "warm"},
+                        "verdict": {"enum": ["ready", "broken"]}, "exit_code": {"enum": [0, 4]}, "cache_dir": STR,
+                        "env": arr({"type": "string", "pattern": "^[A-Z_]+=.+"}), "device": opt(STR),
+                        "error": opt(STR),
+                        "manifest": opt(obj({"format": {"const": 1}, "model": STR, "mode": STR, "shapes": arr(STR),
+                                             "tokens": OBJ, "compile": BOOL, "keys": OBJ,
+                                             "compiled": {"type": "object", "additionalProperties": obj(
+                                                 {"entries": INT, "bytes": INT, "seconds": opt(NUM)})},
+                                             "timing": OBJ, "recheck": OBJ, "variables": OBJ, "created": STR,
+                                             "kernelcheck": STR})),
+                        "fresh_process_added": opt(OBJ), "notes": arr(STR)}),
+                 "title": "kernelcheck warm --json (--print-env: env only, manifest null)"},
+        "hub-bundle": {**obj({"schema": {"const": "kernelcheck.hub-bundle/1"}, "command": {"const": "hub"},
+                              "action": {"enum": ["bundle", "verify-bundle"]}, "verdict": VERDICT,
+                              "exit_code": {"enum": [0, 3, 4]}, "file": STR, "kernels": opt(STR), "model": opt(STR),
+                              "mode": opt(STR), "device": opt(STR),
+                              "target": opt(obj({"torch": opt(STR), "cuda": opt(STR)})), "required": arr(STR),
+                              "entries": arr(obj({"repo_id": STR, "version": opt(INT), "revision": opt(STR),
+                                                  "commit": opt(STR), "variant": opt(STR), "status": {
+                                                      "enum": ["bundled", "local", "missing"]},
+                                                  "why": OBJ, "files": OBJ})),
+                              "job_environment": OBJ, "checks": arr(obj({"spec": STR})),
+                              "findings": arr(obj({"id": STR, "severity": {"enum": ["broken", "fallback", "warning",
+                                                                                     "info"]},
+                                                   "message": STR, "fix": opt(STR), "reference": opt(STR)}))}),
+                       "title": "kernelcheck hub --bundle FILE / --verify-bundle FILE --json"},
         "budget": {**obj({"schema": {"const": "kernelcheck.budget/1"},
                           "paths": {"type": "object", "additionalProperties": BUDGET}}),
                    "title": "the step budget of trace --budget and verify --step --budget (the reports' `budget` key):"

@@ -53,6 +53,9 @@ from kernelcheck.report.model import Report
               help="Compile and run one trivial kernel with each JIT compiler the chosen implementation uses "
                    "(Triton, TileLang, FlashQLA's TileLang), in a child process; READY needs it to pass. Without a "
                    "GPU only the compile is checked. Passes are cached per toolchain (see docs/doctor.md).")
+@click.option("--cache-dir", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="A JIT cache folder `kernelcheck warm` baked: say per JIT whether this node would hit it, and "
+                   "what a miss costs, from the keys in its manifest (nothing compiles).")
 @click.option("--upgrade", "upgrade", is_flag=True,
               help="--upgrade SPEC [SPEC...] or --upgrade -r requirements.txt: forecast the verdict of the "
                    "environment `pip install SPEC...` would produce, computed in a throwaway overlay (this "
@@ -76,7 +79,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
            arch: str | None = None, hub: bool | None = None, hub_device: str | None = None,
            packing: str | None = None, no_cache: bool = False, upgrade: bool = False, if_worse: bool = False,
            wheelhouse: str | None = None, offline: bool = False, report_issue: bool = False,
-           jit_probe: bool = False) -> int:
+           jit_probe: bool = False, cache_dir: str | None = None) -> int:
     """Check, without running anything, whether each fast kernel of MODEL will really run.
 
     Reports the environment (torch/CUDA/cxx11abi, triton, transformers, GPUs, driver, nvcc), which
@@ -100,7 +103,7 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
         raise BadInput("--report-issue prints a markdown block for a bug report; --json and --junit are the "
                        "machine-readable reports. Use one or the other (-o FILE writes the JSON beside the block).")
     req = command.Request(model=model, mode=mode, live=live, exact=exact, hub=hub, hub_device=hub_device, arch=arch,
-                          packing=packing, no_cache=no_cache, jit_probe=jit_probe)
+                          packing=packing, no_cache=no_cache, jit_probe=jit_probe, cache_dir=cache_dir)
     outcome = command.run(req, context())
     if report_issue:
         return _report_issue(outcome.report)

@@ -27,6 +27,9 @@ from kernelcheck.report.model import Report
               help="Also run the model's layers under torch.compile (infer and train): graph breaks with where and "
                    "why, which parts ran compiled or eagerly, compiled vs eager time, and the fix "
                    "(see docs/verify.md).")
+@click.option("--cache-dir", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="A JIT cache folder `kernelcheck warm` baked: before the run, say per JIT whether this node would "
+                   "hit it and what a miss costs (its manifest's keys); the run's cache line then measures it.")
 @click.option("--junit", type=click.Path(dir_okay=False), default=None,
               help="Also write a JUnit XML file: one test case per function, for CI dashboards.")
 @click.option("--step", is_flag=True,
@@ -70,7 +73,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
            trace_dir: str | None = None, packing: str | None = None, record: str | None = None,
            batch: str | None = None, collator: str | None = None, lengths: str | None = None,
-           compile_check: bool = False, budget: bool = False, budget_svg: str | None = None) -> int:
+           compile_check: bool = False, cache_dir: str | None = None, budget: bool = False,
+           budget_svg: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -100,7 +104,7 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
                           layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
                           packing=packing, batch=batch, collator=collator, lengths=lengths,
-                          compile_check=compile_check, budget=budget)
+                          compile_check=compile_check, cache_dir=cache_dir, budget=budget)
     if budget_svg is not None and not budget:
         raise BadInput("--budget-svg writes the budget's picture: add --step --budget.")
     check_writable(budget_svg, "--budget-svg", "budget picture", "budget.svg")
@@ -112,7 +116,6 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
 
             paths = outcome.report.budget.paths
             write_svg(budget_svg, budget_render.svg(paths.get("fast") or next(iter(paths.values()))))
-        return finish(outcome.report, as_json, junit)
         return finish(outcome.report, as_json, junit)
     emit(outcome.report.render(as_json), is_json=as_json)  # the real stdout back (cli/stdout_fd.py); text wrapped
     return outcome.exit_code

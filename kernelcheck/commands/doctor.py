@@ -38,6 +38,7 @@ class Request:
     isolate: bool | None = None
     env: Environment | None = None
     jit_probe: bool = False  # --jit-probe: each JIT the chosen implementation uses compiles and runs a trivial kernel
+    cache_dir: str | None = None  # --cache-dir: the cache proof for a folder `kernelcheck warm` baked
 
 
 def check(req: Request) -> None:
@@ -57,6 +58,10 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
 
         # Packages are probed after binding, as doctor does without --arch.
         env = environment.probe(m=ctx.matrix, packages=False, gpu_override=gpu.parse_arch(req.arch, m=ctx.matrix))
+    if req.cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.read(req.cache_dir)  # a folder warm did not write: exit 2 before the check runs
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
                                hub_source=req.hub_source, isolate=isolate, m=ctx.matrix, import_cache=not req.no_cache)
@@ -66,6 +71,10 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
             + ", ".join(g.capability.sm for g in env.gpus)
             + ", not probed: the verdict is for an image that will run on those GPUs with a driver that "
               "supports this torch's CUDA."))
+    if req.cache_dir is not None:  # before --live runs (and compiles) anything
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.attach(report, req.cache_dir, m=ctx.matrix)
     if req.live and req.model:
         from kernelcheck.verify import run as verify_run
 

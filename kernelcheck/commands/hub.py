@@ -20,6 +20,7 @@ from kernelcheck.core.targets import TargetBuild
 
 if TYPE_CHECKING:
     from kernelcheck.core.environment import Environment
+    from kernelcheck.hub.bundle import BundleReport
     from kernelcheck.integrations.kernels_hub import HubSystem, Resolution
     from kernelcheck.report.model import HubSection, Report
 
@@ -105,6 +106,36 @@ def run(req: Request, ctx: Context) -> Outcome[Report]:
     return reported(report)
 
 
+def run_bundle(req: Request, bundle: str | None, verify_bundle: str | None, ctx: Context) -> BundleReport:
+    """--bundle FILE (build, online) or --verify-bundle FILE (the air-gapped node): hub/bundle.py, bundle_verify.py."""
+    from kernelcheck.core import gpu
+    from kernelcheck.integrations import kernels_hub
+
+    if bundle and verify_bundle:
+        raise BadInput("--bundle writes a bundle and --verify-bundle checks one: give one of them.")
+    if req.prefetch or req.lock or req.dry_run:
+        raise BadInput("--bundle and --verify-bundle do not go with --prefetch, --lock or --dry-run (the bundle "
+                       "holds the builds and a kernels.lock).")
+    if verify_bundle:
+        if req.model or req.repos:
+            raise BadInput("--verify-bundle FILE checks what FILE holds: --model and --repo were given when it was "
+                           "built, not here.")
+        from kernelcheck.hub import bundle_verify
+
+        return bundle_verify.verify(verify_bundle)
+    if not (req.model or req.repos):
+        raise BadInput("--bundle needs --model M or --repo ORG/NAME@vN: which kernels should it hold?")
+    from kernelcheck.hub import bundle as bundle_mod
+
+    parsed = check(req)
+    target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
+    gpus = gpu.parse_arch(req.arch, m=ctx.matrix) if req.arch else None
+    env = ctx.environment(gpu_override=gpus)
+    dev = gpu.default_device(env, req.device, target)
+    breq = bundle_mod.BuildRequest(bundle or "", req.model, req.mode, dev, gpu.capability_number(env), tuple(parsed))
+    return bundle_mod.build(breq, env, target, m=ctx.matrix, say=lambda s: ctx.sink(f"kernelcheck hub: {s}"))
+
+
 def _prefetch(report: Report, env: Environment, req: Request, modeling: str | None, functions: tuple[str, ...],
               dev: str, parsed: list[RepoSpec], target: HubSystem | None, ctx: Context) -> None:
     from kernelcheck.core import gpu
@@ -116,7 +147,9 @@ def _prefetch(report: Report, env: Environment, req: Request, modeling: str | No
     repos: list[HubRepo] = []
     if req.model:
         repos.extend(kernels_prefetch.model_repos(modeling or "", functions, req.mode, dev,
-                                                  gpu.capability_number(env), m=ctx.matrix))
+                                                  gpu.capability_number(env),
+                                                  model_type=report.model.model_type if report.model else None,
+                                                  m=ctx.matrix))
     repos.extend(HubRepo(r, "", v, rev) for r, v, rev in parsed)
 
     def say(line: str) -> None:

@@ -39,6 +39,7 @@ class Request:
     collator: str | None = None  # --collator module:callable, with --lengths FILE
     lengths: str | None = None
     compile_check: bool = False  # --compile: the layers under torch.compile too (graph breaks, compiled or eager)
+    cache_dir: str | None = None  # --cache-dir: the cache proof for a folder `kernelcheck warm` baked, before the run
     budget: bool = False  # --budget (with --step): each path's step by op class against its floor
 
 
@@ -55,20 +56,30 @@ def check(req: Request) -> None:
         raise BadInput("--compile runs the model's layers under torch.compile next to verify's per-function run; it "
                        "does not apply with --step or --packing. Run them as two commands; nothing was run.")
     record.check_path(req.record)
+    if req.cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.read(req.cache_dir)  # a folder warm did not write: exit 2 before anything runs
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | Outcome[BatchRun]:
     check(req)
+    from kernelcheck.integrations import jit_caches
+
     if req.packing and (req.batch or req.collator or req.lengths or req.benchmark):
         from kernelcheck.verify import packing_batch_report
 
-        ran = packing_batch_report.measure(req.model, req.batch, req.collator, req.lengths, req.benchmark,
-                                           m=ctx.matrix)
+        # without --benchmark the check times nothing: one working config per autotuned kernel
+        with jit_caches.first_config_only(not req.benchmark):
+            ran = packing_batch_report.measure(req.model, req.batch, req.collator, req.lengths, req.benchmark,
+                                               m=ctx.matrix)
         return Outcome(ran, ran.verdict)
     if req.packing:
         from kernelcheck.verify import packing_report
 
-        measured = packing_report.measure(req.model, None if req.packing == "all" else req.packing, m=ctx.matrix)
+        with jit_caches.first_config_only():
+            measured = packing_report.measure(req.model, None if req.packing == "all" else req.packing,
+                                              m=ctx.matrix)
         return Outcome(measured, measured.verdict)
     if req.step:
         from kernelcheck.verify import record
@@ -84,6 +95,6 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | O
     from kernelcheck.verify.run import verify
 
     report = verify(req.model, mode=req.mode, shape=req.shape or "tiny", benchmark=req.benchmark, tokens=req.tokens,
-                    verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check)
+                    verbose=ctx.verbose, m=ctx.matrix, compile_check=req.compile_check, cache_dir=req.cache_dir)
     attach_cost(report, req.model, m=ctx.matrix)
     return reported(report)

@@ -62,9 +62,13 @@ class RuleEvidence:
     message: str
     fix: Fix | str | None  # a Fix once built
     functions: tuple[str, ...]
+    stops_job: bool = False  # the job never starts (the model load fails): nothing runs for the function
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fix", Fix.of(self.fix))
+
+
+NOTHING_RUNS = "nothing: the job does not start"  # the provider of a function whose job fails at the load
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ def decide(prior: FunctionStatus, *, notes: Sequence[str] = (), rules: Iterable[
         if fs.name in rule.functions and fs.used and \
                 SEVERITY_RANK.get(rule.severity, 0) > STATUS_RANK.get(fs.status, 0):
             fs.status, fs.reason, fs.fix = Status(rule.severity), f"{rule.title}: {rule.message}", rule.fix
+        if rule.stops_job and fs.name in rule.functions and fs.used:
+            fs.provider = NOTHING_RUNS
     if checked_fix is not None and fs.fix == checked_fix.original:
         fs.fix, fs.reason = checked_fix.fix, f"{fs.reason or ''}; {checked_fix.note}".lstrip("; ")
     if hub is not None and hub.function == fs.name:

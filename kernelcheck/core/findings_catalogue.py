@@ -97,6 +97,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-build-fails", (B,), _DHI, "the chosen build fails kernels' arch or version check"),
     Entry("hub-no-variant", (F, I_), _DHI, "no build for this torch/CUDA (info when the package path is fast)"),
     Entry("hub-not-listable", (B,), _DHI, "the repository's builds cannot be listed here (offline, not cached)"),
+    Entry("hub-load-device", (I_,), "doctor, hub", "the Hub answer holds for a load that kernelizes on the GPU "
+          "(device_map); a CPU load then .to() resolves other repositories"),
     Entry("jit-probe-failed", (B,), "doctor --jit-probe, verify", "a JIT compiler the chosen implementation uses "
           "could not compile (or run) a trivial kernel here"),
     Entry("jit-probe-passed", (I_,), "doctor --jit-probe, verify", "a JIT compiler compiled and ran a trivial kernel"),
@@ -104,6 +106,16 @@ ENTRIES: tuple[Entry, ...] = (
           "its run was not"),
     Entry("jit-precondition", (B, F), "doctor --jit-probe, verify", "a runtime precondition of a JIT is broken "
           "(cache folder, C compiler, CUDA_VISIBLE_DEVICES, TRITON_INTERPRET)"),
+    Entry("jit-cache-hit", (I_,), "doctor --cache-dir, verify --cache-dir", "this node's key parts equal those a JIT's "
+          "baked cache was written under (TileLang: and a fresh process hit it at warm time)"),
+    Entry("jit-cache-miss", (W,), "doctor --cache-dir, verify --cache-dir", "a JIT would miss the baked cache: the "
+          "key parts that differ, and what the miss costs"),
+    Entry("jit-cache-undecided", (W,), "doctor --cache-dir, verify --cache-dir", "whether a JIT hits the baked cache "
+          "cannot be decided (a key part unreadable here, an unknown key layout, TileLang's hit not measured)"),
+    Entry("jit-cache-node-differs", (W,), "doctor --cache-dir, verify --cache-dir", "a part of the node no JIT key "
+          "holds (the driver) differs from the node the cache was baked on: no miss, said"),
+    Entry("jit-cache-not-found", (W,), "doctor --cache-dir, verify --cache-dir", "the process's variables do not "
+          "point the JITs at the baked cache folder: the env lines to set"),
     Entry("compile-graph-breaks-static", (I_,), _D, "fla wraps the ops it dispatches in torch.compiler.disable: a "
           "graph break at every call under torch.compile"),
     Entry("compile-unknown", (I_,), _D, "whether torch.compile runs the fla ops compiled is known only by running "
@@ -130,6 +142,19 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-prefetch-{action}", (F,), "hub, install", "a build could not be fetched into the cache",
           members=("failed", "skipped")),
     Entry("hub-prefetch-missing", (F,), "hub, install", "no build matches, so nothing was fetched"),
+    Entry("hub-bundle-missing", (B,), _H, "--bundle/--verify-bundle: a repository the load resolves (or a kernel "
+          "dependency) is not in the bundle, so the offline load raises"),
+    Entry("hub-bundle-digest", (B, W), _H, "--bundle/--verify-bundle: kernels' digest check fails (it raises at "
+          "load) or the metadata records no digest (warning)"),
+    Entry("hub-bundle-signature", (W,), _H, "--verify-bundle: kernels' signature check of metadata.json.sigstore "
+          "fails or finds no signature (kernels warns)"),
+    Entry("hub-bundle-not-checked", (I_,), _H, "--verify-bundle: a check the installed kernels does not make"),
+    Entry("hub-bundle-lookup", (B,), _H, "--verify-bundle: kernels' offline version lookup fails on the bundle"),
+    Entry("hub-bundle-variant", (B,), _H, "--verify-bundle: kernels chooses another variant than the bundled one"),
+    Entry("hub-bundle-files-changed", (B,), _H, "--verify-bundle: files differ from the manifest's sha256"),
+    Entry("hub-bundle-all-latest", (B, W, I_), _H, "--verify-bundle: UNSTABLE_KERNELS_ALL_LATEST is set (kernels "
+          "ignores the lock and the requested versions)"),
+    Entry("hub-bundle-unchecked", (B,), _H, "--verify-bundle: kernels could not run its checks here"),
     # install
     Entry("build-target", (I_, W), _I, "the target environment the plan is made for (warning: parts unknown)"),
     Entry("install-{action}", (F,), _I, "a plan step refuses or is blocked", members=("refuse", "blocked")),
@@ -145,12 +170,16 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("launch-bound", (F,), _T, "the GPU waits for the CPU to launch kernels"),
     Entry("gpu-busy", (I_,), _T, "the GPU's busy fraction of the wall time"),
     Entry("trace-cpu-only", (I_,), _T, "a CPU-only trace: GPU numbers need a GPU trace"),
+    Entry("trace-cpu-only-torch-path", (F,), _T, "no GPU activity recorded and the stacks show a torch reference "
+          "path: record with ProfilerActivity.CUDA"),
     Entry("trace-malformed-events", (W,), _T, "events with fields of the wrong type were skipped"),
     Entry("trace-no-steps", (I_,), _T, "no ProfilerStep#N: the whole trace is one step"),
     # verify
     Entry("verify-not-run", (B,), _V, "the model could not be built: its modeling module does not import"),
     Entry("verify-cpu", (I_,), _V, "no CUDA GPU: the layers ran their torch code on the CPU"),
     Entry("verify-mismatch", (B,), _V, "the fast path's results disagree with the torch reference"),
+    Entry("verify-control-cannot-decide", (F,), _V, "fast within the tolerance of the reference, but a perturbed "
+          "gate/state (the positive control) is not told apart either: the match proves nothing here"),
     Entry("verify-step-failed", (B,), _V, "the step failed outside the fast functions, or on the bound path"),
     Entry("verify-incomplete", (W,), _V, "the model failed in torch code before any fast kernel ran"),
     # verify --packing --batch: the lint of the job's own batch (packing/lint.py), then the measurement
@@ -166,14 +195,23 @@ ENTRIES: tuple[Entry, ...] = (
           "transformers code)"),
     Entry("packing-attention-mask-hides-boundaries", (W,), _V, "an attention_mask beside restarting position_ids: "
           "the attention finds no packed boundaries"),
-    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
-          "(names the segment and the first layer)"),
-    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),
+    Entry("packing-kernel-gets-no-boundary", (B,), _V, "a recurrent kernel (GDN, KDA, Mamba, conv) ran on a row of "
+          "several sequences and got no cu_seqlens / seq_idx: broken from the reach alone"),
+    Entry("packing-kernel-misses-boundary", (B,), _V, "a recurrent kernel got offsets or seq_idx that miss a sequence "
+          "start the row shows (offsets covering the row as one segment)"),
+    Entry("packing-control-cannot-decide", (F,), _V, "the positive control (boundaries removed) is not told apart "
+          "from the negative one (the same segments packed clean) at this shape and dtype"),
+    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the threshold between "
+          "the comparison's controls (names the segment, its worst token and the first layer)"),
+    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward, within "
+          "the threshold its controls placed"),
     Entry("packing-torch-path-refuses", (F,), _V, "transformers' torch path refuses the batch's cu_seqlens/seq_idx "
           "(no fla-core / causal-conv1d): not compared"),
     Entry("packing-batch-raises", (B,), _V, "the packed forward raised (names the function)"),
     Entry("packing-payoff", (I_,), _V, "a training step padded to the longest vs packed, on the same tokens"),
     Entry("verify-step-out-of-memory", (F,), _V, "a step ran out of memory on this machine (a limit of the check)"),
+    Entry("verify-step-same-path", (I_,), _V, "both step paths ran the same implementations on the GPU: measured, no "
+          "speedup or projection"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",
           source="signatures"),

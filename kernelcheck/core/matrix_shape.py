@@ -66,6 +66,11 @@ SHAPES: dict[str, Shape] = {
     "data.toml": {"updated?": "str"},
     "fla_dispatch.toml": {"layout?": ("list", {})},
     "transformers.toml": {"kernels_window?": ("list", {})},
+    "jit_caches.toml": {
+        "jit": {"*": {"title": "str", "variables": ("list", ("list", "str")), "key": ("list", "str"),
+                      "reference": "str", "unstable?": "str", "compile_only?": "bool", "*": None}},
+        "part": {"*": "str"}, "node": {"*": "str"},
+    },
     "signatures.toml": {"package": {"*": {"fast_kernels": ("list", "str")}}, "signature?": ("list", {}),
                         "launch_bound": {}},
 }

@@ -224,13 +224,15 @@ def _store(key: str, result: dict[str, Any]) -> None:
         pass  # unwritable: probed again next time
 
 
-def run_probe(jit: str, mode: str, arch: str, tc: Toolchain, timeout: float = TIMEOUT_S) -> dict[str, Any]:
-    """One probe in a child process (doctor/jit_child.py): {"ok", "stage", "error", "seconds"}."""
+def run_probe(jit: str, mode: str, arch: str, tc: Toolchain, timeout: float = TIMEOUT_S,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One probe in a child process (doctor/jit_child.py): {"ok", "stage", "error", "seconds"}. `env`: the child's
+    environment (warm: the JIT caches pointed into its folder, so verify's own probe finds its kernel there)."""
     child = Path(__file__).with_name("jit_child.py")
     cmd = [sys.executable, str(child), jit, mode, arch, tc.nvcc or "-", *tc.includes]
     t0 = time.monotonic()
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"ok": False, "stage": mode, "error": f"timed out after {timeout:.0f} s", "seconds": timeout,
                 "timed_out": True}

@@ -177,7 +177,7 @@ def _transformers_findings(env: environment.Environment, regime: str, m: matrix.
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
            hub_source: str = "auto", isolate: bool = False, *, m: matrix.Matrix,
-           import_cache: bool = True) -> Report:
+           import_cache: bool = True, run_here: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
     hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
@@ -187,7 +187,8 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
     m: the matrix every decision of this run reads (a command's Context.matrix).
-    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
+    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0.
+    run_here (verify): the verdict is for the device this process runs the model on (core/device.py)."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     started: list[imports.ImportProbe] = []
@@ -204,7 +205,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 env = environment.probe(m=m, packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
-        report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None, m)
+        report = _doctor(query, mode, env, exact, hub, (hub_device, run_here), hub_source, next(iter(started), None), m)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof
         return report
@@ -297,13 +298,14 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
 
 
 def _doctor(query: str | None, mode: str, env: environment.Environment | None, exact: bool, hub: bool | None,
-            hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None, m: matrix.Matrix) -> Report:
+            device: tuple[str | None, bool], hub_source: str, probe: imports.ImportProbe | None,
+            m: matrix.Matrix) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
     env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
-    report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
+    report.device = device_mod.choose(env, device[0], run_here=device[1])  # the verdict's one device (core/device.py)
     hub_device = report.device.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
@@ -494,7 +496,3 @@ def _module_error_fix(error: str, env: environment.Environment, query: str, m: m
 
 def _built_nvcc() -> dict[str, str]:
     return manifest.built_nvcc()  # what compiled each installed kernel package, from kernelcheck's install manifest
-
-
-def as_dict(report: Report) -> dict[str, Any]:
-    return report.to_json()

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from kernelcheck.core import decide, environment, gpu, settings
 from kernelcheck.core import device as device_mod
 from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status
-from kernelcheck.hub import prediction
+from kernelcheck.hub import load, prediction
 from kernelcheck.integrations import kernels_hub
-from kernelcheck.integrations.transformers_hub import TransformersHub, model_hub_names, select_entry, transformers_hub
+from kernelcheck.integrations.transformers_hub import MappingEntry, TransformersHub, select_entry, transformers_hub
+from kernelcheck.integrations.transformers_load import PHASE_TRAIN, LoadName, hub_names, load_phases
 from kernelcheck.report.hub import (
     HubLine,
     HubMapEntry,
@@ -154,35 +155,52 @@ def _listing_lines(env: environment.Environment, dev: str, mode: str, source: st
     return items
 
 
-def _rows(th: TransformersHub, names: dict[str, str], env: environment.Environment, dev: str, mode: str,
+def _rows(th: TransformersHub, names: dict[str, LoadName], env: environment.Environment, dev: str, mode: str,
           source: str, target: kernels_hub.HubSystem | None) -> tuple[list[HubRow], dict[str, kernels_hub.Resolution]]:
-    """One row per Hub name of the model (layer or function): the mapping entry and the build kernels picks."""
+    """One row per Hub name of the model (layer or function) and phase of the load: the mapping entry and the build
+    kernels picks. The load kernelizes for INFERENCE (from_pretrained calls model.eval() first); a train job's
+    model.train() kernelizes again for TRAINING, a second row where that picks another repository."""
     cap = gpu.capability_number(env)
     rows: list[HubRow] = []
     resolutions: dict[str, kernels_hub.Resolution] = {}
-    for name, kind in names.items():
+    phases = load_phases(mode, th.eval_at_load)
+    for name, ln in names.items():
+        kind = ln.kind
         entries = [e for e in th.mapping if e.name == name]
-        row = HubRow(name, kind, bool(entries))
-        rows.append(row)
         if not entries:
-            row.note = "transformers maps no Hub kernel to it"
+            rows.append(HubRow(name, kind, False, note="transformers maps no Hub kernel to it", where=ln.where))
             continue
-        entry, note = select_entry(entries, dev, mode, cap)
-        if entry is None:
-            # a function's wrapper keeps what transformers bound at import (package or torch)
-            row.note = note.replace("the torch forward stays", "the path bound at import stays") \
-                if kind == "function" else note
-            continue
-        spec = entry.repo.spec
-        if spec not in resolutions:
-            resolutions[spec] = kernels_hub.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
-                                                     revision=entry.repo.revision, source=source, env=env,
-                                                     target=target)
-        res = resolutions[spec]
-        row.repo, row.layer, row.source, row.variant = spec, entry.repo.layer_name, res.source, res.chosen
-        row.nearest, row.would_match, row.error = res.nearest, res.would_match, res.error
-        row.problem, row.blocked = res.problem, res.blocked
+        picked: set[str | None] = set()
+        for phase, phase_mode in phases:
+            entry, note = select_entry(entries, dev, phase_mode, cap)
+            spec = entry.repo.spec if entry is not None else None
+            if phase == PHASE_TRAIN and spec in picked:
+                continue  # model.train() keeps the repository the load resolved
+            picked.add(spec)
+            row = HubRow(name, kind, True, where=ln.where, phase=phase if len(phases) > 1 else None)
+            rows.append(row)
+            _fill(row, entry, note, kind, env, source, target, resolutions)
     return rows, resolutions
+
+
+def _fill(row: HubRow, entry: MappingEntry | None, note: str, kind: str, env: environment.Environment,
+          source: str, target: kernels_hub.HubSystem | None,
+          resolutions: dict[str, kernels_hub.Resolution]) -> None:
+    """The row's repository and build (resolved once per repository), or why it keeps its path."""
+    if entry is None:
+        # a function's wrapper keeps what transformers bound at import (package or torch)
+        row.note = note.replace("the torch forward stays", "the path bound at import stays") \
+            if kind == "function" else note
+        return
+    spec = entry.repo.spec
+    if spec not in resolutions:
+        resolutions[spec] = kernels_hub.resolve_repo(entry.repo.repo_id, version=entry.repo.version,
+                                                 revision=entry.repo.revision, source=source, env=env,
+                                                 target=target)
+    res = resolutions[spec]
+    row.repo, row.layer, row.source, row.variant = spec, entry.repo.layer_name, res.source, res.chosen
+    row.nearest, row.would_match, row.error = res.nearest, res.would_match, res.error
+    row.problem, row.blocked = res.problem, res.blocked
 
 
 def check(report: Report, env: environment.Environment, modeling_module: str | None,
@@ -204,10 +222,8 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     if not used and source == "auto":
         source = "cache"  # Hub kernels are not in use: say what the cache holds, without network calls
 
-    names: dict[str, str] = model_hub_names(modeling_module) if modeling_module else {}
-    names = {n: kind for n, kind in names.items() if n not in dropped}
-    for f in functions:
-        names.setdefault(f, "function")
+    model_type = report.model.model_type if report.model is not None else None
+    names = {n: ln for n, ln in hub_names(model_type, modeling_module, functions).items() if n not in dropped}
     if names:
         lines.extend(_listing_lines(env, dev, mode, source, used, report.device.origin, target))
         names = _resolvable(findings, lines, names, th, use_hub, used, refused)
@@ -223,6 +239,9 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
                                by_default=use_hub is None, predicted=predicted, m=m))
     report.functions = decide.decide_all(report.functions, hub=replaced)
     rows = _paths(rows, used, fstatus, {h.function for h in replaced})
+    if used:
+        report.functions = load.fails(report.functions, rows, findings)
+        findings.extend(load.device_finding(th, names, rows, dev, mode, gpu.capability_number(env)))
     lines.extend(RowLine(row, used) for row in rows)
     lines.extend(ResolutionLines(spec, res) for spec, res in resolutions.items())
     if not used and not refused and any(r.repo is not None for r in rows):
@@ -269,8 +288,8 @@ def decides_nothing(section: HubSection, model: str, mode: str) -> Finding | Non
                    "--use-kernels here if the job loads with use_kernels=True)")
 
 
-def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, str], th: TransformersHub,
-                use_hub: bool | None, used: bool, refused: bool) -> dict[str, str]:
+def _resolvable(findings: list[Finding], lines: list[HubLine], names: dict[str, LoadName], th: TransformersHub,
+                use_hub: bool | None, used: bool, refused: bool) -> dict[str, LoadName]:
     """The names whose Hub builds can be resolved here: none without kernels or with a layout no adapter knows."""
     if not _kernels_importable():
         lines.append(_absent(findings, th, use_hub, refused))
@@ -315,7 +334,8 @@ def _absent(findings: list[Finding], th: TransformersHub, use_hub: bool | None,
     return KernelsAbsentLine(default_refuses=False)
 
 
-def _adapter_guard(findings: list[Finding], lines: list[HubLine], names: dict[str, str]) -> dict[str, str]:
+def _adapter_guard(findings: list[Finding], lines: list[HubLine],
+                   names: dict[str, LoadName]) -> dict[str, LoadName]:
     """A kernels release no adapter fits (kernels_api): one finding, no variant listed, never an internal error.
     A newer release whose layout matched the newest adapter is read, and says so."""
     from kernelcheck.integrations import kernels_api

@@ -6,6 +6,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,8 @@ from kernelcheck.integrations.kernels_hub import (
     incomplete_snapshot,
     resolve_repo,
 )
-from kernelcheck.integrations.transformers_hub import HubRepo, model_hub_names, select_entry, transformers_hub
+from kernelcheck.integrations.transformers_hub import HubRepo, select_entry, transformers_hub
+from kernelcheck.integrations.transformers_load import hub_names, load_phases
 
 if TYPE_CHECKING:
     from kernelcheck.core.matrix import Matrix
@@ -275,18 +277,45 @@ def modeling_module(model_spec_module: str) -> str:
     return f"transformers.models.{model_spec_module}.modeling_{model_spec_module}"
 
 
-def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: str,
-                capability: int | None = None, *, m: Matrix) -> list[HubRepo]:
-    """The Hub repositories kernelize would load for this model on `device` in `mode` (deduplicated)."""
+@dataclass(frozen=True)
+class LoadRepo:
+    """One repository the whole load resolves: the layer or function it is for (`where` the load meets it), the
+    phase (load: from_pretrained kernelizes for INFERENCE; train: model.train() kernelizes again for TRAINING) and
+    the kernels mode of that phase."""
+
+    name: str
+    kind: str  # layer | function
+    where: str
+    phase: str  # load | train
+    kernels_mode: str  # INFERENCE | TRAINING (what kernelize is called with)
+    repo: HubRepo
+
+
+def load_repos(modeling: str | None, functions: tuple[str, ...], mode: str, device: str,
+               capability: int | None = None, *, model_type: str | None = None, m: Matrix) -> list[LoadRepo]:
+    """Every (layer or function, phase) -> repository `from_pretrained` + `kernelize` resolve for the model on
+    `device` (compute capability `capability`, e.g. 90) for a job of `mode`: the modeling file, the shared modules
+    it reaches (activations through ACT2FN), INFERENCE at load and, for train jobs, TRAINING at model.train()."""
     th = transformers_hub(m=m)
-    names = model_hub_names(modeling)
-    for f in functions:
-        names.setdefault(f, "function")
+    out: list[LoadRepo] = []
+    for name, ln in hub_names(model_type, modeling, functions).items():
+        entries = [e for e in th.mapping if e.name == name]
+        for phase, phase_mode in load_phases(mode, th.eval_at_load):
+            entry, _ = select_entry(entries, device, phase_mode, capability)
+            if entry is not None:
+                out.append(LoadRepo(name, ln.kind, ln.where, phase,
+                                    "TRAINING" if phase_mode == "train" else "INFERENCE", entry.repo))
+    return out
+
+
+def model_repos(modeling: str, functions: tuple[str, ...], mode: str, device: str,
+                capability: int | None = None, *, model_type: str | None = None, m: Matrix) -> list[HubRepo]:
+    """The Hub repositories kernelize would load for this model on `device` for a job of `mode`, in every phase of
+    the load (deduplicated): what a pre-fetch must put in the cache."""
     out: list[HubRepo] = []
-    for name in names:
-        entry, _ = select_entry([e for e in th.mapping if e.name == name], device, mode, capability)
-        if entry is not None and all(r.spec != entry.repo.spec for r in out):
-            out.append(entry.repo)
+    for lr in load_repos(modeling, functions, mode, device, capability, model_type=model_type, m=m):
+        if all(r.spec != lr.repo.spec for r in out):
+            out.append(lr.repo)
     return out
 
 
@@ -307,7 +336,7 @@ def prefetch_model(query: str, *, mode: str = "train", device: str | None = None
     model = transformers_models.resolve(query, m=m)
     dev = gpu.default_device(env, device, target)
     repos = model_repos(modeling_module(model.spec.module), tuple(model.spec.functions), mode, dev,
-                        gpu.capability_number(env), m=m)
+                        gpu.capability_number(env), model_type=model.model_type, m=m)
     if not repos:
         return [_hub_step("-", "skip", "-", f"transformers maps no Hub kernel for {model.model_type}'s "
                           f"layers/functions on {dev} in {mode} mode: nothing to pre-fetch")]

@@ -70,6 +70,7 @@ class TransformersHub:
     mapping_source: str
     error: str | None = None
     unread: tuple[str, ...] = ()  # what the static reader found but did not understand (a warning each)
+    eval_at_load: bool = True  # from_pretrained calls model.eval() before it kernelizes: the load is INFERENCE
 
     @property
     def window_text(self) -> str:
@@ -78,6 +79,7 @@ class TransformersHub:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["mapping"] = [asdict(m) for m in self.mapping]
+        d.pop("eval_at_load")  # the rows' `phase` says it
         d["window"] = self.window_text if self.window else None
         return d
 
@@ -316,6 +318,7 @@ def transformers_hub(*, m: matrix.Matrix) -> TransformersHub:
     uk_default, uk_src, refuses, unread = _use_kernels_default(mu_src, enabled)
     mapping: tuple[MappingEntry, ...] = ()
     msrc = "none"
+    eval_at_load = bool(mu_src and re.search(r"model\.eval\(\)[^\n]*\n\s*model\.set_use_kernels\(", mu_src))
     if hk_src:
         try:
             got = _mapping_from_source(hk_src)
@@ -332,6 +335,7 @@ def transformers_hub(*, m: matrix.Matrix) -> TransformersHub:
         use_hub_kernels=raw, use_hub_kernels_set="USE_HUB_KERNELS" in os.environ, hub_enabled_by_env=enabled,
         use_kernels_default=uk_default, use_kernels_source=uk_src, refuses_when_unusable=refuses,
         mapping=mapping, mapping_source=msrc, error="; ".join(errors) or None, unread=unread,
+        eval_at_load=eval_at_load,
     )
 
 

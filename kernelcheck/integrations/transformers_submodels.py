@@ -40,7 +40,7 @@ def _model_class(tdir: Path, model_type: str) -> str | None:
     return None
 
 
-def _class_for_config(classes: dict[str, ast.ClassDef], config_cls: str | None) -> str | None:
+def class_for_config(classes: dict[str, ast.ClassDef], config_cls: str | None) -> str | None:
     """The one class of the module whose body declares `config: CONFIG_CLS` (InklingAudioModel for
     InklingAudioConfig, a tower its parent builds with `InklingAudioModel(config.audio_config)`); None when there
     is none or more than one."""
@@ -50,6 +50,9 @@ def _class_for_config(classes: dict[str, ast.ClassDef], config_cls: str | None) 
              if any(isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == "config"
                     and isinstance(n.annotation, ast.Name) and n.annotation.id == config_cls for n in cls.body)]
     return found[0] if len(found) == 1 else None
+
+
+_class_for_config = class_for_config  # the older name
 
 
 def _init_calls(cls: ast.ClassDef) -> tuple[set[str], set[str]]:
@@ -104,7 +107,7 @@ def builds_any(model_type: str, module: str, layers: set[str], functions: set[st
         return None, cls_name
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     if cls_name is None:  # no Auto mapping (inkling_audio): the one model class declared for its config class
-        cls_name = _class_for_config(classes, config_class(model_type))
+        cls_name = class_for_config(classes, config_class(model_type))
     if cls_name is None or cls_name not in classes:
         return None, cls_name
     reached = _reach(classes, cls_name)

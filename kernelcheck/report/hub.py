@@ -98,9 +98,15 @@ class HubRow:
     blocked: str | None = None
     path: str | None = None
     implementation: str | None = None
+    where: str | None = None  # where the load meets it (modeling_gpt2.GPT2MLP: ACT2FN[...] -> activations.X)
+    phase: str | None = None  # a train job's rows: load (kernelized for INFERENCE) or train (at model.train())
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "mapped": self.mapped}
+        if self.where is not None:
+            out["where"] = self.where
+        if self.phase is not None:
+            out["phase"] = self.phase
         if self.note is not None:
             out["note"] = self.note
         if self.repo is not None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import decide, matrix, models
-from kernelcheck.core.device import Device
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
@@ -91,15 +90,6 @@ def _first_pass(steps: Steps, inst: Instrument, run: LiveRun) -> dict[str, dict[
 
 
 # -- orchestration --------------------------------------------------------------------------------
-def _run_device() -> str:
-    """The device type the layers will run on ("cuda" or "cpu"); "cpu" where torch does not import (the static
-    check then says why, and the run reports verify-not-run: exit 4, as doctor gives)."""
-    try:
-        return _device()[0].split(":")[0]
-    except (Exception, SystemExit):  # noqa: BLE001 - a torch whose import raises or exits: the static check's finding
-        return "cpu"
-
-
 def _device() -> tuple[str, str]:
     import torch
 
@@ -124,7 +114,7 @@ def _full_needs_cuda(shape: str, device: str) -> None:
                        "--shape tiny here (the same code path), or run --shape full on the GPU machine.")
 
 
-def _attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
+def attn_impl(model: models.ResolvedModel, needs: models.Needs) -> str | None:
     """The config's own attn_implementation when it names one that can load here; None: the class default."""
     asked: str | None = (model.text_config.get("_attn_implementation") or model.config.get("_attn_implementation")
              or model.config.get("attn_implementation"))
@@ -189,7 +179,7 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     ntok = tokens or int(data["tokens"][shape])
     t0 = time.perf_counter()
     say(f"building the {shape} {model.model_type} model from its config (random weights, no download) on {device}")
-    built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
+    built = layers.build(model, shape, device, dtype, attn_impl(model, needs), m=m)
     run = LiveRun(built=built, tokens=ntok, mode=mode,
                   package_of={f: b.package for f, b in result.bindings.items()})
     run.timing["build_s"] = round(time.perf_counter() - t0, 3)
@@ -209,9 +199,12 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     else:
         what = "first run of the layers"
     tol = float(data["tolerance"][dtype])
-    with inst:
+    from kernelcheck.integrations import jit_caches
+
+    # the tiny shape checks the path, it does not time it: one working config per autotuned kernel, not all of them
+    with inst, jit_caches.first_config_only(shape == "tiny" and not benchmark) as trimmed:
         say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
-             f"{dtype})")
+             f"{dtype}{'; one config per autotuned Triton kernel' if trimmed else ''})")
         t1 = time.perf_counter()
         with steps_mod.ticker(what, cache), noise_mod.captured_logging(verbose) as got:
             first = _first_pass(steps, inst, run)
@@ -261,10 +254,11 @@ def _early_device(shape: str) -> str | None:
 
 def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: bool = False,
            tokens: int | None = None, command: str = "verify", verbose: bool = False, *,
-           m: matrix.Matrix, compile_check: bool = False) -> Report:
+           m: matrix.Matrix, compile_check: bool = False, cache_dir: str | None = None) -> Report:
     """`kernelcheck verify`: the doctor's static report plus what running the real layers showed. `verbose`
     (--verbose): third-party output of the run is left visible; `m`: the matrix the run decides on (the command's
-    Context.matrix); `compile_check` (--compile): the layers under torch.compile too."""
+    Context.matrix); `compile_check` (--compile): the layers under torch.compile too; `cache_dir` (--cache-dir): the
+    cache proof for a folder `kernelcheck warm` baked, from the keys, before the layers run (doctor/cacheproof.py)."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
     if shape not in SHAPES:
@@ -275,11 +269,14 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
-    here = _run_device()  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
-        report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
-    report.device = Device(here, "run-here", True)
+        # verify's verdict is for the device it runs the layers on; it imports the modeling module itself
+        report = run_doctor(query, mode, exact=True, m=m, run_here=True)
     report.command = command
+    if cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.attach(report, cache_dir, m=m)  # the prediction, before anything of the run compiles
     from kernelcheck.doctor import jitprobe
 
     jitprobe.attach(report, m=m)  # each JIT the chosen implementation uses compiles and runs a trivial kernel
@@ -303,7 +300,7 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     device, dtype = _device()
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
-        built = layers.build(model, shape, device, dtype, _attn_impl(model, needs), m=m)
+        built = layers.build(model, shape, device, dtype, attn_impl(model, needs), m=m)
         fns = tuple(f.name for f in report.functions if f.used)
         report.compiled = compiled.run(built, model.spec.layer or None, fns)
     report.findings.extend(compiled.findings(report.compiled, query))

@@ -34,6 +34,7 @@ from kernelcheck.report.live import (
     ProjectedSpeedupLine,
     ProjectionLine,
     ProjectionMethodLine,
+    SamePathLine,
     SpeedupLine,
     StepPathLine,
     WholeStepLine,
@@ -216,7 +217,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
-            report = run_doctor(query, mode, exact=False, m=m)
+            report = run_doctor(query, mode, exact=False, m=m, run_here=True)
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":
@@ -317,6 +318,16 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
     """The step section: both paths, the measured speedup and kernel ratio, the projection and the cost."""
     pf, pr = _measured(fast), _measured(ref)
     speedup = kernel_ratio = None
+    same = same_path(pf, pr)
+    if same:  # both paths ran the same code: their ratio, a projection of it, a cache state would all be noise
+        why = Failed(SAME_PATH)
+        fc = fast.get("cost", {})
+        cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
+                        ref.get("cost", {}).get("process_s"),
+                        TritonCache(cache.dir, cache.entries_before, cache.entries_added, "none", cache.first_step_s,
+                                    "both paths ran the same code: no fast path whose Triton kernels to count"))
+        return StepSection(shape, tokens, ckpt, pf, pr, Projection(why, why, projection.compare(fast, ref)["method"]),
+                           cost, captured, None, None, same_path=True)
     if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.step_ms > 0:
         speedup = round(pr.step_ms / pf.step_ms, 2)
         if pf.kernels_per_step:
@@ -326,6 +337,16 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
                     ref.get("cost", {}).get("process_s"), cache)
     return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)), cost,
                        captured, speedup, kernel_ratio)
+
+
+SAME_PATH = "both paths ran the same implementations: nothing to project"
+
+
+def same_path(pf: StepPath, pr: StepPath) -> bool:
+    """Both paths measured and both ran the same implementations of every function (no triton, no kernel
+    package: the torch code twice)."""
+    return (isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and bool(pf.implementations)
+            and sorted(pf.implementations) == sorted(pr.implementations))
 
 
 def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> TritonCache:
@@ -369,6 +390,11 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], tokens: int, bound: Ste
         if bound.launch_bound:
             out.append(Finding("step-launch-bound", Severity.FALLBACK,
                                "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))
+        if same_path(bound, _measured(ref)):
+            out.append(Finding("verify-step-same-path", Severity.INFO,
+                               "both paths ran the same implementations on this GPU (no fast kernel is bound): "
+                               "the step was measured, with no speedup, projection or cache state to report",
+                               "kernelcheck install --model M, then rerun --step to measure the fast path"))
     else:
         out.append(Finding("verify-cpu", Severity.INFO,
                            "no CUDA GPU here: both paths ran the torch code on the CPU, so the speedup measures "
@@ -381,6 +407,12 @@ def live_items(step: StepSection, verbose: bool) -> list[LiveLine]:
     speedup, both projections, how they are made, the check's cost and (without --verbose) the captured output."""
     out: list[LiveLine] = [WholeStepLine(step.shape, step.tokens, step.checkpointing, step.measured()),
                            StepPathLine("fast", step.fast), StepPathLine("reference", step.reference)]
+    if step.same_path:
+        m = step.measured()
+        out += [SamePathLine(tuple(m.implementations) if m is not None else ()), CheckCostLine(step.cost)]
+        if not verbose:
+            out.append(CapturedLine(tuple(step.captured_output.items())))
+        return out
     if step.speedup is not None:
         out.append(SpeedupLine(step.speedup, step.kernel_ratio))
     pj = step.projection

@@ -78,7 +78,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("packing", "padding", "trace", "hub", "fleet", "forecast"),
     ("budget",),
     ("doctor",),
-    ("install", "verify"),
+    ("install", "verify", "ray"),
+    ("warm",),
     ("commands",),
     ("cli",),
     ("__init__", "__main__"),
@@ -356,7 +357,8 @@ MATRIX_LOADS = {"core/entry.py": 1}
 SIGNATURE_LOADS = {"core/matrix.py": 1}
 MATRIX_READERS = {("commands/context.py", "matrix"), ("doctor/imports.py", "_child"),
                   ("verify/step_worker.py", "run"),
-                  ("verify/packing.py", "main")}  # `python -m kernelcheck.verify.packing`: a process of its own
+                  ("verify/packing.py", "main"),  # `python -m kernelcheck.verify.packing`: a process of its own
+                  ("warm/child.py", "run")}  # `python -m kernelcheck.warm.child`: warm's own process
 
 
 def test_the_matrix_is_loaded_in_one_place() -> None:
@@ -460,7 +462,7 @@ CLI_MAY_IMPORT = {"kernelcheck.forecast": {"render"}, "kernelcheck.trace.render"
                   "kernelcheck.install.command": {"Request", "render", "to_json"},
                   "kernelcheck.fleet": {"handoff", "ranks"},
                   "kernelcheck.packing": {"decide"}}  # cli/early.py: an unknown --packing mode, before any probe
-_ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast")
+_ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast", "warm")
 
 
 def test_the_cli_assembles_no_command_it_renders_what_commands_run() -> None:

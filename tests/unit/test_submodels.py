@@ -76,8 +76,11 @@ def test_the_hub_section_of_a_tower_leaves_out_the_functions_the_report_dropped(
     assert dropped == ("causal_conv1d_update", "causal_conv1d_fn")
     assert submodel.dropped([Finding("no-gpu", "info", "x")]) == ()
     monkeypatch.setattr(hub_check, "transformers_hub", lambda *, m: TH)
-    monkeypatch.setattr(hub_check, "model_hub_names", lambda module: {
-        "RMSNorm": "layer", "causal_conv1d_update": "function", "causal_conv1d_fn": "function"})
+    from kernelcheck.integrations.transformers_load import LoadName
+
+    monkeypatch.setattr(hub_check, "hub_names", lambda model_type, module, functions: {
+        n: LoadName(n, k, "x") for n, k in (("RMSNorm", "layer"), ("causal_conv1d_update", "function"),
+                                            ("causal_conv1d_fn", "function"))})
     env = make_env(None, torch="2.13.0+cpu", cuda=None)
     rep = Report("doctor", None, None, "train")
     sec = hub_check.check(rep, env, "transformers.models.inkling.modeling_inkling", (), "train", device="cpu",

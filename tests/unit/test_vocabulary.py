@@ -56,7 +56,7 @@ def test_every_command_with_mode_uses_the_one_shared_option() -> None:
     commands = {name: main.get_command(ctx, name) for name in main.list_commands(ctx)}
     with_mode = {name: next(p for p in cmd.params if p.name == "mode") for name, cmd in commands.items()
                  if cmd is not None and any(p.name == "mode" for p in cmd.params)}
-    assert sorted(with_mode) == ["doctor", "hub", "install", "verify"]
+    assert sorted(with_mode) == ["doctor", "hub", "install", "verify", "warm"]
     for name, param in with_mode.items():
         assert param.type is MODE_CHOICE and list(MODE_CHOICE.choices) == ["train", "infer"], name
         assert param.default == "train" and param.callback is not None

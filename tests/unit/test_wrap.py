@@ -85,7 +85,7 @@ def test_a_name_longer_than_the_room_moves_left_and_stays_whole() -> None:
     assert break_word("a.b.c", "  ", 100, 0) == ["  a.b.c"]
 
 
-@pytest.mark.parametrize("command", ["", "doctor", "verify", "install", "hub", "trace", "padding", "models",
+@pytest.mark.parametrize("command", ["", "doctor", "verify", "install", "hub", "trace", "padding", "models", "warm",
                                      "compare"])
 def test_every_help_page_fits_100_columns_on_a_narrow_terminal(command: str) -> None:
     """click wraps a help page's prose to the terminal, but its examples are verbatim: each must fit as written."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core.errors import LayoutError
+from kernelcheck.integrations.kernels_api.validation import Validators
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _pair(version: Any) -> tuple[int, int] | None:
     return (int(version.major), int(version.minor))
 
 
-class KernelsApi:
+class KernelsApi(Validators):
     """The adapter base: the names 0.17-0.19 share. Each generation overrides where its release moved one."""
 
     generation = "base"
