@@ -15,17 +15,17 @@ import bisect
 import heapq
 import operator
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any
 
 from kernelcheck.budget.table import HOST_SYNC, IDLE, Classifier
 
 SYNC_TOLERANCE_US = 5.0  # a gap that starts this soon after a synchronize call returned still follows from it
 SYNC_WAKE_US = 200.0  # a synchronize call returns within this of the GPU's last work ending (the host's wake-up)
-_FIRST = operator.itemgetter(0)
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 @dataclass
@@ -79,8 +79,13 @@ class BudgetCollector:
             self.ranges.append((ts, end, kept))
 
     def cpu_bulk(self, names: list[Any], ts: Sequence[float], end: Sequence[float]) -> None:
-        """CPU ops of a run at once: only the kept names go further (one dict look-up per op)."""
-        kept = list(map(self._kept, names))
+        """CPU ops of a run at once: each distinct name decided once, then one dict look-up per op (in C); only the
+        kept names go further."""
+        keep = self._keep
+        for name in dict.fromkeys(names):
+            if name not in keep:
+                self._kept(name)
+        kept = list(map(keep.__getitem__, names))
         if any(kept):
             mask = list(map(bool, kept))
             names_kept: list[str] = [k for k in kept if k is not None]
@@ -90,7 +95,10 @@ class BudgetCollector:
         self.syncs.append((ts, end))
 
     def sync_bulk(self, names: list[str], ts: Sequence[float], dur: Iterable[float]) -> None:
-        mask = ["ynchronize" in n for n in names]
+        is_sync = {n: "ynchronize" in n for n in dict.fromkeys(names)}
+        if not any(is_sync.values()):
+            return
+        mask = list(map(is_sync.__getitem__, names))
         if any(mask):
             self.syncs.extend((t, t + d) for t, d in compress(zip(ts, dur, strict=False), mask))
 
@@ -116,7 +124,9 @@ class BudgetCollector:
         the ranges; the open ranges are few (the nesting depth)."""
         if not self.ranges:
             return {}
-        launches = sorted((t, i) for i in idx if (t := launch_end.get(g_corr[i])) is not None)
+        when = list(map(launch_end.get, map(g_corr.__getitem__, idx)))
+        launches: list[tuple[float, int]] = sorted(compress(zip(when, idx, strict=True),  # type: ignore[arg-type]
+                                                            map(operator.is_not, when, repeat(None))))
         ranges = sorted(self.ranges, key=_FIRST)
         cls = self.classifier
         causes = cls.table.causes
@@ -149,50 +159,65 @@ class BudgetCollector:
     def _step(self, name: str, s0: float, s1: float, acts: list[int], g_ts: array[float], g_dur: array[float],
               g_name: array[int], ctx: dict[int, tuple[str | None, frozenset[str]]], name_list: list[str],
               syncs: list[tuple[float, float]], sync_starts: list[float]) -> StepRaw:
+        """One step's classes, over its activities' columns: the time per kernel name summed once (in C where it
+        can be), each distinct name classified once; the activities launched inside a kept range one by one."""
         cls = self.classifier
-        by_class: defaultdict[str, float] = defaultdict(float)
-        count: defaultdict[str, int] = defaultdict(int)
+        names = list(map(g_name.__getitem__, acts))
+        durs = list(map(g_dur.__getitem__, acts))
+        starts = list(map(g_ts.__getitem__, acts))
         by_name: dict[tuple[str | None, str, frozenset[str]], NameTime] = {}
-        intervals = []
-        total = 0.0
-        none: frozenset[str] = frozenset()
-        for i in acts:
-            kname = name_list[g_name[i]]
-            rc, hits = ctx.get(i, (None, none))
-            c = rc if rc is not None else cls.of_kernel(kname)
-            d = g_dur[i]
-            t = g_ts[i]
-            total += d
-            intervals.append((t, t + d))
-            key = (c, kname, hits)
+
+        def add(key: tuple[str | None, str, frozenset[str]], us: float, n: int) -> None:
             nt = by_name.get(key)
             if nt is None:
                 nt = by_name[key] = NameTime()
-            nt.us += d
-            nt.count += 1
+            nt.us += us
+            nt.count += n
+
+        in_ctx = list(map(ctx.__contains__, acts)) if ctx else []
+        plain_names, plain_durs = names, durs
+        if any(in_ctx):
+            for i, n, d in compress(zip(acts, names, durs, strict=True), in_ctx):
+                rc, hits = ctx[i]
+                kname = name_list[n]
+                add((rc if rc is not None else cls.of_kernel(kname), kname, hits), d, 1)
+            outside = list(map(operator.not_, in_ctx))
+            plain_names, plain_durs = list(compress(names, outside)), list(compress(durs, outside))
+        time_of: defaultdict[int, float] = defaultdict(float)
+        for n, d in zip(plain_names, plain_durs, strict=True):
+            time_of[n] += d
+        none: frozenset[str] = frozenset()
+        for n, k in Counter(plain_names).items():
+            kname = name_list[n]
+            add((cls.of_kernel(kname), kname, none), time_of[n], k)
+        by_class: defaultdict[str, float] = defaultdict(float)
+        count: defaultdict[str, int] = defaultdict(int)
+        for (c, _, _), nt in by_name.items():
             if c is not None:
-                by_class[c] += d
-                count[c] += 1
-        lo = min([s0, *(a for a, _ in intervals)]) if intervals else s0
-        hi = max([s1, *(b for _, b in intervals)]) if intervals else s1
-        busy, gaps = _gaps(intervals, lo, hi)
-        n_gaps = {IDLE: 0, HOST_SYNC: 0}
-        for g0, g1 in gaps:
-            k = HOST_SYNC if _after_sync(g0, syncs, sync_starts) else IDLE
-            by_class[k] += g1 - g0
-            n_gaps[k] += 1
+                by_class[c] += nt.us
+                count[c] += nt.count
+        ends = list(map(operator.add, starts, durs))
+        lo = min(s0, min(starts)) if starts else s0
+        hi = max(s1, max(ends)) if ends else s1
+        busy, gaps = _gaps(sorted(zip(starts, ends, strict=True)), lo, hi)
+        host = _sync_gaps(gaps, syncs)
+        gap_total = sum(map(operator.sub, map(_SECOND, gaps), map(_FIRST, gaps)))
+        host_total = sum(g1 - g0 for g0, g1 in host)
+        by_class[IDLE] += gap_total - host_total
+        by_class[HOST_SYNC] += host_total
+        n_gaps = {IDLE: len(gaps) - len(host), HOST_SYNC: len(host)}
         n_sync = bisect.bisect_right(sync_starts, hi) - bisect.bisect_left(sync_starts, lo)
         return StepRaw(name=name, wall_us=hi - lo, by_class_us=dict(by_class), by_class_count=dict(count),
-                       by_name=by_name, overlap_us=max(0.0, total - busy), gaps=n_gaps, syncs=n_sync,
+                       by_name=by_name, overlap_us=max(0.0, sum(durs) - busy), gaps=n_gaps, syncs=n_sync,
                        activities=len(acts))
 
 
 def _gaps(intervals: list[tuple[float, float]], lo: float, hi: float) -> tuple[float, list[tuple[float, float]]]:
-    """(busy time, the gaps) of the intervals inside [lo, hi], the window's edges included."""
+    """(busy time, the gaps) of the sorted intervals inside [lo, hi], the window's edges included."""
     gaps = []
     busy = 0.0
     cur = lo
-    for a, b in sorted(intervals):
+    for a, b in intervals:
         if a > cur:
             gaps.append((cur, a))
         if b > cur:
@@ -203,13 +228,15 @@ def _gaps(intervals: list[tuple[float, float]], lo: float, hi: float) -> tuple[f
     return busy, gaps
 
 
-def _after_sync(g0: float, syncs: list[tuple[float, float]], starts: list[float]) -> bool:
-    """Whether the gap starting at g0 is the GPU running dry under a host that waited for it: the gap began while
-    the host sat in a synchronize call, and the call returned right then (within SYNC_WAKE_US). A short bubble
-    between two kernels in the middle of a long wait is not one: the call went on waiting after it."""
-    k = bisect.bisect_right(starts, g0 + SYNC_TOLERANCE_US) - 1
-    for j in range(k, max(-1, k - 8), -1):
-        s, e = syncs[j]
-        if s <= g0 + SYNC_TOLERANCE_US and e - SYNC_WAKE_US <= g0 <= e + SYNC_TOLERANCE_US:
-            return True
-    return False
+def _sync_gaps(gaps: list[tuple[float, float]], syncs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The gaps that are the GPU running dry under a host that waited for it: the gap began while the host sat in
+    a synchronize call, and the call returned right then (within SYNC_WAKE_US). A short bubble between two kernels
+    in the middle of a long wait is not one: the call went on waiting after it. Found per synchronize call (they
+    are few) among the gaps' starts (sorted), each gap once."""
+    starts = list(map(_FIRST, gaps))
+    hit: set[int] = set()
+    for s, e in syncs:
+        a = bisect.bisect_left(starts, max(s - SYNC_TOLERANCE_US, e - SYNC_WAKE_US))
+        b = bisect.bisect_right(starts, e + SYNC_TOLERANCE_US)
+        hit.update(range(a, b))
+    return [gaps[k] for k in sorted(hit)]

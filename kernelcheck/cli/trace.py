@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kernelcheck.cli import outfile
@@ -14,6 +16,7 @@ from kernelcheck.report.model import render_json
 def write_svg(path: str, svg: str) -> None:
     """Write the budget's picture; a path that cannot be written is bad input."""
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(svg)
     except OSError as exc:
@@ -70,6 +73,7 @@ def trace(file: str, as_json: bool, annotate: str | None = None, budget: bool = 
 
     if budget_svg is not None and not budget:
         raise BadInput("--budget-svg writes the budget's picture: add --budget.")
+    outfile.check_writable(budget_svg, "--budget-svg", "budget picture", "budget.svg")
     req = command.Request(file, annotate, budget, model, tokens, checkpointing)
     report = command.run(req, context()).report
     outfile.write(render_json(report))

@@ -7,7 +7,7 @@ import click
 from kernelcheck.cli.common import MODEL_HELP, context, emit, finish, guarded, mode_option, output_options
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
-from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.cli.outfile import check_writable, output_file_option
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 
@@ -107,6 +107,7 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
                           compile_check=compile_check, cache_dir=cache_dir, budget=budget)
     if budget_svg is not None and not budget:
         raise BadInput("--budget-svg writes the budget's picture: add --step --budget.")
+    check_writable(budget_svg, "--budget-svg", "budget picture", "budget.svg")
     outcome = command.run(req, context())
     if isinstance(outcome.report, Report):
         if budget_svg is not None and outcome.report.budget is not None:
