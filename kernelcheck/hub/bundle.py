@@ -237,11 +237,15 @@ def build(req: BuildRequest, env: Environment, target: HubSystem | None, *, m: M
         manifest = _manifest(req, tjson, entries, stage)
         (stage / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         _lock(stage, entries)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(out, "w:gz") as tar:
-            for name in (MANIFEST, "kernels.lock", "cache", "local"):
-                if (stage / name).exists():
-                    tar.add(stage / name, arcname=name)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(out, "w:gz") as tar:
+                for name in (MANIFEST, "kernels.lock", "cache", "local"):
+                    if (stage / name).exists():
+                        tar.add(stage / name, arcname=name)
+        except OSError as exc:
+            raise BadInput(f"--bundle {req.file} cannot be written ({type(exc).__name__}: {exc}): name a file in a "
+                           "folder you can write to.") from None
     from kernelcheck.core import environment
 
     report = BundleReport("bundle", str(out), manifest, build_findings(manifest),
