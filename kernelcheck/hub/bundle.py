@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import Finding, Severity
+from kernelcheck.core.status import Finding, Severity, Verdict
 
 if TYPE_CHECKING:
     from kernelcheck.core.environment import Environment
@@ -71,12 +71,15 @@ class BundleReport:
 
     @property
     def exit_code(self) -> int:
-        sev = {f.severity for f in self.findings}
-        return 4 if Severity.BROKEN in sev else 3 if Severity.FALLBACK in sev else 0
+        from kernelcheck.core.status import EXIT_CODE
+
+        return EXIT_CODE[Verdict(self.verdict)]
 
     @property
     def verdict(self) -> str:
-        return {0: "ready", 3: "fallback", 4: "broken"}[self.exit_code]
+        from kernelcheck.core.status import verdict_of_severity, worst
+
+        return str(worst(verdict_of_severity(f.severity) for f in self.findings))
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "command": "hub", "action": self.action, "verdict": self.verdict,
