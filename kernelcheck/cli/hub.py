@@ -33,7 +33,8 @@ from kernelcheck.cli.targets import parse_target, target_options
                    "checks, for an air-gapped node (run where the Hub is reachable).")
 @click.option("--verify-bundle", "verify_bundle", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="On the air-gapped node: will the offline load succeed from FILE? (kernels' own checks)")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object (schema kernelcheck.hub/1; with --bundle or --verify-bundle: "
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object (schema kernelcheck.hub/1; with --bundle or --verify-bundle: "
                    "kernelcheck.hub-bundle/1) on stdout.")
 @output_options
 @output_file_option
