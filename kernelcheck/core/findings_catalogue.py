@@ -154,6 +154,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("hub-bundle-files-changed", (B,), _H, "--verify-bundle: files differ from the manifest's sha256"),
     Entry("hub-bundle-all-latest", (B, W, I_), _H, "--verify-bundle: UNSTABLE_KERNELS_ALL_LATEST is set (kernels "
           "ignores the lock and the requested versions)"),
+    Entry("hub-bundle-redirect", (W,), _H, "--verify-bundle: a bundled repository's kernel-status.toml redirects "
+          "to another repository"),
     Entry("hub-bundle-unchecked", (B,), _H, "--verify-bundle: kernels could not run its checks here"),
     # install
     Entry("build-target", (I_, W), _I, "the target environment the plan is made for (warning: parts unknown)"),

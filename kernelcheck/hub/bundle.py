@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import Finding, Severity
+from kernelcheck.core.status import Finding, Severity, Verdict
 
 if TYPE_CHECKING:
     from kernelcheck.core.environment import Environment
@@ -71,12 +71,15 @@ class BundleReport:
 
     @property
     def exit_code(self) -> int:
-        sev = {f.severity for f in self.findings}
-        return 4 if Severity.BROKEN in sev else 3 if Severity.FALLBACK in sev else 0
+        from kernelcheck.core.status import EXIT_CODE
+
+        return EXIT_CODE[Verdict(self.verdict)]
 
     @property
     def verdict(self) -> str:
-        return {0: "ready", 3: "fallback", 4: "broken"}[self.exit_code]
+        from kernelcheck.core.decide import verdict
+
+        return str(verdict([], self.findings))
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "command": "hub", "action": self.action, "verdict": self.verdict,
@@ -237,11 +240,15 @@ def build(req: BuildRequest, env: Environment, target: HubSystem | None, *, m: M
         manifest = _manifest(req, tjson, entries, stage)
         (stage / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         _lock(stage, entries)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(out, "w:gz") as tar:
-            for name in (MANIFEST, "kernels.lock", "cache", "local"):
-                if (stage / name).exists():
-                    tar.add(stage / name, arcname=name)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(out, "w:gz") as tar:
+                for name in (MANIFEST, "kernels.lock", "cache", "local"):
+                    if (stage / name).exists():
+                        tar.add(stage / name, arcname=name)
+        except OSError as exc:
+            raise BadInput(f"--bundle {req.file} cannot be written ({type(exc).__name__}: {exc}): name a file in a "
+                           "folder you can write to.") from None
     from kernelcheck.core import environment
 
     report = BundleReport("bundle", str(out), manifest, build_findings(manifest),

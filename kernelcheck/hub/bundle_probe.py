@@ -95,7 +95,8 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
             entries.append({"repo_id": e["repo_id"], "version": e.get("version"), "variant": e["variant"],
                             "present": False, "lookup_error": f"kernels layout: {exc}"})
     return {"kernels": environment.dist_version("kernels"), "generation": a.generation, "unusable": None,
-            "all_latest": {"set": all_latest_set(), "honoured": honours is not None}, "entries": entries}
+            "all_latest": {"set": all_latest_set() if honours is None else honours,
+                           "honoured": honours is not None}, "entries": entries}
 
 
 def main(argv: list[str]) -> int:

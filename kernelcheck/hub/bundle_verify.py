@@ -150,6 +150,11 @@ def _entry_findings(spec: str, e: dict[str, Any], p: dict[str, Any], changed: li
                            f"among the bundled ones, not {variant}" + (f" ({why})" if why else ""),
                            FIX_BUILD, REFERENCE))
     out.extend(_validator_findings(spec, variant, p))
+    if (e.get("redirect") or {}).get("status") == "redirect":
+        out.append(Finding("hub-bundle-redirect", Severity.WARNING,
+                           f"{spec}: its kernel-status.toml redirects to {e['redirect'].get('detail')}; the bundle "
+                           "holds the repository the job asks for, which is what the load resolves",
+                           f"point the job at {e['redirect'].get('detail')} and rebuild the bundle", REFERENCE))
     for repo_id, version, revision in p.get("depends") or []:
         if (repo_id, version) not in present:
             dep = f"{repo_id}@{'v' + str(version) if version is not None else revision}"

@@ -335,3 +335,19 @@ def test_an_untrusted_publisher_is_recorded_and_skipped_offline(tmp_path: Path) 
     assert e["trust"]["status"] == "failed" and "not from a trusted publisher" in e["trust"]["detail"]
     code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
     assert data["checks"][0]["trust"]["status"] == "skipped" and "failed" in data["checks"][0]["trust"]["detail"]
+
+
+def test_a_redirect_is_read_by_kernels_and_reported(tmp_path: Path) -> None:
+    """The repository's kernel-status.toml (kernels' KernelStatus) says it moved: recorded at build, a warning at
+    verify (the bundle holds what the job asks for)."""
+    k019 = site(*K019)
+    commit = _publish(tmp_path / "srv", [CPU])
+    (tmp_path / "srv" / "kernels-community" / "activation" / commit / "kernel-status.toml").write_text(
+        'kind = "redirect"\ndestination = "kernels-community/activation-v2"\nrevision = "v1"\n')
+    out = tmp_path / "b.tar.gz"
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(out)], k019,
+                              env=_online(tmp_path, hub.url))
+    assert data["entries"][0]["redirect"] == {"status": "redirect", "detail": "kernels-community/activation-v2@v1"}
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert code == 0 and _finding(data, "hub-bundle-redirect")[0]["severity"] == "warning"

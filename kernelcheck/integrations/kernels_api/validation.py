@@ -153,5 +153,7 @@ class Validators:
 
 
 def all_latest_set() -> bool:
-    """UNSTABLE_KERNELS_ALL_LATEST as kernels 0.19 parses it (for a kernels that lacks the switch)."""
-    return os.environ.get("UNSTABLE_KERNELS_ALL_LATEST", "").upper() in {"1", "ON", "YES", "TRUE"}
+    """UNSTABLE_KERNELS_ALL_LATEST read as kernelcheck reads a switch (for a kernels that lacks it)."""
+    from kernelcheck.core.settings import is_yes
+
+    return is_yes(os.environ.get("UNSTABLE_KERNELS_ALL_LATEST"))
