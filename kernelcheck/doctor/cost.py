@@ -125,8 +125,9 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str, to
     extra = BILLION / ref / 3600 - BILLION / bound / 3600
     where = f"{m.get('gpu')}, torch {m.get('torch')}, transformers {m.get('transformers')}, {m.get('date')}"
     near = "; it differs from here in " + ", ".join(distance) if distance else "; same GPU and versions as here"
-    part = (f" That step runs every kernel on the torch path; in this job {', '.join(kernels_run)} still run their "
-            f"kernels and only {', '.join(torch_path)} take the torch path, so the cost is at most this."
+    runs = "still runs its" if len(kernels_run) == 1 else "still run their"
+    part = (f" That step runs every kernel on the torch path; in this job {', '.join(kernels_run)} {runs} kernels "
+            f"and only {', '.join(torch_path)} take the torch path, so the cost is at most this."
             if kernels_run else "")
     return Finding("fallback-cost", Severity.WARNING,
                    f"Expected cost of this fallback: the torch path trains about {slowdown:.1f}x slower "

@@ -64,7 +64,7 @@ def _why_not_installed(pkg: matrix.PackageInfo, env: environment.Environment, qu
     """The reason and install fix for a package that is not installed (on a GPU-less machine: say so too)."""
     dist = pkg.install_distribution
     reason = f"{pkg.title} is not installed (pip distribution {dist})"
-    if not device_ok(pkg, env, device):
+    if not device_ok(pkg, env, device) and not gpu_unnamed(device, env):  # unnamed: it would run on the CUDA GPU
         reason += f"; and {_no_device_reason(env, pkg, device)}"
         return Why(reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", Status.FALLBACK,
                    Cause.NOT_INSTALLED)
