@@ -13,10 +13,9 @@ from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.doctor import backends, drift, fixcheck, imports, provider, source_notes, submodel
-from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
+from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, package_row, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
-from kernelcheck.doctor.wording import unnamed_fix, unnamed_reason
 from kernelcheck.integrations import fla_dispatch, transformers, transformers_models, transformers_types
 from kernelcheck.report.model import Bindings, Needs, Report
 from kernelcheck.report.progress import Ticker
@@ -42,9 +41,8 @@ def function_statuses(
     device: device_mod.Device,
 ) -> list[FunctionStatus]:
     """Each bound function's first status, from what transformers binds and the matrix `m` (its packages,
-    functions and transformers regimes), judged for the verdict's `device` with what is installed (a CUDA
-    verdict without a GPU here is a prediction for one): no load here, the caller passes the matrix it decides
-    with."""
+    functions and transformers regimes), judged for the verdict's `device` with what is installed: no load here,
+    the caller passes the matrix it decides with."""
     out = []
     in_prefill = source_notes.decode_in_prefill(result.module, m) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
@@ -57,21 +55,8 @@ def function_statuses(
             out.append(_unbound_status(fn, dist, b, env, result.module, phase))
             continue
         if b.bound == "package":
-            if pkg is not None and "cuda" in pkg.devices and device_mod.gpu_unnamed(device, env):
-                out.append(FunctionStatus(fn, dist, Status.UNSUPPORTED, b.implementation, unnamed_reason(pkg),
-                                          unnamed_fix(query), phase, used))
-            elif pkg is not None and not device_ok(pkg, env, device):
-                impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg, device)}"
-                if _checks_device_per_call(env, m) and b.extra.get("attribute"):
-                    # 5.25+: the wrapper tests the input's device on every call and runs the torch function
-                    impl = f"{result.module}.{b.extra['attribute']}"
-                    reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input "
-                              f"device on every call: {_no_device_reason(env, pkg, device)}, so the torch function "
-                              "runs")
-                out.append(FunctionStatus(fn, dist, Status.UNSUPPORTED, impl, reason,
-                                          "run on a machine with an NVIDIA GPU", phase, used))
-            else:
-                out.append(FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used))
+            out.append(package_row(fn, dist, b, pkg, env, device, query, result.module,
+                                   _checks_device_per_call(env, m), phase, used))
             continue
         why = why_torch(fn, b, env, query, m, device, attr)
         out.append(FunctionStatus(fn, dist, why.status, why.implementation or b.implementation, why.reason, why.fix,

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from kernelcheck.core import environment, matrix, rules
 from kernelcheck.core.device import Device, gpu_unnamed, runs_cuda_kernels
-from kernelcheck.core.status import Cause, Status, StatusWord
+from kernelcheck.core.status import Cause, FunctionStatus, Status, StatusWord
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.doctor.wording import unnamed_fix, unnamed_reason
@@ -20,6 +20,26 @@ def device_ok(pkg: matrix.PackageInfo, env: environment.Environment, device: Dev
     """Whether `pkg`'s kernels run on the verdict's device with the torch installed (a CUDA verdict for a GPU that
     is not here included: core/device.py runs_cuda_kernels)."""
     return "cuda" in pkg.devices and runs_cuda_kernels(device, env) and not gpu_unnamed(device, env)
+
+
+def package_row(fn: str, dist: str, b: bindings_mod.Binding, pkg: matrix.PackageInfo | None,
+                env: environment.Environment, device: Device, query: str | None, module: str, per_call: bool,
+                phase: str, used: bool) -> FunctionStatus:
+    """The status of a function transformers binds to its package, on the verdict's `device` with the torch
+    installed. `per_call`: transformers tests the input's device on every call (5.25+) and runs its torch function
+    where the package's kernels do not run."""
+    if pkg is not None and "cuda" in pkg.devices and gpu_unnamed(device, env):
+        return FunctionStatus(fn, dist, Status.UNSUPPORTED, b.implementation, unnamed_reason(pkg),
+                              unnamed_fix(query), phase, used)
+    if pkg is not None and not device_ok(pkg, env, device):
+        impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg, device)}"
+        if per_call and b.extra.get("attribute"):
+            impl = f"{module}.{b.extra['attribute']}"
+            reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input device on "
+                      f"every call: {_no_device_reason(env, pkg, device)}, so the torch function runs")
+        return FunctionStatus(fn, dist, Status.UNSUPPORTED, impl, reason, "run on a machine with an NVIDIA GPU",
+                              phase, used)
+    return FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used)
 
 
 def import_error_fill(env: environment.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
