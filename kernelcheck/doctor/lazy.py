@@ -18,9 +18,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import environment, matrix, models, settings
-from kernelcheck.core.device import Device, runs_cuda_kernels
+from kernelcheck.core.device import Device, gpu_unnamed, runs_cuda_kernels
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
-from kernelcheck.doctor.wording import install_fix, no_device_reason
+from kernelcheck.doctor.wording import install_fix, no_device_reason, unnamed_fix, unnamed_reason
 from kernelcheck.integrations import transformers
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ def _missing_reason(name: str, b: transformers.Binding, env: environment.Environ
     if st is None or not st.installed:
         return (f"{pkg.title if pkg else b.package} is not installed (pip distribution {dist})",
                 install_fix(query, dist))
+    if gpu_unnamed(device, env):  # a prediction for a GPU not named: the row says so; nothing imported here
+        return None
     if not runs_cuda_kernels(device, env):
         return (f"{check}() is false: {no_device_reason(env, pkg, device)}" if pkg else f"{check}() is false",
                 "run on a machine with an NVIDIA GPU and a CUDA build of torch")
@@ -97,6 +99,8 @@ def _torch_path_reason(fn: str, b: transformers.Binding, missing: dict[str, tupl
         return f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
             (f for _, f in missing.values() if f), None)
     pkg = m.packages.get(b.package)
+    if pkg is not None and gpu_unnamed(device, env):  # the GPU of the prediction is not named
+        return unnamed_reason(pkg), unnamed_fix(None)
     reason = no_device_reason(env, pkg, device) if pkg else "no CUDA GPU here"
     return reason, "run on a machine with an NVIDIA GPU and a CUDA build of torch"
 
@@ -169,7 +173,7 @@ def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResul
             "FileNotFoundError while fetching crashes the build.",
             "keep the HF cache prefetched for offline jobs (python -c \"from kernels import get_kernel; ...\")", ref))
     missing = {} if hub_on else _missing_reasons(result, env, available, m, query, device)
-    cuda = runs_cuda_kernels(device, env)
+    cuda = runs_cuda_kernels(device, env) and not gpu_unnamed(device, env)  # judged fast on a named GPU only
     kernels_off = cfg.get("use_mamba_kernels") is False
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
