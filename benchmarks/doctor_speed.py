@@ -49,11 +49,12 @@ def main() -> None:
             sys.exit(f"the warm doctor did not hit the cache: {proof} (exit {res.returncode}; "
                      f"{res.stderr.decode(errors='replace')[-1000:]})")
     times: dict[str, list[float]] = {k: [] for k in commands}
-    for _ in range(args.runs):  # interleaved so that machine noise hits every command alike
+    for i in range(args.runs):  # interleaved so that machine noise hits every command alike
         for name, cmd in commands.items():
             t = time.perf_counter()
             res = subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
             times[name].append(time.perf_counter() - t)
+            print(f"  run {i + 1}/{args.runs}: {name}: {times[name][-1]:.2f} s", file=sys.stderr, flush=True)
             if res.returncode not in (0, 3, 4):
                 sys.exit(f"{name} exited {res.returncode}: {res.stderr.decode(errors='replace')[-2000:]}")
     ref = statistics.median(times["transformers env"])

@@ -3,8 +3,9 @@
 # network): cold vs warm vs baked cache, side by side in one run, and the cache proof in both directions.
 #   cold   a fresh container: empty Triton/TileLang caches and an empty KERNELCHECK_HOME
 #   warm   the same command again on the same folders (what a second job on the same node pays)
-#   baked  `kernelcheck warm` compiled into a folder first; then a fresh process (empty KERNELCHECK_HOME) with only
-#          `kernelcheck warm --print-env`'s variables pointing at that folder (what an image that ships it pays)
+#   baked  `kernelcheck warm` compiled into a folder first; then a fresh process with only `kernelcheck warm
+#          --print-env`'s variables pointing at that folder (the JIT caches and KERNELCHECK_HOME, where warm's
+#          doctor --jit-probe left the gate's import and JIT-probe proofs): what an image that ships it pays
 #
 # Wheels: .carry/ from benchmarks/prepare_carry.sh (fla-core 0.6.0, einops, causal-conv1d 1.7.0 cp312 sm_90), and for
 # train mode on Hopper with triton 3.6 (fla#640: the gated chunk backward runs on TileLang) the TileLang wheelhouse of
@@ -41,12 +42,26 @@ unset TRITON_CACHE_DIR TILELANG_CACHE_DIR TILELANG_TMP_DIR TORCHINDUCTOR_CACHE_D
 
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
+# Every run gets a HOME of its own too (a fresh container's): a JIT that caches outside the variables (under ~) is
+# cold in the baked run, and `homes` lists what each run left there.
 fresh_env() {  # fresh_env NAME: the variables of a fresh container whose JIT caches are NAME's folders
-  echo "TRITON_CACHE_DIR=$WORK/$1/triton TILELANG_CACHE_DIR=$WORK/$1/tilelang TILELANG_TMP_DIR=$WORK/$1/tilelang/tmp KERNELCHECK_HOME=$WORK/$1/home"
+  mkdir -p "$WORK/$1/userhome"
+  echo "HOME=$WORK/$1/userhome TRITON_CACHE_DIR=$WORK/$1/triton TILELANG_CACHE_DIR=$WORK/$1/tilelang TILELANG_TMP_DIR=$WORK/$1/tilelang/tmp KERNELCHECK_HOME=$WORK/$1/home"
 }
-baked_env() {  # baked_env FOLDER HOME: warm --print-env's lines for FOLDER, and an empty KERNELCHECK_HOME
-  rm -rf "$2"; mkdir -p "$2"
-  echo "$(python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' ') KERNELCHECK_HOME=$2"
+baked_env() {  # baked_env FOLDER: an empty HOME and warm --print-env's lines for FOLDER (JIT caches, KERNELCHECK_HOME)
+  local home
+  home=$(mktemp -d "$WORK/home.XXXX")
+  echo "HOME=$home $(python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' ')"
+}
+bake_env() {  # the bake's own fresh HOME (warm points the JITs and KERNELCHECK_HOME into its folder itself)
+  local home
+  home=$(mktemp -d "$WORK/bakehome.XXXX")
+  echo "HOME=$home KERNELCHECK_HOME=$home/kc"
+}
+homes() {  # what the runs wrote under their HOMEs (caches outside the variables)
+  for h in "$WORK"/home.* "$WORK"/*/userhome; do
+    [ -d "$h" ] && say "  under HOME $h: $(find "$h" -mindepth 1 -maxdepth 3 | head -8 | tr '\n' ' ')"
+  done
 }
 run() {  # run LABEL LIMIT "ENV..." CMD...: wall seconds and exit to times.tsv, stdout to LABEL.json, stderr to LABEL.err
   local label=$1 limit=$2 vars=$3; shift 3
@@ -117,14 +132,15 @@ gate() {
   live "$OUT/gate-cold.json"
   run gate-warm 200 "$(fresh_env gate)" python3 -m kernelcheck verify --model "$MODEL" --mode train --json
   live "$OUT/gate-warm.json"
-  run gate-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run gate-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --cache-dir "$WORK/baked-gate" --json
   python3 -m kernelcheck warm --cache-dir "$WORK/baked-gate" --print-env | tee "$OUT/gate-env.txt"
   python3 -c "import json; m = json.load(open('$WORK/baked-gate/kernelcheck-cache.json')); print(json.dumps({k: m[k] for k in ('compiled', 'recheck', 'timing', 'keys')}, indent=1))" > "$OUT/gate-manifest.json"
-  run gate-baked 200 "$(baked_env "$WORK/baked-gate" "$WORK/gate-baked-home")" python3 -m kernelcheck verify \
+  run gate-baked 200 "$(baked_env "$WORK/baked-gate")" python3 -m kernelcheck verify \
     --model "$MODEL" --mode train --cache-dir "$WORK/baked-gate" --json
   live "$OUT/gate-baked.json"
   ratios gate
+  homes
 }
 
 proof() {
@@ -132,7 +148,7 @@ proof() {
   [ -f "$man" ] || { say "proof: no baked folder, run gate first"; return; }
   cp "$man" "$WORK/manifest.orig"
   local vars
-  vars=$(baked_env "$dir" "$WORK/proof-home")
+  vars=$(baked_env "$dir")
   d() {  # d LABEL [VAR=...]: doctor --cache-dir with the job's variables
     local label=$1; shift
     run "proof-$label" 200 "$vars $*" python3 -m kernelcheck doctor --model "$MODEL" --mode train --cache-dir "$dir" --json
@@ -155,10 +171,10 @@ PY
   # measured, both ways: the baked folder as it is (a hit: nothing compiles) and with the variable (a miss), each in
   # a fresh process on a copy of the folder (the miss must not add to the baked folder itself)
   rm -rf "$WORK/baked-copy"; cp -r "$dir" "$WORK/baked-copy"
-  run proof-measured-hit 200 "$(baked_env "$WORK/baked-copy" "$WORK/proof-home2")" python3 -m kernelcheck verify \
+  run proof-measured-hit 200 "$(baked_env "$WORK/baked-copy")" python3 -m kernelcheck verify \
     --model "$MODEL" --mode train --cache-dir "$WORK/baked-copy" --json
   live "$OUT/proof-measured-hit.json"
-  run proof-measured-miss 300 "$(baked_env "$WORK/baked-copy" "$WORK/proof-home3") TRITON_DEFAULT_FP_FUSION=0" \
+  run proof-measured-miss 300 "$(baked_env "$WORK/baked-copy") TRITON_DEFAULT_FP_FUSION=0" \
     python3 -m kernelcheck verify --model "$MODEL" --mode train --cache-dir "$WORK/baked-copy" --json
   live "$OUT/proof-measured-miss.json"
 }
@@ -167,9 +183,9 @@ packing() {
   rm -rf "$WORK/pack" "$WORK/baked-pack"
   run packing-cold 300 "$(fresh_env pack)" python3 -m kernelcheck verify --model "$MODEL" --packing --json
   run packing-warm 200 "$(fresh_env pack)" python3 -m kernelcheck verify --model "$MODEL" --packing --json
-  run packing-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run packing-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --packing --cache-dir "$WORK/baked-pack" --json
-  run packing-baked 200 "$(baked_env "$WORK/baked-pack" "$WORK/pack-baked-home")" python3 -m kernelcheck verify \
+  run packing-baked 200 "$(baked_env "$WORK/baked-pack")" python3 -m kernelcheck verify \
     --model "$MODEL" --packing --json
   ratios packing
 }
@@ -179,9 +195,9 @@ step() {
   local s=(python3 benchmarks/warm_first_step.py --model "$MODEL" --shape full --tokens 8192)
   run step-cold 300 "$(fresh_env step)" "${s[@]}"
   run step-warm 200 "$(fresh_env step)" "${s[@]}"
-  run step-bake 400 "KERNELCHECK_HOME=$WORK/bake-home" python3 -m kernelcheck warm --model "$MODEL" --mode train \
+  run step-bake 400 "$(bake_env)" python3 -m kernelcheck warm --model "$MODEL" --mode train \
     --shape full --tokens 8192 --cache-dir "$WORK/baked-step" --json
-  run step-baked 200 "$(baked_env "$WORK/baked-step" "$WORK/step-baked-home")" "${s[@]}"
+  run step-baked 200 "$(baked_env "$WORK/baked-step")" "${s[@]}"
   for k in cold warm baked; do say "  step-$k: $(tail -1 "$OUT/step-$k.json")"; done
   ratios step
 }

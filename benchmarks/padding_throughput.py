@@ -84,7 +84,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kind or ["lengths", "jsonl"]:
             path = Path(tmp, "data.txt" if kind == "lengths" else "data.jsonl")
+            print(f"  writing {args.mb} MB of {kind} ...", file=sys.stderr, flush=True)
             write(path, kind, args.mb)
+            print("  timing kernelcheck padding and a plain read of it ...", file=sys.stderr, flush=True)
             m = measure(path, args.rule)
             for name, label in (("kernelcheck", "kernelcheck"), ("read", "plain read")):
                 print(f"{kind:<8} {m['mb']:>6.0f} {label:<12} {m[name + '_cpu']:>7.2f} {m[name + '_mb_s']:>9.1f} "

@@ -3,6 +3,8 @@
 
     python benchmarks/trace_throughput.py                    # builds a 270 MB GPU trace, 3 paired runs
     python benchmarks/trace_throughput.py --trace my.json    # or time a trace you have
+    python benchmarks/trace_throughput.py --one-line         # the same events re-dumped on one JSON line
+    python benchmarks/trace_throughput.py --budget           # also `trace --budget` beside `trace` alone
 
 The large trace is built from a REAL trace recorded under torch.profiler on an H200
 (tests/data/gpu/step-reference.json.gz: a Qwen3.5 training step on the torch reference path; CPU ops,
@@ -16,7 +18,9 @@ Each command runs as a child process; its CPU time (user + sys) and peak RSS com
 as Linux counts it, starts from its parent's: built here, it showed the builder's 480 MiB as kernelcheck's).
 Runs alternate (kernelcheck, json.load, kernelcheck, ...) and the median of --repeat runs counts. MB/s is the
 file's size per CPU second (steady on a shared machine; wall MB/s is printed too). The last line is the figure
-the README quotes.
+the README quotes. With --one-line the trace is first re-dumped by json.dump (one line, json's separators: what
+another tool writes after loading it), and the last line says "one-line" before its size. Each run's figures go to
+stderr as it ends, so a long benchmark is never silent.
 """
 
 from __future__ import annotations
@@ -102,8 +106,9 @@ def build_trace(path: Path, size_mb: int, source: Path = SOURCE) -> None:
           f"{source.name}, {rep * steps} ProfilerSteps, {pyid:,} python_function events", flush=True)
 
 
-def measure(cmd: list[str]) -> dict[str, float]:
+def measure(cmd: list[str], label: str = "") -> dict[str, float]:
     """Run `cmd` as a child; its wall s, CPU s (user + sys) and peak RSS (MiB) from the kernel."""
+    print(f"  running {label or cmd[0]} ...", file=sys.stderr, flush=True)
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
@@ -114,7 +119,31 @@ def measure(cmd: list[str]) -> dict[str, float]:
     rc = os.waitstatus_to_exitcode(status)
     if rc not in (0, 3):  # trace exits 3 on a fallback signature, which this trace carries
         raise SystemExit(f"{' '.join(cmd)} failed (exit {rc}): {err.strip()[-500:]}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024}
+    got = {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024}
+    print(f"  {label or cmd[0]}: {got['cpu']:.2f} CPU s, {wall:.2f} s wall, {got['rss']:.0f} MiB", file=sys.stderr,
+          flush=True)
+    return got
+
+
+def report(a: argparse.Namespace, runs: dict[str, list[dict[str, float]]], mb: float, path: Path) -> None:
+    """The medians of the paired runs; the last line is the figure the README quotes (tests read it)."""
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("wall", "cpu", "rss")} for k, v in runs.items()}
+    print(f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs · {path.name} ({mb:.0f} MB) · "
+          f"median of {a.repeat} paired runs, each a fresh process")
+    print(f"{'command':<20} {'CPU s':>7} {'MB/s CPU':>9} {'wall s':>7} {'MB/s wall':>10} {'peak RSS MiB':>13}")
+    for k, m in med.items():
+        print(f"{k:<20} {m['cpu']:>7.2f} {mb / m['cpu']:>9.1f} {m['wall']:>7.2f} {mb / m['wall']:>10.1f} "
+              f"{m['rss']:>13.0f}")
+    kc, js = med["kernelcheck trace"], med["json.load"]
+    if a.budget:  # before the last line (the README's figure, which tests read from the end)
+        bu = med["trace --budget"]
+        print(f"budget {mb:.0f} MB: trace --budget {bu['cpu']:.2f} vs trace {kc['cpu']:.2f} CPU s = "
+              f"{bu['cpu'] / kc['cpu']:.2f}x trace alone (wall {bu['wall'] / kc['wall']:.2f}x); "
+              f"RSS {bu['rss']:.0f} vs {kc['rss']:.0f} MiB")
+    kind = "one-line " if a.one_line else ""
+    print(f"trace {kind}{mb:.0f} MB: {mb / kc['cpu']:.1f} vs {mb / js['cpu']:.1f} MB/s per CPU s = "
+          f"{js['cpu'] / kc['cpu']:.2f}x json.load (wall {js['wall'] / kc['wall']:.2f}x); "
+          f"RSS {kc['rss']:.0f} vs {js['rss']:.0f} MiB")
 
 
 def main() -> int:
@@ -125,6 +154,9 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, default=None, help="folder to keep the built trace in (reused)")
     ap.add_argument("--python", default=sys.executable, help="the interpreter for both commands")
     ap.add_argument("--build", type=Path, default=None, help="only build the trace at this path (--size-mb)")
+    ap.add_argument("--one-line", action="store_true", help="time the trace re-dumped by json.dump on one line")
+    ap.add_argument("--budget", action="store_true",
+                    help="also time `trace --budget --model qwen3.8-27b --tokens 8192` beside `trace` alone")
     a = ap.parse_args()
     if a.build:
         build_trace(a.build, a.size_mb)
@@ -136,27 +168,32 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         path = work / f"gpu-{a.size_mb}mb.json"
         if not path.exists():  # in a child: a child's peak RSS, as the kernel counts it, starts from its parent's
+            print(f"building a {a.size_mb} MB trace at {path} ...", file=sys.stderr, flush=True)
             subprocess.run([sys.executable, __file__, "--build", str(path), "--size-mb", str(a.size_mb)], check=True)
+    if a.one_line:
+        one = path.with_name(path.name.removesuffix(".gz").removesuffix(".json") + "-one-line.json")
+        if not one.exists():
+            print(f"re-dumping {path.name} on one line with json.dump ...", file=sys.stderr, flush=True)
+            opener = "gzip.open" if path.name.endswith(".gz") else "open"
+            subprocess.run([sys.executable, "-c", f"import gzip, json, sys; json.dump(json.load({opener}(sys.argv[1], "
+                            "'rt')), open(sys.argv[2], 'w'))", str(path), str(one)], check=True)
+        path = one
     mb = path.stat().st_size / 1e6
     env_cmd = [a.python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from kernelcheck.cli.main import main; "
                "sys.argv = ['kernelcheck', 'trace', sys.argv[2]]; main()", str(REPO), str(path)]
     opener = "gzip.open" if path.name.endswith(".gz") else "open"
     json_cmd = [a.python, "-c", f"import json, gzip; json.load({opener}(__import__('sys').argv[1]))", str(path)]
+    budget_cmd = [env_cmd[0], env_cmd[1], env_cmd[2].replace("sys.argv[2]]", "sys.argv[2], '--budget', '--model', "
+                                                             "'qwen3.8-27b', '--tokens', '8192']"), *env_cmd[3:]]
     runs: dict[str, list[dict[str, float]]] = {"kernelcheck trace": [], "json.load": []}
-    for _ in range(a.repeat):
-        runs["kernelcheck trace"].append(measure(env_cmd))
-        runs["json.load"].append(measure(json_cmd))
-    med = {k: {f: statistics.median(r[f] for r in v) for f in ("wall", "cpu", "rss")} for k, v in runs.items()}
-    print(f"python {sys.version.split()[0]} · {os.cpu_count()} CPUs · {path.name} ({mb:.0f} MB) · "
-          f"median of {a.repeat} paired runs, each a fresh process")
-    print(f"{'command':<20} {'CPU s':>7} {'MB/s CPU':>9} {'wall s':>7} {'MB/s wall':>10} {'peak RSS MiB':>13}")
-    for k, m in med.items():
-        print(f"{k:<20} {m['cpu']:>7.2f} {mb / m['cpu']:>9.1f} {m['wall']:>7.2f} {mb / m['wall']:>10.1f} "
-              f"{m['rss']:>13.0f}")
-    kc, js = med["kernelcheck trace"], med["json.load"]
-    print(f"trace {mb:.0f} MB: {mb / kc['cpu']:.1f} vs {mb / js['cpu']:.1f} MB/s per CPU s = "
-          f"{js['cpu'] / kc['cpu']:.2f}x json.load (wall {js['wall'] / kc['wall']:.2f}x); "
-          f"RSS {kc['rss']:.0f} vs {js['rss']:.0f} MiB")
+    if a.budget:
+        runs["trace --budget"] = []
+    for i in range(a.repeat):
+        runs["kernelcheck trace"].append(measure(env_cmd, f"run {i + 1}/{a.repeat}: kernelcheck trace"))
+        runs["json.load"].append(measure(json_cmd, f"run {i + 1}/{a.repeat}: json.load"))
+        if a.budget:
+            runs["trace --budget"].append(measure(budget_cmd, f"run {i + 1}/{a.repeat}: trace --budget"))
+    report(a, runs, mb, path)
     return 0
 
 

@@ -12,13 +12,15 @@ verify, trace, hub): Python binds `kernelcheck.doctor` to the subpackage as soon
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernelcheck.core.version import SCHEMA as SCHEMA  # the package's metadata (core/version.py), for users
 from kernelcheck.core.version import __version__
 
 if TYPE_CHECKING:
+    import os
+    from typing import Any
+
     from kernelcheck.core.models import ResolvedModel
     from kernelcheck.core.plan_step import Step
     from kernelcheck.report.model import Report
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
 
 __all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "plan_install",
            "prefetch_hub_kernels", "resolve_model", "trace_report", "verify_model"]
+
+
+def __dir__() -> list[str]:
+    """dir(kernelcheck): the API and the metadata, not the names the module uses itself (TYPE_CHECKING)."""
+    return sorted({*__all__, "SCHEMA", *(k for k in globals() if k.startswith("__") and k != "__dir__")})
 
 
 def check(model: str | None, mode: str = "train", **options: Any) -> Report:
@@ -75,6 +82,8 @@ def analyze_trace(path: str | os.PathLike[str]) -> TraceAnalysis:
 
 def trace_report(path: str | os.PathLike[str]) -> Report:
     """`kernelcheck trace FILE`: the Report behind the CLI (commands/trace.py `run`)."""
+    import os
+
     from kernelcheck.commands import trace
     from kernelcheck.commands.context import Context
 

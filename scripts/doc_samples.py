@@ -11,7 +11,11 @@ Each marker names an entry of SAMPLES below: either a command run here (`python 
 piped, so wrapped at 100 columns as a user's pipe or CI log shows it), or a report recorded on real hardware
 (a `--json` file under docs/measurements/) rendered by today's text renderer. Runs use HF_HUB_OFFLINE=1, NO_COLOR=1 and
 KERNELCHECK_IMPORT_CACHE=0 (no cache note with a date in the sample). The CPU samples are of this repository's
-CI machine (2 cores, torch CPU build); tests/unit/test_doc_samples.py runs `--check` there.
+CI machine (2 cores, torch CPU build) with the stack the README's own set-up installs today (README_STACK:
+`pip install torch==2.13.0` then `pip install -e '.[test]'` resolves transformers 5.25.0, which requires kernels
+0.19.1), put first on the path from the test cache (tests/envs.py `site`), so a sample is what a newcomer who
+follows the README sees. tests/integration/test_doc_samples.py runs `--check`; tests/unit/test_doc_samples.py checks
+that the README names that stack and that its samples show it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+README_STACK = ("transformers==5.25.0", "kernels==0.19.1")  # beside torch 2.13.0 (CPU build): the README's set-up
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,9 @@ SAMPLES: dict[str, Sample] = {
     "trace-fallback": Sample("README.md", ("trace", "tests/data/gpu/gdn_fallback.json.gz")),
     "trace-fast": Sample("README.md", ("trace", "tests/data/gpu/gdn_fast.json.gz")),
     "models": Sample("README.md", ("models",)),
+    "trace-budget": Sample("docs/trace.md", ("trace", "tests/data/gpu/step-fast.json.gz", "--budget", "--model",
+                                             "qwen3.8-27b", "--tokens", "8192", "--checkpointing"),
+                           pick="step budget of"),
     "padding-seq": Sample("docs/packing.md", ("padding", "lengths.txt", "--batching", "batch:10"),
                           files=(("lengths.txt", "".join(f"{i}\n" for i in range(1, 101))),)),
     "packing-line": Sample("docs/packing.md", ("doctor", "--model", "qwen3.8-27b", "--verbose"), pick="[packing]"),
@@ -58,10 +66,21 @@ SAMPLES: dict[str, Sample] = {
 MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```text\n(.*?)^```$", re.M | re.S)
 
 
+def _stack_site() -> str:
+    """The README's stack as a folder first on the path (built once into the test cache: tests/envs.py)."""
+    from tests import envs
+
+    return str(envs.site(*README_STACK, deps=True))
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "KERNELCHECK_VERBOSE")}
-    env.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", NO_COLOR="1", KERNELCHECK_IMPORT_CACHE="0")
+    env.update(PYTHONPATH=os.pathsep.join([_stack_site(), str(REPO)]), HF_HUB_OFFLINE="1", NO_COLOR="1",
+               KERNELCHECK_IMPORT_CACHE="0", HF_HUB_CACHE=_EMPTY_CACHE)
     return env
+
+
+_EMPTY_CACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), "kernelcheck-doc-samples-empty-hf-cache")
 
 
 def _render_recorded(path: Path) -> str:

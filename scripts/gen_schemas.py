@@ -47,6 +47,23 @@ def arr(items: S) -> S:
 
 
 VERDICT = {"enum": ["ready", "fallback", "broken"]}
+
+NMS = opt(NUM)
+BUDGET_CLASS = obj({"id": STR, "title": STR, "measured_ms": NUM, "share": NUM, "count": INT, "floor_ms": NMS,
+                    "floor_by": opt({"enum": ["compute", "memory", "zero"]}), "flops": NMS, "bytes": NMS,
+                    "floor_formula": opt(STR), "gap_ms": NMS,
+                    "causes": arr(obj({"id": STR, "cause": STR, "fix": STR, "reference": STR, "ms": NUM,
+                                       "count": INT}, closed=True))}, closed=True)
+BUDGET_STEP = obj({"name": STR, "gpu_time_ms": NUM, "sum_ms": NUM, "overlap_ms": NUM, "activities": INT,
+                   "host_syncs": INT, "coverage": NUM, "classes": arr(BUDGET_CLASS),
+                   "unclassified": obj({"ms": NUM, "share": NUM, "distinct": INT,
+                                        "kernels": arr(obj({"name": STR, "ms": NUM, "count": INT}))}),
+                   "step_ms_at_floors": NMS, "mfu": opt(OBJ)})
+BUDGET = obj({"source": STR, "device": opt(STR), "peak": opt(obj({"gpu": STR, "bf16_tflops": NUM, "hbm_tb_s": NUM,
+                                                                  "reference": STR})),
+              "model": opt(OBJ), "steps": arr(BUDGET_STEP), "steps_without_gpu_activity": arr(STR),
+              "notes": arr(STR), "rules": arr(OBJ)})
+
 SEVERITY = {"enum": ["info", "warning", "fallback", "broken"]}
 STATUS = {"enum": ["fast", "fallback", "broken", "unsupported"]}
 DEFS: S = {
@@ -92,6 +109,8 @@ PAYOFF = obj({"shape": {"enum": ["tiny", "full"]}, "device": STR, "lengths": INT
               "padded_tokens": INT, "padded_s": NUM, "packed_s": NUM, "padding_fraction": NUM,
               "packing_speedup_bound": NUM, "packed_with": STR, "ratio": NUM, "padded_tokens_per_s": opt(NUM),
               "packed_tokens_per_s": opt(NUM)})
+CONTROL = obj({"kind": {"enum": ["clean", "rerun", "boundaries-removed"]}, "distance": NUM, "per_segment": arr(NUM),
+               "error": opt(STR)})
 PACKING_BATCH: S = {
     "findings": arr(REF["finding"]),
     "batch": obj({"source": STR, "tokens": INT, "keys": {"type": "object", "additionalProperties": obj(
@@ -103,8 +122,11 @@ PACKING_BATCH: S = {
                       "received": arr({"enum": list(PACKING_KEYS)}), "passed": arr({"enum": list(PACKING_KEYS)}),
                       "error": opt(STR), "traced": BOOL})),
     "segments": arr(obj({"index": INT, "start": INT, "end": INT, "output_max_abs": NUM, "output_rel_l2": NUM,
-                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR)})),
+                         "grad_max_abs": NUM, "grad_rel_l2": NUM, "wrong": BOOL, "first_layer": opt(STR),
+                         "token_distance": NUM, "worst_token": INT})),
     "payoff": opt(PAYOFF),
+    "controls": opt(obj({"negative": CONTROL, "positive": CONTROL, "threshold": opt(NUM), "separation": opt(NUM),
+                         "decided": BOOL, "margin": NUM})),
 }
 DEVICE = obj({"type": STR, "origin": {"enum": list(DEVICE_ORIGINS)}, "visible": BOOL}, closed=True)
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
@@ -213,6 +235,10 @@ def kinds() -> dict[str, S]:
                                                                                      "info"]},
                                                    "message": STR, "fix": opt(STR), "reference": opt(STR)}))}),
                        "title": "kernelcheck hub --bundle FILE / --verify-bundle FILE --json"},
+        "budget": {**obj({"schema": {"const": "kernelcheck.budget/1"},
+                          "paths": {"type": "object", "additionalProperties": BUDGET}}),
+                   "title": "the step budget of trace --budget and verify --step --budget (the reports' `budget` key):"
+                            " per path, per profiled step, the op classes measured vs floor, MFU, causes and fixes"},
         "error": {**obj({"schema": {"const": "kernelcheck.error/1"}, "command": STR, "verdict": {"type": "null"},
                          "exit_code": INT, "error": STR}),
                   "title": "any --json run that stopped before its report (bad input, internal error, interrupted)"},

@@ -23,6 +23,11 @@ HERE = Path(__file__).resolve().parent
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+# The fast lane draws at most FAST_EXAMPLES examples per property (each test's own max_examples is its thorough
+# count): `pytest --hypothesis-profile thorough` runs every property at its own count.
+FAST_EXAMPLES = 25
+hypothesis_settings.register_profile("thorough", parent=hypothesis_settings.get_profile("ci" if os.environ.get("CI")
+                                                                                        else "default"))
 # This checkout first (also in git worktrees): its kernelcheck, and the test helpers as the package `tests`
 # (`from tests import envs`, `from tests.kcfixtures import ...`).
 sys.path.insert(0, str(HERE.parent))
@@ -41,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if reporter is not None:
         reporter._tw.fullwidth = shutil.get_terminal_size().columns
     os.environ["COLUMNS"] = WIDE
+    import tests.sources  # noqa: F401 - git's list of the repository's files, made before any test refuses processes
 
 LANES = {"unit": "fast", "integration": "integration"}
 
@@ -60,6 +66,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.path)).resolve().relative_to(HERE).parts
         marked = any(item.get_closest_marker(m) for m in ("integration", "slow"))
         lane = lane_of(parts, marked)
+        if lane == "fast" and config.getoption("hypothesis_profile", None) != "thorough":
+            _fewer_examples(item)
         if lane == "integration":
             item.add_marker(pytest.mark.integration)
         elif lane is None:
@@ -69,6 +77,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests outside their lane's folder: tests/unit holds the in-process fast lane, tests/integration the "
             "tests that launch processes, pip or builds (a test marked slow or integration goes there): "
             + ", ".join(wrong[:10]))
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """A hypothesis property of the fast lane runs at most FAST_EXAMPLES examples (hypothesis reads the settings
+    stored on the test when it runs)."""
+    fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    own = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if own is not None and own.max_examples > FAST_EXAMPLES:
+        fn._hypothesis_internal_use_settings = hypothesis_settings(own, max_examples=FAST_EXAMPLES)
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ Only what kernels and huggingface_hub ask for when resolving and downloading a k
   GET  /api/kernels/ORG/NAME/tree/REV/build               the build variant folders
   GET  /api/kernels/ORG/NAME/revision/REV                 repo info with the file list (siblings)
   HEAD/GET /kernels/ORG/NAME/resolve/REV/PATH             file metadata (X-Repo-Commit, ETag) and content
+  GET  /api/organizations/ORG/overview                    ROOT/ORG/org.json (kernels' publisher trust check)
 Repositories live in ROOT/ORG/NAME/COMMIT/... with ROOT/ORG/NAME/refs.json = {"v1": COMMIT, ...}.
 The test points HF_ENDPOINT at it; huggingface_hub and kernels run unchanged. This stands in for the real
 Hub only because this machine cannot reach it.
@@ -101,6 +102,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json({"id": f"{parts[2]}/{parts[3]}", "sha": commit, "private": False,
                                    "siblings": [{"rfilename": f} for f in files]})
             return self._json({"error": "unknown"}, 404)
+        if parts[:2] == ["api", "organizations"] and len(parts) == 4 and parts[3] == "overview":
+            org = self.root / parts[2] / "org.json"
+            return self._json(json.loads(org.read_text())) if org.is_file() else self._json({"error": "no org"}, 404)
         if parts[:1] == ["kernels"] and len(parts) >= 6 and parts[3] == "resolve":
             return self._serve_file(parts)
         return self._json({"error": "unknown route"}, 404)
@@ -151,3 +155,10 @@ def publish(root: Path, repo_id: str, variants: list[str], versions: tuple[int, 
         write_variant(base / commit / "build", name or repo, v)
     (base / "refs.json").write_text(json.dumps({f"v{v}": commit for v in versions}))
     return commit
+
+
+def organization(root: Path, org: str, *, trusted: bool) -> None:
+    """The organisation page kernels' publisher trust check reads (`trustedKernelPublisher`)."""
+    (root / org).mkdir(parents=True, exist_ok=True)
+    (root / org / "org.json").write_text(json.dumps({"name": org, "fullname": org, "avatarUrl": "",
+                                                     "trustedKernelPublisher": trusted}))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 MODEL_HELP = ("Model: an alias (qwen3.8-27b; see `kernelcheck models`), a Hub id (Qwen/Qwen3.8-27B: HF cache first, "
               "then config.json only from the Hub), a model_type (mamba2) or a folder with config.json.")
-MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode). Default: train."
+MODE_HELP = "train (forward+backward: backward-only breakages count) or infer (prefill+decode)."
 MODE_CHOICE = click.Choice([m.value for m in Mode])  # the one --mode vocabulary every command accepts
 
 
@@ -145,6 +145,13 @@ def emit(text: str, *, is_json: bool = False) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _drop_stdout()
+
+
+def shown(text: str) -> None:
+    """Text a command prints while it runs (install's plan before anything runs, its progress, the doctor after
+    it): fitted to the terminal as the report is (100 columns when piped), and nothing with --quiet."""
+    if not _output()["quiet"]:
+        emit(text)
 
 
 def _drop_stdout() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernelcheck.cli import outfile
-from kernelcheck.cli.common import MODEL_HELP, context, emit, guarded, mode_option, output_options, verbose
+from kernelcheck.cli.common import MODEL_HELP, context, emit, guarded, mode_option, output_options, shown, verbose
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.targets import parse_target, target_options
@@ -85,7 +85,7 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
                   allow_change=allow_change, with_packages=with_packages, packages=packages, offline=offline,
                   target=target, sdist=sdist, jobs=jobs, fixes=not no_fixes, without=without,
                   build=parse_target(torch_v, cuda_v, python_v))
-    outcome = command.run(req, context(click.echo, as_json=as_json))
+    outcome = command.run(req, context(shown, as_json=as_json))
     outfile.write(to_json(outcome))
     emit(to_json(outcome) if as_json else render(outcome, dry_run, verbose()), is_json=as_json)
     return outcome.exit_code

@@ -21,6 +21,33 @@ _COMMANDS = {"compare": ("compare", "compare_command"), "doctor": ("doctor", "do
              "warm": ("warm", "warm")}
 
 
+def _no_hyphen_breaks() -> None:
+    """Help text never breaks a name at its hyphen ("causal-" / "conv1d"): click wraps with textwrap's default,
+    which does. Its wrapper class is looked up when help is formatted; where click has none by that name, nothing
+    changes."""
+    import importlib
+
+    try:
+        module = importlib.import_module("click._textwrap")
+    except ImportError:
+        return
+    base = getattr(module, "TextWrapper", None)
+    if not isinstance(base, type) or getattr(base, "kernelcheck_whole_names", False):
+        return
+
+    class Whole(base):  # type: ignore[misc, valid-type]
+        kernelcheck_whole_names = True
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            self.break_on_hyphens = False
+
+    setattr(module, "TextWrapper", Whole)  # noqa: B010 - the module's own name, looked up by click at each wrap
+
+
+_no_hyphen_breaks()
+
+
 class _Group(click.Group):
     """click's own Ctrl-C handling says "Aborted!" and exits 1 (an internal error); an interruption while
     the command line is still being parsed exits 130/143 like one inside a command (cli/interrupts.py)."""
@@ -59,7 +86,9 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
 @click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour the verdict words: auto = on a terminal unless NO_COLOR is set; always; never.")
-def main(network_timeout: float | None = None, color: str = "auto") -> None:
+@click.option("--no-progress", "no_progress", is_flag=True,
+              help="No progress lines on stderr (as KERNELCHECK_PROGRESS=0); also after the command.")
+def main(network_timeout: float | None = None, color: str = "auto", no_progress: bool = False) -> None:
     """Will the fast kernels of your transformers model really run here? If not, why, and the exact fix.
 
     \b
@@ -79,6 +108,8 @@ def main(network_timeout: float | None = None, color: str = "auto") -> None:
       eval "$(_KERNELCHECK_COMPLETE=bash_source kernelcheck)"     # in ~/.bashrc
     """
     set_color(color)
+    if no_progress:
+        settings.set_variable("KERNELCHECK_PROGRESS", "0")  # also for the child processes a command starts
     if network_timeout is not None:
         settings.set_variable("KERNELCHECK_NETWORK_TIMEOUT", str(network_timeout))
 

@@ -44,6 +44,8 @@ def models(as_json: bool) -> int:
         lines.append(f"  {fam}: {d['title']}")
         lines.append(f"    functions: {', '.join(d['functions'])}")
         lines.append(f"    model_type: {', '.join(types)}")
-    lines.append("Any other model_type the installed transformers knows is checked by asking its modeling module.")
+    # the last line is what --quiet prints: the count, and what happens to a model not listed
+    lines.append(f"{len(m.aliases)} aliases, {len(at)} model types; any other model_type the installed transformers "
+                 "knows is checked by asking its modeling module.")
     emit("\n".join(lines))  # wrapped to the terminal or 100 columns piped, as every report
     return 0

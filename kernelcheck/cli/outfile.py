@@ -1,6 +1,6 @@
 """-o FILE / --output FILE: the machine-readable report to a file while the text goes to the terminal.
 
-Semantics (doctor, verify, install, hub, trace, padding, models):
+Semantics (doctor, verify, install, hub, trace, padding, models, compare):
 - FILE ending in .xml gets JUnit XML (doctor and verify, as --junit); any other name gets the command's JSON, the
   same object `--json` prints (schema kernelcheck.report/1).
 - stdout is unchanged: the text report, or the JSON with --json.

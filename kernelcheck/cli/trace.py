@@ -7,7 +7,17 @@ import click
 from kernelcheck.cli import outfile
 from kernelcheck.cli.common import context, emit, guarded, output_options
 from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import render_json
+
+
+def write_svg(path: str, svg: str) -> None:
+    """Write the budget's picture; a path that cannot be written is bad input."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(svg)
+    except OSError as exc:
+        raise BadInput(f"cannot write the budget's picture to {path}: {exc.strerror}.") from None
 
 
 @click.command()
@@ -16,10 +26,22 @@ from kernelcheck.report.model import render_json
 @click.option("--annotate", "annotate", type=click.Path(dir_okay=False), default=None, metavar="OUT.json",
               help="Also write the trace back with kernelcheck's findings as instant events (open it in Perfetto "
                    "or chrome://tracing to see where the fallback ran); .gz compresses.")
+@click.option("--budget", "budget", is_flag=True,
+              help="Also a step budget: each step's GPU time by op class (GEMM, attention, GDN core, norms, ...) "
+                   "against its floor at the GPU's peaks, the MFU, the causes with their fixes (docs/trace.md).")
+@click.option("--model", "model", default=None, metavar="M",
+              help="With --budget: the model the trace ran (alias, Hub id or folder), for the floors and MFU.")
+@click.option("--tokens", "tokens", type=int, default=None, metavar="N",
+              help="With --budget --model: the tokens of one profiled step (batch x sequence length).")
+@click.option("--checkpointing", "checkpointing", is_flag=True,
+              help="With --budget --model: the step recomputed its forward (activation checkpointing).")
+@click.option("--budget-svg", "budget_svg", type=click.Path(dir_okay=False), default=None, metavar="OUT.svg",
+              help="With --budget: write the picture (measured vs floor per class, stacked) of the first step.")
 @output_options
 @output_file_option
 @guarded("trace")
-def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
+def trace(file: str, as_json: bool, annotate: str | None = None, budget: bool = False, model: str | None = None,
+          tokens: int | None = None, checkpointing: bool = False, budget_svg: str | None = None) -> int:
     """Diagnose a torch profiler trace (Chrome trace JSON, plain or .gz) of a real step.
 
     Per ProfilerStep: CPU ops, GPU kernels (memcpy/memset apart), CPU span, GPU busy time (union of
@@ -39,13 +61,26 @@ def trace(file: str, as_json: bool, annotate: str | None = None) -> int:
     Examples:
       kernelcheck trace step.json.gz
       kernelcheck trace rank0.pt.trace.json --json | jq .summary
+      kernelcheck trace step.json.gz --budget --model qwen3.8-27b --tokens 8192
 
     Exit codes: 0 ready, 3 a fallback signature or a launch-bound step, 2 not a readable trace.
     """
     from kernelcheck.commands import trace as command
     from kernelcheck.trace.render import render_text
 
-    report = command.run(command.Request(file, annotate), context()).report
+    if budget_svg is not None and not budget:
+        raise BadInput("--budget-svg writes the budget's picture: add --budget.")
+    req = command.Request(file, annotate, budget, model, tokens, checkpointing)
+    report = command.run(req, context()).report
     outfile.write(render_json(report))
-    emit(render_json(report) if as_json else render_text(report), is_json=as_json)
+    text = render_text(report)
+    if report.budget is not None:
+        from kernelcheck.budget import render as budget_render
+        from kernelcheck.report import budget as budget_text
+
+        b = report.budget.paths["trace"]
+        text += "\n\n" + "\n".join(budget_text.text(b))
+        if budget_svg is not None:
+            write_svg(budget_svg, budget_render.svg(b))
+    emit(render_json(report) if as_json else text, is_json=as_json)
     return report.exit_code

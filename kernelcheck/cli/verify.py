@@ -8,6 +8,7 @@ from kernelcheck.cli.common import MODEL_HELP, context, emit, finish, guarded, m
 from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 
 
@@ -41,6 +42,11 @@ from kernelcheck.report.model import Report
               help="With --step: activation checkpointing (default on, like the training jobs it gates).")
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="With --step: keep the whole-step traces (step-fast.json.gz, step-reference.json.gz) here.")
+@click.option("--budget", "budget", is_flag=True,
+              help="With --step: each path's profiled step by op class (GEMM, attention, GDN core, norms, ...) "
+                   "against its floor at the GPU's peaks, the MFU, the causes with their fixes (docs/verify.md).")
+@click.option("--budget-svg", "budget_svg", type=click.Path(dir_okay=False), default=None, metavar="OUT.svg",
+              help="With --step --budget: write the bound path's picture (measured vs floor per class).")
 @click.option("--record", "record", type=click.Path(dir_okay=False), default=None,
               help="With --step: append the measurement (both paths, projected tokens/s, versions) as one JSON "
                    "line to FILE; doctor then puts a FALLBACK in GPU-hours from it (KERNELCHECK_MEASUREMENTS=FILE).")
@@ -67,7 +73,8 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
            junit: str | None, step: bool = False, layers: int | None = None, checkpointing: bool | None = None,
            trace_dir: str | None = None, packing: str | None = None, record: str | None = None,
            batch: str | None = None, collator: str | None = None, lengths: str | None = None,
-           compile_check: bool = False, cache_dir: str | None = None) -> int:
+           compile_check: bool = False, cache_dir: str | None = None, budget: bool = False,
+           budget_svg: str | None = None) -> int:
     """Run MODEL's real layers here under the profiler and prove which implementation ran.
 
     Builds the model's own transformers layers from its config with random weights (no weight
@@ -97,9 +104,17 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
     req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
                           layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
                           packing=packing, batch=batch, collator=collator, lengths=lengths,
-                          compile_check=compile_check, cache_dir=cache_dir)
+                          compile_check=compile_check, cache_dir=cache_dir, budget=budget)
+    if budget_svg is not None and not budget:
+        raise BadInput("--budget-svg writes the budget's picture: add --step --budget.")
     outcome = command.run(req, context())
     if isinstance(outcome.report, Report):
+        if budget_svg is not None and outcome.report.budget is not None:
+            from kernelcheck.budget import render as budget_render
+            from kernelcheck.cli.trace import write_svg
+
+            paths = outcome.report.budget.paths
+            write_svg(budget_svg, budget_render.svg(paths.get("fast") or next(iter(paths.values()))))
         return finish(outcome.report, as_json, junit)
     emit(outcome.report.render(as_json), is_json=as_json)  # the real stdout back (cli/stdout_fd.py); text wrapped
     return outcome.exit_code

@@ -43,9 +43,12 @@ class FleetTable:
 
         return table.to_json(self.command, self.records, self.missing, self.code, self.message, self.extra or None)
 
-    def render(self, as_json: bool) -> str:
-        from kernelcheck.fleet import table
+    def render(self, as_json: bool, fmt: str | None = None) -> str:
+        """The table, its JSON, or with `fmt` (fleet/blame.py FORMATS) what a cluster's health tooling reads."""
+        from kernelcheck.fleet import blame, table
 
+        if fmt is not None:
+            return json.dumps(blame.render(fmt, self.records), indent=2, default=str)
         if as_json:
             return json.dumps(self.to_json(), indent=2, default=str)
         return table.render_text(self.command, self.records, self.missing, self.code, self.message)

@@ -40,12 +40,16 @@ class Request:
     lengths: str | None = None
     compile_check: bool = False  # --compile: the layers under torch.compile too (graph breaks, compiled or eager)
     cache_dir: str | None = None  # --cache-dir: the cache proof for a folder `kernelcheck warm` baked, before the run
+    budget: bool = False  # --budget (with --step): each path's step by op class against its floor
 
 
 def check(req: Request) -> None:
     """Usage errors, found before anything runs."""
     from kernelcheck.verify import record
 
+    if req.budget and not req.step:
+        raise BadInput("--budget only applies with --step: it budgets the whole step's GPU time by op class "
+                       "(for a trace of your own: kernelcheck trace FILE --budget --model M --tokens N).")
     if req.record and not req.step:
         raise BadInput("--record only applies with --step: it appends the step's measurement.")
     if req.compile_check and (req.step or req.packing):
@@ -60,16 +64,22 @@ def check(req: Request) -> None:
 
 def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | Outcome[BatchRun]:
     check(req)
+    from kernelcheck.integrations import jit_caches
+
     if req.packing and (req.batch or req.collator or req.lengths or req.benchmark):
         from kernelcheck.verify import packing_batch_report
 
-        ran = packing_batch_report.measure(req.model, req.batch, req.collator, req.lengths, req.benchmark,
-                                           m=ctx.matrix)
+        # without --benchmark the check times nothing: one working config per autotuned kernel
+        with jit_caches.first_config_only(not req.benchmark):
+            ran = packing_batch_report.measure(req.model, req.batch, req.collator, req.lengths, req.benchmark,
+                                               m=ctx.matrix)
         return Outcome(ran, ran.verdict)
     if req.packing:
         from kernelcheck.verify import packing_report
 
-        measured = packing_report.measure(req.model, None if req.packing == "all" else req.packing, m=ctx.matrix)
+        with jit_caches.first_config_only():
+            measured = packing_report.measure(req.model, None if req.packing == "all" else req.packing,
+                                              m=ctx.matrix)
         return Outcome(measured, measured.verdict)
     if req.step:
         from kernelcheck.verify import record
@@ -77,7 +87,7 @@ def run(req: Request, ctx: Context) -> Outcome[Report] | Outcome[PackingRun] | O
 
         report = verify_step(req.model, mode=req.mode, shape=req.shape, tokens=req.tokens, layers=req.layers,
                              checkpointing=req.checkpointing, trace_dir=req.trace_dir, verbose=ctx.verbose,
-                             m=ctx.matrix)
+                             m=ctx.matrix, budget=req.budget)
         if req.record:
             record.append(report, req.record, req.model)
         return reported(report)

@@ -45,6 +45,15 @@ class FleetFailure(FleetError):
     """Raised inside the gather (kernelcheck.fleet.gather); the message names the ranks at fault."""
 
 
+class GateFailed(KernelcheckError):
+    """A Ray worker's gate (kernelcheck.ray.gate) stops the worker before actor code: its check did not say READY.
+    `exit_code` is that check's (3 fallback, 4 broken, 2 bad input, 1 internal error)."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 # Internal signals: raised and caught inside kernelcheck, never shown as they are (the catcher turns each into a
 # finding or a typed result). They live here with the user-facing errors, one home for what kernelcheck raises.
 

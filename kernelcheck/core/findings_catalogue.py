@@ -170,12 +170,16 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("launch-bound", (F,), _T, "the GPU waits for the CPU to launch kernels"),
     Entry("gpu-busy", (I_,), _T, "the GPU's busy fraction of the wall time"),
     Entry("trace-cpu-only", (I_,), _T, "a CPU-only trace: GPU numbers need a GPU trace"),
+    Entry("trace-cpu-only-torch-path", (F,), _T, "no GPU activity recorded and the stacks show a torch reference "
+          "path: record with ProfilerActivity.CUDA"),
     Entry("trace-malformed-events", (W,), _T, "events with fields of the wrong type were skipped"),
     Entry("trace-no-steps", (I_,), _T, "no ProfilerStep#N: the whole trace is one step"),
     # verify
     Entry("verify-not-run", (B,), _V, "the model could not be built: its modeling module does not import"),
     Entry("verify-cpu", (I_,), _V, "no CUDA GPU: the layers ran their torch code on the CPU"),
     Entry("verify-mismatch", (B,), _V, "the fast path's results disagree with the torch reference"),
+    Entry("verify-control-cannot-decide", (F,), _V, "fast within the tolerance of the reference, but a perturbed "
+          "gate/state (the positive control) is not told apart either: the match proves nothing here"),
     Entry("verify-step-failed", (B,), _V, "the step failed outside the fast functions, or on the bound path"),
     Entry("verify-incomplete", (W,), _V, "the model failed in torch code before any fast kernel ran"),
     # verify --packing --batch: the lint of the job's own batch (packing/lint.py), then the measurement
@@ -191,14 +195,23 @@ ENTRIES: tuple[Entry, ...] = (
           "transformers code)"),
     Entry("packing-attention-mask-hides-boundaries", (W,), _V, "an attention_mask beside restarting position_ids: "
           "the attention finds no packed boundaries"),
-    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the dtype's tolerance "
-          "(names the segment and the first layer)"),
-    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward"),
+    Entry("packing-kernel-gets-no-boundary", (B,), _V, "a recurrent kernel (GDN, KDA, Mamba, conv) ran on a row of "
+          "several sequences and got no cu_seqlens / seq_idx: broken from the reach alone"),
+    Entry("packing-kernel-misses-boundary", (B,), _V, "a recurrent kernel got offsets or seq_idx that miss a sequence "
+          "start the row shows (offsets covering the row as one segment)"),
+    Entry("packing-control-cannot-decide", (F,), _V, "the positive control (boundaries removed) is not told apart "
+          "from the negative one (the same segments packed clean) at this shape and dtype"),
+    Entry("packing-segment-mixed", (B,), _V, "a segment packed differs from it alone beyond the threshold between "
+          "the comparison's controls (names the segment, its worst token and the first layer)"),
+    Entry("packing-segments-match", (I_,), _V, "every segment packed matches it alone, forward and backward, within "
+          "the threshold its controls placed"),
     Entry("packing-torch-path-refuses", (F,), _V, "transformers' torch path refuses the batch's cu_seqlens/seq_idx "
           "(no fla-core / causal-conv1d): not compared"),
     Entry("packing-batch-raises", (B,), _V, "the packed forward raised (names the function)"),
     Entry("packing-payoff", (I_,), _V, "a training step padded to the longest vs packed, on the same tokens"),
     Entry("verify-step-out-of-memory", (F,), _V, "a step ran out of memory on this machine (a limit of the check)"),
+    Entry("verify-step-same-path", (I_,), _V, "both step paths ran the same implementations on the GPU: measured, no "
+          "speedup or projection"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",
           source="signatures"),

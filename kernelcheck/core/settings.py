@@ -23,6 +23,9 @@ and install.
 | KERNELCHECK_STEP_PROFILED | verify --step: how many steps are profiled |
 | KERNELCHECK_MEASUREMENTS | JSON lines of measured steps (verify --step --record): GPU-hours of a fallback |
 | KERNELCHECK_FLEET_ID | --all-ranks outside torchrun/Slurm: the fleet's run id |
+| KERNELCHECK_GATE_MODEL | kernelcheck.ray.gate (a Ray worker_process_setup_hook): the model each worker checks |
+| KERNELCHECK_GATE_MODE | kernelcheck.ray.gate: the mode checked (default train) |
+| KERNELCHECK_GATE_TIMEOUT | kernelcheck.ray.gate: seconds a worker's check may take (default 300) |
 
 The user's table of all of them, with defaults and flags, is docs/settings.md (tests/unit/test_settings_doc.py).
 

@@ -110,6 +110,10 @@ EXIT_READY, EXIT_INTERNAL, EXIT_USAGE, EXIT_FALLBACK, EXIT_BROKEN = 0, 1, 2, 3, 
 EXIT_CODE = {Verdict.READY: EXIT_READY, Verdict.FALLBACK: EXIT_FALLBACK, Verdict.BROKEN: EXIT_BROKEN}
 VERDICT_OF_EXIT = {code: verdict for verdict, code in EXIT_CODE.items()}
 WORDS = {Verdict.READY: "READY", Verdict.FALLBACK: "FALLBACK", Verdict.BROKEN: "BROKEN"}
+# the verdict line's words (`verdict: <words> (exit N)`): the text report's last line and a Ray worker's gate error
+VERDICT_WORDS = {Verdict.READY: "READY: every fast kernel this job uses will run",
+                 Verdict.FALLBACK: "FALLBACK: a slow torch path would run",
+                 Verdict.BROKEN: "BROKEN: the job would crash, refuse, or compute wrong results"}
 # Every exit code, worst first: broken, internal error, bad input, fallback, ready. A gate over many results (the
 # fleet's ranks, compare's reports) exits with the worst; a code outside the contract ranks as an internal error.
 _EXIT_RANK = {EXIT_BROKEN: 4, EXIT_INTERNAL: 3, EXIT_USAGE: 2, EXIT_FALLBACK: 1, EXIT_READY: 0}

@@ -145,6 +145,13 @@ def compare(manifest: Manifest, here: Mapping[str, Any], table: Mapping[str, Any
     names: dict[str, str] = dict(table.get("part", {}))
     out = [f for jit, done in manifest.compiled.items() if jit in lays and done.get("entries")
            for f in [_one(manifest, lays[jit], here.get(jit, {}), names)]]
+    if not out:
+        device = manifest.keys.get("node", {}).get("gpu") or "no GPU"
+        out.append(Finding("jit-cache-undecided", Severity.WARNING,
+                           f"the baked cache holds no compiled kernel (warm ran on {device}): there is nothing to hit, "
+                           "and the job compiles at its first call.",
+                           "warm on a GPU node of the job's kind: kernelcheck warm --model "
+                           f"{manifest.model} --mode {manifest.mode} --cache-dir DIR", None))
     return out + _node(manifest, here, table)
 
 

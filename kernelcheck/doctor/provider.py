@@ -240,16 +240,27 @@ def compile_findings(report: Report, query: str | None, *, m: matrix.Matrix) -> 
     wrap = fla_dispatch.compile_wrap(pip_fla) if pip_fla else None
     verify = f"kernelcheck verify --model {query or 'M'} --compile"
     if wrap is not None:
+        from kernelcheck.core.environment import dist_version
+
+        torch_v = dist_version("torch")
+        how = {fn: kinds for fn, kinds in wrap.kinds}
+        own = [fn for fn in wrap.functions if "decorator" in how.get(fn, ())]
+        said = " and ".join(([f"its own @torch.compiler.disable ({', '.join(own)})"] if own else [])
+                            + (["its backend dispatch's torch.compiler.disable(wrapper)"]
+                               if any("dispatch" in k for k in how.values()) else []))
+        fix = ("FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper (and fla's TileLang/FlashQLA backends with it); or "
+               "wrap the ops in torch.library.custom_op; or compile each decoder layer (layer.compile())"
+               if wrap.switch else
+               f"wrap {', '.join(wrap.functions)} in a torch.library.custom_op (then Dynamo keeps the call in the "
+               "graph), or compile each decoder layer (layer.compile()) so a break stays inside one layer"
+               + ("; FLA_DISABLE_BACKEND_DISPATCH=1 does not remove the op's own decorator" if own else ""))
         return [Finding(
             "compile-graph-breaks-static", Severity.INFO,
-            f"a job that compiles the model (torch.compile) gets a graph break at every call of "
-            f"{', '.join(wrap.functions)}: fla wraps the ops it dispatches in torch.compiler.disable, and they are "
-            "called inside the decoder loop. Whether Dynamo then runs the decoder loop (every layer) eagerly depends "
-            f"on torch (axolotl#3734); {verify} measures it here.",
-            ("FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper (and fla's TileLang/FlashQLA backends with it); or "
-             "wrap the ops in torch.library.custom_op; or compile each decoder layer (layer.compile())")
-            if wrap.switch else "wrap the ops in torch.library.custom_op, or compile each decoder layer",
-            wrap.reference, wrap.functions)]
+            f"the installed fla wraps {', '.join(wrap.functions)} in {said} (read from its source): Dynamo "
+            f"(torch {torch_v or 'not installed'}) does not trace into such a function, so a job that compiles the "
+            "model breaks its graph at each call, inside the decoder loop. Whether Dynamo then runs the decoder loop "
+            f"(every layer) eagerly depends on torch (axolotl#3734); {verify} measures both here.",
+            fix, wrap.reference, wrap.functions)]
     if hub_fla or pip_fla:
         fns = hub_fla or pip_fla
         return [Finding(

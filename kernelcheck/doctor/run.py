@@ -170,7 +170,7 @@ def _transformers_findings(env: environment.Environment, regime: str, m: matrix.
 def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environment | None = None,
            exact: bool = False, hub: bool | None = None, hub_device: str | None = None,
            hub_source: str = "auto", isolate: bool = False, *, m: matrix.Matrix,
-           import_cache: bool = True) -> Report:
+           import_cache: bool = True, run_here: bool = False) -> Report:
     """Build the doctor report. Raises BadInput for bad models or a missing torch.
 
     hub: None checks Hub kernels as the installed transformers would use them; True = the job passes
@@ -180,7 +180,8 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
     child processes started first thing (kernelcheck/doctor/imports.py): same answers, and this process
     never pays for torch._dynamo; callers that import the model afterwards anyway (verify) keep it off.
     m: the matrix every decision of this run reads (a command's Context.matrix).
-    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0."""
+    import_cache False (--no-cache): the import children prove afresh, as with KERNELCHECK_IMPORT_CACHE=0.
+    run_here (verify): the verdict is for the device this process runs the model on (core/device.py)."""
     if mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{mode}'.")
     started: list[imports.ImportProbe] = []
@@ -197,7 +198,7 @@ def doctor(query: str | None, mode: str = Mode.TRAIN, env: environment.Environme
                 env = environment.probe(m=m, packages=False, after_torch_import=fork_children)
             finally:
                 ticker.stop()
-        report = _doctor(query, mode, env, exact, hub, hub_device, hub_source, started[0] if started else None, m)
+        report = _doctor(query, mode, env, exact, hub, (hub_device, run_here), hub_source, next(iter(started), None), m)
         if started:
             started[0].annotate(report)  # where the import answers came from; caches a complete proof
         return report
@@ -290,14 +291,15 @@ def _environment_only(report: Report, env: environment.Environment, mode: str, h
 
 
 def _doctor(query: str | None, mode: str, env: environment.Environment | None, exact: bool, hub: bool | None,
-            hub_device: str | None, hub_source: str, probe: imports.ImportProbe | None, m: matrix.Matrix) -> Report:
+            device: tuple[str | None, bool], hub_source: str, probe: imports.ImportProbe | None,
+            m: matrix.Matrix) -> Report:
     # Bind before importing any kernel package ourselves: our own imports (fla.ops ...) would change
     # what transformers finds, exactly as a package imported earlier in a user's process does.
     env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
-    device = report.device = device_mod.choose(env, hub_device)  # the device of the whole verdict (core/device.py)
-    hub_device = device.type
+    verdict = report.device = device_mod.choose(env, device[0], run_here=device[1])  # the verdict's one device
+    hub_device = verdict.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
     if not env.transformers:
@@ -317,9 +319,9 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
-    _function_section(report, model, result, needs, env, mode, query, m, device,
+    _function_section(report, model, result, needs, env, mode, query, m, verdict,
                       probe.attr if probe is not None else attr_in_process)
-    report.functions.append(_attention_status(needs, env, query, m, device))
+    report.functions.append(_attention_status(needs, env, query, m, verdict))
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime, m))
@@ -330,7 +332,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
         report.functions = _unsloth_noted(report.functions, m)
     bound = _bound(report, result)
-    report.backends, backend_findings = backends.section(env, device, report.functions, mode, m)  # pre-rules
+    report.backends, backend_findings = backends.section(env, verdict, report.functions, mode, m)  # pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query, m))
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc(), m)  # no printed fix makes it worse
@@ -488,7 +490,3 @@ def _module_error_fix(error: str, env: environment.Environment, query: str, m: m
 
 def _built_nvcc() -> dict[str, str]:
     return manifest.built_nvcc()  # what compiled each installed kernel package, from kernelcheck's install manifest
-
-
-def as_dict(report: Report) -> dict[str, Any]:
-    return report.to_json()

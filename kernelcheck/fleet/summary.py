@@ -118,6 +118,10 @@ def check_report(data: Any, source: str) -> dict[str, Any]:
         raise BadInput(f"{source}: not a kernelcheck report (a JSON object from `kernelcheck doctor --json` or "
                        f"`verify --json` was expected, found {type(data).__name__}).")
     schema = data.get("schema")
+    if not (isinstance(schema, str) and schema.startswith("kernelcheck.")):
+        raise BadInput(f"{source}: not a kernelcheck report: a JSON object without a kernelcheck \"schema\" key "
+                       f"({'no schema key' if schema is None else f'schema {schema!r}'}). compare reads the files "
+                       "`kernelcheck doctor --json` and `verify --json` (or -o FILE) write.")
     if schema not in READS:
         raise BadInput(f"{source}: report schema {schema!r}, but this kernelcheck ({__version__}) reads "
                        f"{', '.join(READS)}. "

@@ -28,6 +28,7 @@ from kernelcheck.fleet.gather import DIED, NEVER_JOINED, NO_REPORT, UNREADABLE, 
 from kernelcheck.fleet.record import GpuBrief, RankRecord, RecordEnvironment
 from kernelcheck.fleet.summary import DISPATCH_ENV
 from kernelcheck.report.text import STATUS_WORDS
+from kernelcheck.report.wrap import clip
 
 ROWS_PER_RANK_UP_TO = 64
 FLEET_SCHEMA = "kernelcheck.fleet/1"
@@ -169,7 +170,7 @@ def differences(records: list[RankRecord]) -> list[Difference]:
 def _row(rec: RankRecord, functions: list[str]) -> list[str]:
     fp = fingerprint(rec)
     if rec.stopped:
-        return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {fp['error'][:60]}"]
+        return [label(rec), "-", "-", "-", "-", "-", "-", *(["-"] * len(functions)), f"error: {clip(fp['error'], 60)}"]
     statuses: dict[str, str] = {f.name: f.status for f in rec.functions}
     marks = [s if s == Status.FAST else STATUS_WORDS.get(s, s.upper())
              for s in (statuses.get(n, "-") for n in functions)]
@@ -185,35 +186,64 @@ def _function_names(records: list[RankRecord]) -> list[str]:
     return list(names)
 
 
+TABLE_WIDTH = 100  # the table's rows are never wrapped: they fit the width a pipe or CI log gets
+_ENV_COLUMNS = range(1, 7)  # GPU, driver, torch, triton, transformers, kernel packages
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _grid(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def table_lines(records: list[RankRecord], missing: dict[int, Missing]) -> list[str]:
+def _fitted(rows: list[list[str]], data: list[int], width: int) -> tuple[list[list[str]], list[str]]:
+    """The table's columns that hold one value on every rank said once above it ("all: ..."), then the widest
+    environment column cut ("...") until each row fits `width`: the differences below name every full value."""
+    common = [i for i in _ENV_COLUMNS if data and len({rows[r][i] for r in data}) == 1]
+    said = [f"{rows[0][i]} {rows[data[0]][i]}" for i in common]
+    rows = [[c for i, c in enumerate(row) if i not in common] for row in rows]
+    env = [i for i in range(1, 7 - len(common))]
+    while env and max(len(line) for line in _grid(rows)) > width:
+        widths = {i: max(len(r[i]) for r in rows) for i in env}
+        col = max(env, key=lambda i: widths[i])
+        over = max(len(line) for line in _grid(rows)) - width
+        keep = max(widths[col] - over, 8)
+        rows = [[c if i != col or len(c) <= keep else c[:keep - 3] + "..." for i, c in enumerate(r)] for r in rows]
+        if keep == 8:
+            env.remove(col)
+    return rows, ([f"  all: {' · '.join(said)}"] if said else [])
+
+
+def table_lines(records: list[RankRecord], missing: dict[int, Missing], width: int = TABLE_WIDTH) -> list[str]:
     functions = _function_names(records)
     head = ["rank", "GPU", "driver", "torch", "triton", "transformers", "kernel packages",
             *[f"F{i + 1}" for i in range(len(functions))], "verdict"]
     rows = [head]
-    if len(records) <= ROWS_PER_RANK_UP_TO:
-        rows += [_row(r, functions) for r in sorted(records, key=_label_key)]
+    shown = sorted(records, key=_label_key) if len(records) <= ROWS_PER_RANK_UP_TO else []
+    if shown:
+        rows += [_row(r, functions) for r in shown]
     else:  # one row per group: thousands of identical rows say nothing
         for g in groups(records):
             row = _row(g[0], functions)
-            row[0] = f"{len(g)} ranks: {_span(g, 4)}"
+            row[0] = f"{plural(len(g), 'rank')}: {_span(g, 4)}"
             rows.append(row)
-    rows += [[f"rank {r}", *(["-"] * (len(head) - 2)), f"MISSING: {missing_reason(m)}"]
-             for r, m in sorted(missing.items())]
-    out = _grid(rows)
+    data = [i for i, rec in enumerate(shown or [g[0] for g in groups(records)], 1) if not rec.stopped]
+    rows += [[f"rank {r}", *(["-"] * (len(head) - 2)), "MISSING"] for r in sorted(missing)]  # why: below
+    rows, said = _fitted(rows, data, width)
+    out = said + _grid(rows)
     out += [f"  F{i + 1} = {n}" for i, n in enumerate(functions)]
     return out
 
 
 def render_text(command: str, records: list[RankRecord], missing: dict[int, Missing], code: int,
-                message: str | None = None) -> str:
+                message: str | None = None, head: str | None = None) -> str:
+    """The fleet table; `head` replaces the first line (the Ray driver's gather names itself)."""
     total = len(records) + len(missing)
-    out = [f"kernelcheck {command} --all-ranks · {total} ranks" if command != "compare"
-           else f"kernelcheck compare · {total} reports"]
+    out = [head or (f"kernelcheck {command} --all-ranks · {plural(total, 'rank')}" if command != "compare"
+                    else f"kernelcheck compare · {plural(total, 'report')}")]
     out.append("fleet")
     out += table_lines(records, missing)
     out.append("differences")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kernelcheck.core.status import STATUS_RANK
 from kernelcheck.forecast.command import Forecast
+from kernelcheck.forecast.diff import added
 from kernelcheck.report.device_text import device_words
 
 _OUTCOME = {
@@ -45,10 +46,8 @@ def render_text(fc: Forecast) -> str:
         if f.before_implementation != f.after_implementation and f.after_implementation:
             line += f" (now {f.after_implementation})"
         lines.append(line)
-    after_findings = {x.id: x for x in fc.after.findings}
-    for fid in d.findings_added:
-        x = after_findings[fid]
-        lines.append(f"  new finding [{x.severity}] {fid}: {x.message}")
+    for x in added(fc.before, fc.after):  # every occurrence: two repositories the Hub failed for are two findings
+        lines.append(f"  new finding [{x.severity}] {x.id}: {x.message}")
         if x.fix:
             lines.append(f"    fix: {x.fix}")
     if d.findings_removed:

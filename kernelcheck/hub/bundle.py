@@ -216,7 +216,6 @@ def build(req: BuildRequest, env: Environment, target: HubSystem | None, *, m: M
 
     system = _HS(torch=tjson["torch"], cuda=tjson["cuda"])
     entries: list[dict[str, Any]] = []
-    findings: list[Finding] = []
     with tempfile.TemporaryDirectory(prefix="kernelcheck-bundle-") as tmp:
         stage = Path(tmp)
         cache, local = stage / "cache", stage / "local"
@@ -231,7 +230,7 @@ def build(req: BuildRequest, env: Environment, target: HubSystem | None, *, m: M
                 seen.add((repo_id, version, revision))
                 say(f"resolving {repo_id}@{'v' + str(version) if version is not None else revision}")
                 res = kernels_hub.resolve_repo(repo_id, version=version, revision=revision, env=env, target=system)
-                batch.append(_entry(res, why, cache, local, stage, findings))
+                batch.append(_entry(res, why, cache, local, stage, env))
             entries.extend(batch)
             pending = _probe_batch(cache, [e for e in batch if e["status"] == "bundled"], tjson, stage)
             pending = [p for p in pending if (p[0], p[1], p[2]) not in seen]
@@ -245,13 +244,12 @@ def build(req: BuildRequest, env: Environment, target: HubSystem | None, *, m: M
                     tar.add(stage / name, arcname=name)
     from kernelcheck.core import environment
 
-    report = BundleReport("bundle", str(out), manifest, findings, kernels=environment.dist_version("kernels"))
-    report.findings.extend(build_findings(manifest))
+    report = BundleReport("bundle", str(out), manifest, build_findings(manifest),
+                          kernels=environment.dist_version("kernels"))
     return report
 
 
-def _entry(res: Resolution, why: str, cache: Path, local: Path, stage: Path,
-           findings: list[Finding]) -> dict[str, Any]:
+def _entry(res: Resolution, why: str, cache: Path, local: Path, stage: Path, env: Environment) -> dict[str, Any]:
     e: dict[str, Any] = {"repo_id": res.repo_id, "version": res.version, "revision": res.revision, "ref": res.ref,
                          "commit": res.commit, "variant": res.chosen, "source": res.source, "required_by": why,
                          "why": _why(res), "files": {}, "status": "missing", "how": ""}
@@ -267,6 +265,12 @@ def _entry(res: Resolution, why: str, cache: Path, local: Path, stage: Path,
         return e
     e.update(status="bundled" if res.source != "LOCAL_KERNELS" else "local", how=how,
              files=_files(stage, dest))
+    if not res.problem:  # listed from the Hub: kernels' minimum-version and arch checks on the downloaded metadata
+        from kernelcheck.integrations import kernels_hub
+
+        problem = kernels_hub._check_variant(dest / "metadata.json", res.chosen, env)
+        if problem:
+            e["problem"] = problem
     return e
 
 
@@ -374,6 +378,9 @@ def build_findings(manifest: dict[str, Any]) -> list[Finding]:
                                f"{spec} ({e['required_by'] or 'asked for'}) is not in the bundle: {e['how']}. "
                                "Offline, the job's load raises for it.",
                                "run the build where the Hub is reachable, for the job's --torch/--cuda"))
+        elif e.get("problem"):
+            out.append(Finding("hub-bundle-variant", Severity.BROKEN, f"{spec}: {e['problem']}",
+                               "build for the job's GPUs and torch: --arch X.Y --torch T --cuda C"))
         elif (e.get("digest") or {}).get("status") == "failed":
             out.append(Finding("hub-bundle-digest", Severity.BROKEN,
                                f"{spec}/{e['variant']}: kernels' digest check fails on the downloaded files ("

@@ -140,6 +140,9 @@ def _entry_findings(spec: str, e: dict[str, Any], p: dict[str, Any], changed: li
         out.append(Finding("hub-bundle-lookup", Severity.BROKEN,
                            f"{spec}: the bundle's ref v{e['version']} points at {str(p.get('cached_commit'))[:12]}, "
                            f"the manifest pins {str(e.get('commit'))[:12]}", FIX_BUILD, REFERENCE))
+    if e.get("problem"):
+        out.append(Finding("hub-bundle-variant", Severity.BROKEN, f"{spec}: {e['problem']} (found when it was built)",
+                           FIX_BUILD, REFERENCE))
     if p.get("resolved") != variant:
         why = p.get("rejected", {}).get(variant)
         out.append(Finding("hub-bundle-variant", Severity.BROKEN,

@@ -5,7 +5,7 @@ with device_map=DEVICE (transformers kernelizes for the device the model is on a
 from __future__ import annotations
 
 from kernelcheck.core import decide
-from kernelcheck.core.status import Finding, FunctionStatus, Severity
+from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity
 from kernelcheck.integrations.transformers_hub import TransformersHub, select_entry
 from kernelcheck.integrations.transformers_load import PHASE_TRAIN, LoadName, load_phases
 from kernelcheck.report.hub import HubRow
@@ -52,7 +52,7 @@ def device_finding(th: TransformersHub, names: dict[str, LoadName], rows: list[H
         return []
     said = (f"resolves {', '.join(other)}" if other else
             "resolves no Hub repository: every layer keeps its torch forward")
-    train = " (at the load: cpu; at model.train(): " + dev + ")" if mode == "train" and th.eval_at_load else ""
+    train = " (at the load: cpu; at model.train(): " + dev + ")" if mode == Mode.TRAIN and th.eval_at_load else ""
     return [Finding(
         "hub-load-device", Severity.INFO,
         f"the hub answer is for a job that loads with from_pretrained(..., device_map=\"{dev}\") (kernelized for "

@@ -17,7 +17,11 @@ def findings(steps: Iterable[Step]) -> list[Finding]:
     """One finding per step that left its build out of the cache: hub-prefetch-failed, -skipped or -missing."""
     out = []
     for st in steps:
-        if st.action in ("failed", "skipped"):
+        if st.action == "skipped":  # the plan's step says why, once
+            out.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK,
+                               f"{st.spec}: no build could be chosen, so none is fetched (the plan says why)",
+                               st.command or None))
+        elif st.action == "failed":
             out.append(Finding(f"hub-prefetch-{st.action}", Severity.FALLBACK,
                                f"{st.spec}: {st.reason} (the build is not in the cache)", st.command or None))
         elif st.action == "missing":

@@ -70,6 +70,20 @@ def _rule_packages(rule: matrix.Breakage, m: matrix.Matrix) -> set[str]:
     return {m.functions[f].package for f in rule.functions if f in m.functions}
 
 
+def _cpu_crash(env: Environment, pkg: matrix.PackageInfo, opts: Options) -> str:
+    """", and with transformers X an installed fla makes the forward crash ..." where the installed transformers is
+    inside fla-cpu-crash's window (matrix/breakages.toml; 5.25 added the device check), else nothing."""
+    from packaging.specifiers import SpecifierSet
+
+    for b in opts.matrix.table("breakages.toml").get("breakage", []):
+        window = b.get("when", {}).get("transformers")
+        if b.get("id") == "fla-cpu-crash" and pkg.name == "fla" and window and env.transformers \
+                and SpecifierSet(window).contains(env.transformers, prereleases=True):
+            return (f", and with transformers {env.transformers} an installed fla makes the forward crash on CPU "
+                    "(fla-cpu-crash)")
+    return ""
+
+
 def _plan_pure(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: Candidates,
                bound: frozenset[str], found: dict[str, Candidates]) -> list[Step]:
     dist = pkg.install_distribution
@@ -82,8 +96,7 @@ def _plan_pure(pkg: matrix.PackageInfo, env: Environment, opts: Options, cands: 
                                      kind=RejectKind.NOT_NEEDED))
     if env.torch is None or not env.torch.cuda:
         return [Step(dist, "refuse", "-", dist, f"torch {env.torch.version if env.torch else '(absent)'} is a "
-                     f"CPU build: {pkg.title}'s Triton kernels need a CUDA torch and a GPU, and with "
-                     f"transformers 5.15-5.24 an installed fla makes the forward crash on CPU (fla-cpu-crash)",
+                     f"CPU build: {pkg.title}'s Triton kernels need a CUDA torch and a GPU{_cpu_crash(env, pkg, opts)}",
                      rejected=tuple(rejected), import_name=pkg.name, severity=Severity.FALLBACK,
                      kind=StepKind.CPU_TORCH)]
     if st and st.installed and st.imports and st.distribution == dist and opts.source in ("auto",):

@@ -101,8 +101,10 @@ def sm_tag(arches: tuple[str, ...]) -> str:
 
 
 def pip_cmd(spec_or_path: str, opts: Options, extra: str = "") -> str:
+    """The step's `run:` line, pasteable as printed: with --no-deps pip installs that one file and nothing it
+    requires, so the constraints file kernelcheck's own pip call adds (PINNED as installed) changes nothing in it."""
     tgt = f" --target {opts.target} --upgrade" if opts.target else ""
-    return f"pip install --no-deps -c <constraints: {', '.join(PINNED)} pinned>{tgt}{extra} {spec_or_path}"
+    return f"pip install --no-deps{tgt}{extra} {spec_or_path}"
 
 
 # ---------------------------------------------------------------- pure-Python (Triton) packages

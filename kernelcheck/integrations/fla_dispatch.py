@@ -429,34 +429,82 @@ _FLA_OPS = {"chunk_gated_delta_rule": "gated_delta_rule", "fused_recurrent_gated
 
 @dataclass(frozen=True)
 class CompileWrap:
-    """Which of the ops transformers binds the installed fla wraps in torch.compiler.disable (its backend dispatch:
-    each call is a graph break under torch.compile), and whether FLA_DISABLE_BACKEND_DISPATCH=1 removes the wrapper."""
+    """Which of the ops transformers binds the installed fla wraps in torch.compiler.disable (each call is a graph
+    break under torch.compile: Dynamo does not trace into such a function), how (`kinds`: fn -> `decorator`, its
+    own @torch.compiler.disable, and/or `dispatch`, its backend dispatch's torch.compiler.disable(wrapper)), and
+    whether FLA_DISABLE_BACKEND_DISPATCH=1 removes every wrapper (only where the dispatch is the only one)."""
 
     functions: tuple[str, ...]
     switch: bool  # FLA_DISABLE_BACKEND_DISPATCH=1 returns the op unwrapped
     reference: str
+    kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (fn, how it is wrapped), in `functions` order
+    in_graph: tuple[tuple[str, str], ...] = ()  # (fn, custom_op | allow_in_graph): ops Dynamo keeps in the graph
+
+
+# How an op can be wrapped, read off the decorators stacked on its `def` (feature detection, no version table).
+_DISABLE_RX = re.compile(r"@torch\.(?:compiler|_dynamo)\.disable\b")
+_IN_GRAPH = (("custom_op", re.compile(r"@(?:torch\.library\.)?(?:custom_op|triton_op)\(")),
+             ("allow_in_graph", re.compile(r"@torch\.(?:compiler|_dynamo)\.allow_in_graph\b")))
+
+
+def _decorators(text: str, fn: str) -> list[str] | None:
+    """The decorator lines stacked on `def fn(` in `text` (None: no such def)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(f"def {fn}("):
+            out: list[str] = []
+            j = i - 1
+            while j >= 0 and (lines[j].startswith("@") or (out and lines[j].startswith((" ", ")")))):
+                if lines[j].startswith("@"):
+                    out.append(lines[j].strip())
+                j -= 1
+            return out
+    return None
+
+
+def op_wrapping(fn: str, root: Path, dispatch_disables: bool) -> tuple[str, ...] | str | None:
+    """How the op `fn` of the fla at `root` is wrapped: the disable kinds (`decorator`, `dispatch`), or the name
+    of what keeps it in the graph (custom_op, allow_in_graph), or None (not found, or not wrapped)."""
+    sub = _FLA_OPS.get(fn)
+    folder = root / "ops" / sub if sub else None
+    if folder is None or not folder.is_dir():
+        return None
+    for p in sorted(folder.glob("*.py")):
+        decos = _decorators(p.read_text(encoding="utf-8", errors="replace"), fn)
+        if decos is None:
+            continue
+        for name, rx in _IN_GRAPH:
+            if any(rx.match(d) for d in decos):
+                return name
+        kinds = (("decorator",) if any(_DISABLE_RX.match(d) for d in decos) else ()) + (
+            ("dispatch",) if dispatch_disables and any(d.startswith("@dispatch(") for d in decos) else ())
+        return kinds or None
+    return None
 
 
 def compile_wrap(functions: tuple[str, ...], root: Path | None = None) -> CompileWrap | None:
     """Read from the installed fla's source (`root`: its package folder; default the installed one): None without
-    fla or when its dispatch does not wrap in torch.compiler.disable."""
+    fla or when none of `functions` is wrapped in torch.compiler.disable."""
     root = root or (_fla_dir())
     if root is None:
         return None
     registry = _text(root, "backends.py") or ""
-    if "torch.compiler.disable(wrapper)" not in registry:
-        return None
-    wrapped = []
+    dispatch_disables = "torch.compiler.disable(wrapper)" in registry
+    kinds: list[tuple[str, tuple[str, ...]]] = []
+    in_graph: list[tuple[str, str]] = []
     for fn in functions:
-        sub = _FLA_OPS.get(fn)
-        folder = root / "ops" / sub if sub else None
-        if folder is None or not folder.is_dir():
-            continue
-        pattern = re.compile(r"@dispatch\([^)]*\)\s*\ndef " + re.escape(fn) + r"\(")
-        if any(pattern.search(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(folder.glob("*.py"))):
-            wrapped.append(fn)
-    if not wrapped:
+        got = op_wrapping(fn, root, dispatch_disables)
+        if isinstance(got, str):
+            in_graph.append((fn, got))
+        elif got:
+            kinds.append((fn, got))
+    if not kinds:
         return None
-    switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry
-    return CompileWrap(tuple(wrapped), switch, f"fla source at {root}: backends.py BackendRegistry.dispatch returns "
-                       "torch.compiler.disable(wrapper); ops/*/: @dispatch on the op")
+    has_switch = "_DISPATCH_DISABLED" in registry and "return default_function" in registry
+    switch = has_switch and all(k == ("dispatch",) for _, k in kinds)
+    how = sorted({k for _, ks in kinds for k in ks})
+    said = " and ".join({"decorator": "@torch.compiler.disable on the op",
+                         "dispatch": "backends.py BackendRegistry.dispatch returns torch.compiler.disable(wrapper)"}
+                        [k] for k in how)
+    return CompileWrap(tuple(f for f, _ in kinds), switch, f"fla source at {root}: {said}", tuple(kinds),
+                       tuple(in_graph))

@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import json
+import math
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +51,12 @@ def layouts(table: Mapping[str, Any]) -> dict[str, Layout]:
             for name, d in table["jit"].items()}
 
 
-def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool) -> dict[str, str]:
-    """The variables that point every JIT at its subfolder of `cache_dir` (absolute), in the table's order."""
+OWN = ("KERNELCHECK_HOME", "kernelcheck")  # kernelcheck's own proofs (import, JIT probe): the gate's first steps
+
+
+def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool, own: bool = True) -> dict[str, str]:
+    """The variables that point every JIT at its subfolder of `cache_dir` (absolute), in the table's order, and
+    (`own`) kernelcheck's own home, where its import and JIT-probe proofs are kept."""
     root = os.path.abspath(cache_dir)
     out: dict[str, str] = {}
     for lay in layouts(table).values():
@@ -58,6 +64,8 @@ def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool) -> dic
             continue
         for var, sub in lay.variables:
             out.setdefault(var, os.path.join(root, sub))
+    if own:
+        out[OWN[0]] = os.path.join(root, OWN[1])
     return out
 
 
@@ -301,6 +309,49 @@ def install_timers(jits: Iterable[str]) -> Timers:
                 setattr(sub, name, getattr(target, name))
         timers.hooked.append(jit)
     return timers
+
+
+# -- autotuning at a check's shape ----------------------------------------------------------------------------------
+@contextmanager
+def first_config_only(on: bool = True) -> Iterator[bool]:
+    """While the block runs, each Triton autotuner in this process benchmarks its configs in order only until one
+    compiles and launches, and takes that one: the other configs are neither compiled nor timed. For a check at a
+    tiny shape (verify's gate, warm for it): which config is fastest there says nothing about the job's shapes, and
+    compiling every config is most of a cold start. A config that fails (out of resources, a ptxas error: the
+    autotuner's own infinite timing) moves on to the next. Yields whether it applies: Triton already imported (the
+    kernels' packages import it), its Autotuner with the `_bench` of 3.x; else nothing is changed."""
+    cls = None
+    if on and "triton" in sys.modules:
+        try:
+            from triton.runtime import autotuner
+
+            cls = getattr(autotuner, "Autotuner", None)
+        except Exception:  # noqa: BLE001 - another layout: full autotuning, as without the check
+            cls = None
+    orig = getattr(cls, "_bench", None) if cls is not None else None
+    if cls is None or not callable(orig):
+        yield False
+        return
+    inf = float("inf")
+
+    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nargs = getattr(self, "nargs", None)
+        if nargs is not None and getattr(self, "_kernelcheck_round", None) is nargs:
+            return [inf, inf, inf]  # this autotuning round has its config: the others are not compiled
+        out = orig(self, *args, **kwargs)
+        try:
+            found = math.isfinite(float(out[0]))
+        except (TypeError, ValueError, IndexError):
+            found = True
+        if found:
+            self._kernelcheck_round = nargs
+        return out
+
+    cls._bench = _bench
+    try:
+        yield True
+    finally:
+        cls._bench = orig
 
 
 def main(argv: list[str]) -> int:

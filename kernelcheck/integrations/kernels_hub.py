@@ -318,7 +318,6 @@ def resolve_repo(repo_id: str, *, version: int | None = None, revision: str | No
 def _resolve(repo_id: str, version: int | None, revision: str | None, source: str,
              env: environment.Environment | None, target: HubSystem | None) -> Resolution:
     api()  # the adapter first: an unknown layout is said once, before any listing
-    notes: list[str] = []
     locals_ = local_kernels()
     if repo_id in locals_ and source in ("auto", "cache"):
         return _local_resolution(repo_id, version, revision, locals_[repo_id], env, target)
@@ -338,8 +337,8 @@ def _resolve(repo_id: str, version: int | None, revision: str | None, source: st
             if source == "hub":
                 return Resolution(repo_id, version, revision, "none", "hub",
                                   error=f"the Hub could not be asked ({msg})")
-            notes.append(f"the Hub could not be asked ({msg}); the Hugging Face cache answered instead")
-    return _cache_resolution(repo_id, version, revision, env, target, notes)
+            return _cache_resolution(repo_id, version, revision, env, target, f"the Hub could not be asked ({msg})")
+    return _cache_resolution(repo_id, version, revision, env, target, None)
 
 
 def _kernels_says(repo_id: str, version: int | None) -> str:
@@ -353,15 +352,19 @@ def _kernels_says(repo_id: str, version: int | None) -> str:
     return f"kernels' own lookup raises ValueError: {err.splitlines()[0]}" if err else ""
 
 
-def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
-                      env: environment.Environment | None, target: HubSystem | None, notes: list[str]) -> Resolution:
-    hub_note = notes[0] if notes else None  # _resolve's only note: the Hub could not be asked
+def _cache_resolution(repo_id: str, version: int | None, revision: str | None, env: environment.Environment | None,
+                      target: HubSystem | None, hub_failed: str | None) -> Resolution:
+    """The Hugging Face cache's answer; `hub_failed`: why the Hub was not asked first ("the Hub could not be asked
+    (ConnectError: ...)"), None where it was not to be asked. Where the cache holds nothing either, the error is
+    one sentence with both reasons."""
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
-        hint = "offline (HF_HUB_OFFLINE)" if hub_offline() else (notes[0] if notes else "the Hub was not asked")
+        hint = "offline (HF_HUB_OFFLINE)" if hub_offline() else (hub_failed or "the Hub was not asked")
         said = _kernels_says(repo_id, version)
         return Resolution(repo_id, version, revision, "none", str(cache_dir()), ref, commit,
-                          error=f"{why}; {hint}", notes=tuple(notes[1:]), kernels_error=said or None)
+                          error=f"{why}; {hint}", kernels_error=said or None)
+    hub_note = f"{hub_failed}; the Hugging Face cache answered instead" if hub_failed else None
+    notes = [hub_note] if hub_note else []
     variants = api().list_local(snap / "build")
     decisions, accepted, rejected = _decide(variants, target)
     near, match = (None, None) if accepted else _nearest(rejected, target)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelcheck.core.status import Mode
 from kernelcheck.integrations.transformers import transformers_dir
 from kernelcheck.integrations.transformers_types import config_class, literal_pairs
 
@@ -360,4 +361,4 @@ def load_phases(mode: str, eval_at_load: bool) -> tuple[tuple[str, str], ...]:
     load kernelizes in the job's own mode."""
     if not eval_at_load:
         return ((PHASE_LOAD, mode),)
-    return ((PHASE_LOAD, "infer"),) + (((PHASE_TRAIN, "train"),) if mode == "train" else ())
+    return ((PHASE_LOAD, Mode.INFER),) + (((PHASE_TRAIN, Mode.TRAIN),) if mode == Mode.TRAIN else ())

@@ -202,8 +202,10 @@ def _markers(c: Canvas, w: Waste, axis: Axis) -> None:
     if limit <= axis.end:
         xl = LEFT + axis.x(limit) * pw
         c.line(xl, y0, xl, y1, RED, ' stroke-dasharray="6 3" stroke-width="1.5" class="limit"')
-        c.text(xl, y0 - 6, f"{w.rule.kind} {limit:,} tokens", anchor="end" if xl > W / 2 else "start", size=11,
-               extra=f' fill="{RED}"')
+        # examples longer than the limit are counted at it: the line says how many sit there
+        clipped = f" ({w.truncated:,} longer, counted here)" if w.truncated else ""
+        c.text(xl, y0 - 6, f"{w.rule.kind} {limit:,} tokens{clipped}", anchor="end" if xl > W / 2 else "start",
+               size=11, extra=f' fill="{RED}"' + (' class="clipped"' if w.truncated else ""))
     else:
         c.text(LEFT + pw, y0 - 6, f"{w.rule.kind} {limit:,} tokens: beyond the longest example ->", anchor="end",
                size=11, extra=f' fill="{RED}" class="limit"')

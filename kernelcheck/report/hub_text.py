@@ -143,15 +143,15 @@ def _row_text(row: HubRow, used: bool) -> str:
         return f"{label}: build {row.variant} {'will be used' if used else 'would be used'} (from {row.source})"
     if row.variant:
         return f"{label}: build {row.variant} chosen but {row.problem}"
-    if row.error:
-        return f"{label}: could not list builds: {row.error}"
+    if row.error:  # said once, in the repository's lines below
+        return f"{label}: no build listed (see {row.repo} below)"
     return f"{label}: NO BUILD for this torch/CUDA (nearest: {row.nearest})"
 
 
 def _resolution(spec: str, res: Resolution) -> list[str]:
     loc = f" ({res.location})" if res.location else ""
     commit = f" commit {res.commit[:12]}" if res.commit else ""
-    out = [f"{spec} from {res.source}{loc}{commit}:"]
+    out = [f"{spec}: no build listed:" if res.source == "none" else f"{spec} from {res.source}{loc}{commit}:"]
     for d in res.decisions:
         out.append(f"    {'chosen' if d.chosen else 'ok':<9}{d.variant}" if d.accepted
                    else f"    rejected {d.variant}: {d.reason}")
@@ -165,7 +165,8 @@ def _resolution(spec: str, res: Resolution) -> list[str]:
 
 def _repo_check(res: Resolution) -> list[str]:
     """`kernelcheck hub --repo`: where the repository was listed from, each variant, and what stops it."""
-    out = [f"{res.spec} from {res.source}" + (f" ({res.location})" if res.location else "")
+    out = [f"{res.spec}" + (": no build listed" if res.source == "none" else f" from {res.source}")
+           + (f" ({res.location})" if res.location else "")
            + (f": build {res.chosen} will be used" if res.chosen else "")]
     for d in res.decisions:
         out.append(f"    {'chosen' if d.chosen else ('ok' if d.accepted else 'rejected')} "

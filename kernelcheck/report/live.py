@@ -171,6 +171,13 @@ class ProjectionMethodLine:
 
 
 @dataclass(frozen=True)
+class SamePathLine:
+    """Both step paths ran the same implementations: what ran, and no ratio, projection or cache claim."""
+
+    implementations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CheckCostLine:
     """What the check cost, and whether its Triton cache was cold."""
 
@@ -180,4 +187,4 @@ class CheckCostLine:
 LiveLine = (NotRunLine | BuiltLine | LaunchLine | TritonCacheLine | ComparisonSkippedLine | ComparisonFailedLine
             | ComparisonLine | BenchmarkSkippedLine | BenchmarkPassLines | BenchmarkOnCpuLine | TimingLine
             | CapturedLine | WholeStepLine | StepPathLine | SpeedupLine | ProjectionLine | ProjectedSpeedupLine
-            | ProjectionMethodLine | CheckCostLine | PrintedLine)
+            | ProjectionMethodLine | CheckCostLine | SamePathLine | PrintedLine)

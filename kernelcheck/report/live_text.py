@@ -23,6 +23,7 @@ from kernelcheck.report.live import (
     ProjectedSpeedupLine,
     ProjectionLine,
     ProjectionMethodLine,
+    SamePathLine,
     SpeedupLine,
     StepPathLine,
     TimingLine,
@@ -151,7 +152,8 @@ def _projected(label: str, p: PathProjection) -> str:
 def _check_cost(cc: CheckCostLine) -> list[str]:
     c, tc = cc.cost, cc.cost.triton_cache
     how = (f"cold Triton cache: {tc.entries_added} kernels compiled and autotuned; a rerun is the warm cost"
-           if tc.cold else "warm: nothing compiled, every Triton kernel came from the cache")
+           if tc.cold else "no fast path ran, so no Triton cache to speak of" if tc.state == "none"
+           else "warm: nothing compiled, every Triton kernel came from the cache")
     return [f"cost of this check: {c.total_s:.1f} s (first bound-path step {c.fast_first_step_s} s; {how})"]
 
 
@@ -181,4 +183,7 @@ _RENDER: dict[type[Any], Callable[[Any], list[str]]] = {
     ProjectedSpeedupLine: lambda i: [f"  -> projected speedup {i.speedup}x"],
     ProjectionMethodLine: lambda _i: [_METHOD],
     CheckCostLine: _check_cost,
+    SamePathLine: lambda i: [f"  both paths ran the same code ({'; '.join(i.implementations[:2])}"
+                             f"{', ...' if len(i.implementations) > 2 else ''}): the numbers above are what this "
+                             "machine measured; no speedup, no projection"],
 }

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the sections' own modules load where a section is built or 
     # report, the most common run on a big file, needs none of them: a tenth of a second of imports)
     from kernelcheck.core.device import Device
     from kernelcheck.integrations.kernels_hub import Resolution
+    from kernelcheck.report.budget import BudgetSection
     from kernelcheck.report.compiled import CompiledSection
     from kernelcheck.report.hub import HubLine, HubMapEntry, HubRow, HubTransformers
     from kernelcheck.report.live import LiveLine
@@ -225,7 +226,7 @@ _SECTIONS: tuple[tuple[str, str], ...] = (
     ("device", "json"),
     ("needs", "json"), ("bindings", "json"), ("before", "json"), ("plan", "steps"), ("prediction", "merge"),
     ("installed", "merge"), ("hub", "json"), ("step", "json"), ("live", "json"), ("packing", "json"),
-    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"), ("compiled", "json"),
+    ("import_proof", "json"), ("trace", "merge"), ("backends", "json"), ("compiled", "json"), ("budget", "json"),
 )
 
 
@@ -253,6 +254,7 @@ class Report:
     trace: TraceSection | None = None  # trace
     backends: BackendsSection | None = None  # doctor: the backend of each fla op (doctor/backends.py)
     compiled: CompiledSection | None = None  # verify --compile (verify/compiled.py)
+    budget: BudgetSection | None = None  # trace --budget, verify --step --budget (budget/)
 
     @property
     def verdict(self) -> Verdict:
@@ -318,6 +320,7 @@ class Report:
 def _section_type(name: str) -> Any:
     """The typed section's class; a merged section is read back when its first key is in the report's JSON."""
     from kernelcheck.core.device import Device
+    from kernelcheck.report.budget import BudgetSection
     from kernelcheck.report.compiled import CompiledSection
     from kernelcheck.report.sections import BackendsSection, PackingSection
     from kernelcheck.report.step import StepSection
@@ -327,6 +330,7 @@ def _section_type(name: str) -> Any:
         "needs": Needs, "bindings": Bindings, "before": Before, "prediction": Prediction, "installed": Installed,
         "hub": HubSection, "step": StepSection, "live": LiveSection, "import_proof": ImportProof,
         "trace": TraceSection, "packing": PackingSection, "backends": BackendsSection, "compiled": CompiledSection,
+        "budget": BudgetSection,
     }[name]
 
 

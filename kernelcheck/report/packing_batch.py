@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernelcheck.core.status import Finding
+from kernelcheck.report.wrap import clip
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,11 @@ class SegmentDiff:
     output_rel_l2: float
     grad_max_abs: float
     grad_rel_l2: float
-    wrong: bool  # beyond the dtype's tolerance (relative)
+    wrong: bool  # beyond the threshold the controls placed (Controls.threshold)
     first_layer: str | None = None  # the first decoder layer whose output differs beyond it (None: the
     # forward matches and only the gradients differ)
+    token_distance: float = 0.0  # the worst token's |diff| over the segment's RMS token norm (logits, grads)
+    worst_token: int = 0  # that token's index in the segment (0: the segment's first token)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,6 +78,43 @@ class SegmentDiff:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SegmentDiff:
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control run of the packed-vs-alone comparison (verify/packing_controls.py)."""
+
+    kind: str  # clean | rerun (what must be equal) | boundaries-removed (the fault)
+    distance: float  # the largest segment distance (SegmentDiff.token_distance's measure)
+    per_segment: tuple[float, ...] = ()
+    error: str | None = None  # the control's forward raised
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "per_segment": list(self.per_segment)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Control:
+        return cls(d["kind"], d["distance"], tuple(d["per_segment"]), d.get("error"))
+
+
+@dataclass(frozen=True)
+class Controls:
+    negative: Control
+    positive: Control
+    threshold: float | None  # between the two (None: not decided)
+    separation: float | None  # positive / negative (the negative floored)
+    decided: bool  # the positive control was told apart by the margin
+    margin: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"negative": self.negative.to_json(), "positive": self.positive.to_json(),
+                "threshold": self.threshold, "separation": self.separation, "decided": self.decided,
+                "margin": self.margin}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Controls:
+        return cls(Control.from_json(d["negative"]), Control.from_json(d["positive"]), d["threshold"],
+                   d["separation"], d["decided"], d["margin"])
 
 
 @dataclass(frozen=True)
@@ -118,18 +158,21 @@ class BatchSection:
     error: str | None = None  # the packed run raised (the comparison did not run)
     payoff: Payoff | None = None
     ran: bool = True  # False: the lint found offsets no kernel can take, so no forward ran
+    controls: Controls | None = None  # None: not compared (a raise, one segment, or not run)
 
     def to_json(self) -> dict[str, Any]:
         return {"batch": self.batch.to_json(), "device": self.device, "dtype": self.dtype,
                 "tolerance": self.tolerance, "reach": [r.to_json() for r in self.reach],
                 "segments": [s.to_json() for s in self.segments], "error": self.error,
-                "payoff": self.payoff.to_json() if self.payoff is not None else None, "ran": self.ran}
+                "payoff": self.payoff.to_json() if self.payoff is not None else None, "ran": self.ran,
+                "controls": self.controls.to_json() if self.controls is not None else None}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> BatchSection:
         return cls(BatchInfo.from_json(d["batch"]), d["device"], d["dtype"], d["tolerance"],
                    [FunctionReach.from_json(r) for r in d["reach"]], [SegmentDiff.from_json(s) for s in d["segments"]],
-                   d.get("error"), Payoff.from_json(d["payoff"]) if d.get("payoff") else None, d.get("ran", True))
+                   d.get("error"), Payoff.from_json(d["payoff"]) if d.get("payoff") else None, d.get("ran", True),
+                   Controls.from_json(d["controls"]) if d.get("controls") else None)
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -157,14 +200,23 @@ def reach_lines(reach: list[FunctionReach]) -> list[str]:
 
 def segment_lines(sec: BatchSection) -> list[str]:
     if sec.error:
-        return [f"  packed vs separate: not compared, the packed forward raised: {sec.error[:90]}"]
-    out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2; tolerance "
-           f"{sec.tolerance:g})"]
+        return [f"  packed vs separate: not compared, the packed forward raised: {clip(sec.error, 90)}"]
+    c = sec.controls
+    limit = (f"threshold {c.threshold:.2g}" if c is not None and c.threshold is not None
+             else "no threshold: the controls did not separate" if c is not None else "one segment: no controls")
+    out = [f"  packed vs each segment alone, forward and backward: max |diff| (relative L2), worst token ({limit})"]
     for s in sec.segments:
-        word = ("ok" if not s.wrong else f"WRONG from {s.first_layer}" if s.first_layer
-                else "WRONG in the backward only")
+        word = ("-" if c is not None and not c.decided else "ok" if not s.wrong else f"WRONG from {s.first_layer}"
+                if s.first_layer else "WRONG in the backward only")
         out.append(f"    segment {s.index} [{s.start}:{s.end}] outputs {_g(s.output_max_abs)} ({_g(s.output_rel_l2)})"
-                   f"  grads {_g(s.grad_max_abs)} ({_g(s.grad_rel_l2)})  {word}")
+                   f"  grads {_g(s.grad_max_abs)} ({_g(s.grad_rel_l2)})  token {s.start + s.worst_token} "
+                   f"{_g(s.token_distance)}  {word}")
+    if c is not None:
+        out.append(f"  controls, same weights and tokens: must be equal ({c.negative.kind}) {_g(c.negative.distance)}"
+                   f"; boundaries removed {_g(c.positive.distance)}; "
+                   + (f"{'over 1000' if c.separation > 1000 else f'{c.separation:.3g}'}x apart"
+                      if c.separation is not None else "not measured")
+                   + ("" if c.decided else f" (under {c.margin:g}x: cannot decide)"))
     return out
 
 

@@ -224,6 +224,7 @@ class StepSection:
     captured_output: dict[str, str]
     speedup: float | None = None
     kernel_ratio: float | None = None
+    same_path: bool = False  # both paths ran the same implementations: no speedup, projection or cache state
 
     @property
     def paths(self) -> dict[str, StepPath]:
@@ -243,6 +244,8 @@ class StepSection:
                 out["kernel_ratio"] = self.kernel_ratio
         out.update({"projection": self.projection.to_json(), "cost": self.cost.to_json(),
                     "captured_output": dict(self.captured_output)})
+        if self.same_path:
+            out["same_path"] = True
         return out
 
     @classmethod
@@ -251,4 +254,4 @@ class StepSection:
         return cls(data["shape"], data["tokens"], data["checkpointing"], _path(paths["fast"]),
                    _path(paths["reference"]), Projection.from_json(data["projection"]),
                    StepCost.from_json(data["cost"]), dict(data["captured_output"]), data.get("speedup"),
-                   data.get("kernel_ratio"))
+                   data.get("kernel_ratio"), data.get("same_path", False))

@@ -81,7 +81,7 @@ def wrap_line(line: str, width: int) -> list[str]:
     indent = len(m.group(0)) if m else len(line) - len(line.lstrip())
     if indent > width // 2:
         indent = len(line) - len(line.lstrip()) + 2
-    glued = _glue_commands(line)
+    glued = _glue_commands(line, width)
     pad = " " * indent
     out = textwrap.wrap(glued, width=width, subsequent_indent=pad, break_on_hyphens=False,
                         break_long_words=False) or [glued]
@@ -118,11 +118,22 @@ def _shift_left(ln: str, width: int, base: int) -> str:
     return ln
 
 
-def _glue_commands(line: str) -> str:
-    """The words of each command in `line` joined into one textwrap word: backticked spans, and the command
+# a call written out (`DataCollatorWithFlattening(return_flash_attn_kwargs=True, return_seq_idx=True)`): one word, so
+# a line never ends inside its parentheses
+_CALL = re.compile(r"\b[A-Za-z_][\w.]*\([^()`]*\)")
+
+
+def _glue_commands(line: str, width: int = 100) -> str:
+    """The words of each command in `line` joined into one textwrap word: backticked spans, calls, and the command
     that opens a `fix:`/`run:` line when it starts with a command word (up to two spaces or " (", where the
     explanation starts)."""
     line = _BACKTICKED.sub(lambda m: m.group(0).replace(" ", _GLUE), line)
+    if line.startswith("kernelcheck ") and " · " in line:  # a headline breaks between its parts only
+        parts = line.split(" · ")
+        line = " ".join(p.replace(" ", _GLUE) + (_GLUE + "·" if i < len(parts) - 1 else "")
+                        if len(p) <= width // 2 else p + (" ·" if i < len(parts) - 1 else "")
+                        for i, p in enumerate(parts))
+    line = _CALL.sub(lambda m: m.group(0).replace(" ", _GLUE) if len(m.group(0)) <= width - 4 else m.group(0), line)
     m = _COMMAND_LABEL.match(line)
     if m and _COMMAND_WORD.match(line[m.end():]):
         rest = line[m.end():]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.plan_step import Step
-from kernelcheck.core.status import VERDICT_OF_EXIT, WORDS, Finding, FunctionStatus, Severity
+from kernelcheck.core.status import VERDICT_OF_EXIT, VERDICT_WORDS, WORDS, Finding, FunctionStatus, Severity
 from kernelcheck.report.device_text import device_words
 from kernelcheck.report.model import ErrorReport, HubSection, ImportProof, LiveSection, Report
 from kernelcheck.report.trace import StepRow
@@ -67,8 +67,9 @@ def render_findings(findings: list[Finding], width: int = 6, references: bool = 
         if references and fd.reference:
             out.append(f"{pad}ref: {fd.reference}")
     if grouped:
-        out.append(f"  {'info':<{width}} {len(infos)} notes: {', '.join(fd.id for fd in infos)} "
-                   "(--verbose shows them, --json lists all)")
+        ids = [fd.id for fd in infos]  # each id once, with its count: "compile-ok (2)", not "compile-ok, compile-ok"
+        named = ", ".join(i + (f" ({ids.count(i)})" if ids.count(i) > 1 else "") for i in dict.fromkeys(ids))
+        out.append(f"  {'info':<{width}} {len(infos)} notes: {named} (--verbose shows them, --json lists all)")
     return out
 
 
@@ -127,10 +128,7 @@ def render_text(report: Report, verbose: bool = True) -> str:
     """The whole text report: head, environment, functions, the optional sections, findings and the verdict.
     `verbose` False groups the info findings into one line (render_findings)."""
     out = _render_body(report, plan=True, verbose=verbose)
-    words = {"ready": "READY: every fast kernel this job uses will run",
-             "fallback": "FALLBACK: a slow torch path would run",
-             "broken": "BROKEN: the job would crash, refuse, or compute wrong results"}
-    said = words[report.verdict]
+    said = VERDICT_WORDS[report.verdict]
     if report.command == "doctor" and report.model is None and not report.functions and report.verdict == "fallback":
         said = "FALLBACK: no kernel was checked without --model (environment and packages only)"
     out.append(f"verdict: {said} (exit {report.exit_code})")
@@ -156,6 +154,11 @@ def _render_body(report: Report, plan: bool, verbose: bool) -> list[str]:
         out.extend(_render_live(report.live))
     if report.compiled is not None:
         out.extend(["compiled (verify --compile)", *(f"  {line}" for line in report.compiled.lines)])
+    if report.budget is not None:
+        from kernelcheck.report import budget as budget_text
+
+        for label, b in report.budget.paths.items():
+            out.extend([f"step budget ({label} path)", *budget_text.text(b)])
     out.extend(render_findings(report.findings, verbose=verbose))
     out.extend(_render_cache(report.import_proof))
     return out

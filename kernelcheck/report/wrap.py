@@ -38,3 +38,14 @@ def _placed(text: str, indent: str, width: int, base: int) -> str:
         if col + len(text) <= width:
             return " " * col + text
     return text  # longer than the width: whole, on its own line
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` shortened to at most `limit` characters at a word's end, with " ..." where it was cut: an error
+    quoted in a line never ends mid-word ("can't keep packed sequences apart w")."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:max(limit - 4, 1) + 1]
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head[:-1]).rstrip(" ,;:") + " ..."

@@ -5,7 +5,8 @@ Every `--json` object starts with `schema`, a kind and a version: `kernelcheck.d
 `kernelcheck.models/1`, `kernelcheck.verify-packing/1`, `kernelcheck.fleet/1` (compare, --all-ranks),
 `kernelcheck.forecast/1` (doctor --upgrade: the doctor reports before and after, and their diff),
 `kernelcheck.warm/1` (the cache folder warm compiled, its manifest and env lines),
-`kernelcheck.hub-bundle/1` (hub --bundle / --verify-bundle: an air-gapped bundle's entries and checks) and
+`kernelcheck.hub-bundle/1` (hub --bundle / --verify-bundle: an air-gapped bundle's entries and checks),
+`kernelcheck.budget/1` (the `budget` object that trace --budget and verify --step --budget add to their report) and
 `kernelcheck.error/1` (any command that stopped before its report: `verdict` null, `error` the message).
 The version grows when a field is removed or changes meaning; new fields keep it. The files beside this module
 (`<kind>.schema.json`, JSON Schema draft 2020-12, self-contained) are what
@@ -23,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 KINDS = ("doctor", "verify", "install", "hub", "trace", "padding", "models", "verify-packing", "fleet", "forecast",
-         "warm", "hub-bundle", "error")
+         "warm", "hub-bundle", "error", "budget")
 LEGACY = "kernelcheck.report/1"
 
 

@@ -40,7 +40,7 @@ from kernelcheck.trace import phases as phases_mod
 from kernelcheck.trace.fastfeed import KERNEL, MEMCPY, MEMSET, FastFeed
 from kernelcheck.trace.reader import TraceReader, gc_paused
 from kernelcheck.trace.render import progress_to_stderr, render_text, report_of
-from kernelcheck.trace.results import SignatureMatch, StepStats, TraceAnalysis
+from kernelcheck.trace.results import BudgetFeed, SignatureMatch, StepStats, TraceAnalysis
 from kernelcheck.trace.verdicts import fast_kernels_in, is_launch_bound, judge, launch_bound_sentence
 
 __all__ = ["SignatureMatch", "StepStats", "TraceAnalysis", "analyze_events", "analyze_file", "fast_kernels_in",
@@ -61,9 +61,10 @@ _NUM = (int, float)
 
 
 def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
-                 m: matrix.Matrix) -> TraceAnalysis:
+                 m: matrix.Matrix, budget: BudgetFeed | None = None) -> TraceAnalysis:
     """Stream a trace file (plain or gzip JSON) and analyse it on the matrix `m` (its signatures and packages).
-    Raises BadInput for a non-trace file.
+    Raises BadInput for a non-trace file. `budget`: also gather a step budget's data in the same pass (its
+    per-step classes land in the analysis' `budget`).
 
     `progress(bytes_read, total_bytes)` is called about every 16 MiB of input when given.
     """
@@ -73,7 +74,7 @@ def analyze_file(path: str | os.PathLike[str], progress: Callable[[int, int], No
         size = p.stat().st_size
     except OSError:
         size = None
-    acc = _Accumulator(m)
+    acc = _Accumulator(m, budget)
     phases = phases_mod.PhaseCollector()
     tick = _progress_ticks(size, progress) if progress is not None and size else None
     _guarded(p, lambda: reader.scan(lambda xs, n: acc.feed_fast(xs, n, phases),
@@ -138,8 +139,9 @@ def _progress_ticks(size: int, progress: Callable[[int, int], None]) -> Callable
 class _Accumulator(FastFeed):
     """Per-event work kept minimal: classify, append a few numbers to typed arrays, intern names."""
 
-    def __init__(self, m: matrix.Matrix) -> None:
+    def __init__(self, m: matrix.Matrix, budget: BudgetFeed | None = None) -> None:
         self.m = m  # the matrix the verdict reads (finish)
+        self.budget = budget  # a step budget's collector (budget/collect.py), fed in the same pass
         self.names: dict[str, int] = {}
         self.name_list: list[str] = []
         self.cpu_ts = array("d")
@@ -180,6 +182,7 @@ class _Accumulator(FastFeed):
         cpu_ts_append, cpu_name_append = self.cpu_ts.append, self.cpu_name.append
         handlers = self._handler_table
         cpu_min, cpu_max = self.cpu_min, self.cpu_max
+        bud = self.budget
         n = 0
         for ev in events:
             n += 1
@@ -196,6 +199,8 @@ class _Accumulator(FastFeed):
                 cpu_name_append(i if i is not None else intern(name))
                 cpu_min = min(cpu_min, ts)
                 cpu_max = max(cpu_max, ts + dur)
+                if bud is not None:
+                    bud.cpu_range(name, ts, ts + dur)
                 continue
             handler = handlers.get(cat) if type(cat) is str else None
             if handler is not None:
@@ -241,6 +246,8 @@ class _Accumulator(FastFeed):
     def _launch(self, cat: str, ts: float, name: str, dur: float, args: dict[str, Any]) -> None:
         # Launches only: kernels (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaGraphLaunch), copies and
         # memsets. Synchronize/malloc calls have no GPU activity to match.
+        if self.budget is not None and "ynchronize" in name:
+            self.budget.sync(ts, ts + dur)
         if "aunch" in name or "emcpy" in name or "emset" in name:
             corr = args.get("correlation")
             if type(corr) is int:
@@ -251,6 +258,8 @@ class _Accumulator(FastFeed):
     def _annotation(self, cat: str, ts: float, name: str, dur: float, args: dict[str, Any]) -> None:
         if name.startswith(_STEP_PREFIX):
             self.steps.append((ts, ts + dur, name))
+        elif self.budget is not None:
+            self.budget.cpu_range(name, ts, ts + dur)
 
     def _python(self, cat: str, ts: float, name: str, dur: float, args: dict[str, Any]) -> None:
         hit = self._py_seen.get(name)
@@ -284,8 +293,13 @@ class _Accumulator(FastFeed):
                                           launches_per_step[k], cpu_span=s1 - s0))
         py_all = {name for _, name in self.py_hits}
         py_by_step = self._python_per_step(step_of, n_steps)
-        return judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
-                      malformed=self.n_malformed, m=self.m)
+        an = judge(summary, tuple(step_stats), py_all, py_by_step, metadata, self.n_events, path, size, gz,
+                   malformed=self.n_malformed, m=self.m)
+        if self.budget is None:
+            return an
+        raw = self.budget.steps(steps, gpu.by_step, self.g_ts, self.g_dur, self.g_name, self.g_corr,
+                                self.launch_end, self.name_list)
+        return dataclasses.replace(an, budget=tuple(raw))
 
     def _python_per_step(self, step_of: Callable[[float], int], n_steps: int) -> list[set[str]]:
         """The torch-path Python functions seen in each step."""
@@ -370,10 +384,12 @@ def _percentiles(xs: list[float]) -> dict[str, float]:
 
 
 def trace_report(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None,
-                 annotate: str | os.PathLike[str] | None = None, *, m: matrix.Matrix) -> Report:
+                 annotate: str | os.PathLike[str] | None = None, *, m: matrix.Matrix,
+                 analysis: TraceAnalysis | None = None) -> Report:
     """Analyse the trace at `path` on the matrix `m` into a Report (command "trace"): summary, steps, findings,
-    verdict. `annotate`: also write the trace back there with the findings as instant events (trace/annotate.py)."""
-    a = analyze_file(path, progress, m=m)
+    verdict. `annotate`: also write the trace back there with the findings as instant events (trace/annotate.py).
+    `analysis`: the trace's analysis, already made (trace --budget reads the file once, with its collector)."""
+    a = analysis if analysis is not None else analyze_file(path, progress, m=m)
     report = report_of(a)
     if annotate is not None:
         from kernelcheck.trace import annotate as annotate_mod

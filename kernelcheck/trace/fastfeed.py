@@ -83,6 +83,7 @@ class FastFeed:
     _py_rx: re.Pattern[str] | None
     _py_seen: dict[str, bool]
     _intern: Callable[[str], int]
+    budget: Any  # a step budget's collector (trace/results.py BudgetFeed), or None
 
     @cached_property
     def _raw_ids(self) -> dict[bytes, int]:
@@ -165,6 +166,8 @@ class FastFeed:
               list(map(str.startswith, nm, repeat(phases_mod.AUTOGRAD))))
         if any(ag):
             phases.autograd.extend(zip(compress(ts, ag), compress(end, ag), strict=True))
+        if self.budget is not None:
+            self.budget.cpu_bulk(nm, ts, end)
 
     def _python_bulk(self, nm: list[str], ts_s: Iterable[str]) -> None:
         """What `_python` does with Python function events, for a run's at once."""
@@ -231,6 +234,8 @@ class FastFeed:
         if any(gpu_work):
             self.launch_end.update(compress(zip(corrs, map(operator.add, ts, dur), strict=False), gpu_work))
             self.launches.extend(compress(ts, map(_SECOND, map(flags.__getitem__, nm))))
+        if self.budget is not None:
+            self.budget.sync_bulk(nm, ts, map(float, dur_s))
         tids_v = [int(t) if t[0] != '"' else t[1:-1] for t in tids]
         phases.launch.update(zip(corrs, zip(ts, tids_v, strict=True), strict=True))
 

@@ -64,12 +64,50 @@ _OTHER = r'(?:"name": "[^"]*+",[ \n]++)?"ph": "[^X"][^"]*+"([^{}]*(?:\{[^{}]*\}[
 # match]. The groups: a CPU op's name, ts, dur; a Python function's name, ts; another X event's cat, name, tid,
 # ts, dur, args text; another event's text after its "ph"; None where the event is not of that kind (a flow
 # event: None in every group). Column j of a run: parts[1 + j::FAST_STRIDE].
-_FAST = re.compile(rf"(?:,\n  \{{\n    (?:{_CPU_OP}|{_PYTHON}|{_X}|{_FLOW}|{_OTHER})[ \n]*\n  \}})")
+_BODY = rf"(?:{_CPU_OP}|{_PYTHON}|{_X}|{_FLOW}|{_OTHER})"
+_FAST = re.compile(rf"(?:,\n  \{{\n    {_BODY}[ \n]*\n  \}})")
 _FAST_BYTES = re.compile(_FAST.pattern.encode())  # the same, over the file's bytes (see `_raw_runs`)
+# The same events re-dumped on one line by another tool (json.dump's default separators): ", {" before the first
+# key, "}" after the last. The groups are the same, so the same columns go to the same `fast`.
+_COMPACT = re.compile(rf"(?:, \{{{_BODY}\}})")
+_COMPACT_BYTES = re.compile(_COMPACT.pattern.encode())
 FAST_STRIDE = 13
 CPU_NAME, CPU_TS, CPU_DUR, PY_NAME, PY_TS, X_CAT, X_NAME, X_TID, X_TS, X_DUR, X_ARGS, OTHER_REST = range(12)
 _EVENT_END = "\n  },"  # how torch ends every event but the last
 _EVENT_END_BYTES = _EVENT_END.encode()
+_COMPACT_END = "}, {"  # between two events of a one-line re-dump
+
+
+class _Layout:
+    """Where runs of events end and what `_FAST` reads them in: torch's layout, or one line (`compact`). Read from
+    the module when used, so that a test can turn a layout's fast path off."""
+
+    def __init__(self, compact: bool) -> None:
+        self.compact = compact
+
+    @property
+    def end(self) -> str:
+        return _COMPACT_END if self.compact else _EVENT_END
+
+    @property
+    def end_bytes(self) -> bytes:
+        return _COMPACT_END.encode() if self.compact else _EVENT_END_BYTES
+
+    @property
+    def fast(self) -> re.Pattern[str]:
+        return _COMPACT if self.compact else _FAST
+
+    @property
+    def fast_bytes(self) -> re.Pattern[bytes]:
+        return _COMPACT_BYTES if self.compact else _FAST_BYTES
+
+    def lent(self, run: str) -> str | None:
+        """The array's first event (no comma before it) with the comma the pattern starts with; None when `run`
+        does not start with an event."""
+        i = run.find("{" if self.compact else "\n  {")
+        if i < 0 or run[:i].strip(" \t\n\r"):
+            return None
+        return (", " if self.compact else ",") + run[i:]
 
 
 @contextlib.contextmanager
@@ -118,6 +156,7 @@ class TraceReader:
         self._eof = False
         self._state = 0  # 0: before the first value, 1: inside the top-level object, 2: done
         self._raw_fallbacks = 0
+        self._layout: _Layout | None = None  # decided at the first event of traceEvents
 
     # -- input -------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -335,12 +374,15 @@ class TraceReader:
         holds no backslash (so every string is its own text) and no event of another shape holds a second "ph"
         (which json would read as the event's). Anything else, and the events after the run, go through the
         JSON scanner as before."""
-        sep = _EVENT_END
+        if self._layout is None:  # torch writes "\n  {\n    " before the first key; a one-line re-dump '{"'
+            at = _WS.match(self._buf, self._pos).end()  # type: ignore[union-attr]
+            self._layout = _Layout(self._buf.startswith('{"', at))
+        sep = self._layout.end
         while True:
             buf, pos = self._buf, self._pos
             cut = buf.rfind(sep, pos)
             if cut > pos:
-                self._fast_run(buf[pos:cut + len(sep) - 1], fast)  # through the event's "}"
+                self._fast_run(buf[pos:cut + sep.index("}") + 1], fast)  # through the event's "}"
             evs2, done = self._complete()
             if evs2:
                 slow(evs2)
@@ -360,6 +402,7 @@ class TraceReader:
             return False
         raw = self._buf[self._pos:].encode()
         self._buf, self._pos = "", 0
+        layout = self._layout or _Layout(False)
         while True:
             chunk = self._read()
             if not chunk:
@@ -368,8 +411,8 @@ class TraceReader:
                 return True
             pending = len(raw)
             raw += chunk
-            parts = _FAST_BYTES.split(raw)
-            if len(parts) == 1 and pending < max(CHUNK, 4096) and _EVENT_END_BYTES not in raw:
+            parts = layout.fast_bytes.split(raw)
+            if len(parts) == 1 and pending < max(CHUNK, 4096) and layout.end_bytes not in raw:
                 pass  # an event cut by the chunk's end, none complete yet: read on (once: else not torch's layout)
             elif (parts[0] or any(parts[FAST_STRIDE:-1:FAST_STRIDE])
                   or raw.find(b"\\", 0, len(raw) - len(parts[-1])) >= 0
@@ -393,14 +436,12 @@ class TraceReader:
         part before the first event _FAST cannot read (torch writes a few events in another shape, such as the
         "Trace" span near the end); what is left goes through the JSON scanner. Each event starts with a comma
         but the array's first: that one (after blank space) is lent one to match."""
+        layout = self._layout or _Layout(False)
         for _ in range(2):
-            text = run
-            if run[:1] != ",":
-                i = run.find("\n  {")
-                if i < 0 or run[:i].strip(" \t\n\r"):
-                    return
-                text = "," + run[i:]
-            parts = _FAST.split(text)
+            text = run if run[:1] == "," else layout.lent(run)
+            if text is None:
+                return
+            parts = layout.fast.split(text)
             if parts[0]:  # the first event is not one _FAST reads
                 return
             gap = next(filter(None, parts[FAST_STRIDE::FAST_STRIDE]), None)

@@ -53,7 +53,7 @@ def render_text(report: Report) -> str:
     out.extend(_delay_lines(s, launch_bound=bool(t.launch_bound_steps)))
     out.extend(_breakdown_lines(sec.breakdown or {}))
     out.extend(render_findings(report.findings, width=5, references=False))
-    out.append(f"verdict: {_verdict_words(t)} (exit {report.exit_code})")
+    out.append(f"verdict: {_verdict_words(t, report.exit_code)} (exit {report.exit_code})")
     return "\n".join(out)
 
 
@@ -75,10 +75,12 @@ def _top_lines(t: TraceFile, s: StepRow) -> list[str]:
     return out
 
 
-def _verdict_words(t: TraceFile) -> str:
+def _verdict_words(t: TraceFile, exit_code: int = 0) -> str:
     """The verdict line's words for the trace's diagnosis."""
     diag = t.diagnosis
-    if diag == "fallback":
+    if t.cpu_only and exit_code == 3:
+        words = "FALLBACK: no GPU activity recorded and the stacks show a torch reference path"
+    elif diag == "fallback":
         words = f"FALLBACK: a torch reference path ran; likely missing: {', '.join(t.missing_packages)}"
     elif diag == "launch-bound":
         words = "FALLBACK: launch-bound: the GPU waited for the CPU to launch many small kernels"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kernelcheck.core import decide
 from kernelcheck.core.status import Finding, Verdict
@@ -18,6 +19,23 @@ from kernelcheck.report.trace import (
     OpCount,
     StepRow,
 )
+
+
+class BudgetFeed(Protocol):
+    """What the analysis' single pass hands a step budget's collector (budget/collect.py), when one is given: the
+    CPU ranges and the host's synchronize calls as they are read, then the steps' GPU activities at the end."""
+
+    def cpu_range(self, name: str, ts: float, end: float) -> None: ...
+
+    def cpu_bulk(self, names: list[Any], ts: Sequence[float], end: Sequence[float]) -> None: ...
+
+    def sync(self, ts: float, end: float) -> None: ...
+
+    def sync_bulk(self, names: list[str], ts: Sequence[float], dur: Iterable[float]) -> None: ...
+
+    def steps(self, steps: Sequence[tuple[float, float, str]], by_step: Sequence[list[tuple[int, int]]],
+              g_ts: array[float], g_dur: array[float], g_name: array[int], g_corr: array[int],
+              launch_end: dict[int, float], name_list: list[str]) -> Sequence[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -115,6 +133,7 @@ class TraceAnalysis:
     bytes: int | None = None
     gzip: bool = False
     breakdown: Mapping[str, Any] = field(default_factory=dict)  # phases and layer types (trace/phases.py)
+    budget: tuple[Any, ...] = ()  # per step, what a step budget reads (budget/collect.py StepRaw), when asked
 
     @property
     def diagnosis(self) -> Diagnosis:

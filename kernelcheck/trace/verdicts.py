@@ -235,6 +235,8 @@ def judge(summary: StepStats, steps: tuple[StepStats, ...], py_all: set[str], py
     # fallback signatures, per step
     matches = _signature_matches(sig, units, pk)
     findings.extend(_fallback_findings(matches, sig, len(units), bool(steps), cpu_only))
+    if cpu_only and any(x.by_python_stack for x in matches):
+        findings.append(_cpu_only_torch_path([x for x in matches if x.by_python_stack]))
 
     # launch-bound steps
     lb_steps = [st for st, _ in units if is_launch_bound(st, lb=sig.launch_bound)]
@@ -271,6 +273,21 @@ def _cpu_only_finding(meta_small: Mapping[str, Any]) -> Finding:
         "kernel signatures need a trace recorded on the GPU with ProfilerActivity.CUDA.",
         "record on the GPU machine: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
         "ProfilerActivity.CUDA], schedule=...)", "https://pytorch.org/docs/stable/profiler.html")
+
+
+def _cpu_only_torch_path(matches: list[SignatureMatch]) -> Finding:
+    """A trace with no GPU activity whose stacks show a torch reference path: it cannot say which path the job's
+    GPU runs, and a gate on the exit code must not pass a trace recorded without ProfilerActivity.CUDA."""
+    fns = tuple(dict.fromkeys(f for x in matches for f in x.functions))
+    shown = "; ".join(x.evidence for x in matches[:2])
+    return Finding(
+        "trace-cpu-only-torch-path", Severity.FALLBACK,
+        f"no GPU activity was recorded and the stacks show a torch reference path ({shown}): on a CPU that is the "
+        "only path, but on a GPU machine it is the slow fallback, and a trace without GPU events cannot tell which "
+        "this job runs",
+        "record with ProfilerActivity.CUDA: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+        "ProfilerActivity.CUDA], with_stack=True), on the machine the job runs on; then the kernels decide",
+        "https://pytorch.org/docs/stable/profiler.html", fns)
 
 
 def _where(names: tuple[str, ...], total: int, have_steps: bool) -> str:

@@ -65,9 +65,68 @@ def direct_compare(inst: Instrument, tol: float) -> dict[str, DirectComparison]:
             out[fn] = DirectComparison(False, error=f"{type(exc).__name__}: {first_line(exc)}")
             continue
         rel, ab, nonfinite = _compare_outputs(fast, ref)
+        neg, pos, what = controls(inst, fn, ref)
+        decided = decides(tol, neg, pos)
+        ok = (not nonfinite) and rel <= tol
         out[fn] = DirectComparison(True, rel_err=_round(rel), max_abs_err=_round(ab), tolerance=tol,
-                                   nonfinite=nonfinite, ok=(not nonfinite) and rel <= tol)
+                                   nonfinite=nonfinite, ok=ok if decided or not ok else None,
+                                   negative_rel_err=_round(neg), positive_rel_err=_round(pos), perturbed=what,
+                                   decided=decided)
     return out
+
+
+CONTROL_SCALE = 1.5  # the positive control's fault: a weight or input scaled by this; a gate or state is dropped
+CONTROL_MARGIN = 2.0  # the positive control must exceed the tolerance (and the negative control) this many times
+_PERTURB = ("g", "initial_state", "weight", "beta")  # the argument the fault goes into, first present
+
+
+def _perturbed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], str | None]:
+    """The captured call with one fault: the gate or the state dropped (zeros: a kernel that ignores it), else a
+    weight by name or the first float tensor scaled."""
+    import torch
+
+    def scaled(t: Any) -> Any:
+        return t * CONTROL_SCALE
+
+    for name in _PERTURB:
+        v = kwargs.get(name)
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            dropped = name in ("g", "initial_state")
+            return args, {**kwargs, name: torch.zeros_like(v) if dropped else scaled(v)}, (
+                f"{name} dropped" if dropped else f"{name} x{CONTROL_SCALE:g}")
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            return (*args[:i], scaled(a), *args[i + 1:]), kwargs, f"argument {i} x{CONTROL_SCALE:g}"
+    return args, kwargs, None
+
+
+def controls(inst: Instrument, fn: str, ref: Any) -> tuple[float, float, str | None]:
+    """(negative: the reference called again on the same inputs, positive: the reference with a perturbed input,
+    each as a relative error against the reference, and the input perturbed); nan where one could not run."""
+    from kernelcheck.verify.instrument import _clone_args
+
+    hook = inst.hooks[fn]
+    try:
+        neg = _compare_outputs(inst.call_direct(fn, reference=True), ref)[0]
+    except Exception:  # noqa: BLE001 - a control that cannot run decides nothing
+        neg = math.nan
+    args, kwargs = _clone_args(*inst.capture[fn])
+    args, kwargs, what = _perturbed(args, kwargs)
+    if what is None or hook.torch_function is None:
+        return neg, math.nan, None
+    try:
+        pos = _compare_outputs(hook.torch_function(*args, **kwargs), ref)[0]
+    except Exception:  # noqa: BLE001
+        pos = math.nan
+    return neg, pos, what
+
+
+def decides(tol: float, negative: float, positive: float) -> bool:
+    """The comparison can tell a wrong kernel from a right one here: the fault's error is `CONTROL_MARGIN` times
+    beyond both the tolerance and the reference's own rerun noise."""
+    if math.isnan(negative) or math.isnan(positive):
+        return False
+    return positive > CONTROL_MARGIN * max(tol, negative)
 
 
 def _round(x: float) -> float | None:

@@ -23,14 +23,22 @@ class DirectComparison:
     max_abs_err: float | None = None
     tolerance: float | None = None
     nonfinite: bool = False
-    ok: bool | None = None
+    ok: bool | None = None  # None: within the tolerance, but the controls say this comparison cannot decide
+    negative_rel_err: float | None = None  # the reference called again on the same inputs
+    positive_rel_err: float | None = None  # the reference with `perturbed` scaled (a fault the check must see)
+    perturbed: str | None = None
+    decided: bool | None = None  # the positive control beyond the tolerance and the negative one by the margin
 
     def to_json(self) -> dict[str, Any]:
         if not self.compared:
             return {"compared": False, **({"why": self.why} if self.why is not None else {}),
                     **({"error": self.error} if self.error is not None else {})}
-        return {"compared": True, "rel_err": self.rel_err, "max_abs_err": self.max_abs_err,
-                "tolerance": self.tolerance, "nonfinite": self.nonfinite, "ok": self.ok}
+        out: dict[str, Any] = {"compared": True, "rel_err": self.rel_err, "max_abs_err": self.max_abs_err,
+               "tolerance": self.tolerance, "nonfinite": self.nonfinite, "ok": self.ok}
+        if self.decided is not None:
+            out["controls"] = {"negative_rel_err": self.negative_rel_err, "positive_rel_err": self.positive_rel_err,
+                               "perturbed": self.perturbed, "decided": self.decided}
+        return out
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.packing import batches
+from kernelcheck.report.wrap import clip
 
 if TYPE_CHECKING:
     from kernelcheck.core.matrix import Matrix
@@ -226,13 +227,14 @@ def cached_forward(device: str = "cpu", *, m: Matrix) -> float:
 def _length_line(r: Any) -> str:
     head = f"    {r.name:<5} {r.lengths[0]:>3} + {r.lengths[1]:<3}"
     if r.outcome == "raises":
-        return f"{head} raises {(r.error or '')[:72]}"
+        return f"{head} raises {clip(r.error or '', 72)}"
     layers = ", ".join(f"{k} {v:.2g}" for k, v in r.per_layer_type.items())
     return f"{head} {r.outcome:<7} logits {r.max_logit_diff:.2g} ({layers})"
 
 
 def render_text(results: list[PackingResult], device: str, cached: float | None = None) -> str:
-    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences",
+    # one logical line a sentence: the terminal wraps it once, to its width (report/terminal.py)
+    lines = [f"kernelcheck verify --packing: tiny Qwen3.5 (GDN + conv + attention), fp32, {device}; two sequences "
              "packed by DataCollatorWithFlattening vs alone, training forward (use_cache=False); max |diff|"]
     for r in results:
         doc = "" if r.doctor is None else f"doctor: {r.doctor}" + ("" if r.doctor == r.outcome else " (DISAGREES)")

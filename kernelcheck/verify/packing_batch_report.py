@@ -132,7 +132,11 @@ class BatchRun:
 
 def measure(query: str, batch: str | None, collator: str | None, lengths: str | None, benchmark: bool, *,
             m: Matrix) -> BatchRun:
-    return BatchRun(query, *run(query, batch, collator, lengths, benchmark, m=m))
+    from kernelcheck.report.progress import working
+
+    with working("verify --packing: the packed batch through the model's real layers, then each segment alone",
+                 announce=True):
+        return BatchRun(query, *run(query, batch, collator, lengths, benchmark, m=m))
 
 
 def command(query: str, as_json: bool, batch: str | None, collator: str | None, lengths: str | None,

@@ -105,12 +105,17 @@ def measure(query: str, declared: str | None = None, *, m: Matrix) -> PackingRun
                        f"--model {query} --packing MODE` for the decision from source.")
     if declared is not None and declared not in (*MODES, "none"):
         raise BadInput(f"--packing {declared!r} is not a packing mode. Use one of: none, {', '.join(MODES)}.")
+    from kernelcheck.report.progress import working
+
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    results = packing.measure_all(device, m=m)
+    with working(f"verify --packing: each packing mode through a tiny {model.model_type} on {device}, forward and "
+                 "backward", announce=True):
+        results = packing.measure_all(device, m=m)
     decided = doctor_outcomes("qwen3_5", model.spec.functions, m=m)  # the module of the measured tiny model
     for r in results:
         r.doctor = decided.get(r.mode)
-    cached = packing.cached_forward(device, m=m)
+    with working("verify --packing: the cached forward", announce=True):
+        cached = packing.cached_forward(device, m=m)
     word, _ = verdict(results, declared)
     return PackingRun(ModelRef.of(model), device, results, cached, declared, word)
 

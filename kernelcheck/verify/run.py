@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import decide, matrix, models
-from kernelcheck.core.device import Device
 from kernelcheck.core.errors import BackwardFailed, BadInput
 from kernelcheck.core.status import Finding, Mode, Severity, Status
 from kernelcheck.integrations import transformers, transformers_models
@@ -91,15 +90,6 @@ def _first_pass(steps: Steps, inst: Instrument, run: LiveRun) -> dict[str, dict[
 
 
 # -- orchestration --------------------------------------------------------------------------------
-def _run_device() -> str:
-    """The device type the layers will run on ("cuda" or "cpu"); "cpu" where torch does not import (the static
-    check then says why, and the run reports verify-not-run: exit 4, as doctor gives)."""
-    try:
-        return _device()[0].split(":")[0]
-    except (Exception, SystemExit):  # noqa: BLE001 - a torch whose import raises or exits: the static check's finding
-        return "cpu"
-
-
 def _device() -> tuple[str, str]:
     import torch
 
@@ -209,9 +199,12 @@ def run_live(model: models.ResolvedModel, result: transformers.BindingResult, ne
     else:
         what = "first run of the layers"
     tol = float(data["tolerance"][dtype])
-    with inst:
+    from kernelcheck.integrations import jit_caches
+
+    # the tiny shape checks the path, it does not time it: one working config per autotuned kernel, not all of them
+    with inst, jit_caches.first_config_only(shape == "tiny" and not benchmark) as trimmed:
         say(f"{what}: {', '.join(steps.names)} on {ntok} tokens ({built.parameters / 1e6:.1f} M parameters, "
-             f"{dtype})")
+             f"{dtype}{'; one config per autotuned Triton kernel' if trimmed else ''})")
         t1 = time.perf_counter()
         with steps_mod.ticker(what, cache), noise_mod.captured_logging(verbose) as got:
             first = _first_pass(steps, inst, run)
@@ -276,10 +269,9 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
-    here = _run_device()  # verify's verdict is for the device it runs the layers on
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
-        report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
-    report.device = Device(here, "run-here", True)
+        # verify's verdict is for the device it runs the layers on; it imports the modeling module itself
+        report = run_doctor(query, mode, exact=True, m=m, run_here=True)
     report.command = command
     if cache_dir is not None:
         from kernelcheck.doctor import cacheproof

@@ -112,7 +112,7 @@ def _broken_reason(fn: str, ev: LiveEvidence, run: LiveRun) -> str | None:
         return reason
     if ev.nonfinite_output or (direct is not None and direct.nonfinite):
         return f"observed: {impl} returned NaN/Inf"
-    if direct is not None and direct.compared and not direct.ok:
+    if direct is not None and direct.compared and direct.ok is False:
         return (f"observed: {impl} disagrees with the torch reference on the same inputs "
                 f"(relative error {direct.rel_err} > {direct.tolerance})")
     iso = run.isolated.get(fn)
@@ -152,6 +152,15 @@ def observation(report: Report, fs: FunctionStatus, ev: LiveEvidence, run: LiveR
 
 def model_findings(run: LiveRun, report: Report) -> list[Finding]:
     out: list[Finding] = []
+    for fn, d in sorted(run.direct.items()):
+        if d.compared and d.decided is False and d.ok is None:
+            out.append(Finding(
+                "verify-control-cannot-decide", Severity.FALLBACK,
+                f"{fn}: the fast path is within the tolerance {d.tolerance} of the torch reference "
+                f"({d.rel_err}), but the same comparison does not tell a fault apart here: the reference with "
+                f"{d.perturbed or 'no input perturbed'} differs by {d.positive_rel_err} (the reference rerun: "
+                f"{d.negative_rel_err}), not 2x beyond the tolerance; so the match proves nothing at this shape",
+                "run verify --shape full (or in float32) where the fault is told apart", None, (fn,)))
     if run.step_error:
         if run.step_error_fast:
             # a fast kernel ran before the failure: it may have left bad state (or the failure is real)
@@ -212,7 +221,7 @@ def live_items(run: LiveRun) -> list[LiveLine]:
                                      run.tokens)]
     out.extend(evidence.launch_line(tr, b.device) for tr in run.traces.values())
     tc = run.triton
-    if tc:
+    if tc and (tc["entries_before"] or tc["entries_after"]):  # "0 -> 0 entries" (no Triton here, or none ran): nothing
         out.append(TritonCacheLine(tc["cache_dir"], tc["entries_before"], tc["entries_after"], bool(tc.get("cold"))))
     out.extend(comparison_lines(comparison(run.model_compare)))
     out.extend(_benchmark(run.benchmark, b.device))

@@ -12,6 +12,7 @@ meanwhile and waits (`start_gate`) until the bound path has finished before it b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from typing import Any
 from kernelcheck.core import matrix, settings
 from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.core.status import Finding, Mode, Severity
+from kernelcheck.report.budget import BudgetSection
 from kernelcheck.report.live import (
     CapturedLine,
     CheckCostLine,
@@ -32,6 +34,7 @@ from kernelcheck.report.live import (
     ProjectedSpeedupLine,
     ProjectionLine,
     ProjectionMethodLine,
+    SamePathLine,
     SpeedupLine,
     StepPathLine,
     WholeStepLine,
@@ -171,7 +174,7 @@ def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
 
 def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
-                verbose: bool = False, *, m: matrix.Matrix) -> Report:
+                verbose: bool = False, *, m: matrix.Matrix, budget: bool = False) -> Report:
     """The doctor's static report plus the whole-step measurement of both paths and the projection, decided on
     the matrix `m` (the command's Context.matrix)."""
     from kernelcheck.doctor.run import doctor as run_doctor
@@ -214,7 +217,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
                  "meanwhile and runs after it)")
-            report = run_doctor(query, mode, exact=False, m=m)
+            report = run_doctor(query, mode, exact=False, m=m, run_here=True)
             gates["fast"].touch()
             for path in PATHS:
                 if path == "reference":
@@ -229,6 +232,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         finally:
             for w in workers.values():
                 w.kill()
+        budgets = {p: _budget(p, results[p], (keep or tmp) / f"step-{p}.json.gz", (resolved, cfg), query, ntok, ckpt,
+                              m=m)
+                   for p in PATHS if budget}
     report.command = "verify"
     fast, ref = results["fast"], results["reference"]
     step = _summary(fast, ref, shape, ntok, ckpt, time.perf_counter() - t0,
@@ -237,8 +243,55 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
     report.findings.extend(noise.advice_findings("\n".join(logs.values()), m))
     report.step = step
+    report.budget = _with_projection(budgets, step)
     report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report
+
+
+def _budget(path: str, r: dict[str, Any], trace: Path, model: tuple[Any, Any], query: str, tokens: int, ckpt: bool, *,
+            m: matrix.Matrix) -> dict[str, Any]:
+    """One path's step budget, from its profiled trace (read once, with the budget's collector) and the layers,
+    parameters and tokens the worker built the step with; {"error": why} when the path did not run."""
+    from collections import Counter
+
+    from kernelcheck.budget import build, floors
+    from kernelcheck.budget import run as budget_run
+
+    if "error" in r or not trace.is_file():
+        return {"error": r.get("error") or f"the {path} path wrote no trace"}
+    resolved, cfg = model  # the floors count the widths the step was built with, the MFU the real layer counts
+    real = floors.shape_of(layers_mod.text_config(resolved)[1])
+    shape = dataclasses.replace(floors.shape_of(cfg.to_dict()), layer_types=real.layer_types)
+
+    def work(_an: Any) -> build.ModelWork:
+        return build.ModelWork(query, shape, Counter(r.get("layers") or []), tokens, ckpt,
+                               parameters=int(r.get("parameters") or 0) or None)
+
+    _, b = budget_run.trace_budget(trace, m=m, work=work)
+    return b
+
+
+def _with_projection(budgets: dict[str, dict[str, Any]], step: StepSection) -> BudgetSection | None:
+    """The budgets, each step's MFU completed with its path's projection to the real layer counts (None: no
+    budget was asked for)."""
+    if not budgets:
+        return None
+    from kernelcheck.report.step import PathProjection
+
+    out: dict[str, dict[str, Any]] = {}
+    for path, b in budgets.items():
+        if "error" in b:
+            continue
+        proj = getattr(step.projection, path, None)
+        ms = proj.projected_step_ms if isinstance(proj, PathProjection) else None
+        peak = b.get("peak")
+        for st in b["steps"]:
+            mfu = st.get("mfu")
+            if mfu is not None and ms and peak:
+                mfu["projected_step_ms"] = ms
+                mfu["projected_full"] = round(mfu["full_model_flops"] / (ms / 1e3) / (peak["bf16_tflops"] * 1e12), 4)
+        out[path] = b
+    return BudgetSection(out)
 
 
 def _measured(r: dict[str, Any]) -> StepPath:
@@ -265,6 +318,16 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
     """The step section: both paths, the measured speedup and kernel ratio, the projection and the cost."""
     pf, pr = _measured(fast), _measured(ref)
     speedup = kernel_ratio = None
+    same = same_path(pf, pr)
+    if same:  # both paths ran the same code: their ratio, a projection of it, a cache state would all be noise
+        why = Failed(SAME_PATH)
+        fc = fast.get("cost", {})
+        cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
+                        ref.get("cost", {}).get("process_s"),
+                        TritonCache(cache.dir, cache.entries_before, cache.entries_added, "none", cache.first_step_s,
+                                    "both paths ran the same code: no fast path whose Triton kernels to count"))
+        return StepSection(shape, tokens, ckpt, pf, pr, Projection(why, why, projection.compare(fast, ref)["method"]),
+                           cost, captured, None, None, same_path=True)
     if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.step_ms > 0:
         speedup = round(pr.step_ms / pf.step_ms, 2)
         if pf.kernels_per_step:
@@ -274,6 +337,16 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
                     ref.get("cost", {}).get("process_s"), cache)
     return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)), cost,
                        captured, speedup, kernel_ratio)
+
+
+SAME_PATH = "both paths ran the same implementations: nothing to project"
+
+
+def same_path(pf: StepPath, pr: StepPath) -> bool:
+    """Both paths measured and both ran the same implementations of every function (no triton, no kernel
+    package: the torch code twice)."""
+    return (isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and bool(pf.implementations)
+            and sorted(pf.implementations) == sorted(pr.implementations))
 
 
 def _cache_state(cache: Path, before: int, after: int, fast: dict[str, Any]) -> TritonCache:
@@ -317,6 +390,11 @@ def _findings(fast: dict[str, Any], ref: dict[str, Any], tokens: int, bound: Ste
         if bound.launch_bound:
             out.append(Finding("step-launch-bound", Severity.FALLBACK,
                                "the bound path's step is launch-bound: the GPU waits for the CPU to launch kernels."))
+        if same_path(bound, _measured(ref)):
+            out.append(Finding("verify-step-same-path", Severity.INFO,
+                               "both paths ran the same implementations on this GPU (no fast kernel is bound): "
+                               "the step was measured, with no speedup, projection or cache state to report",
+                               "kernelcheck install --model M, then rerun --step to measure the fast path"))
     else:
         out.append(Finding("verify-cpu", Severity.INFO,
                            "no CUDA GPU here: both paths ran the torch code on the CPU, so the speedup measures "
@@ -329,6 +407,12 @@ def live_items(step: StepSection, verbose: bool) -> list[LiveLine]:
     speedup, both projections, how they are made, the check's cost and (without --verbose) the captured output."""
     out: list[LiveLine] = [WholeStepLine(step.shape, step.tokens, step.checkpointing, step.measured()),
                            StepPathLine("fast", step.fast), StepPathLine("reference", step.reference)]
+    if step.same_path:
+        m = step.measured()
+        out += [SamePathLine(tuple(m.implementations) if m is not None else ()), CheckCostLine(step.cost)]
+        if not verbose:
+            out.append(CapturedLine(tuple(step.captured_output.items())))
+        return out
     if step.speedup is not None:
         out.append(SpeedupLine(step.speedup, step.kernel_ratio))
     pj = step.projection

@@ -80,8 +80,8 @@ def lines(result: WarmResult, table: dict[str, Any]) -> list[str]:
         out.extend(wrap_line("note: no CUDA GPU here, so the layers ran their torch reference and no JIT compiled "
                              "a GPU kernel: warm on the GPU node.", WIDTH))
     out.append("")
-    out.append(f"manifest: {result.cache_dir}/{cacheproof.MANIFEST} (the cache proof reads it: "
-               "doctor --cache-dir DIR)")
+    out.extend(wrap_line(f"manifest: {result.cache_dir}/{cacheproof.MANIFEST} (the cache proof reads it: "
+                         "doctor --cache-dir DIR)", WIDTH))
     out.append("environment for the job (Dockerfile, with the folder at this path):")
     out.extend(f"  ENV {line}" for line in result.env)
     out.append("job spec / shell:")

@@ -82,21 +82,30 @@ def _seconds(timers: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _probes(first: Mapping[str, Any], env: dict[str, str], say: Callable[[str], None]) -> dict[str, Any]:
-    """verify's JIT probe (doctor/jitprobe.py: one trivial kernel per JIT) with the caches in the folder, so the gate's
-    own probe finds its kernel there too; only on a GPU, for the JITs installed."""
-    from kernelcheck.doctor import jitprobe
+def _probes(first: Mapping[str, Any], env: dict[str, str], say: Callable[[str], None],
+            spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The gate's own first steps, in the folder too: `doctor --jit-probe` in a child process with the folder's
+    variables, so verify's static check finds its import proofs and its JIT probe its passes (KERNELCHECK_HOME in the
+    folder: both keyed on the environment, re-proven wherever it differs) and the probe kernels their cache entries.
+    Only on a GPU. {jit: {"ok", "seconds"}} from the probe's findings, "static_s" its wall time."""
+    import time
 
-    keys = first.get("keys", {})
-    arch = keys.get("node", {}).get("arch")
-    if not str(first.get("device", "")).startswith("cuda") or not arch:
+    if not str(first.get("device", "")).startswith("cuda") or spec is None:
         return {}
-    tc = jitprobe.toolchain(env)
-    out = {}
-    for jit in jitprobe.JITS:
-        if "absent" not in keys.get(jit, {"absent": True}):
-            say(f"compiling verify's {jitprobe.NAMES[jit]} probe kernel into the folder")
-            out[jit] = jitprobe.run_probe(jit, "run", arch, tc, env=env)
+    say("running the gate's static check and JIT probes into the folder (doctor --jit-probe)")
+    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", str(spec["model"]), "--mode", str(spec["mode"]),
+           "--jit-probe", "--json"]
+    t0 = time.perf_counter()
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+        report = json.loads(res.stdout)
+    except (subprocess.TimeoutExpired, OSError, ValueError) as exc:
+        return {"static": {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}}
+    out: dict[str, Any] = {"static": {"ok": True, "seconds": round(time.perf_counter() - t0, 2)}}
+    for f in report.get("findings", []):
+        if f.get("id") in ("jit-probe-passed", "jit-probe-failed", "jit-run-unchecked"):
+            out[f["id"]] = {"ok": f["id"] == "jit-probe-passed", "error": None if f["id"] == "jit-probe-passed"
+                            else f.get("message", "")[:300]}
     return out
 
 
@@ -112,7 +121,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
         raise BadInput(f"--cache-dir {cache_dir} cannot be created ({exc.strerror}).") from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise BadInput(f"--cache-dir {cache_dir} is not writable: the JITs could not store what they compile.")
-    variables = jit_caches.env_for(folder, table, bool(spec.get("compile")))
+    variables = jit_caches.env_for(folder, table, bool(spec.get("compile")), own=True)
     env = {**os.environ, **variables}
     lines = [f"{k}={v}" for k, v in variables.items()]
     before = jit_caches.inventory(folder, table, bool(spec.get("compile")))
@@ -127,7 +136,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
         first = child(spec, env)
     if first.get("error"):
         return WarmResult(folder, None, lines, error=str(first["error"]))
-    probes = probe(first, env, say)
+    probes = probe(first, env, say, spec)
     mid = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say("running the same steps in a fresh process on the warmed folder (measures the hit a job gets)")
     with working("kernelcheck warm: the fresh-process check", every=15.0):
@@ -158,7 +167,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
         notes.append("compile time not attributed for: " + ", ".join(first["missing"]))
     if again.get("error"):
         notes.append(f"the fresh-process check failed: {again['error']}")
-    notes += [f"verify's {j} probe kernel did not compile here: {p.get('error')}" for j, p in probes.items()
+    notes += [f"the gate's {j} in the folder did not pass: {p.get('error')}" for j, p in probes.items()
               if not p.get("ok")]
     return WarmResult(folder, manifest, lines, str(first.get("device", "?")), first.get("gpu"), None, added,
                       rechecked, notes)

@@ -243,7 +243,17 @@ def torchrun_plain(tmp_path_factory) -> dict:
                                                    res.stderr)}
     err = {int(p.parent.name): p.read_text() for p in logs.rglob("stderr.log")}
     out = {int(p.parent.name): p.read_text() for p in logs.rglob("stdout.log")}
-    return {"res": res, "codes": codes, "err": err, "fleet": json.loads(out[0])}
+    return {"res": res, "codes": codes, "err": err, "fleet": json.loads(out[0]), "logs": logs}
+
+
+@pytest.mark.integration
+def test_the_documented_one_liner_keeps_the_fleet_code_that_torchrun_collapses_to_1(torchrun_plain, tmp_path):
+    doc = (REPO / "docs" / "fleet.md").read_text()
+    (line,) = [x for x in doc.splitlines() if x.startswith("torchrun --log-dir kc --redirects 3 ")]
+    code = re.search(r"python3 -c '([^']+)'", line).group(1)
+    (tmp_path / "kc").symlink_to(torchrun_plain["logs"])  # the line's --log-dir, as torchrun left it
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert (res.stdout.strip(), torchrun_plain["res"].returncode) == ("3", 1), res.stderr
 
 
 @pytest.mark.integration

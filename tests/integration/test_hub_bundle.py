@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.envs import REPO, run, run_json, site
-from tests.fake_hub import FakeHub, publish
+from tests.fake_hub import FakeHub, organization, publish
 from tests.unit.test_json_schemas import validate
 
 pytestmark = pytest.mark.integration
@@ -59,6 +59,7 @@ def _digest(variant: Path, wrong: str | None = None) -> None:
 
 def _publish(srv: Path, variants: list[str], *, digest: str | None = "ok", repo: str = REPO_ID) -> str:
     commit = publish(srv, repo, variants, versions=(1,))
+    organization(srv, "kernels-community", trusted=True)
     org, name = repo.split("/")
     for v in variants:
         if digest is not None:
@@ -104,7 +105,7 @@ def test_round_trip_builds_verifies_offline_and_the_real_kernels_loads_it(tmp_pa
     assert len(e["commit"]) == 40 and e["ref"] == "v1"
     assert set(e["why"]["rejected"]) == set(OTHER)  # kernels' resolver's reasons for the losers
     assert e["digest"]["status"] == "ok" and e["redirect"]["status"] == "ok" and e["depends"] == []
-    assert e["trust"]["status"] in ("ok", "failed")  # the stand-in Hub has no organisation pages
+    assert e["trust"]["status"] == "ok"  # kernels' own check asked the (stand-in) Hub's organisation page
     assert any(f.endswith(f"build/{CPU}/layers.py") for f in e["files"])
     assert data["job_environment"]["HF_HUB_OFFLINE"] == "1"
     with tarfile.open(bundle) as tar:
@@ -242,3 +243,95 @@ def test_a_model_bundle_from_the_cache_carries_the_receipt_it_holds(tmp_path: Pa
     assert "no signature receipt" not in sig["kernels-community/fla"]["message"]
     assert "no signature receipt" in sig["kernels-community/mamba-ssm"]["message"]
     assert code == 0  # kernels warns on a signature it cannot verify, and loads
+
+
+def test_a_bundle_for_another_torch_and_gpu_is_checked_for_that_target(tmp_path: Path) -> None:
+    """A CPU build box preparing an H100 image (--torch 2.11 --cuda 13.0 --arch 9.0): the CUDA 13.0 build is bundled
+    and --verify-bundle resolves for that target (not for this CPU machine); for --arch 12.0 the build's archs
+    (8.0, 9.0 in its metadata.json) fail kernels' arch check: broken at build."""
+    k019 = site(*K019)
+    cu130 = "torch211-cxx11-cu130-x86_64-linux"
+    args = ("--repo", f"{REPO_ID}@v1", "--torch", "2.11", "--cuda", "13.0", "--arch", "9.0")
+    code, data, bundle = _build(tmp_path, k019, variants=[cu130, CPU], args=args)
+    assert code == 0, data["findings"]
+    assert data["entries"][0]["variant"] == cu130 and data["target"] == {"torch": "2.11", "cuda": "13.0"}
+    code, data = run_json(["hub", "--verify-bundle", str(bundle)], k019, env=_offline(tmp_path))
+    assert code == 0 and data["checks"][0]["resolved_variant"] == cu130, data["findings"]
+    other = tmp_path / "sm120"
+    other.mkdir()
+    code, data, _ = _build(other, k019, variants=[cu130, CPU], args=(*args[:-1], "12.0"))
+    assert code == 4 and _finding(data, "hub-bundle-variant")[0]["severity"] == "broken"
+
+
+def test_a_local_kernels_override_travels_and_the_job_environment_names_it(tmp_path: Path) -> None:
+    """LOCAL_KERNELS on the build machine (kernels reads it first): the folder is bundled under local/ and the
+    job environment says LOCAL_KERNELS=REPO=<DIR>/local/...; the real kernels loads it from there, offline."""
+    from tests.kernel_repos import local_repo
+
+    k019 = site(*K019)
+    src = local_repo(tmp_path / "dev-activation", [CPU], name="activation")
+    out = tmp_path / "b.tar.gz"
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"), "LOCAL_KERNELS": f"{REPO_ID}={src}"}
+    code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(out)], k019, env=env)
+    assert code == 0, data["findings"]
+    (e,) = data["entries"]
+    assert e["status"] == "local" and e["variant"] == CPU
+    local = data["job_environment"]["LOCAL_KERNELS"]
+    assert local == f"{REPO_ID}=<DIR>/local/kernels-community--activation"
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert code == 0 and data["checks"] == [{"spec": f"{REPO_ID}@v1", "variant": CPU, "local": True}]
+    node = tmp_path / "node"
+    node.mkdir()
+    with tarfile.open(out) as tar:
+        tar.extractall(node, filter="data")
+    e2 = dict(os.environ, **_offline(tmp_path), LOCAL_KERNELS=local.replace("<DIR>", str(node)),
+              PYTHONPATH=os.pathsep.join([str(k019), str(REPO)]))
+    res = subprocess.run([sys.executable, str(PROGRAMS / "hub_get_kernel.py"), REPO_ID, "1"], capture_output=True,
+                         text=True, env=e2, timeout=600)
+    assert f"{node}/local/kernels-community--activation/build/{CPU}/__init__.py" in res.stdout, res.stdout
+
+
+def test_kernel_dependencies_are_bundled_with_their_tree(tmp_path: Path) -> None:
+    """A build whose metadata.json declares kernel-depends (kernels' dependency tree): the dependency is resolved,
+    bundled and checked too, and the real kernels loads the whole tree offline; a dependency the Hub lacks makes the
+    bundle broken."""
+    k019 = site(*K019)
+    dep = "kernels-community/layer-norm"
+    _publish(tmp_path / "srv", [CPU], repo=dep)
+    commit = _publish(tmp_path / "srv", [CPU], digest=None)
+    meta = tmp_path / "srv" / "kernels-community" / "activation" / commit / "build" / CPU / "metadata.json"
+    m = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**m, "kernel-depends": [{"repo-id": dep, "version": 1}]}))
+    out = tmp_path / "b.tar.gz"
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(out)], k019,
+                              env=_online(tmp_path, hub.url))
+    assert code == 0, data["findings"]
+    got = {e["repo_id"]: e for e in data["entries"]}
+    assert got[REPO_ID]["dependency_tree"] == {dep: {}} and got[dep]["status"] == "bundled"
+    assert got[dep]["required_by"] == f"a kernel dependency of {REPO_ID}"
+    assert got[dep]["trust"]["status"] == "ok"
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert code == 0 and len(data["checks"]) == 2, data["findings"]
+    loaded = _load_offline(out, tmp_path, k019)
+    assert f"/build/{CPU}/__init__.py" in loaded and "FAILED" not in loaded, loaded
+    # the dependency is gone from the Hub: the bundle cannot hold it
+    (tmp_path / "srv" / "kernels-community" / "layer-norm" / "refs.json").unlink()
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", f"{REPO_ID}@v1", "--bundle", str(tmp_path / "c.tar.gz")], k019,
+                              env={**_online(tmp_path, hub.url), "HF_HUB_CACHE": str(tmp_path / "other-cache")})
+    assert code == 4 and any(dep in f["message"] for f in _finding(data, "hub-bundle-missing"))
+
+
+def test_an_untrusted_publisher_is_recorded_and_skipped_offline(tmp_path: Path) -> None:
+    k019 = site(*K019)
+    publish(tmp_path / "srv", "someone/activation", [CPU], versions=(1,))
+    organization(tmp_path / "srv", "someone", trusted=False)
+    out = tmp_path / "b.tar.gz"
+    with FakeHub(tmp_path / "srv") as hub:
+        code, data = run_json(["hub", "--repo", "someone/activation@v1", "--bundle", str(out)], k019,
+                              env=_online(tmp_path, hub.url))
+    (e,) = data["entries"]
+    assert e["trust"]["status"] == "failed" and "not from a trusted publisher" in e["trust"]["detail"]
+    code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
+    assert data["checks"][0]["trust"]["status"] == "skipped" and "failed" in data["checks"][0]["trust"]["detail"]

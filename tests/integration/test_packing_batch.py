@@ -39,7 +39,8 @@ def _cli(*args: str) -> tuple[int, dict]:
 def test_position_ids_only_mixes_from_the_gdn_layer_and_names_the_segment():
     _, sec, found = packing_batch.check("qwen3.8-27b", batchfile.check(_batch(), "t"), m=matrix.load())
     ids = [f.id for f in found]
-    assert ids == ["packing-position-ids-only", "packing-segment-mixed"]
+    assert ids == ["packing-position-ids-only", "packing-kernel-gets-no-boundary", "packing-kernel-gets-no-boundary",
+                   "packing-segment-mixed"]
     first, second, third = sec.segments
     assert (first.start, first.end, second.start, third.end) == (0, 40, 40, 140)
     assert first.output_max_abs == 0.0 and first.wrong and first.first_layer is None  # its grads carry the mix
@@ -132,11 +133,13 @@ def test_transformers_5_17_drops_the_keys_silently_before_the_torch_conv_and_the
                           "--batch", str(pt), "--json"], capture_output=True, text=True, env=env, timeout=300)
     rep = json.loads(res.stdout)
     assert res.returncode == rep["exit_code"] == 4, res.stderr[-2000:]
-    assert [f["id"] for f in rep["findings"]] == ["packing-segment-mixed"]
+    assert [f["id"] for f in rep["findings"]][:2] == ["packing-kernel-gets-no-boundary"] * 2
     reach = {r["function"]: r for r in rep["reach"]}
     assert reach["causal_conv1d_fn"]["received"] == ["cu_seq_lens_q", "cu_seq_lens_k", "seq_idx"]
     assert reach["chunk_gated_delta_rule"]["received"][0] == "cu_seqlens"
     assert reach["causal_conv1d_fn"]["passed"] == reach["chunk_gated_delta_rule"]["passed"] == []
+    # the clean packing mixes on this path too, so it is no negative control: a second alone run is
+    assert rep["controls"]["negative"]["kind"] == "rerun" and rep["controls"]["decided"]
     assert [s["wrong"] for s in rep["segments"]] == [True, True, True]
     assert rep["segments"][1]["first_layer"] == "layer 0 (linear_attention)"
 
@@ -167,6 +170,7 @@ def test_on_the_bound_path_each_key_reaches_its_kernel_and_the_segments_match(tm
     code, rep = _with_fake_kernels(pt)
     reach = {r["function"]: r for r in rep["reach"]}
     assert code == 0 and [f["id"] for f in rep["findings"]] == ["packing-segments-match"]
+    assert rep["controls"]["negative"]["kind"] == "clean" and rep["controls"]["decided"]
     assert reach["causal_conv1d_fn"]["fast"] and reach["causal_conv1d_fn"]["passed"] == ["seq_idx"]
     assert reach["chunk_gated_delta_rule"]["fast"] and reach["chunk_gated_delta_rule"]["passed"] == ["cu_seqlens"]
     assert reach["causal_conv1d_fn"]["implementation"] == "causal_conv1d.causal_conv1d_fn"
@@ -179,7 +183,8 @@ def test_slime_a_conv_that_never_gets_seq_idx_mixes_the_segments_and_the_reach_s
     torch.save(_batch(return_flash_attn_kwargs=True, return_seq_idx=True), pt)
     code, rep = _with_fake_kernels(pt, drop="seq_idx")
     reach = {r["function"]: r for r in rep["reach"]}
-    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-segment-mixed"]
+    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-kernel-gets-no-boundary",
+                                                               "packing-segment-mixed"]
     assert reach["causal_conv1d_fn"]["received"] == ["cu_seq_lens_q", "cu_seq_lens_k", "seq_idx"]
     assert reach["causal_conv1d_fn"]["passed"] == [] and reach["chunk_gated_delta_rule"]["passed"] == ["cu_seqlens"]
     assert rep["segments"][1]["first_layer"] == "layer 0 (linear_attention)"
@@ -193,5 +198,9 @@ def test_veomni_seq_idx_counting_an_empty_segment_keeps_the_conv_wrong_where_the
     pt = tmp_path / "b.pt"
     torch.save(b, pt)
     code, rep = _with_fake_kernels(pt)
-    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-seq-idx-mismatch", "packing-segment-mixed"]
+    # each kernel misses the start the other key shows (offsets at 40, seq_idx at 50): broken from the reach
+    assert code == 4 and [f["id"] for f in rep["findings"]] == [
+        "packing-seq-idx-mismatch", "packing-kernel-misses-boundary", "packing-kernel-misses-boundary",
+        "packing-segment-mixed"]
+    assert rep["batch"]["segments"] == [[0, 40], [40, 50], [50, 110], [110, 140]]
     assert [s["wrong"] for s in rep["segments"]][:2] == [True, True]

@@ -145,14 +145,20 @@ def test_kernel_names_from_the_h200_are_recognised():
 
 
 def test_python_stack_names_the_torch_path_on_cpu(tmp_path):
-    """with_stack=True traces carry Python frames: the torch reference function is named outright.
-    On a CPU-only trace that is the only possible path, so it is information, not a fallback verdict."""
+    """with_stack=True traces carry Python frames: the torch reference function is named outright. A trace with
+    no GPU activity cannot say whether the job's GPU runs it (recording without ProfilerActivity.CUDA is an easy
+    mistake): fallback (exit 3) with the fix to record the GPU, never ready."""
     p = tmp_path / "stack.json"
     _record(p, steps=1, with_stack=True)
     code, rep = envs.run_json(["trace", str(p)])
-    assert code == 0
+    assert code == rep["exit_code"] == 3 and rep["verdict"] == "fallback" and rep["trace"]["cpu_only"]
     ids = {f["id"]: f for f in rep["findings"]}
     assert "fla-torch-fallback" in ids and ids["fla-torch-fallback"]["severity"] == "info"
+    torch_path = ids["trace-cpu-only-torch-path"]
+    assert torch_path["severity"] == "fallback" and "ProfilerActivity.CUDA" in torch_path["fix"]
+    assert "chunk_gated_delta_rule" in torch_path["functions"]
+    res = envs.run(["trace", str(p)], env={"COLUMNS": "100"})
+    assert res.returncode == 3 and "READY" not in res.stdout
     (sig,) = [x for x in rep["trace"]["fallback_signatures"] if x["id"] == "fla-torch-fallback"]
     assert "torch_chunk_gated_delta_rule" in sig["evidence"]
     assert rep["trace"]["missing_packages"] == []
@@ -184,7 +190,7 @@ def test_python_stack_names_the_torch_mamba1_scan_on_cpu(tmp_path, version, fram
                          env={**os.environ, "PYTHONPATH": pypath})
     assert res.returncode == 0, res.stderr[-3000:]
     code, rep = envs.run_json(["trace", str(p)])
-    assert code == 0
+    assert code == 3 and "trace-cpu-only-torch-path" in [f["id"] for f in rep["findings"]]
     (sig,) = [x for x in rep["trace"]["fallback_signatures"] if x["id"] == "mamba-ssm-torch-fallback"]
     assert sig["package"] == "mamba-ssm" and f"`{frame}` (transformers/models/mamba/modeling_mamba.py(" \
         in sig["evidence"], sig["evidence"]

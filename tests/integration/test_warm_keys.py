@@ -77,3 +77,44 @@ def test_doctor_cache_dir_says_hit_then_names_the_changed_part(triton_site: Path
     assert "3.5.1+0000000000000000 baked, 3.6.0+" in cache[0]["message"]
     _code, lost = envs.run_json(args, triton_site)  # the job's variables do not point at the folder
     assert "jit-cache-not-found" in [f["id"] for f in lost["findings"]]
+
+
+_AUTOTUNE = """
+import json
+from triton import Config
+from triton.runtime.autotuner import Autotuner
+from kernelcheck.integrations import jit_caches
+
+ran = []
+def _base(x, n): pass
+class Fn:
+    fn = staticmethod(_base)
+    def run(self, *args, **kw):
+        ran.append(kw.get("BLOCK"))
+def bench(kernel_call, quantiles):  # BLOCK 32 fails as out of resources does: the autotuner's infinite timing
+    kernel_call()
+    return [float("inf")] * 3 if ran[-1] == 32 else [1.0, 1.0, 1.0]
+def tuned():
+    t = Autotuner(Fn(), ["x", "n"], [Config({"BLOCK": b}) for b in (32, 64, 128, 256)], ["n"], None, None,
+                  do_bench=bench)
+    t.run(0, 10)
+    out = list(ran)
+    ran.clear()
+    return out
+out = {"full": tuned()}
+with jit_caches.first_config_only() as on:
+    out["trimmed"], out["on"] = tuned(), on
+out["after"] = tuned()
+print(json.dumps(out))
+"""
+
+
+def test_a_check_shape_takes_the_first_working_config_of_triton_3_6s_autotuner(triton_site: Path) -> None:
+    """verify tiny (and warm for it): each autotuned kernel compiles configs only until one works, not all."""
+    e = {**os.environ, "PYTHONPATH": os.pathsep.join([str(triton_site), str(envs.REPO)])}
+    res = subprocess.run([sys.executable, "-c", _AUTOTUNE], capture_output=True, text=True, env=e, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert out["full"] == [32, 64, 128, 256, 64]  # every config benchmarked, then the best runs
+    assert out["on"] is True and out["trimmed"] == [32, 64, 64]  # 32 fails, 64 works: 128 and 256 never compile
+    assert out["after"] == out["full"]  # restored when the check ends

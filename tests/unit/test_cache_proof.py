@@ -56,7 +56,7 @@ def by_id(found: list[Any], fid: str) -> list[Any]:
 def test_env_lines_point_every_jit_into_the_folder_and_inductor_only_with_compile(tmp_path: Path) -> None:
     lines = cacheproof.env_lines(str(tmp_path), None, TABLE, False)
     assert lines == [f"TRITON_CACHE_DIR={tmp_path}/triton", f"TILELANG_CACHE_DIR={tmp_path}/tilelang",
-                     f"TILELANG_TMP_DIR={tmp_path}/tilelang/tmp"]
+                     f"TILELANG_TMP_DIR={tmp_path}/tilelang/tmp", f"KERNELCHECK_HOME={tmp_path}/kernelcheck"]
     assert f"TORCHINDUCTOR_CACHE_DIR={tmp_path}/inductor" in cacheproof.env_lines(str(tmp_path), None, TABLE, True)
 
 
@@ -217,26 +217,31 @@ def _stand_in(tilelang_each_process: int = 0) -> Any:
     return child
 
 
+def m_env(res: Any) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in res.env)
+
+
 def test_warm_writes_into_the_folder_records_keys_and_measures_the_fresh_process(tmp_path: Path) -> None:
     child = _stand_in()
     spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
     before = dict(os.environ)
     probed: list[str] = []
 
-    def probe(first: dict[str, Any], env: dict[str, str], say: Any) -> dict[str, Any]:
+    def probe(first: dict[str, Any], env: dict[str, str], say: Any, spec: Any) -> dict[str, Any]:
         probed.append(env["TRITON_CACHE_DIR"])
         Path(env["TRITON_CACHE_DIR"], "probe").mkdir()  # verify's probe kernel, cached in the folder too
-        return {"triton": {"ok": True, "seconds": 1.5}}
+        return {"static": {"ok": True, "seconds": 1.5}}
 
     res = warm_run.warm(spec, str(tmp_path / "cache"), TABLE, "0.1.0", lambda s: None, child=child, probe=probe)
     assert probed == [str(tmp_path / "cache" / "triton")]
+    assert m_env(res)["KERNELCHECK_HOME"] == str(tmp_path / "cache" / "kernelcheck")  # the gate's own proofs
     assert dict(os.environ) == before  # the variables went to the children only
     assert [c["env"]["TRITON_CACHE_DIR"] for c in child.calls] == [str(tmp_path / "cache" / "triton")] * 2
     assert child.calls[1]["spec"]["repeat"] is False  # the second is the fresh-process check, once per shape
     m = cacheproof.read(str(tmp_path / "cache"))
     assert m == res.manifest
     assert m.compiled["triton"]["entries"] == 4 and m.compiled["triton"]["seconds"] == 38.5  # 3 kernels + probe
-    assert m.timing["probes_s"] == {"triton": 1.5}
+    assert m.timing["probes_s"] == {"static": 1.5}
     assert m.recheck == {"triton": {"entries_added": 0}, "tilelang": {"entries_added": 0}}
     assert [f.id for f in cacheproof.compare(m, keys(), TABLE)] == ["jit-cache-hit"]  # TileLang compiled nothing
 
@@ -272,7 +277,7 @@ def test_print_env_runs_nothing_and_prints_an_env_file(tmp_path: Path) -> None:
     from tests.unit.test_json_schemas import validate
 
     out = json.loads(res.stdout)
-    assert validate(out) == "warm" and out["manifest"] is None and len(out["env"]) == 3
+    assert validate(out) == "warm" and out["manifest"] is None and len(out["env"]) == 4
 
 
 @pytest.mark.parametrize("args", [["warm", "--cache-dir", "X"], ["warm", "--cache-dir", "X", "--model", "m",
@@ -283,3 +288,44 @@ def test_usage_errors_exit_2_with_a_message(args: list[str], tmp_path: Path) -> 
 
     res = CliRunner().invoke(main, [a.replace("NOPE", str(tmp_path / "nope")) for a in args])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+# -- the check's shape autotunes one working config (the real Triton: tests/integration/test_warm_keys.py) ------------
+def test_first_config_only_changes_nothing_without_triton_or_with_another_layout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "triton", raising=False)
+    with jit_caches.first_config_only() as on:
+        assert on is False
+    mod = types.ModuleType("triton.runtime.autotuner")
+    mod.Autotuner = type("Autotuner", (), {})  # type: ignore[attr-defined]  # no _bench: another layout
+    for name, m in {"triton": types.ModuleType("triton"), "triton.runtime": types.ModuleType("triton.runtime"),
+                    "triton.runtime.autotuner": mod}.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    sys.modules["triton.runtime"].autotuner = mod  # type: ignore[attr-defined]
+    with jit_caches.first_config_only() as on:
+        assert on is False and not hasattr(mod.Autotuner, "_bench")
+    with jit_caches.first_config_only(False) as on:
+        assert on is False
+
+
+def test_a_folder_warmed_without_a_gpu_holds_nothing_to_hit() -> None:
+    m = manifest()
+    m.compiled = {j: {**v, "entries": 0} for j, v in m.compiled.items()}
+    m.keys["node"]["gpu"] = None
+    found = cacheproof.compare(m, keys(), TABLE)
+    assert [f.id for f in found] == ["jit-cache-undecided"] and "no GPU" in found[0].message
+
+
+def test_warms_json_and_text_from_a_run(tmp_path: Path) -> None:
+    from kernelcheck.commands.warm import WarmRun
+    from kernelcheck.core.status import Verdict
+    from tests.unit.test_json_schemas import validate
+
+    spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
+    res = warm_run.warm(spec, str(tmp_path), TABLE, "0.1.0", lambda s: None, child=_stand_in(), probe=lambda *a: {})
+    run = WarmRun(res.cache_dir, res.env, Verdict.READY, res, TABLE)
+    out = run.to_json()
+    assert validate(out) == "warm" and out["manifest"]["compiled"]["triton"]["entries"] == 3
+    text = run.render(False)
+    assert all(len(line) <= 100 for line in text.splitlines() if not line.startswith(("  ENV", "  export")))
+    assert f"  ENV TRITON_CACHE_DIR={tmp_path}/triton" in text.splitlines()

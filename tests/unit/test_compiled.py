@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from kernelcheck.core.status import Severity
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.compiled import CompiledPass, CompiledSection, GraphBreak, PartRun
@@ -71,6 +73,32 @@ def test_compile_wrap_reads_the_installed_fla_dispatch(tmp_path: Path) -> None:
     assert got is not None and (got.functions, got.switch) == (("chunk_gated_delta_rule",), True)
     (root / "backends.py").write_text("return wrapper\n")
     assert fla_dispatch.compile_wrap(("chunk_gated_delta_rule",), root) is None
+
+
+@pytest.mark.parametrize(("decorators", "kinds", "switch", "in_graph"), [
+    ("@torch.compiler.disable\n@dispatch('gated_delta_rule')\n", ("decorator", "dispatch"), False, ()),  # fla 0.6.0
+    ("@dispatch('gated_delta_rule')\n", ("dispatch",), True, ()),
+    ("@torch._dynamo.disable\n", ("decorator",), False, ()),
+    ("@torch.library.custom_op('fla::chunk_gdr', mutates_args=())\n", None, None, ("custom_op",)),
+    ("@torch.compiler.allow_in_graph\n@dispatch('gated_delta_rule')\n", None, None, ("allow_in_graph",)),
+])
+def test_compile_wrap_tells_the_ops_own_decorator_from_the_dispatch_and_from_ops_kept_in_the_graph(
+        tmp_path: Path, decorators: str, kinds: tuple[str, ...] | None, switch: bool | None,
+        in_graph: tuple[str, ...]) -> None:
+    """FLA_DISABLE_BACKEND_DISPATCH=1 unwraps only the dispatch: an op with its own @torch.compiler.disable (fla
+    0.6.0's chunk_gated_delta_rule) still breaks the graph; a custom op or allow_in_graph stays in it."""
+    root = tmp_path / "fla"
+    (root / "ops" / "gated_delta_rule").mkdir(parents=True)
+    (root / "backends.py").write_text("_DISPATCH_DISABLED = x\n        return default_function\n"
+                                      "        return torch.compiler.disable(wrapper)\n")
+    op = root / "ops" / "gated_delta_rule" / "chunk.py"
+    op.write_text(f"{decorators}def chunk_gated_delta_rule(q):\n    pass\n")
+    got = fla_dispatch.compile_wrap(("chunk_gated_delta_rule",), root)
+    if kinds is None:
+        assert got is None
+        assert fla_dispatch.op_wrapping("chunk_gated_delta_rule", root, True) == in_graph[0]
+    else:
+        assert got is not None and got.kinds == (("chunk_gated_delta_rule", kinds),) and got.switch is switch
 
 
 def _section(*parts: PartRun, breaks: int = 0, error: str | None = None) -> CompiledSection:

@@ -85,3 +85,28 @@ def test_record_path_is_checked_before_anything_runs(tmp_path: Path):
         with pytest.raises(BadInput):
             record.check_path(str(bad))
     record.check_path(str(tmp_path / "ok.jsonl"))
+
+
+def test_the_shipped_cost_is_the_gpu_timeline_projection_of_one_committed_record() -> None:
+    """The fallback cost doctor prints comes from one record's step.json: the per-layer costs from the GPU timeline
+    (3.78x, what docs/verify.md reports for the same run), not the earlier CPU-range projection (4.29x) that
+    made doctor say "about 4.3x" beside the README's 3.7x case."""
+    import re
+    import tarfile
+
+    (row,) = [r for r in M.table("verified.toml")["measured"] if r["model_type"] == "qwen3_5" and "kind" not in r]
+    record = re.search(r"measurement record (\S+), (\S+) (\S+)$", row["evidence"])
+    assert record is not None, row["evidence"]
+    folder = Path(__file__).resolve().parents[2] / "docs" / "measurements" / record[1]
+    with tarfile.open(folder / record[2]) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(record[3]))
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        step = json.loads(extracted.read())
+    step = step.get("step", step)
+    proj = step["projection"]
+    assert (row["bound_tokens_per_s"], row["reference_tokens_per_s"], row["tokens"]) == (
+        proj["fast"]["projected_tokens_per_s"], proj["reference"]["projected_tokens_per_s"], step["tokens"])
+    said = cost.finding(row, [], "qwen3.8-27b").message
+    assert "about 3.8x slower (599 vs 2,262 tokens/s" in said and record[1] in said
+    assert "3.78x" in (folder / "README.md").read_text()

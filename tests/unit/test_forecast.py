@@ -192,3 +192,17 @@ def test_the_diff_holds_statuses_and_verdicts_as_values():
     assert (d.verdict_before, d.verdict_after, d.better) == (Verdict.FALLBACK, Verdict.READY, True)
     assert [(f.name, f.before_status, f.after_status, f.after_implementation) for f in d.functions] == [
         ("a", Status.FALLBACK, Status.FAST, "fla"), ("b", None, Status.FAST, "torch")]
+
+
+def test_every_hub_failure_the_upgrade_brings_is_shown_and_counted_once_per_occurrence():
+    """Both repositories the Hub fails for after the upgrade (fla and mamba-ssm): the text showed only the last one
+    (findings keyed by id) and diff.findings_added listed the id once."""
+    fla = {"id": "hub-not-listable", "severity": "broken", "message": "kernels-community/fla@v3: not listed"}
+    ssm = {"id": "hub-not-listable", "severity": "broken", "message": "kernels-community/mamba-ssm@v5: not listed"}
+    two = _forecast(_report("fallback", 3), _report("broken", 4, findings=[fla, ssm]))
+    assert two.diff.findings_added == ["hub-not-listable", "hub-not-listable"]
+    text = render_text(two)
+    assert "kernels-community/fla@v3: not listed" in text and "kernels-community/mamba-ssm@v5: not listed" in text
+    one_more = _forecast(_report("broken", 4, findings=[ssm]), _report("broken", 4, findings=[fla, ssm]))
+    assert one_more.diff.findings_added == ["hub-not-listable"] and one_more.diff.findings_removed == []
+    assert "fla@v3" in render_text(one_more) and "mamba-ssm" not in render_text(one_more)

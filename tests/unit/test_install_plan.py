@@ -180,3 +180,19 @@ def test_train_fix_tilelang_without_a_toolkits_nvcc_leaves_fla_640_and_offers_th
     ok = plan.make_plan(env(), ("fla",), opts, _with_tilelang(tmp_path))  # nvcc of a toolkit: the fix works
     assert not steps_of(ok, "cuda-toolkit") and steps_of(ok, "fla-core")[0].severity == ""
     assert ok.predicted == "ready"
+
+
+def test_the_cpu_refusal_names_the_fla_crash_only_inside_its_transformers_window():
+    """install on a CPU torch with transformers 5.25 said "with transformers 5.15-5.24 an installed fla makes the
+    forward crash": a window the installed transformers is not in (5.25 checks the device)."""
+    c = {"fla": plan.Candidates()}
+
+    def cpu(transformers: str) -> Environment:
+        return make_env(None, torch="2.13.0+cpu", cuda=None, transformers=transformers, python="3.11.7",
+                        python_tag=PY_TAG)
+
+    inside = plan.make_plan(cpu("5.24.0"), ("fla",), plan.Options(), c).steps[0]
+    after = plan.make_plan(cpu("5.25.0"), ("fla",), plan.Options(), c).steps[0]
+    assert inside.kind == after.kind == StepKind.CPU_TORCH
+    assert "transformers 5.24.0" in inside.reason and "fla-cpu-crash" in inside.reason
+    assert "fla-cpu-crash" not in after.reason and "5.15" not in after.reason

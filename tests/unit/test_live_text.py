@@ -28,6 +28,7 @@ from kernelcheck.report.live import (
     ProjectedSpeedupLine,
     ProjectionLine,
     ProjectionMethodLine,
+    SamePathLine,
     SpeedupLine,
     StepPathLine,
     TimingLine,
@@ -90,6 +91,10 @@ CASES: list[tuple[LiveLine, list[str]]] = [
     (StepPathLine("reference", Failed("the reference path ran past 900 s")),
      ["torch reference: failed: the reference path ran past 900 s"]),
     (SpeedupLine(1.31), ["  -> bound path 1.31x faster"]),
+    (SamePathLine(("chunk_gated_delta_rule: a.torch_chunk_gated_delta_rule", "causal_conv1d_fn: a.torch_conv",
+                   "x: y")),
+     ["  both paths ran the same code (chunk_gated_delta_rule: a.torch_chunk_gated_delta_rule; causal_conv1d_fn: "
+      "a.torch_conv, ...): the numbers above are what this machine measured; no speedup, no projection"]),
     (ProjectionLine("fast", PROJ),  # a spread over 1% of the layer's cost is said, a smaller one is not
      ["projection (bound path) to 48 linear_attention + 16 full_attention: 1,234.5 ms/step, 6,635 tok/s (per layer: "
       "linear_attention 1.50 ms (steps 1.0-2.0), full_attention 1.00 ms; embedding/head/loss/rest 2.0 ms)"]),

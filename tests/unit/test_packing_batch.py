@@ -10,7 +10,16 @@ from kernelcheck.cli import applies
 from kernelcheck.core import decide
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_CODE
-from kernelcheck.report.packing_batch import BatchInfo, BatchSection, FunctionReach, Payoff, SegmentDiff, render
+from kernelcheck.report.packing_batch import (
+    BatchInfo,
+    BatchSection,
+    Control,
+    FunctionReach,
+    Payoff,
+    SegmentDiff,
+    render,
+)
+from kernelcheck.verify import packing_controls
 from kernelcheck.verify.packing_batch import measured_findings
 
 GUARD = ("ValueError: `causal_conv1d_fn` can't keep packed sequences apart without `causal_conv1d`. Install "
@@ -84,6 +93,12 @@ def test_the_text_names_each_kernels_keys_and_each_segment():
     assert line in text  # wording: renderer test
     assert "segment 1 [40:110]" in text and "WRONG from layer 0 (linear_attention)" in text  # wording: renderer test
     assert "WRONG in the backward only" in text  # wording: renderer test
+    sec = _section([_seg(0, False), _seg(1, True, "layer 0 (linear_attention)")], reach=reach)
+    sec.controls = packing_controls.decide(Control("clean", 0.0025), Control("boundaries-removed", 0.044))
+    text = "\n".join(render(sec, "qwen3.8-27b"))
+    assert "worst token (threshold 0.01)" in text  # wording: renderer test
+    assert ("controls, same weights and tokens: must be equal (clean) 0.0025; boundaries removed 0.044; 17.6x "
+            "apart") in text  # wording: renderer test
 
 
 @pytest.mark.parametrize(("kw", "flag"), [({"packing": False, "batch": "b.pt"}, "--batch"),

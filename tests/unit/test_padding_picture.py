@@ -58,3 +58,12 @@ def test_the_docs_picture_is_what_the_command_draws_today() -> None:
     w = batching.measure([_example_lengths()], waste.Rule.parse("budget:8192"))
     drawn = svg.render(w, "chat-lengths.txt: lengths and padding under budget:8192")
     assert (REPO / "docs" / "padding-example.svg").read_text() == drawn, "run python scripts/padding_example.py"
+
+
+def test_the_examples_clipped_at_the_budget_are_marked_on_the_picture() -> None:
+    """budget:N counts an example over N at N: the picture drew them in the last bin with nothing to say so."""
+    w = waste.measure([5, 20_000, 30, 9_000, 100], waste.Rule.parse("budget:8192"))
+    assert w.truncated == 2
+    (label,) = re.findall(r'<text[^>]*class="clipped"[^>]*>([^<]*)</text>', svg.render(w, "t"))
+    assert "2 longer" in label and "8,192" in label
+    assert 'class="clipped"' not in svg.render(waste.measure([5, 30], waste.Rule.parse("budget:8192")), "t")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kernelcheck.core import matrix
+from tests.sources import repo_files
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "docs" / "measurements"
@@ -72,7 +73,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 def matrix_strings() -> Iterator[tuple[str, str]]:
     """Every string of the shipped matrix data: a rule's message, fix and reference, a measurement's evidence."""
-    for f in sorted((REPO / "matrix").rglob("*")):
+    for f in repo_files("matrix"):
         if f.suffix == ".toml":
             data = tomllib.loads(f.read_text(encoding="utf-8"))
         elif f.suffix == ".json":
@@ -180,7 +181,7 @@ def test_the_fallback_cost_finding_names_its_measurement_record_and_no_path() ->
 def _product_files() -> list[Path]:
     out = [REPO / "README.md"]
     for folder in ("kernelcheck", "matrix", "docs"):
-        out += [p for p in (REPO / folder).rglob("*") if p.is_file() and p.suffix in (".py", ".toml", ".json", ".md")]
+        out += [p for p in repo_files(folder) if p.suffix in (".py", ".toml", ".json", ".md")]
     return out
 
 
@@ -210,7 +211,7 @@ PROSE = (".md", ".toml", ".py", ".sh", ".txt", ".json", ".yml", ".yaml", ".cfg",
 def _prose_files() -> list[str]:
     out = ["README.md"]
     for root in ("docs", "matrix", "benchmarks", "tests", "kernelcheck"):
-        for f in sorted((REPO / root).rglob("*")):
+        for f in repo_files(root):
             rel = f.relative_to(REPO).as_posix()
             if not f.is_file() or not rel.endswith(PROSE) or rel == THIS:
                 continue

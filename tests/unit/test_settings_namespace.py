@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from kernelcheck.core import settings
+from tests.sources import repo_files
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"(?<![_A-Z0-9])KERNELCHECK_[A-Z][A-Z0-9_]*[A-Z0-9]")
@@ -19,7 +20,7 @@ TEXT = {".py", ".md", ".sh", ".sbatch", ".toml", ".yml", ".yaml", ".txt", ".cfg"
 
 def _files() -> list[Path]:
     out = []
-    for p in ROOT.rglob("*"):
+    for p in repo_files():  # git's list: never a .venv of thousands of files inside the checkout
         rel = p.relative_to(ROOT)
         if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts) or p.is_dir():
             continue

@@ -94,13 +94,35 @@ def test_hub_not_listable_as_a_prediction_says_so_and_names_what_no_gpu_confirme
 
 def test_the_hub_listing_names_the_verdicts_device_and_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
     """doctor's Hub section lists variants for the verdict's device and says where that device came from: the torch
-    build unless --device was given (it used to say "--device" for a device doctor chose itself)."""
+    build unless --device was given (it used to say "--device" for a device doctor chose itself); verify's (and
+    verify --step's) static check names the device the model runs on, in the headline and the Hub section alike."""
     from kernelcheck.doctor import run
     from kernelcheck.report.hub import ListingLine
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for flag, origin in ((None, "torch-build"), ("cpu", "flag")):
-        rep = run.doctor("qwen3.8-27b", "train", env=CPU_TORCH, hub=True, hub_device=flag, m=matrix.load())
+    for flag, origin, here in ((None, "torch-build", False), ("cpu", "flag", False), (None, "run-here", True)):
+        rep = run.doctor("qwen3.8-27b", "train", env=CPU_TORCH, hub=True, hub_device=flag, m=matrix.load(),
+                         run_here=here)
         assert rep.hub is not None and rep.device is not None
         (listing,) = [i for i in rep.hub.items if isinstance(i, ListingLine)]
         assert (listing.device, listing.origin) == ("cpu", origin) == (rep.device.type, rep.device.origin)
+
+
+def test_verify_and_verify_step_name_the_device_they_run_on_in_every_section() -> None:
+    """verify and verify --step run the static check for the device the model runs on: the report's device comes
+    from that call (run_here), so the headline and the Hub listing say "from where it runs" alike (verify --step
+    used to say "the torch build", verify's Hub section "--device" when no --device was given)."""
+    import ast
+    from pathlib import Path
+
+    import kernelcheck.verify
+
+    calls = []
+    for path in sorted(Path(kernelcheck.verify.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "run_doctor":
+                calls.append((path.name, {k.arg: ast.unparse(k.value) for k in node.keywords}))
+    assert sorted(name for name, _ in calls) == ["run.py", "step.py"]
+    assert all(kw.get("run_here") == "True" and "hub_device" not in kw for _, kw in calls), calls
+    assert all("report.device =" not in p.read_text()
+               for p in Path(kernelcheck.verify.__file__).parent.glob("*.py"))

@@ -159,3 +159,35 @@ def test_the_h200_step_reads_back_with_its_fallback_signatures_typed_as_the_trac
     assert list(ref.fallback_signatures[0].to_json()) == ["id", "package", "functions", "evidence"]
     assert ref.cost.started_at < ref.cost.gate_passed_at < ref.cost.finished_at
     assert json.dumps(step.to_json(), indent=2) == json.dumps(data, indent=2)
+
+
+def test_a_step_whose_paths_ran_the_same_code_reports_what_it_measured_and_no_speedup_projection_or_cache() -> None:
+    from kernelcheck.report import live_text
+    from kernelcheck.report.step import TritonCache
+
+    step = StepSection.from_json(STEP_JSON)
+    assert isinstance(step.fast, PathMeasured) and isinstance(step.reference, PathMeasured)
+    torch_only = ["chunk_gated_delta_rule: transformers.models.qwen3_5.modeling_qwen3_5.torch_chunk_gated_delta_rule"]
+    fast = dataclasses.replace(step.fast, implementations=torch_only)
+    ref = dataclasses.replace(step.reference, implementations=list(torch_only))
+    assert step_mod.same_path(fast, ref) and not step_mod.same_path(fast, Failed("boom"))
+    assert not step_mod.same_path(fast, dataclasses.replace(ref, implementations=["chunk_gated_delta_rule: fla.x"]))
+    cache = TritonCache("/c", 0, 0, "none", 1.0, "both paths ran the same code")
+    same = dataclasses.replace(step, fast=fast, reference=ref, speedup=None, same_path=True,
+                               cost=dataclasses.replace(step.cost, triton_cache=cache))
+    items = step_mod.live_items(same, verbose=True)
+    assert [type(i).__name__ for i in items] == ["WholeStepLine", "StepPathLine", "StepPathLine", "SamePathLine",
+                                                 "CheckCostLine"]
+    text = "\n".join(live_text.lines(items))
+    assert "both paths ran the same code" in text  # wording: renderer test
+    assert "faster" not in text and "projection (" not in text and "projected" not in text
+    assert "came from the cache" not in text
+    assert StepSection.from_json(same.to_json()).same_path and same.to_json()["same_path"] is True
+
+
+def test_an_empty_triton_cache_that_stayed_empty_is_not_a_line() -> None:
+    """A box without Triton (or a run no Triton kernel ran in) printed "Triton cache ...: 0 -> 0 entries"."""
+    items = live_items(run(triton={"cache_dir": "/c", "entries_before": 0, "entries_after": 0, "cold": False}))
+    assert TritonCacheLine not in [type(i) for i in items]
+    warm = live_items(run(triton={"cache_dir": "/c", "entries_before": 7, "entries_after": 7, "cold": False}))
+    assert TritonCacheLine in [type(i) for i in warm]
