@@ -80,3 +80,16 @@ def choose(env: Environment, flag: str | None = None, target: _Target | None = N
     if env.torch is not None and env.torch.cuda:
         return Device("cuda", "torch-build", False)
     return Device("cpu", "torch-build", True)
+
+
+def runs_cuda_kernels(device: Device, env: Environment) -> bool:
+    """Whether a pip package's CUDA kernels run on the verdict's device with the torch installed: a CUDA verdict and
+    a CUDA build of torch. No GPU on this machine is asked for: a CUDA verdict without one is a prediction for a
+    machine that has one (`device.predicted`), and there the package's kernels run."""
+    return device.type == "cuda" and env.torch is not None and bool(env.torch.cuda) and not env.torch.hip
+
+
+def gpu_unnamed(device: Device, env: Environment) -> bool:
+    """A CUDA prediction whose GPU is neither here nor named (--arch): the package's kernels run there, but whether
+    they run fast depends on the GPU (breakages of one capability), so a function row is not judged fast."""
+    return runs_cuda_kernels(device, env) and not env.gpus

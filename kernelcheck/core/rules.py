@@ -56,6 +56,8 @@ class Facts:
     # (core imports no integration); None: not asked, so a fla_backend condition is undecided
     fla_dispatch: Callable[[Environment, tuple[str, ...]], list[Any]] | None = None
     fla_ops: tuple[str, ...] = ()  # every fla op of the matrix (evaluate fills it from the matrix it is given)
+    # the verdict is for a CUDA device (core/device.py), GPU here or not: what `cuda_gpu` asks; None: a GPU here
+    cuda: bool | None = None
 
     def fla_backends(self) -> list[Any]:
         """The backend of each fla op and pass here; [] when no `fla_dispatch` was given."""
@@ -124,7 +126,7 @@ def _holds_simple(key: str, want: Any, facts: Facts) -> bool | None:
     if key == "mode":
         return bool(facts.mode == want)
     if key == "cuda_gpu":
-        return bool(env.cuda_gpu == want)
+        return bool((env.cuda_gpu if facts.cuda is None else facts.cuda) == want)
     if key == "absent":  # the probe looks up every name a rule lists (environment.probe); any other is undecided
         if any(n not in env.present for n in want):
             return None

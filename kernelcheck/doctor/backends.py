@@ -8,6 +8,7 @@ the choice, and says so when fla's dispatch code does not read as a layout kerne
 from __future__ import annotations
 
 from kernelcheck.core import matrix
+from kernelcheck.core.device import Device
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.integrations import fla_dispatch
@@ -22,11 +23,12 @@ def fla_functions(functions: list[FunctionStatus], mode: str, m: matrix.Matrix) 
                  and fs.status in (Status.FAST, Status.UNSUPPORTED, Status.BROKEN) and fs.used)
 
 
-def section(env: Environment, functions: list[FunctionStatus], mode: str,
+def section(env: Environment, device: Device, functions: list[FunctionStatus], mode: str,
             m: matrix.Matrix) -> tuple[BackendsSection | None, list[Finding]]:
-    """The `backends` report section and its findings (None, [] where no fla op runs on a GPU here)."""
+    """The `backends` report section and its findings, for the verdict's `device`: (None, []) where no fla op runs
+    on it, or where its GPU is neither here nor named (the backend depends on its capability)."""
     fns = fla_functions(functions, mode, m)
-    if not fns or not env.gpus:
+    if not fns or device.type != "cuda" or not env.gpus:
         return None, []
     lay = fla_dispatch.layout(env, m=m)
     ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == Mode.TRAIN or op.phase == "forward"]
@@ -45,7 +47,8 @@ def section(env: Environment, functions: list[FunctionStatus], mode: str,
         text = "; ".join(f"{op.phase} {fla_dispatch.BACKEND_NAMES.get(op.backend, op.backend)}: {op.reason}"
                          for op in mine)
         sm = env.capabilities[0].sm if env.capabilities else "sm_?"
-        findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on {sm}: {text}.",
+        where = f"{sm}, a GPU that is not on this machine" if device.predicted else sm
+        findings.append(Finding("fla-backend", Severity.INFO, f"{fn} on {where}: {text}.",
                                 None, lay.reference, (fn,)))
     data = BackendsSection(lay.version, lay.origin, lay.reference, env.nvcc, env.nvcc_path, env.nvcc_source,
                            {k: v for k, v in env.env_vars.items() if k in fla_dispatch.SWITCHES}, tuple(ops))

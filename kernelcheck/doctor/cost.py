@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelcheck.core import settings
+from kernelcheck.core import decide, settings
 from kernelcheck.core.errors import BadInput
-from kernelcheck.core.status import Finding, Severity, Verdict
+from kernelcheck.core.status import Finding, Severity, Status, Verdict
 from kernelcheck.report.model import Report
 
 if TYPE_CHECKING:
@@ -109,7 +109,11 @@ def choose(ms: Sequence[Mapping[str, Any]], model_type: str | None,
     return best, _distance(best, here)
 
 
-def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) -> Finding:
+def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str, torch_path: Sequence[str] = (),
+            kernels_run: Sequence[str] = ()) -> Finding:
+    """The cost finding. `torch_path`: the job's functions that take the torch path (the finding names them);
+    `kernels_run`: the measured packages whose kernels still run in this job (the measurement then prices more
+    torch than the job has: an upper bound)."""
     if m is None:
         return Finding("fallback-cost-unmeasured", Severity.INFO,
                        "No measured training step exists for this model family, so the cost of the fallback "
@@ -121,22 +125,35 @@ def finding(m: Mapping[str, Any] | None, distance: Sequence[str], model: str) ->
     extra = BILLION / ref / 3600 - BILLION / bound / 3600
     where = f"{m.get('gpu')}, torch {m.get('torch')}, transformers {m.get('transformers')}, {m.get('date')}"
     near = "; it differs from here in " + ", ".join(distance) if distance else "; same GPU and versions as here"
+    runs = "still runs its" if len(kernels_run) == 1 else "still run their"
+    part = (f" That step runs every kernel on the torch path; in this job {', '.join(kernels_run)} {runs} kernels "
+            f"and only {', '.join(torch_path)} take the torch path, so the cost is at most this."
+            if kernels_run else "")
     return Finding("fallback-cost", Severity.WARNING,
                    f"Expected cost of this fallback: the torch path trains about {slowdown:.1f}x slower "
                    f"({ref:,.0f} vs {bound:,.0f} tokens/s per GPU for the full model), about {extra:,.0f} extra "
                    f"GPU-hours per billion training tokens. Measured by `{m.get('command')}` on {where} "
-                   f"({m.get('recorded_in') or m.get('evidence')}){near}.")
+                   f"({m.get('recorded_in') or m.get('evidence')}){near}.{part}", functions=tuple(torch_path))
 
 
 def attach(report: Report, model: str | None, *, m: Matrix) -> None:
-    """Add the cost finding to a FALLBACK report of a known model (nothing for other verdicts)."""
+    """Add the cost finding to a FALLBACK report of a known model where some function the job uses takes the torch
+    path (its provider, decided for the verdict's device: doctor/provider.py); nothing for other verdicts, nor
+    for a fallback whose functions run their package (a CUDA prediction whose GPU is not named)."""
     if (unread := record_unread()) is not None:
         report.findings.append(unread)
     if not model or report.verdict != Verdict.FALLBACK:
+        return
+    torch_path = [fs.name for fs in report.functions if fs.used and fs.status != Status.FAST
+                  and fs.provider == decide.TORCH.provider and not fs.name.startswith("attention:")]
+    if not torch_path:
         return
     env = report.environment
     here = {"gpu": env.gpus[0].name if env and env.gpus else None,
             "torch": env.torch.version if env and env.torch else None, "triton": env.triton if env else None,
             "transformers": env.transformers if env else None}
     best, distance = choose(measurements(m=m), report.model.model_type if report.model else None, here)
-    report.findings.append(finding(best, distance, model))
+    measured = set(best.get("packages") or ()) if best is not None else set()
+    kernels_run = sorted({fs.package for fs in report.functions if fs.used and fs.package in measured
+                          and fs.name not in torch_path})
+    report.findings.append(finding(best, distance, model, torch_path, kernels_run))

@@ -52,6 +52,7 @@ class State:
     built_nvcc: Mapping[str, str] | None = None
     pinned_triton: str | None = None  # the triton version torch's metadata pins (what `pip install triton` gets)
     any_model: bool = False  # no model named: a package that imports would be bound by some model
+    cuda: bool | None = None  # the verdict is for a CUDA device (rules.Facts.cuda); None: a GPU here
 
 
 @dataclass(frozen=True)
@@ -144,14 +145,15 @@ def _verdict_after(change: Change, state: State, m: matrix.Matrix, fixed: str | 
                    triton_version: str | None) -> tuple[Verdict, list[rules_mod.RuleHit]]:
     env, bound = after(change, state, m, triton_version)
     facts = rules_mod.Facts(env=env, mode=state.mode, bound=bound, built_nvcc=dict(state.built_nvcc or {}),
-                            model=state.model, fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
+                            model=state.model, fla_dispatch=functools.partial(fla_dispatch.backends, m=m),
+                            cuda=state.cuda)
     hits = [h for h in rules_mod.evaluate(facts, m) if h.certain]
     removed = set(change.uninstall)
     functions = []
     for fs in state.functions:
         name = _import_name(normalized(fs.package), m)
         if name in bound and name not in state.bound and fs.status != Status.FAST:
-            fs = decide.assume(fs, Status.FAST if env.cuda_gpu else Status.UNSUPPORTED)
+            fs = decide.assume(fs, Status.FAST if env.cuda_gpu and state.cuda is not False else Status.UNSUPPORTED)
         elif normalized(fs.package) in removed:
             fs = decide.assume(fs, Status.FALLBACK)
         functions.append(fs)
@@ -223,7 +225,7 @@ def where_safe(rule: matrix.Breakage, state: State, *, m: matrix.Matrix) -> str:
     """Where `rule` does not apply, from its conditions that this environment holds now (the fix cannot change
     those): "on a machine with an NVIDIA GPU, or with transformers outside >=5.15,<5.25"."""
     facts = rules_mod.Facts(env=state.env, mode=state.mode, bound=state.bound, model=state.model,
-                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
+                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m), cuda=state.cuda)
     parts = []
     for key, want in rule.when.items():
         if key in _CHANGEABLE or rules_mod.holds(key, want, facts) is not True:
@@ -289,7 +291,8 @@ def apply_to(report: Report, env: Environment, mode: str, query: str | None, bou
     if query is None:  # no model: any importable kernel package may be bound by the job's model
         bound = frozenset(n for n, st in env.packages.items() if st.installed and st.imports)
     state = State(env, mode, tuple(report.functions), tuple(report.findings), bound, query or "",
-                  built_nvcc, pinned_triton(), any_model=query is None)
+                  built_nvcc, pinned_triton(), any_model=query is None,
+                  cuda=report.device.type == "cuda" if report.device is not None else None)
     findings, fixes = guard(state, m)
     report.findings = findings
     report.functions = [decide.decide(fs, checked_fix=fixes.get(fs.name)) for fs in report.functions]

@@ -18,16 +18,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import environment, matrix, models, settings
+from kernelcheck.core.device import Device, gpu_unnamed, runs_cuda_kernels
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status
-from kernelcheck.doctor.wording import install_fix, no_device_reason
+from kernelcheck.doctor.wording import install_fix, no_device_reason, unnamed_fix, unnamed_reason
 from kernelcheck.integrations import transformers
 
 if TYPE_CHECKING:
     from kernelcheck.integrations.transformers_hub import TransformersHub
 
 
-def _cuda(env: environment.Environment) -> bool:
-    return bool(env.cuda_gpu and env.torch and env.torch.cuda)
 
 
 def _hub_state(repo: dict[str, Any]) -> tuple[bool, str]:
@@ -61,7 +60,7 @@ def _pip_resolves(package: str, path: str) -> Any:
 
 
 def _missing_reason(name: str, b: transformers.Binding, env: environment.Environment, available: set[str],
-                    m: matrix.Matrix, query: str | None) -> tuple[str, str | None] | None:
+                    m: matrix.Matrix, query: str | None, device: Device) -> tuple[str, str | None] | None:
     """Why lazy_load_kernel leaves `name` None here (reason, fix), or None when it resolves."""
     kernel = b.extra["kernel"]
     check = f"is_{kernel.replace('-', '_')}_available"
@@ -77,8 +76,10 @@ def _missing_reason(name: str, b: transformers.Binding, env: environment.Environ
     if st is None or not st.installed:
         return (f"{pkg.title if pkg else b.package} is not installed (pip distribution {dist})",
                 install_fix(query, dist))
-    if not _cuda(env):
-        return (f"{check}() is false: {no_device_reason(env, pkg)}" if pkg else f"{check}() is false",
+    if gpu_unnamed(device, env):  # a prediction for a GPU not named: the row says so; nothing imported here
+        return None
+    if not runs_cuda_kernels(device, env):
+        return (f"{check}() is false: {no_device_reason(env, pkg, device)}" if pkg else f"{check}() is false",
                 "run on a machine with an NVIDIA GPU and a CUDA build of torch")
     if not st.imports or pkg is None:
         return f"{st.distribution} {st.version} is installed but does not import: {st.error}", install_fix(query, dist)
@@ -89,7 +90,7 @@ def _missing_reason(name: str, b: transformers.Binding, env: environment.Environ
 
 
 def _torch_path_reason(fn: str, b: transformers.Binding, missing: dict[str, tuple[str, str | None]],
-                       env: environment.Environment, m: matrix.Matrix) -> tuple[str, str | None]:
+                       env: environment.Environment, m: matrix.Matrix, device: Device) -> tuple[str, str | None]:
     """(reason, fix) for a function whose layer takes its torch path: its own missing kernel, another's, or no GPU."""
     own = missing.get(fn)
     if own is not None:
@@ -98,16 +99,18 @@ def _torch_path_reason(fn: str, b: transformers.Binding, missing: dict[str, tupl
         return f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not found", next(
             (f for _, f in missing.values() if f), None)
     pkg = m.packages.get(b.package)
-    reason = no_device_reason(env, pkg) if pkg else "no CUDA GPU here"
+    if pkg is not None and gpu_unnamed(device, env):  # the GPU of the prediction is not named
+        return unnamed_reason(pkg), unnamed_fix(None)
+    reason = no_device_reason(env, pkg, device) if pkg else "no CUDA GPU here"
     return reason, "run on a machine with an NVIDIA GPU and a CUDA build of torch"
 
 
 def _missing_reasons(result: transformers.BindingResult, env: environment.Environment, available: set[str],
-                     m: matrix.Matrix, query: str | None) -> dict[str, tuple[str, str | None]]:
+                     m: matrix.Matrix, query: str | None, device: Device) -> dict[str, tuple[str, str | None]]:
     """Why each bound function's pip kernel is not found, for the functions whose kernel is missing."""
     missing: dict[str, tuple[str, str | None]] = {}
     for fn, b in result.bindings.items():
-        got = _missing_reason(fn, b, env, available, m, query)
+        got = _missing_reason(fn, b, env, available, m, query, device)
         if got is not None:
             missing[fn] = got
     return missing
@@ -141,8 +144,9 @@ def _hub_offline_broken(model: models.ResolvedModel, result: transformers.Bindin
 
 
 def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResult,
-                  env: environment.Environment, mode: str, query: str | None, m: matrix.Matrix
-                  ) -> tuple[list[FunctionStatus], list[Finding]]:
+                  env: environment.Environment, mode: str, query: str | None, m: matrix.Matrix, *,
+                  device: Device) -> tuple[list[FunctionStatus], list[Finding]]:
+    """Each function's status, judged for the verdict's `device` with what is installed."""
     from kernelcheck.integrations.transformers_hub import transformers_hub
 
     lz = m.transformers.get("lazy_kernels") or {}
@@ -168,8 +172,8 @@ def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResul
             "is not read there): an offline job needs these builds in its HF cache, and an error other than "
             "FileNotFoundError while fetching crashes the build.",
             "keep the HF cache prefetched for offline jobs (python -c \"from kernels import get_kernel; ...\")", ref))
-    missing = {} if hub_on else _missing_reasons(result, env, available, m, query)
-    cuda = _cuda(env)
+    missing = {} if hub_on else _missing_reasons(result, env, available, m, query, device)
+    cuda = runs_cuda_kernels(device, env) and not gpu_unnamed(device, env)  # judged fast on a named GPU only
     kernels_off = cfg.get("use_mamba_kernels") is False
     for fn, b in result.bindings.items():
         info = m.functions.get(fn)
@@ -188,7 +192,7 @@ def lazy_statuses(model: models.ResolvedModel, result: transformers.BindingResul
                     f"{b.extra['attribute_path']})") if hub_on else f"{b.package}.{b.extra['attribute_path']}"
             statuses.append(FunctionStatus(fn, _dist(m, b, fn), Status.FAST, impl, None, None, phase, used))
             continue
-        reason, cure = _torch_path_reason(fn, b, missing, env, m)
+        reason, cure = _torch_path_reason(fn, b, missing, env, m, device)
         gate_txt = (f"transformers {tv} resolves the kernels in {layer}.__init__ (lazy_load_kernel) and its forward "
                     f"takes the fused path only when all of ({gate}) are found and the weights are on CUDA")
         if raises and cfg.get(raises["config_field"], raises["default"]):

@@ -151,7 +151,7 @@ def _judge_hub_fla(report: Report, env: environment.Environment, mode: str, quer
             lay.reference, fns))
         return
     ops = [op for op in fla_dispatch.decide(lay, env, fns) if mode == Mode.TRAIN or op.phase == "forward"]
-    if env.gpus:
+    if env.gpus and (report.device is None or report.device.type == "cuda"):  # a GPU here or named (--arch)
         report.backends = BackendsSection(lay.version, lay.origin, lay.reference, env.nvcc, env.nvcc_path,
                                           env.nvcc_source, {k: v for k, v in env.env_vars.items()
                                                             if k in fla_dispatch.SWITCHES}, tuple(ops))

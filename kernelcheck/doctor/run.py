@@ -13,7 +13,7 @@ from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
 from kernelcheck.core.status import Cause, Finding, FunctionStatus, Mode, Severity, Status
 from kernelcheck.doctor import backends, drift, fixcheck, imports, provider, source_notes, submodel
-from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, why_torch
+from kernelcheck.doctor.why import AttrCheck, attr_in_process, device_ok, import_error_fill, package_row, why_torch
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
 from kernelcheck.integrations import fla_dispatch, transformers, transformers_models, transformers_types
@@ -37,10 +37,12 @@ def _unbound_status(fn: str, dist: str, b: transformers.Binding, env: environmen
 
 def function_statuses(
     needs: models.Needs, result: transformers.BindingResult, env: environment.Environment,
-    mode: str, query: str | None, m: matrix.Matrix, attr: AttrCheck = attr_in_process,
+    mode: str, query: str | None, m: matrix.Matrix, attr: AttrCheck = attr_in_process, *,
+    device: device_mod.Device,
 ) -> list[FunctionStatus]:
     """Each bound function's first status, from what transformers binds and the matrix `m` (its packages,
-    functions and transformers regimes): no load here, the caller passes the matrix it decides with."""
+    functions and transformers regimes), judged for the verdict's `device` with what is installed: no load here,
+    the caller passes the matrix it decides with."""
     out = []
     in_prefill = source_notes.decode_in_prefill(result.module, m) if mode == Mode.TRAIN else {}  # 5.25's chunked path
     for fn, b in result.bindings.items():
@@ -53,21 +55,12 @@ def function_statuses(
             out.append(_unbound_status(fn, dist, b, env, result.module, phase))
             continue
         if b.bound == "package":
-            if pkg is not None and not device_ok(pkg, env):
-                impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg)}"
-                if _checks_device_per_call(env, m) and b.extra.get("attribute"):
-                    # 5.25+: the wrapper tests the input's device on every call and runs the torch function
-                    impl = f"{result.module}.{b.extra['attribute']}"
-                    reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input "
-                              f"device on every call: here {_no_device_reason(env, pkg)}, so the torch function runs")
-                out.append(FunctionStatus(fn, dist, Status.UNSUPPORTED, impl, reason,
-                                          "run on a machine with an NVIDIA GPU", phase, used))
-            else:
-                out.append(FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used))
+            out.append(package_row(fn, dist, b, pkg, env, device, query, result.module,
+                                   _checks_device_per_call(env, m), phase, used))
             continue
-        why = why_torch(fn, b, env, query, m, attr)
-        out.append(FunctionStatus(fn, dist, why.status, b.implementation, why.reason, why.fix, phase, used,
-                                  cause=why.cause))
+        why = why_torch(fn, b, env, query, m, device, attr)
+        out.append(FunctionStatus(fn, dist, why.status, why.implementation or b.implementation, why.reason, why.fix,
+                                  phase, used, cause=why.cause))
     return out
 
 
@@ -82,7 +75,7 @@ def _checks_device_per_call(env: environment.Environment, m: matrix.Matrix) -> b
 
 
 def _attention_status(needs: models.Needs, env: environment.Environment, query: str | None,
-                      m: matrix.Matrix) -> FunctionStatus:
+                      m: matrix.Matrix, device: device_mod.Device) -> FunctionStatus:
     impl = needs.attn_implementation
     if not needs.attention_package:
         return FunctionStatus(f"attention:{impl}", "torch", Status.FAST,
@@ -100,9 +93,9 @@ def _attention_status(needs: models.Needs, env: environment.Environment, query: 
         return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.BROKEN, "-",
                               f"{st.distribution} {st.version} does not import: {st.error}",
                               _install_fix(query, pkg.install_distribution), "attention")
-    if not device_ok(pkg, env):
+    if not device_ok(pkg, env, device):
         return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.UNSUPPORTED, st.location or "-",
-                              _no_device_reason(env, pkg), "use attn_implementation='sdpa' here", "attention")
+                              _no_device_reason(env, pkg, device), "use attn_implementation='sdpa' here", "attention")
     return FunctionStatus(f"attention:{impl}", pkg.install_distribution, Status.FAST, pkg.name, None, None, "attention")
 
 
@@ -305,8 +298,8 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     env = env or environment.probe(m=m, packages=False)
     _require_torch(env)
     report = Report("doctor", EnvironmentView.of(env), None, mode if query else None)
-    report.device = device_mod.choose(env, device[0], run_here=device[1])  # the verdict's one device (core/device.py)
-    hub_device = report.device.type
+    verdict = report.device = device_mod.choose(env, device[0], run_here=device[1])  # the verdict's one device
+    hub_device = verdict.type
     if query is None:
         return _environment_only(report, env, mode, hub, hub_device, hub_source, probe, m)
     if not env.transformers:
@@ -326,9 +319,9 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     needs = models.needs(model, tuple(result.bindings) if result.bindings else None, m=m)
     report.needs = Needs(list(needs.functions), list(needs.packages), needs.attn_implementation)
     report.bindings = Bindings(result.regime, result.module)
-    _function_section(report, model, result, needs, env, mode, query, m,
+    _function_section(report, model, result, needs, env, mode, query, m, verdict,
                       probe.attr if probe is not None else attr_in_process)
-    report.functions.append(_attention_status(needs, env, query, m))
+    report.functions.append(_attention_status(needs, env, query, m, verdict))
     report.findings.extend(environment_findings(env, m))
     report.findings.extend(drift.explain(env))
     report.findings.extend(_transformers_findings(env, result.regime, m))
@@ -339,7 +332,7 @@ def _doctor(query: str | None, mode: str, env: environment.Environment | None, e
     if any(f.id == "unsloth-replaces-fla" for f in runtime):
         report.functions = _unsloth_noted(report.functions, m)
     bound = _bound(report, result)
-    report.backends, backend_findings = backends.section(env, report.functions, mode, m)  # fast ones, pre-rules
+    report.backends, backend_findings = backends.section(env, verdict, report.functions, mode, m)  # pre-rules
     report.functions = decide.decide_all(report.functions, rules=_apply_rules(report, bound, env, mode, query, m))
     report.findings.extend(backend_findings)
     fixcheck.apply_to(report, env, mode, query, bound, _built_nvcc(), m)  # no printed fix makes it worse
@@ -366,7 +359,7 @@ def _unsloth_noted(functions: list[FunctionStatus], m: matrix.Matrix) -> list[Fu
 
 def _function_section(report: Report, model: models.ResolvedModel, result: transformers.BindingResult,
                       needs: models.Needs, env: environment.Environment, mode: str, query: str, m: matrix.Matrix,
-                      attr: AttrCheck = attr_in_process) -> None:
+                      device: device_mod.Device, attr: AttrCheck = attr_in_process) -> None:
     """One status per fast function, by regime (the lazy-kernel regime decides at build time: doctor/lazy.py)."""
     if result.module_error:
         report.findings.append(Finding(
@@ -382,11 +375,11 @@ def _function_section(report: Report, model: models.ResolvedModel, result: trans
     elif result.regime == "lazy-kernel":
         from kernelcheck.doctor.lazy import lazy_statuses
 
-        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query, m)
+        lazy_fns, lazy_findings = lazy_statuses(model, result, env, mode, query, m, device=device)
         report.functions.extend(lazy_fns)
         report.findings.extend(lazy_findings)
     else:
-        report.functions.extend(function_statuses(needs, result, env, mode, query, m, attr))
+        report.functions.extend(function_statuses(needs, result, env, mode, query, m, attr, device=device))
 
 
 def _bound(report: Report, result: transformers.BindingResult) -> frozenset[str]:
@@ -401,7 +394,8 @@ def _apply_rules(report: Report, bound: frozenset[str], env: environment.Environ
     functions they name."""
     facts = rules_mod.Facts(env=env, mode=mode, bound=bound, built_nvcc=_built_nvcc(), model=query,
                             functions=tuple(f.name for f in report.functions if f.used),
-                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m))
+                            fla_dispatch=functools.partial(fla_dispatch.backends, m=m),
+                            cuda=report.device.type == "cuda" if report.device is not None else None)
     certain = []
     for hit in rules_mod.evaluate(facts, m):
         sev = hit.rule.severity if hit.certain else Severity.WARNING

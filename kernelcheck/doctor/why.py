@@ -8,14 +8,38 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kernelcheck.core import environment, matrix, rules
-from kernelcheck.core.status import Cause, Status, StatusWord
+from kernelcheck.core.device import Device, gpu_unnamed, runs_cuda_kernels
+from kernelcheck.core.status import Cause, FunctionStatus, Status, StatusWord
 from kernelcheck.doctor.wording import install_fix as _install_fix
 from kernelcheck.doctor.wording import no_device_reason as _no_device_reason
+from kernelcheck.doctor.wording import unnamed_fix, unnamed_reason
 from kernelcheck.integrations import transformers as bindings_mod
 
 
-def device_ok(pkg: matrix.PackageInfo, env: environment.Environment) -> bool:
-    return bool("cuda" in pkg.devices and env.cuda_gpu and env.torch and env.torch.cuda)
+def device_ok(pkg: matrix.PackageInfo, env: environment.Environment, device: Device) -> bool:
+    """Whether `pkg`'s kernels run on the verdict's device with the torch installed (a CUDA verdict for a GPU that
+    is not here included: core/device.py runs_cuda_kernels)."""
+    return "cuda" in pkg.devices and runs_cuda_kernels(device, env) and not gpu_unnamed(device, env)
+
+
+def package_row(fn: str, dist: str, b: bindings_mod.Binding, pkg: matrix.PackageInfo | None,
+                env: environment.Environment, device: Device, query: str | None, module: str, per_call: bool,
+                phase: str, used: bool) -> FunctionStatus:
+    """The status of a function transformers binds to its package, on the verdict's `device` with the torch
+    installed. `per_call`: transformers tests the input's device on every call (5.25+) and runs its torch function
+    where the package's kernels do not run."""
+    if pkg is not None and "cuda" in pkg.devices and gpu_unnamed(device, env):
+        return FunctionStatus(fn, dist, Status.UNSUPPORTED, b.implementation, unnamed_reason(pkg),
+                              unnamed_fix(query), phase, used)
+    if pkg is not None and not device_ok(pkg, env, device):
+        impl, reason = b.implementation, f"bound to {pkg.title}, but {_no_device_reason(env, pkg, device)}"
+        if per_call and b.extra.get("attribute"):
+            impl = f"{module}.{b.extra['attribute']}"
+            reason = (f"transformers {env.transformers} binds {b.implementation} but checks the input device on "
+                      f"every call: {_no_device_reason(env, pkg, device)}, so the torch function runs")
+        return FunctionStatus(fn, dist, Status.UNSUPPORTED, impl, reason, "run on a machine with an NVIDIA GPU",
+                              phase, used)
+    return FunctionStatus(fn, dist, Status.FAST, b.implementation, None, None, phase, used)
 
 
 def import_error_fill(env: environment.Environment, dist: str, package: str, query: str | None) -> dict[str, str]:
@@ -43,6 +67,7 @@ class Why(NamedTuple):
     fix: str | None
     status: Status | StatusWord
     cause: Cause | None = None
+    implementation: str | None = None  # what runs, where it is not the binding's (a prediction for another device)
 
 
 def _why_misnamed(b: bindings_mod.Binding, env: environment.Environment, m: matrix.Matrix) -> Why | None:
@@ -54,12 +79,13 @@ def _why_misnamed(b: bindings_mod.Binding, env: environment.Environment, m: matr
     return None
 
 
-def _why_not_installed(pkg: matrix.PackageInfo, env: environment.Environment, query: str | None) -> Why:
+def _why_not_installed(pkg: matrix.PackageInfo, env: environment.Environment, query: str | None,
+                       device: Device) -> Why:
     """The reason and install fix for a package that is not installed (on a GPU-less machine: say so too)."""
     dist = pkg.install_distribution
     reason = f"{pkg.title} is not installed (pip distribution {dist})"
-    if not device_ok(pkg, env):
-        reason += f"; and {_no_device_reason(env, pkg)}"
+    if not device_ok(pkg, env, device) and not gpu_unnamed(device, env):  # unnamed: it would run on the CUDA GPU
+        reason += f"; and {_no_device_reason(env, pkg, device)}"
         return Why(reason, _install_fix(query, dist) + " on a machine with an NVIDIA GPU", Status.FALLBACK,
                    Cause.NOT_INSTALLED)
     return Why(reason, _install_fix(query, dist), Status.FALLBACK, Cause.NOT_INSTALLED)
@@ -103,8 +129,9 @@ def _why_root_import(fn: str, pkg: matrix.PackageInfo, st: environment.PackageSt
 
 
 def why_torch(fn: str, b: bindings_mod.Binding, env: environment.Environment, query: str | None,
-               m: matrix.Matrix, attr: AttrCheck = attr_in_process) -> Why:
-    """(reason, fix, status) for a function transformers bound to its torch reference path."""
+              m: matrix.Matrix, device: Device, attr: AttrCheck = attr_in_process) -> Why:
+    """(reason, fix, status) for a function transformers bound to its torch reference path, judged for the
+    verdict's `device`."""
     info = m.functions.get(fn)
     pkg = m.packages.get(b.package or (info.package if info else ""))
     if pkg is None:
@@ -115,7 +142,7 @@ def why_torch(fn: str, b: bindings_mod.Binding, env: environment.Environment, qu
     if misnamed is not None:
         return misnamed
     if st is None or not st.installed:
-        return _why_not_installed(pkg, env, query)
+        return _why_not_installed(pkg, env, query, device)
     if not st.imports:
         return _why_no_import(pkg, st, env, query, m)
     if info is not None and (missing := _why_no_attribute(fn, info, pkg, st, query, attr)) is not None:
@@ -123,10 +150,19 @@ def why_torch(fn: str, b: bindings_mod.Binding, env: environment.Environment, qu
     root = _why_root_import(fn, pkg, st, env, m)
     if root is not None:
         return root
-    if not device_ok(pkg, env):
+    if "cuda" in pkg.devices and gpu_unnamed(device, env) and info is not None:
+        return Why(f"here transformers {env.transformers} finds no usable device and binds the torch path; on a CUDA "
+                   f"GPU it binds {st.distribution} {st.version}: {unnamed_reason(pkg)}", unnamed_fix(query),
+                   Status.UNSUPPORTED, implementation=f"{info.module}.{fn}")
+    if not device_ok(pkg, env, device):
         return Why(f"transformers {env.transformers} enables {pkg.title} only on a supported device: "
-                f"{_no_device_reason(env, pkg)}", "run on a machine with an NVIDIA GPU and a CUDA build of torch",
-                Status.UNSUPPORTED)
+                   f"{_no_device_reason(env, pkg, device)}",
+                   "run on a machine with an NVIDIA GPU and a CUDA build of torch", Status.UNSUPPORTED)
+    if device.predicted and info is not None:  # bound at import here, where the verdict's GPU is not
+        return Why(f"predicted for a CUDA GPU that is not on this machine: here transformers {env.transformers} finds "
+                   f"no usable device and binds the torch path; on the CUDA GPU this verdict is for, "
+                   f"{st.distribution} {st.version} is bound", None, Status.FAST,
+                   implementation=f"{info.module}.{fn}")
     return Why(f"transformers {env.transformers} chose the torch path although {st.distribution} {st.version} imports; "
             "was the package installed after the modeling module was imported? Restart the process.",
             None, Status.FALLBACK)

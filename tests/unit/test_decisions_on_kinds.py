@@ -119,14 +119,16 @@ def test_the_unsloth_note_goes_to_fla_functions_whose_cause_is_not_installed() -
 
 def test_why_torch_says_not_installed_as_a_cause_and_the_json_does_not_print_it() -> None:
     from kernelcheck.core import matrix as matrix_mod
+    from kernelcheck.core.device import choose
     from kernelcheck.core.status import Cause, FunctionStatus
     from kernelcheck.doctor.why import Why, _why_not_installed
     from kernelcheck.report.model import _drop_none
     from tests.environments import make_env
 
-    got = _why_not_installed(matrix_mod.load().packages["fla"], make_env("9.0"), "qwen3.8-27b")
+    env = make_env("9.0")
+    got = _why_not_installed(matrix_mod.load().packages["fla"], env, "qwen3.8-27b", choose(env))
     assert isinstance(got, Why) and (got.status, got.cause) == ("fallback", Cause.NOT_INSTALLED)
-    reason, fix, status, _ = got
+    reason, fix, status, *_ = got
     fs = FunctionStatus("f", "fla-core", status, "torch_f", reason, fix, cause=got.cause)
     from dataclasses import asdict
 

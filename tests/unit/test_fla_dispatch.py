@@ -12,6 +12,7 @@ import functools
 import pytest
 
 from kernelcheck.core import matrix, rules
+from kernelcheck.core.device import Device
 from kernelcheck.core.environment import Environment
 from kernelcheck.core.status import FunctionStatus
 from kernelcheck.doctor import backends as backends_mod
@@ -192,23 +193,27 @@ def _fs(name: str, status: str = "fast") -> FunctionStatus:
     return FunctionStatus(name, "fla-core", status, "fla.ops...", None, None, "prefill")
 
 
+GPU_HERE = Device("cuda", "gpu-visible", True)
+
+
 def test_doctor_section_reports_each_pass_and_infer_mode_only_the_forward():
-    data, findings = backends_mod.section(h200(nvcc=None), [_fs("chunk_gated_delta_rule")], "train", M)
+    data, findings = backends_mod.section(h200(nvcc=None), GPU_HERE, [_fs("chunk_gated_delta_rule")], "train", M)
     assert data is not None
     assert [(o.phase, o.backend, o.cause) for o in data.ops] == [
         ("forward", "triton", "default"), ("backward", "triton", "no-nvcc")]
     assert data.nvcc_source == "none" and data.read_from == "table"
     assert [(f.id, f.severity, f.functions) for f in findings] == [("fla-backend", "info", ("chunk_gated_delta_rule",))]
-    data, _ = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "infer", M)
+    data, _ = backends_mod.section(h200(), GPU_HERE, [_fs("chunk_gated_delta_rule")], "infer", M)
     assert data is not None and [o.phase for o in data.ops] == ["forward"]
-    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "fallback")], "train", M) == (None, [])
-    assert backends_mod.section(h200(), [_fs("chunk_gated_delta_rule", "unsupported")], "train", M)[0] is not None
+    assert backends_mod.section(h200(), GPU_HERE, [_fs("chunk_gated_delta_rule", "fallback")], "train", M) == (None, [])
+    unsupported = [_fs("chunk_gated_delta_rule", "unsupported")]
+    assert backends_mod.section(h200(), GPU_HERE, unsupported, "train", M)[0] is not None
 
 
 def test_doctor_section_says_when_the_dispatch_cannot_be_read(monkeypatch):
     monkeypatch.setattr(fla_dispatch, "layout", lambda env, m: fla_dispatch.Layout("9.9.9", "source",
                                                                                    problems=("no registry",)))
-    _, findings = backends_mod.section(h200(), [_fs("chunk_gated_delta_rule")], "train", M)
+    _, findings = backends_mod.section(h200(), GPU_HERE, [_fs("chunk_gated_delta_rule")], "train", M)
     assert [f.id for f in findings][0] == "fla-dispatch-unknown"
     assert findings[0].severity == "warning"
 

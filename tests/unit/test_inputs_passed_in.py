@@ -111,6 +111,7 @@ def test_matrix_load_reads_its_folder_variable_alone_and_refuses_a_folder_withou
 def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
     """doctor/run.function_statuses decides each function's distribution from the matrix passed in (doctor loads
     it once per run): a renamed fla distribution there is the one the status names."""
+    from kernelcheck.core.device import choose
     from kernelcheck.doctor.run import function_statuses
     from kernelcheck.integrations.transformers import Binding, BindingResult
 
@@ -121,11 +122,12 @@ def test_doctors_function_statuses_read_the_matrix_they_are_given() -> None:
     result = BindingResult("decorator", "transformers.models.qwen3_5.modeling_qwen3_5", {
         "chunk_gated_delta_rule": Binding("chunk_gated_delta_rule", "fla", "package",
                                           "fla.ops.gated_delta_rule.chunk_gated_delta_rule", "decorator")})
-    got = function_statuses(needs, result, env, "train", "qwen3.8-27b", m)
+    got = function_statuses(needs, result, env, "train", "qwen3.8-27b", m, device=choose(env))
     assert [(f.name, f.package) for f in got] == [("chunk_gated_delta_rule", "fla-core")]
     renamed = dataclasses.replace(m.packages["fla"], install_distribution="fla-core-renamed")
     other = dataclasses.replace(m, packages={**m.packages, "fla": renamed})
-    assert [f.package for f in function_statuses(needs, result, env, "train", "qwen3.8-27b", other)] == [
+    assert [f.package for f in function_statuses(needs, result, env, "train", "qwen3.8-27b", other,
+                                                 device=choose(env))] == [
         "fla-core-renamed"]
 
 

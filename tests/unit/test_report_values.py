@@ -11,6 +11,7 @@ import pytest
 
 from kernelcheck.core import matrix
 from kernelcheck.core.capability import Capability
+from kernelcheck.core.device import choose
 from kernelcheck.core.environment import Gpu, PackageState, TorchInfo
 from kernelcheck.core.status import FunctionStatus
 from kernelcheck.doctor import backends as backends_mod
@@ -154,7 +155,7 @@ def test_the_packing_section_reads_back_and_its_findings_come_from_its_fields() 
 def test_the_backends_section_reads_back_byte_for_byte_in_a_report() -> None:
     env = make_env("9.0", fla="0.6.0", nvcc=None)
     fs = FunctionStatus("chunk_gated_delta_rule", "fla-core", "fast", "fla.ops...", None, None, "prefill")
-    sec, _ = backends_mod.section(env, [fs], "train", matrix.load())
+    sec, _ = backends_mod.section(env, choose(env), [fs], "train", matrix.load())
     assert isinstance(sec, BackendsSection)
     data = sec.to_json()
     assert data["nvcc"] == {"version": None, "path": None, "source": "none", "is": "none"}
