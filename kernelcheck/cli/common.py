@@ -172,6 +172,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             _setup_output(kwargs)
             try:
                 with signals.routed(), stdout_fd.reserved(as_json):
+                    settings.check_environ()  # every KERNELCHECK_* value, once, before anything runs
                     paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
                     outfile.take(command, kwargs)  # -o FILE, checked before the run
                     check_junit_path(kwargs.get("junit"))

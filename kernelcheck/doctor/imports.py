@@ -45,14 +45,7 @@ DEFAULT_TIMEOUT = 300.0
 
 def import_timeout() -> float:
     """Seconds doctor waits for its import proofs (KERNELCHECK_IMPORT_TIMEOUT, default 300)."""
-    raw = settings.variable("KERNELCHECK_IMPORT_TIMEOUT") or ""
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        from kernelcheck.core.errors import BadInput
-
-        raise BadInput(f"KERNELCHECK_IMPORT_TIMEOUT={raw!r} is not a number of seconds.") from None
-    return value if value > 0 else DEFAULT_TIMEOUT
+    return settings.seconds("KERNELCHECK_IMPORT_TIMEOUT")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -183,8 +183,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data(m=m)["step"])
-    if (settings.variable("KERNELCHECK_STEP_PROFILED") or "").isdigit():  # fewer profiled steps: smaller traces
-        data["profiled"] = max(1, int(settings.variable("KERNELCHECK_STEP_PROFILED") or 1))
+    profiled = settings.count("KERNELCHECK_STEP_PROFILED")  # fewer profiled steps: smaller traces
+    if profiled is not None:
+        data["profiled"] = profiled
     t0 = time.perf_counter()
     cfg, _ = step_model.step_config(resolved, shape, layers, m=m)  # bad --layers: exit 2 before any run
     ntok = tokens or int(data["tokens"][shape])
