@@ -277,13 +277,14 @@ def _isolate() -> Path:
 
 def main() -> int:
     import fault_cases_env
+    import fault_cases_faults
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", default="", help="only the cases whose name holds this word")
     ap.add_argument("--list", action="store_true", help="list the cases and stop")
     args = ap.parse_args()
-    inproc = [c for c in fault_cases_env.cases() if args.k in c.name]
-    procs = [c for c in _cases() if args.k in c.name]
+    inproc = [c for c in [*fault_cases_env.cases(), *fault_cases_faults.inproc()] if args.k in c.name]
+    procs = [c for c in [*_cases(), *fault_cases_faults.processes()] if args.k in c.name]
     if args.list:
         print("\n".join(c.name for c in [*inproc, *procs]))
         return 0
