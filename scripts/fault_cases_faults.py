@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fault_cases_env import InCase
+from fault_cases_env import InCase, Made
 
 MODEL = "qwen3.8-27b"
 COLLATOR = '''
@@ -45,9 +45,31 @@ SETTINGS = {"KERNELCHECK_NETWORK_TIMEOUT": "nan", "KERNELCHECK_IMPORT_TIMEOUT": 
             "KERNELCHECK_STEP_PROFILED": "1000000000", "KERNELCHECK_DEBUG": "please"}
 
 
+def _hub_cache(damage: str) -> Callable[[Path], Made]:
+    """kernels-community/fla@v2 in a Hugging Face cache of its own, one file of it damaged."""
+    def make(d: Path) -> Made:
+        import os
+
+        from tests.kernel_repos import cache_repo
+
+        commit = cache_repo(d / "hf", "kernels-community/fla", ["torch211-cxx11-cu130-x86_64-linux"], versions=(2,))
+        base = d / "hf" / "kernels--kernels-community--fla"
+        (base / "trees").mkdir()
+        {"ref binary": lambda: (base / "refs" / "v2").write_bytes(os.urandom(64)),
+         "ref 5 MB": lambda: (base / "refs" / "v2").write_bytes(b"a" * 5_000_000),
+         "tree nested": lambda: (base / "trees" / f"{commit}.json").write_text("[" * 100_000 + "]" * 100_000),
+         "tree list": lambda: (base / "trees" / f"{commit}.json").write_text("[1, 2]"),
+         "tree files 5": lambda: (base / "trees" / f"{commit}.json").write_text('{"files": 5}')}[damage]()
+        return (["hub", "--repo", "kernels-community/fla@v2", "--device", "cuda"],
+                {"HF_HUB_CACHE": str(d / "hf"), "HF_HUB_OFFLINE": "1"}, [])
+    return make
+
+
 def inproc() -> list[InCase]:
     out = [InCase(f"settings {k}={v} / models", lambda d, k=k, v=v: (["models"], {k: v}, []), (2,), k)
            for k, v in SETTINGS.items()]
+    out += [InCase(f"hub cache {what} / hub --repo", _hub_cache(what), (3, 4), "damaged cache entry")
+            for what in ("ref binary", "ref 5 MB", "tree nested", "tree list", "tree files 5")]
     return out
 
 
