@@ -1,0 +1,66 @@
+"""install installs exactly the bytes it verified: each wheel is copied into the install's own temporary folder,
+verified there (sha256, tags, arches) and that copy is handed to pip. A wheel swapped in the wheelhouse (an atomic
+rename) after its check, the moment pip starts, is not what gets installed. Real pip, a real --target."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernelcheck.install import apply, wheels
+
+pytestmark = pytest.mark.integration  # pip runs
+PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+NAME = "kctiny-1.0-py3-none-any.whl"
+
+
+def _wheel(path: Path, value: str) -> str:
+    files = {"kctiny.py": f"VALUE = {value!r}\n",
+             "kctiny-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: kctiny\nVersion: 1.0\n",
+             "kctiny-1.0.dist-info/WHEEL": ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                                        "Tag: py3-none-any\n")}
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    record.append("kctiny-1.0.dist-info/RECORD,,")
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr("kctiny-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return wheels.sha256_file(path)
+
+
+def test_a_wheel_swapped_after_its_check_is_not_what_pip_installs(tmp_path: Path) -> None:
+    wh, priv, site = tmp_path / "wh", tmp_path / "install-tmp" / "verified", tmp_path / "site"
+    wh.mkdir()
+    priv.parent.mkdir()
+    verified_sha = _wheel(wh / NAME, "verified")
+    plan = types.SimpleNamespace(target=wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ()))
+    info = apply._verify(None, wh / NAME, plan, None, verified_sha, private=priv)  # type: ignore[arg-type]
+    assert Path(info.path).parent == priv and info.sha256 == verified_sha
+    # the swap: another wheel of the same name renamed over the checked one
+    _wheel(tmp_path / NAME, "swapped")
+    os.replace(tmp_path / NAME, wh / NAME)
+    constraints = tmp_path / "install-tmp" / "constraints.txt"
+    constraints.write_text("")
+    apply._pip_install([info.path], constraints, str(site), lambda s: None)
+    assert (site / "kctiny.py").read_text() == "VALUE = 'verified'\n"
+    assert wheels.sha256_file(info.path) == verified_sha  # the manifest's hash is the installed file's
+
+
+def test_a_wheel_changed_before_its_check_is_refused(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    planned_sha = _wheel(wh / NAME, "planned")
+    _wheel(wh / NAME, "changed")
+    plan = types.SimpleNamespace(target=wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ()))
+    with pytest.raises(apply.InstallFailed, match="sha256"):
+        apply._verify(None, wh / NAME, plan, None, planned_sha, private=tmp_path / "priv")  # type: ignore[arg-type]
