@@ -281,6 +281,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
         env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     res = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env,
+                         preexec_fn=lifeline.preexec(),
                          cwd=tempfile.gettempdir())
     if res.returncode == 0:
         return None

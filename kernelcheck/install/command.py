@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import decide, environment, matrix, settings
+from kernelcheck.core import decide, environment, lifeline, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
@@ -204,7 +204,8 @@ def _doctor_after(req: Request) -> DoctorRun:
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
     if req.arch:  # judge the GPUs the install was for, not a build machine that has none
         cmd += ["--arch", req.arch]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                         preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
     try:
         data = json.loads(res.stdout)
     except json.JSONDecodeError:

@@ -18,7 +18,6 @@ This module answers, from the installed packages rather than from tables in kern
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -31,7 +30,7 @@ from kernelcheck.core import environment
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
-from kernelcheck.integrations import kernels_api
+from kernelcheck.integrations import hf_cache_entries, kernels_api
 from kernelcheck.integrations.kernels_variants import nearest
 
 
@@ -134,7 +133,7 @@ def _cache_snapshot(repo_id: str, version: int | None,
             continue
         commit = None
         if ref and (folder / "refs" / ref).is_file():
-            commit, damaged = _read_ref(folder / "refs" / ref)
+            commit, damaged = hf_cache_entries.read_ref(folder / "refs" / ref)
             if damaged:
                 return None, ref, None, damaged
         elif revision and _HEX40.match(revision):
@@ -149,53 +148,13 @@ def _cache_snapshot(repo_id: str, version: int | None,
     return None, ref, None, f"not in the cache ({_repo_folders(repo_id)[0]})"
 
 
-REF_MAX = 256  # bytes read of a refs file: a commit hash is 40; a longer file is damaged, never read whole
-REPAIR = ("a full disk or an interrupted download leaves a cache entry so; `kernelcheck hub --prefetch` online, or "
-          "removing the folder and downloading again, repairs it")
-
-
-def _read_ref(path: Path) -> tuple[str | None, str]:
-    """(commit, "") from a refs file of the HF cache, or (None, why) for a damaged one (not a 40-hex commit:
-    binary, huge, empty, unreadable): a finding naming the file, never an exception in a gate."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(REF_MAX + 1)
-    except OSError as exc:
-        return None, f"{path} cannot be read ({exc.strerror or exc}): a damaged cache entry; {REPAIR}"
-    text = raw.decode("ascii", errors="replace").strip()
-    if len(raw) > REF_MAX or not _HEX40.match(text) or len(text) != 40:
-        what = ("over 256 bytes" if len(raw) > REF_MAX else f"{text[:20]!r}" if text.isprintable()
-                else f"{len(raw)} bytes that are not text")
-        return None, f"{path} is not a commit hash ({what}): a damaged cache entry; {REPAIR}"
-    return text, ""
-
-
-def tree_problem(tree: Path) -> tuple[list[str] | None, str]:
-    """(file names, "") from huggingface_hub's cached tree listing `tree` (None when there is none), or
-    (None, why) for a damaged one: not JSON, nested past reading, or not {"files": {...} or [...]}."""
-    try:
-        if not tree.is_file():
-            return None, ""
-        data = json.loads(tree.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return None, f"{tree} cannot be read ({exc.strerror or exc}): a damaged cache entry; {REPAIR}"
-    except (ValueError, RecursionError) as exc:
-        why = "nested too deeply" if isinstance(exc, RecursionError) else f"not JSON: {str(exc)[:80]}"
-        return None, f"{tree} is {why}: a damaged cache entry; {REPAIR}"
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, (dict, list)) or not all(isinstance(f, str) for f in files):
-        return None, (f"{tree} is not a file listing ({{\"files\": ...}} holding names): a damaged cache entry; "
-                      f"{REPAIR}")
-    return list(files), ""
-
-
 def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
     """(tree listing file, files it names that `snapshot` lacks). huggingface_hub >= 2.x caches the full tree
     of a commit in `trees/COMMIT.json` on download; offline, `snapshot_download(local_files_only=True)` without
     allow_patterns - which is how kernels looks up a cached kernel - raises IncompleteSnapshotError when any
     listed file is missing. A one-variant download leaves every other variant missing."""
     tree = snapshot.parent.parent / "trees" / f"{commit}.json"
-    files, _damaged = tree_problem(tree)  # a damaged listing: _cache_resolution says so
+    files, _damaged = hf_cache_entries.tree_problem(tree)  # a damaged listing: _cache_resolution says so
     missing = [f for f in files or () if not (snapshot / f).is_file()
                and not f.endswith(".pyc") and "__pycache__/" not in f]  # kernels ignores bytecode
     return tree, missing
@@ -400,7 +359,8 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None,
         folder = next((f for f in _repo_folders(repo_id) if f.is_dir()), _repo_folders(repo_id)[0])
         where = getattr(exc, "filename", None) or folder
         return Resolution(repo_id, version, revision, "none", str(cache_dir()), error=(
-            f"{where} cannot be read ({type(exc).__name__}: {str(exc)[:100]}): a damaged cache entry; {REPAIR}"))
+            f"{where} cannot be read ({type(exc).__name__}: {str(exc)[:100]}): a damaged cache entry; "
+            f"{hf_cache_entries.REPAIR}"))
 
 
 def _cache_answer(repo_id: str, version: int | None, revision: str | None,
@@ -419,7 +379,7 @@ def _cache_answer(repo_id: str, version: int | None, revision: str | None,
     problem = _check_variant(snap / "build" / chosen / "metadata.json", chosen, env) if chosen else None
     blocked = None
     tree, missing = incomplete_snapshot(snap, commit or "")
-    damaged = tree_problem(tree)[1]
+    damaged = hf_cache_entries.tree_problem(tree)[1]
     if damaged:
         return Resolution(repo_id, version, revision, "none", str(snap), ref, commit, error=damaged)
     if accepted and missing:

@@ -199,6 +199,8 @@ def collate(spec: str, lengths: list[int], vocab: int, seed: int = 0) -> LoadedB
         result: dict[str, Any] = (json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file()
                                   else {})
         what = f"--collator {spec} on {len(lengths)} examples"
+        if done.ended == "flood":
+            raise BadInput(f"{what} wrote over {child.LIMIT >> 20} MiB of output; it was stopped. Nothing was run.")
         if done.code is None:
             raise BadInput(f"{what} did not return within {COLLATOR_LIMIT_S:g} s; it was stopped. A collator "
                            "builds one batch in well under a second: check that it does not wait for input, a "

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix, settings
+from kernelcheck.core import lifeline, matrix, settings
 from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.report.live import (
@@ -82,7 +82,8 @@ class _Worker:
         self.t0 = time.perf_counter()
         self._log = open(self.logf, "wb")  # noqa: SIM115 - closed in finish()
         self.proc = subprocess.Popen([sys.executable, "-m", "kernelcheck.verify.step_worker", str(inp),
-                                      str(self.out)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
+                                      str(self.out)], stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=lifeline.preexec())  # dies with kernelcheck
 
     def finish(self, timeout: float) -> tuple[dict[str, Any], str]:
         try:
