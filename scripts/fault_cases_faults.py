@@ -65,11 +65,21 @@ def _hub_cache(damage: str) -> Callable[[Path], Made]:
     return make
 
 
+def _nan_trace(value: str) -> Callable[[Path], Made]:
+    def make(d: Path) -> Made:
+        evs = ",".join(f'{{"ph": "X", "cat": "kernel", "name": "k", "ts": {i * 10}, "dur": {value}, "pid": 0, '
+                       f'"tid": 7, "args": {{"device": 0}}}}' for i in range(20))
+        (d / "t.json").write_text('{"traceEvents": [' + evs + "]}")
+        return ["trace", str(d / "t.json"), "--json"], {}, []
+    return make
+
+
 def inproc() -> list[InCase]:
     out = [InCase(f"settings {k}={v} / models", lambda d, k=k, v=v: (["models"], {k: v}, []), (2,), k)
            for k, v in SETTINGS.items()]
     out += [InCase(f"hub cache {what} / hub --repo", _hub_cache(what), (3, 4), "damaged cache entry")
             for what in ("ref binary", "ref 5 MB", "tree nested", "tree list", "tree files 5")]
+    out += [InCase(f"trace kernel dur {v}", _nan_trace(v), (2,), "NaN or Infinity") for v in ("NaN", "Infinity")]
     return out
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import decide, environment, lifeline, matrix, settings
+from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
@@ -444,7 +444,7 @@ def to_json(outcome: Outcome[Report]) -> str:
     the worse of it and the plan's prediction)."""
     data: dict[str, Any] = outcome.report.to_json()
     data["verdict"], data["exit_code"] = outcome.verdict, outcome.exit_code
-    return json.dumps(data, indent=2, default=str)
+    return jsonout.dumps(data, indent=2, default=str)
 
 
 __all__ = ["Request", "run", "render", "to_json", "KernelcheckError"]
