@@ -74,11 +74,28 @@ def _nan_trace(value: str) -> Callable[[Path], Made]:
     return make
 
 
+def _nested_matrix(name: str, args: list[str]) -> Callable[[Path], Made]:
+    def make(d: Path) -> Made:
+        import shutil
+
+        from fault_cases_env import MATRIX
+
+        shutil.copytree(MATRIX, d / "m", ignore=shutil.ignore_patterns("__pycache__"))
+        with open(d / "m" / name, "a", encoding="utf-8") as fh:
+            fh.write("\nnested = " + "[" * 100_000 + "]" * 100_000 + "\n")
+        return args, {"KERNELCHECK_MATRIX_DIR": str(d / "m")}, []
+    return make
+
+
 def inproc() -> list[InCase]:
     out = [InCase(f"settings {k}={v} / models", lambda d, k=k, v=v: (["models"], {k: v}, []), (2,), k)
            for k, v in SETTINGS.items()]
     out += [InCase(f"hub cache {what} / hub --repo", _hub_cache(what), (3, 4), "damaged cache entry")
             for what in ("ref binary", "ref 5 MB", "tree nested", "tree list", "tree files 5")]
+    out += [InCase(f"matrix {n} nested 100k deep / models", _nested_matrix(n, ["models"]), (2,), "nested too deeply")
+            for n in ("models.toml", "data.toml")]
+    out.append(InCase("matrix data.toml nested / --version", _nested_matrix("data.toml", ["--version"]), (0,),
+                      "kernelcheck "))
     out += [InCase(f"trace kernel dur {v}", _nan_trace(v), (2,), "NaN or Infinity") for v in ("NaN", "Infinity")]
     return out
 
