@@ -96,6 +96,10 @@ def inproc() -> list[InCase]:
             for n in ("models.toml", "data.toml")]
     out.append(InCase("matrix data.toml nested / --version", _nested_matrix("data.toml", ["--version"]), (0,),
                       "kernelcheck "))
+    verify = ["verify", "--model", MODEL, "--packing"]
+    out += [InCase("verify --packing --batch ''", lambda d: ([*verify, "--batch", ""], {}, []), (2,), "empty"),
+            InCase("verify --packing --batch --junit", lambda d: ([*verify, "--batch", "b.pt", "--junit",
+                                                                   str(d / "r.xml")], {}, []), (2,), "--junit")]
     out += [InCase(f"trace kernel dur {v}", _nan_trace(v), (2,), "NaN or Infinity") for v in ("NaN", "Infinity")]
     return out
 

@@ -55,6 +55,12 @@ def _check(where: str, key: str, t: Any, tokens: int | None) -> Any:
         raise _bad(where, key, t, "it must be an integer (the longest sequence's length)")
     if not isinstance(t, torch.Tensor):
         raise _bad(where, key, t, "every value must be a tensor")
+    if t.layout != torch.strided or t.is_meta or t.device.type != "cpu":
+        kind = "meta" if t.is_meta else str(t.layout).removeprefix("torch.") if t.layout != torch.strided else (
+            t.device.type)
+        raise BadInput(f"{where}: key {key!r} is a {kind} tensor; a packed batch holds dense tensors with their "
+                       "values (save the batch the collator returns, before any .to_sparse() or device='meta'). "
+                       "Nothing was run.")
     if key in PER_TOKEN:
         ok = _is_int(t) or (key == "attention_mask" and t.dtype == torch.bool)
         if not ok or t.dim() not in (1, 2) or (t.dim() == 2 and t.shape[0] != 1) or t.numel() == 0:

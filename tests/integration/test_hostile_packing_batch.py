@@ -1,0 +1,28 @@
+"""verify --packing --batch -o FILE.json writes the report it prints with --json (it was accepted and never
+written). A real packed batch from transformers' collator, the tiny CPU model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from kernelcheck.cli.main import main
+
+pytestmark = pytest.mark.integration
+
+
+def test_output_file_holds_the_packing_report(tmp_path: Path) -> None:
+    from transformers import DataCollatorWithFlattening
+
+    batch = dict(DataCollatorWithFlattening()([{"input_ids": list(range(1, n + 1))} for n in (20, 30)]))
+    torch.save(batch, tmp_path / "b.pt")
+    out = tmp_path / "reports" / "packing.json"
+    res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--packing", "--batch", str(tmp_path / "b.pt"),
+                                    "-o", str(out)])
+    assert out.is_file(), res.output
+    rep = json.loads(out.read_text())
+    assert rep["exit_code"] == res.exit_code and rep["batch"]["segments"] == [[0, 20], [20, 50]]
