@@ -157,6 +157,8 @@ def _cases() -> list[Case]:
         Case("compare exit_code abc", lambda d: _two(d, {"exit_code": "abc"}), 2, 'field "exit_code"'),
         Case("compare exit_code 99", lambda d: _two(d, {"exit_code": 99}), 2, 'field "exit_code"'),
         Case("compare environment null", lambda d: _two(d, {"environment": None}), 2, 'field "environment"'),
+        Case("compare device a string", lambda d: _two(d, {"device": "cuda"}), 2, 'field "device"'),
+        Case("compare device.type a number", lambda d: _two(d, {"device": {"type": 5}}), 2, 'field "device.type"'),
         Case("compare verdict excellent", lambda d: _two(d, {"verdict": "excellent"}), 2, 'field "verdict"'),
         Case("compare deep nesting", _file("a.json", "[" * 100_000 + "]" * 100_000, "compare", "{f}"), 2,
              "too deeply"),

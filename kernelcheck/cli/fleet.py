@@ -86,6 +86,17 @@ def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], k
         return known.code
 
 
+def run_with_error(command: str, exc: KernelcheckError, kwargs: dict[str, Any]) -> int:
+    """A rank whose own arguments or settings are bad (found before its check ran) still joins the fleet and
+    reports that error (exit 2: bad input), so rank 0's table says which rank and why, not "never joined"."""
+    def fail(**_: Any) -> None:
+        raise exc
+
+    rest = {k: v for k, v in kwargs.items() if k not in ("all_ranks", "timeout")}
+    timeout = kwargs.get("timeout")
+    return run_all_ranks(command, fail, (), rest, DEFAULT_TIMEOUT_S if timeout is None else float(timeout))
+
+
 _WORDS = {**{EXIT_CODE[v]: w for v, w in WORDS.items()}, EXIT_USAGE: "BAD INPUT", EXIT_INTERNAL: "INTERNAL ERROR"}
 
 

@@ -274,3 +274,14 @@ def test_deeply_nested_toml_in_the_matrix_folder_is_bad_input(tmp_path: Path, mo
     finally:
         for cached in (matrix._checked_root, matrix._load_matrix, matrix._load_signatures):
             cached.cache_clear()
+
+
+@pytest.mark.parametrize("device,field", [("cuda", "device"), ({"type": 5}, "device.type"), ([1], "device")])
+def test_compare_rejects_a_device_that_is_not_the_schemas_object(tmp_path: Path, device: object, field: str) -> None:
+    rep = {"schema": "kernelcheck.report/1", "command": "doctor", "verdict": "fallback", "exit_code": 3,
+           "environment": {"python": "3.11", "torch": {"version": "2.13.0", "cuda": None}, "gpus": [], "packages": {}},
+           "functions": [{"name": "f", "package": "p", "status": "fallback", "implementation": "torch"}],
+           "findings": [], "device": device}
+    (tmp_path / "a.json").write_text(json.dumps(rep))
+    res = CliRunner().invoke(main, ["compare", str(tmp_path / "a.json")])
+    assert res.exit_code == 2 and f'field "{field}"' in res.output, res.output
