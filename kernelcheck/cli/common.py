@@ -174,9 +174,7 @@ def _checked_then(command: str, fn: Callable[..., int], args: tuple[Any, ...], k
     except KernelcheckError as exc:
         if not kwargs.get("all_ranks"):
             raise
-        from kernelcheck.cli import fleet
-
-        return fleet.run_with_error(command, exc, kwargs)
+        return fn(*args, **kwargs, early_error=exc)  # the --all-ranks wrapper (cli/fleet.py) reports it
     return fn(*args, **kwargs)
 
 

@@ -159,7 +159,10 @@ def all_ranks_options(command: str) -> Callable[[Callable[..., Any]], Callable[.
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None,
+                    early_error: KernelcheckError | None = None, **kwargs: Any) -> Any:
+            if early_error is not None:  # this rank's usage error (cli/common.py): joins the fleet as bad input
+                return run_with_error(command, early_error, {**kwargs, "timeout": timeout})
             if not all_ranks:
                 if timeout is not None:
                     raise BadInput("--timeout only applies with --all-ranks: it bounds how long a rank waits for "

@@ -205,7 +205,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         workers: dict[str, _Worker] = {}
         try:
             for path in PATHS:
-                trace = (keep or tmp) / f"step-{path}.json.gz"
+                # written in this run's own folder, moved to --trace-dir after: the profiler writes the trace's
+                # own path into it unescaped, so a `"` in --trace-dir made a trace that does not parse
+                trace = tmp / f"step-{path}.json.gz"
                 args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
                         "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
                         "profiled": data["profiled"], "trace": str(trace),
@@ -224,8 +226,11 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                     say("reference path: the same step with every function forced to its torch reference")
                     gates["reference"].touch()
                 results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
-                if keep is not None and "error" not in results[path]:
-                    results[path]["trace_file"] = str((keep or tmp) / f"step-{path}.json.gz")
+                if keep is not None and "error" not in results[path] and (tmp / f"step-{path}.json.gz").is_file():
+                    import shutil
+
+                    kept = shutil.move(str(tmp / f"step-{path}.json.gz"), str(keep / f"step-{path}.json.gz"))
+                    results[path]["trace_file"] = str(kept)
                 if verbose and logs[path].strip():
                     print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
         finally:

@@ -64,3 +64,19 @@ def test_a_wheel_changed_before_its_check_is_refused(tmp_path: Path) -> None:
     plan = types.SimpleNamespace(target=wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ()))
     with pytest.raises(apply.InstallFailed, match="sha256"):
         apply._verify(None, wh / NAME, plan, None, planned_sha, private=tmp_path / "priv")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("folder", ["wh;x", "wh; python_version < '3'", "wh #1"])
+def test_a_wheelhouse_path_pip_would_read_as_a_marker_installs(tmp_path: Path, folder: str) -> None:
+    """A `;` in --wheelhouse made install BROKEN (pip reads `path;...` as a requirement with a marker); pip is
+    handed the private copy, whose path is kernelcheck's own."""
+    wh, priv, site = tmp_path / folder, tmp_path / "install-tmp" / "verified", tmp_path / "site"
+    wh.mkdir()
+    priv.parent.mkdir()
+    sha = _wheel(wh / NAME, "ok")
+    plan = types.SimpleNamespace(target=wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ()))
+    info = apply._verify(None, wh / NAME, plan, None, sha, private=priv)  # type: ignore[arg-type]
+    constraints = tmp_path / "install-tmp" / "constraints.txt"
+    constraints.write_text("")
+    apply._pip_install([info.path], constraints, str(site), lambda s: None)
+    assert (site / "kctiny.py").read_text() == "VALUE = 'ok'\n"
