@@ -26,3 +26,12 @@ def test_output_file_holds_the_packing_report(tmp_path: Path) -> None:
     assert out.is_file(), res.output
     rep = json.loads(out.read_text())
     assert rep["exit_code"] == res.exit_code and rep["batch"]["segments"] == [[0, 20], [20, 50]]
+
+
+@pytest.mark.parametrize("length", ["1000000000", "1000000000000"])
+@pytest.mark.parametrize("source", [["--benchmark"], ["--collator", "transformers:DataCollatorWithFlattening"]])
+def test_lengths_that_cannot_fit_are_refused_up_front(tmp_path: Path, length: str, source: list[str]) -> None:
+    (tmp_path / "l.txt").write_text(length + "\n")
+    res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--packing", *source, "--lengths",
+                                    str(tmp_path / "l.txt")])
+    assert res.exit_code == 2 and f"{int(length):,} tokens" in res.output, res.output  # was killed / exit 1
