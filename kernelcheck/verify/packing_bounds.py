@@ -54,6 +54,18 @@ def check_row(tokens: int, segments: int, what: str, available: int | None = Non
                        f"at most about {limit:,} tokens fit. Pass fewer or shorter sequences. Nothing was run.")
 
 
+def check_tokens(tokens: int, what: str, available: int | None = None) -> None:
+    """verify's --tokens on the CPU: the same memory bound as a packed row (verify --compile --tokens 100000 was
+    killed after 262 s)."""
+    limit = max_tokens(available)
+    if tokens > limit:
+        avail = available if available is not None else available_bytes()
+        have = f"{_gib(avail)} is available here" if avail is not None else "this machine's memory is unknown"
+        raise BadInput(f"{what} {tokens:,}: running the layers forward and backward on {tokens:,} tokens on the CPU "
+                       f"needs about {_gib(tokens * BYTES_PER_TOKEN)} and {have}; at most about {limit:,} tokens "
+                       "fit. Pass a smaller --tokens (the default is the matrix's). Nothing was run.")
+
+
 def check_lengths(lengths: list[int], what: str) -> None:
     check_row(sum(lengths), len(lengths), what)
 

@@ -276,6 +276,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
     here = _run_device()  # verify's verdict is for the device it runs the layers on
+    if tokens is not None and here == "cpu":  # host memory, before the static check and any layer runs
+        from kernelcheck.verify import packing_bounds
+
+        packing_bounds.check_tokens(tokens, "--tokens" + (" with --compile" if compile_check else ""))
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         report = run_doctor(query, mode, exact=True, hub_device=here, m=m)  # verify imports the modeling module
     report.device = Device(here, "run-here", True)

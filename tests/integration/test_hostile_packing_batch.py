@@ -35,3 +35,11 @@ def test_lengths_that_cannot_fit_are_refused_up_front(tmp_path: Path, length: st
     res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--packing", *source, "--lengths",
                                     str(tmp_path / "l.txt")])
     assert res.exit_code == 2 and f"{int(length):,} tokens" in res.output, res.output  # was killed / exit 1
+
+
+def test_verify_compile_with_tokens_past_memory_is_refused_at_once() -> None:
+    from kernelcheck.verify import packing_bounds
+
+    tokens = packing_bounds.max_tokens() * 2
+    res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--compile", "--tokens", str(tokens)])
+    assert res.exit_code == 2 and f"{tokens:,}" in res.output, res.output

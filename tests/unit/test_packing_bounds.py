@@ -40,3 +40,10 @@ def test_a_batch_file_the_size_of_a_dataset_is_refused_before_it_is_read(tmp_pat
         fh.truncate(pb.MAX_BATCH_FILE + 1)  # sparse: no disk written
     with pytest.raises(BadInput, match="reads at most"):
         pb.check_file(str(big))
+
+
+def test_verify_tokens_on_the_cpu_past_memory_is_refused() -> None:
+    with pytest.raises(BadInput) as got:
+        pb.check_tokens(100_000, "--tokens with --compile", available=8 * GIB)  # was killed after 262 s
+    assert "100,000" in got.value.message
+    pb.check_tokens(8_192, "--tokens", available=8 * GIB)
