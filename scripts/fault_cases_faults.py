@@ -87,6 +87,11 @@ def _nested_matrix(name: str, args: list[str]) -> Callable[[Path], Made]:
     return make
 
 
+def _write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
 def inproc() -> list[InCase]:
     out = [InCase(f"settings {k}={v} / models", lambda d, k=k, v=v: (["models"], {k: v}, []), (2,), k)
            for k, v in SETTINGS.items()]
@@ -100,6 +105,12 @@ def inproc() -> list[InCase]:
     out += [InCase("verify --packing --batch ''", lambda d: ([*verify, "--batch", ""], {}, []), (2,), "empty"),
             InCase("verify --packing --batch --junit", lambda d: ([*verify, "--batch", "b.pt", "--junit",
                                                                    str(d / "r.xml")], {}, []), (2,), "--junit")]
+    for n in ("1000000000", "1000000000000"):
+        out.append(InCase(f"verify --packing --benchmark --lengths {n}", lambda d, n=n: (
+            [*verify, "--benchmark", "--lengths", _write(d / "l.txt", n + "\n")], {}, []), (2,), "tokens"))
+    out.append(InCase("verify --packing --lengths 2,000 segments", lambda d: (
+        [*verify, "--collator", "transformers:DataCollatorWithFlattening", "--lengths",
+         _write(d / "l.txt", "2\n" * 2000)], {}, []), (2,), "2,000 segments"))
     out += [InCase(f"trace kernel dur {v}", _nan_trace(v), (2,), "NaN or Infinity") for v in ("NaN", "Infinity")]
     return out
 

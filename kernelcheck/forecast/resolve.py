@@ -146,8 +146,8 @@ def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Ch
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                "--report", str(report), *index.args(), *pip_args(specs)]
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                 preexec_fn=lifeline.preexec())
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,  # pip's temp: swept with tmp
+                                 env=dict(os.environ, TMPDIR=tmp), preexec_fn=lifeline.preexec())
         except subprocess.TimeoutExpired:
             raise BadInput(f"pip did not resolve --upgrade {' '.join(specs)} within {timeout:.0f} s.") from None
         if res.returncode != 0 or not report.exists():
