@@ -36,8 +36,8 @@ from kernelcheck.core.outcome import Outcome, reported
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
+from kernelcheck.install import expected, plan_types, sources, txn, writable
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import plan_types, sources, txn, writable
 from kernelcheck.report.model import Before, ErrorReport, Installed, Prediction, Report, read_report
 from kernelcheck.report.progress import working
 from kernelcheck.report.sections import EnvironmentView
@@ -62,6 +62,7 @@ class Request:
     fixes: bool = True  # train mode: additive fixes installed by default
     without: tuple[str, ...] = ()
     build: TargetBuild = TargetBuild()  # --torch/--cuda/--python: plan for another machine's build (dry run only)
+    expect_plan: str | None = None  # --expect-plan FILE: a dry run's JSON whose wheel hashes must still hold
 
 
 def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -299,7 +300,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
         env, _ = _probe(arches, m=m)
-        plan = plan_now(env)
+        plan = expected.apply(plan_now(env), req.expect_plan)  # --expect-plan: the dry run's hashes
         report.plan = list(plan.steps)
         if not as_json:  # the plan, before anything runs
             echo(render_install_plan(report))

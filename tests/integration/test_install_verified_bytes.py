@@ -80,3 +80,28 @@ def test_a_wheelhouse_path_pip_would_read_as_a_marker_installs(tmp_path: Path, f
     constraints.write_text("")
     apply._pip_install([info.path], constraints, str(site), lambda s: None)
     assert (site / "kctiny.py").read_text() == "VALUE = 'ok'\n"
+
+
+def test_the_dry_runs_hash_travels_to_the_real_run(tmp_path: Path) -> None:
+    """install --expect-plan FILE (the dry run's -o JSON): a wheel changed since the dry run is refused, even when
+    the real run's own listing of the wheelhouse would have taken the new file's hash."""
+    import json
+
+    from kernelcheck.core.plan_step import Step
+    from kernelcheck.install import expected, plan_types
+
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    dry_sha = _wheel(wh / NAME, "reviewed")
+    (tmp_path / "plan.json").write_text(json.dumps({"plan": [{"package": "kctiny", "action": "install",
+                                                              "artifact": str(wh / NAME), "sha256": dry_sha}]}))
+    now_sha = _wheel(wh / NAME, "changed after review")
+    step = Step.from_json({"package": "kctiny", "action": "install", "source": "wheelhouse", "spec": "kctiny==1.0",
+                           "reason": "r", "artifact": str(wh / NAME), "sha256": now_sha, "kind": "dependency"})
+    plan = plan_types.Plan((step,), wheels.WheelFit(PY_TAG, "linux_x86_64", "2.14", None, True, ()), False)
+    pinned = expected.pin(plan, expected.read(str(tmp_path / "plan.json")))
+    assert pinned.steps[0].sha256 == dry_sha
+    (tmp_path / "install-tmp").mkdir()
+    with pytest.raises(apply.InstallFailed, match="sha256"):
+        apply._verify(pinned.steps[0], wh / NAME, pinned, None, pinned.steps[0].sha256,
+                      private=tmp_path / "install-tmp" / "verified")
