@@ -157,6 +157,8 @@ def _cases() -> list[Case]:
         Case("compare exit_code abc", lambda d: _two(d, {"exit_code": "abc"}), 2, 'field "exit_code"'),
         Case("compare exit_code 99", lambda d: _two(d, {"exit_code": 99}), 2, 'field "exit_code"'),
         Case("compare environment null", lambda d: _two(d, {"environment": None}), 2, 'field "environment"'),
+        Case("compare device a string", lambda d: _two(d, {"device": "cuda"}), 2, 'field "device"'),
+        Case("compare device.type a number", lambda d: _two(d, {"device": {"type": 5}}), 2, 'field "device.type"'),
         Case("compare verdict excellent", lambda d: _two(d, {"verdict": "excellent"}), 2, 'field "verdict"'),
         Case("compare deep nesting", _file("a.json", "[" * 100_000 + "]" * 100_000, "compare", "{f}"), 2,
              "too deeply"),
@@ -277,13 +279,14 @@ def _isolate() -> Path:
 
 def main() -> int:
     import fault_cases_env
+    import fault_cases_faults
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", default="", help="only the cases whose name holds this word")
     ap.add_argument("--list", action="store_true", help="list the cases and stop")
     args = ap.parse_args()
-    inproc = [c for c in fault_cases_env.cases() if args.k in c.name]
-    procs = [c for c in _cases() if args.k in c.name]
+    inproc = [c for c in [*fault_cases_env.cases(), *fault_cases_faults.inproc()] if args.k in c.name]
+    procs = [c for c in [*_cases(), *fault_cases_faults.processes()] if args.k in c.name]
     if args.list:
         print("\n".join(c.name for c in [*inproc, *procs]))
         return 0

@@ -57,9 +57,20 @@ def check_trace_dir(path: str | None) -> None:
 
 
 def check_packing_batch_flags(*, packing: bool, batch: str | None, collator: str | None,
-                              lengths: str | None, mode: str | None = None, benchmark: bool = False) -> None:
+                              lengths: str | None, mode: str | None = None, benchmark: bool = False,
+                              junit: str | None = None, output: str | None = None) -> None:
     """--batch, --collator and --lengths belong to --packing; --collator needs --lengths; one batch source; a
-    packing MODE (what transformers' collator passes) is not judged on the job's own batch or the payoff."""
+    packing MODE (what transformers' collator passes) is not judged on the job's own batch or the payoff. An
+    empty value is refused (not read as "not given"), and so is a JUnit file the packing report cannot fill."""
+    for flag, given in (("--batch", batch), ("--collator", collator), ("--lengths", lengths)):
+        if given is not None and not given.strip():
+            raise BadInput(f"{flag} is empty: give {'MODULE:CALLABLE' if flag == '--collator' else 'a file path'} "
+                           "(an unset shell variable?). Nothing was run.")
+    xml = junit or (output if output and output.endswith(".xml") else None)
+    if packing and xml:
+        flag = "--junit" if junit else "-o"
+        raise BadInput(f"{flag} {xml}: --packing writes no JUnit report (it has no per-function test cases); use "
+                       "-o FILE.json (or --json) for its report. Nothing was run.")
     if mode not in (None, "all") and (batch or collator or benchmark):
         raise BadInput(f"--packing {mode} judges transformers' own collator in that mode; the job's batch (--batch, "
                        "--collator) says itself what it passes, and --benchmark times the recommended one. Drop "

@@ -169,6 +169,22 @@ def check_junit_path(path: str | None) -> None:
     outfile.check_writable(path, "--junit", "JUnit", "doctor.xml")
 
 
+def _checked_then(command: str, fn: Callable[..., int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The usage checks every command makes before it runs, then the command. Under --all-ranks a rank whose own
+    usage is bad still joins the fleet with that error (cli/fleet.py run_with_error): exit 2 in the fleet table."""
+    try:
+        settings.check_environ()  # every KERNELCHECK_* value, once, before anything runs
+        paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
+        outfile.take(command, kwargs)  # -o FILE, checked before the run
+        check_junit_path(kwargs.get("junit"))
+        early.check(command, kwargs, upgrade_specs())  # usage errors before any probe
+    except KernelcheckError as exc:
+        if not kwargs.get("all_ranks"):
+            raise
+        return fn(*args, **kwargs, early_error=exc)  # the --all-ranks wrapper (cli/fleet.py) reports it
+    return fn(*args, **kwargs)
+
+
 def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]:
     """Turn known errors into their exit code and message; unknown ones into exit 1, no traceback."""
 
@@ -179,11 +195,7 @@ def guarded(command: str) -> Callable[[Callable[..., int]], Callable[..., None]]
             _setup_output(kwargs)
             try:
                 with signals.routed(), stdout_fd.reserved(as_json):
-                    paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
-                    outfile.take(command, kwargs)  # -o FILE, checked before the run
-                    check_junit_path(kwargs.get("junit"))
-                    early.check(command, kwargs, upgrade_specs())  # usage errors before any probe
-                    code = fn(*args, **kwargs)
+                    code = _checked_then(command, fn, args, kwargs)
             except KeyboardInterrupt as exc:  # SIGINT or SIGTERM: exit 130 / 143, cleanup done on the way out
                 interrupts.report(command, exc, as_json)
             except KernelcheckError as exc:

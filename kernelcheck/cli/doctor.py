@@ -20,6 +20,7 @@ from kernelcheck.cli.complete import complete_model
 from kernelcheck.cli.fleet import all_ranks_options
 from kernelcheck.cli.outfile import output_file_option
 from kernelcheck.cli.upgrade_args import UpgradeCommand, forward_args, upgrade_specs
+from kernelcheck.core import jsonout
 from kernelcheck.core.errors import BadInput
 from kernelcheck.report.model import Report
 
@@ -125,9 +126,8 @@ def _forecast(values: dict[str, Any], as_json: bool, junit: str | None) -> int:
     fc = forecast.run(req, context()).report
     if junit:
         render.write_junit(fc, junit)
-    import json
 
-    emit(json.dumps(fc.to_json(), indent=2) if as_json else render.render_text(fc), is_json=as_json)
+    emit(jsonout.dumps(fc.to_json(), indent=2) if as_json else render.render_text(fc), is_json=as_json)
     return fc.exit_code
 
 

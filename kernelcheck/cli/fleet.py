@@ -86,6 +86,17 @@ def run_all_ranks(command: str, fn: Callable[..., Any], args: tuple[Any, ...], k
         return known.code
 
 
+def run_with_error(command: str, exc: KernelcheckError, kwargs: dict[str, Any]) -> int:
+    """A rank whose own arguments or settings are bad (found before its check ran) still joins the fleet and
+    reports that error (exit 2: bad input), so rank 0's table says which rank and why, not "never joined"."""
+    def fail(**_: Any) -> None:
+        raise exc
+
+    rest = {k: v for k, v in kwargs.items() if k not in ("all_ranks", "timeout")}
+    timeout = kwargs.get("timeout")
+    return run_all_ranks(command, fail, (), rest, DEFAULT_TIMEOUT_S if timeout is None else float(timeout))
+
+
 _WORDS = {**{EXIT_CODE[v]: w for v, w in WORDS.items()}, EXIT_USAGE: "BAD INPUT", EXIT_INTERNAL: "INTERNAL ERROR"}
 
 
@@ -148,7 +159,10 @@ def all_ranks_options(command: str) -> Callable[[Callable[..., Any]], Callable[.
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, all_ranks: bool = False, timeout: float | None = None,
+                    early_error: KernelcheckError | None = None, **kwargs: Any) -> Any:
+            if early_error is not None:  # this rank's usage error (cli/common.py): joins the fleet as bad input
+                return run_with_error(command, early_error, {**kwargs, "timeout": timeout})
             if not all_ranks:
                 if timeout is not None:
                     raise BadInput("--timeout only applies with --all-ranks: it bounds how long a rank waits for "

@@ -44,6 +44,9 @@ from kernelcheck.cli.targets import parse_target, target_options
               help="Install into this folder (pip --target) instead of the environment; use it with PYTHONPATH=DIR "
                    "where site-packages is read-only.")
 @target_options()
+@click.option("--expect-plan", "expect_plan", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="The JSON of an earlier `install --dry-run -o FILE`: each wheel it planned must still have the "
+                   "sha256 it had then, or nothing is installed.")
 @click.option("--jobs", type=click.IntRange(1, 512), default=None,
               help="Parallel compile jobs (MAX_JOBS); default from cores and free memory (4 GiB a job).")
 @output_options
@@ -53,7 +56,7 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
             source: str, sdist: str | None, packages: tuple[str, ...], allow_change: tuple[str, ...],
             with_packages: tuple[str, ...], offline: bool, target: str | None, jobs: int | None,
             no_fixes: bool = False, without: tuple[str, ...] = (), torch_v: str | None = None,
-            cuda_v: str | None = None, python_v: str | None = None) -> int:
+            cuda_v: str | None = None, python_v: str | None = None, expect_plan: str | None = None) -> int:
     """Install the kernel packages MODEL needs for the installed torch/CUDA/GPU, never changing torch.
 
     First a plan: for each package the step (keep, install, build, offer, refuse, blocked), its source,
@@ -84,7 +87,7 @@ def install(model: str, mode: str, dry_run: bool, as_json: bool, wheelhouse: str
     req = Request(model=model, mode=mode, dry_run=dry_run, wheelhouse=wheelhouse, arch=arch, source=source,
                   allow_change=allow_change, with_packages=with_packages, packages=packages, offline=offline,
                   target=target, sdist=sdist, jobs=jobs, fixes=not no_fixes, without=without,
-                  build=parse_target(torch_v, cuda_v, python_v))
+                  build=parse_target(torch_v, cuda_v, python_v), expect_plan=expect_plan)
     outcome = command.run(req, context(shown, as_json=as_json))
     outfile.write(to_json(outcome))
     emit(to_json(outcome) if as_json else render(outcome, dry_run, verbose()), is_json=as_json)

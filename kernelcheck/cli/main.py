@@ -82,7 +82,7 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
               help="Show the version, the git commit and the date of the matrix/ data, and exit.")
-@click.option("--network-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+@click.option("--network-timeout", type=click.FloatRange(min=0.1, max=86400), default=None, metavar="SECONDS",
               help="Longest single wait for the Hugging Face Hub (default 5, or KERNELCHECK_NETWORK_TIMEOUT).")
 @click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour the verdict words: auto = on a terminal unless NO_COLOR is set; always; never.")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from kernelcheck.cli import outfile
 from kernelcheck.cli.common import context, emit, guarded, output_options
 from kernelcheck.cli.outfile import output_file_option
+from kernelcheck.core import jsonout
 
 
 @click.command("padding")
@@ -40,6 +39,6 @@ def padding(data: str, batching: str, tokenizer: str | None, plot: str | None, a
     from kernelcheck.commands import padding as command
 
     outcome = command.run(command.Request(data, batching, tokenizer, plot), context())
-    outfile.write(json.dumps(outcome.report.to_json(), indent=2))  # -o FILE
+    outfile.write(jsonout.dumps(outcome.report.to_json(), indent=2))  # -o FILE
     emit(outcome.report.render(as_json), is_json=as_json)
     return outcome.exit_code

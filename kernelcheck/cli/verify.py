@@ -93,13 +93,13 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192  # a whole step, projected
       kernelcheck verify --model qwen3.8-27b --packing --batch batch.pt  # the job's own packed batch
     """
-    from kernelcheck.cli import applies
+    from kernelcheck.cli import applies, outfile
     from kernelcheck.commands import verify as command
 
     applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
                                trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
     applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths,
-                                      mode=packing, benchmark=benchmark)
+                                      mode=packing, benchmark=benchmark, junit=junit, output=outfile.path())
     applies.check_trace_dir(trace_dir if step else None)
     req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
                           layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
@@ -117,5 +117,6 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
             paths = outcome.report.budget.paths
             write_svg(budget_svg, budget_render.svg(paths.get("fast") or next(iter(paths.values()))))
         return finish(outcome.report, as_json, junit)
+    outfile.write(outcome.report.render(True))  # -o FILE: the packing report's JSON, as --json prints it
     emit(outcome.report.render(as_json), is_json=as_json)  # the real stdout back (cli/stdout_fd.py); text wrapped
     return outcome.exit_code

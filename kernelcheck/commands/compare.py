@@ -7,11 +7,11 @@ whole, if it did.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.commands.context import Context
+from kernelcheck.core import jsonout
 from kernelcheck.core.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ class FleetTable:
         from kernelcheck.fleet import blame, table
 
         if fmt is not None:
-            return json.dumps(blame.render(fmt, self.records), indent=2, default=str)
+            return jsonout.dumps(blame.render(fmt, self.records), indent=2, default=str)
         if as_json:
-            return json.dumps(self.to_json(), indent=2, default=str)
+            return jsonout.dumps(self.to_json(), indent=2, default=str)
         return table.render_text(self.command, self.records, self.missing, self.code, self.message)
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck.commands.context import Context
+from kernelcheck.core import jsonout
 from kernelcheck.core.outcome import Outcome
 from kernelcheck.core.status import Verdict
 
@@ -46,7 +46,7 @@ class PaddingRun:
     def render(self, as_json: bool) -> str:
         from kernelcheck.padding import waste
 
-        return json.dumps(self.to_json(), indent=2) if as_json else waste.render_text(self.result, self.data,
+        return jsonout.dumps(self.to_json(), indent=2) if as_json else waste.render_text(self.result, self.data,
                                                                                        self.drawn)
 
 

@@ -177,11 +177,13 @@ def _run(cmd: list[str], timeout: float = 10) -> str | None:
     exe = shutil.which(cmd[0])
     if not exe:
         return None
-    try:
-        res = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=timeout)
+    from kernelcheck.core import child
+
+    try:  # bounded in time and output: an `nvcc --version` that writes forever is ended, not read whole
+        res = child.run([exe, *cmd[1:]], timeout, limit=1 << 20, stderr=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return res.stdout if res.returncode == 0 else None
+    return res.output if res.code == 0 else None
 
 
 def _nvidia_smi() -> tuple[tuple[Gpu, ...], str | None]:

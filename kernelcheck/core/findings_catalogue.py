@@ -60,6 +60,8 @@ ENTRIES: tuple[Entry, ...] = (
           "unknown"),
     Entry("measurements-unread", (W,), _D, "KERNELCHECK_MEASUREMENTS names no file: the team's measured steps were "
           "not read"),
+    Entry("install-interrupted", (W,), _D, "an install was interrupted while pip ran: the next `kernelcheck install` "
+          "puts the environment back"),
     Entry("manifest-replaced", (I_,), _D, "a package kernelcheck installed was replaced since"),
     Entry("manifest-torch-changed", (W,), _D, "a compiled package was built for another torch minor"),
     Entry("manifest-arch-missing", (W,), _D, "a compiled package was built without this GPU's arch"),

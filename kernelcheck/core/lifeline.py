@@ -60,6 +60,24 @@ def preexec() -> Callable[[], None] | None:
     return tie
 
 
+def parent_for_tie() -> int | None:
+    """This process's pid for a child to `tie` itself to (None where a tie cannot be asked: see `preexec`)."""
+    if _prctl() is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return os.getpid()
+
+
+def tie(parent: int | None) -> None:
+    """In a child (forked, or spawned with `parent_for_tie()` passed along): SIGKILL when `parent` dies, and exit
+    at once when it has died already (the child was re-parented before the tie)."""
+    prctl = _prctl()
+    if parent is None or prctl is None:
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None when it is gone."""
     try:

@@ -182,6 +182,8 @@ def read_toml(source: Path) -> dict[str, Any]:
         raise bad(source, "(whole file)", "not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise bad(source, "(whole file)", f"not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise bad(source, "(whole file)", "nested too deeply to read (arrays or tables inside each other)") from None
     check(source.name, data, source)
     return data
 

@@ -1,9 +1,10 @@
 """Every setting kernelcheck reads from the process environment, in one place.
 
 `Settings.from_environ()` reads them once; code that decides takes a `Settings` (or calls `current()` at
-its edge), so a test passes its own values instead of patching os.environ. One set of yes-values applies
-to every boolean variable, so `KERNELCHECK_OFFLINE=on` means the same to model resolution, the Hub check
-and install.
+its edge), so a test passes its own values instead of patching os.environ. One set of yes-values (and of
+no-values) applies to every boolean variable, so `KERNELCHECK_OFFLINE=on` means the same to model resolution, the
+Hub check and install; `check_environ` refuses, at the start of every command, a KERNELCHECK_* value that is none
+of them (or not a number in range, for the numeric ones).
 
 | variable | meaning |
 |---|---|
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 YES = frozenset({"1", "ON", "YES", "TRUE", "Y"})
+NO = frozenset({"0", "OFF", "NO", "FALSE", "N"})
 HUB_OFFLINE_VARIABLES = ("KERNELCHECK_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 DEFAULT_NETWORK_TIMEOUT = 5.0
 MIN_NETWORK_TIMEOUT = 0.1  # as `kernelcheck --network-timeout` (click.FloatRange(min=0.1))
@@ -53,6 +55,81 @@ MIN_NETWORK_TIMEOUT = 0.1  # as `kernelcheck --network-timeout` (click.FloatRang
 def is_yes(value: str | None) -> bool:
     """The one reading of a boolean environment variable: 1, on, yes, true, y (any case)."""
     return (value or "").strip().upper() in YES
+
+
+def is_on(value: str | None, default: bool) -> bool:
+    """A boolean variable with a default: unset or empty is `default`, a YES value on, a NO value off (anything
+    else is refused at start by `check_environ`, and read here as the default)."""
+    text = (value or "").strip().upper()
+    return True if text in YES else False if text in NO else default
+
+
+# every KERNELCHECK_* variable whose value has a shape, checked once at start (`check_environ`): name -> kind
+BOOLEANS = ("KERNELCHECK_OFFLINE", "KERNELCHECK_DEBUG", "KERNELCHECK_VERBOSE", "KERNELCHECK_IMPORT_CACHE",
+            "KERNELCHECK_PROGRESS")
+SECONDS = {"KERNELCHECK_NETWORK_TIMEOUT": (MIN_NETWORK_TIMEOUT, 86400.0, DEFAULT_NETWORK_TIMEOUT),
+           "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0)}  # (least, most, default); a day at most
+COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20)}  # verify --step: each profiled step is one more traced step
+
+
+def check_environ(environ: Mapping[str, str] | None = None) -> None:
+    """Every KERNELCHECK_* value read once, before a command does anything: a value kernelcheck cannot read is
+    BadInput (exit 2) naming the variable, the value and what it takes, never a silent default or a failure
+    minutes later when the value is first used."""
+    env = os.environ if environ is None else environ
+    problems = [p for p in (_problem(name, env[name]) for name in sorted(env) if name.startswith("KERNELCHECK_"))
+                if p]
+    if problems:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(" ".join(problems) + " Set it as docs/settings.md shows, or unset it.")
+
+
+def _problem(name: str, raw: str) -> str:
+    text = raw.strip()
+    shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    if name in BOOLEANS:
+        if text and text.upper() not in YES | NO:
+            return f"{name}={shown!r} is not a yes/no value (1, on, yes, true, y or 0, off, no, false, n)."
+    elif name in SECONDS:
+        low, high, default = SECONDS[name]
+        if text and not low <= _number(text) <= high:
+            return (f"{name}={shown!r} is not a number of seconds from {low:g} to {high:g} (default {default:g}).")
+    elif name in COUNTS:
+        lo, hi = COUNTS[name]
+        if text and not (text.isdigit() and lo <= int(text) <= hi):
+            return f"{name}={shown!r} is not a whole number from {lo} to {hi}."
+    return ""
+
+
+def seconds(name: str) -> float:
+    """A SECONDS variable's value (its default when unset or empty); BadInput when out of range."""
+    raw = os.environ.get(name, "")
+    problem = _problem(name, raw)
+    if problem:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(problem + " Set it as docs/settings.md shows, or unset it.")
+    return _number(raw.strip()) if raw.strip() else SECONDS[name][2]
+
+
+def count(name: str) -> int | None:
+    """A COUNTS variable's value (None when unset or empty: the matrix's own); BadInput when out of range."""
+    raw = os.environ.get(name, "")
+    problem = _problem(name, raw)
+    if problem:
+        from kernelcheck.core.errors import BadInput
+
+        raise BadInput(problem + " Set it as docs/settings.md shows, or unset it.")
+    return int(raw.strip()) if raw.strip() else None
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def parse_network_timeout(raw: str | None) -> float:
@@ -65,12 +142,13 @@ def parse_network_timeout(raw: str | None) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < MIN_NETWORK_TIMEOUT:
+    most = SECONDS["KERNELCHECK_NETWORK_TIMEOUT"][1]
+    if not math.isfinite(value) or not MIN_NETWORK_TIMEOUT <= value <= most:
         from kernelcheck.core.errors import BadInput
 
-        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={raw!r} is not a number of seconds of at least "
-                       f"{MIN_NETWORK_TIMEOUT:g}: set it to one (e.g. {DEFAULT_NETWORK_TIMEOUT:g}, the default), "
-                       "unset it, or use `kernelcheck --network-timeout SECONDS`.")
+        raise BadInput(f"KERNELCHECK_NETWORK_TIMEOUT={raw!r} is not a number of seconds from "
+                       f"{MIN_NETWORK_TIMEOUT:g} to {most:g}: set it to one (e.g. {DEFAULT_NETWORK_TIMEOUT:g}, the "
+                       "default), unset it, or use `kernelcheck --network-timeout SECONDS`.")
     return value
 
 
@@ -101,10 +179,10 @@ class Settings:
             manifest=Path(manifest) if manifest else None,
             release_mirror=env.get("KERNELCHECK_RELEASE_MIRROR") or None,
             network_timeout_text=env.get("KERNELCHECK_NETWORK_TIMEOUT"),
-            debug=bool(env.get("KERNELCHECK_DEBUG")),
+            debug=is_yes(env.get("KERNELCHECK_DEBUG")),
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
             matrix_dir=_matrix_dir(env),
-            verbose=env.get("KERNELCHECK_VERBOSE") == "1",
+            verbose=is_yes(env.get("KERNELCHECK_VERBOSE")),
         )
 
     @property

@@ -71,11 +71,14 @@ def git_commit(root: Path) -> str | None:
 
 
 def data_updated() -> str | None:
+    """matrix/data.toml's date; None when it cannot be read (a broken KERNELCHECK_MATRIX_DIR: `--version` still
+    says the version, and the command that reads the folder says what is wrong with it, exit 2)."""
     from kernelcheck.core import entry
+    from kernelcheck.core.errors import KernelcheckError
 
     try:
         return entry.data_date()
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError, KernelcheckError):
         return None
 
 

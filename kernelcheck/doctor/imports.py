@@ -34,7 +34,7 @@ import time
 import warnings
 from typing import IO, Any
 
-from kernelcheck.core import entry, environment, matrix, settings
+from kernelcheck.core import entry, environment, lifeline, matrix, settings
 from kernelcheck.doctor import proofcache
 from kernelcheck.integrations import transformers
 from kernelcheck.report.model import ImportProof, Report
@@ -45,14 +45,7 @@ DEFAULT_TIMEOUT = 300.0
 
 def import_timeout() -> float:
     """Seconds doctor waits for its import proofs (KERNELCHECK_IMPORT_TIMEOUT, default 300)."""
-    raw = settings.variable("KERNELCHECK_IMPORT_TIMEOUT") or ""
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        from kernelcheck.core.errors import BadInput
-
-        raise BadInput(f"KERNELCHECK_IMPORT_TIMEOUT={raw!r} is not a number of seconds.") from None
-    return value if value > 0 else DEFAULT_TIMEOUT
+    return settings.seconds("KERNELCHECK_IMPORT_TIMEOUT")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -92,11 +85,13 @@ def _run_step(step: dict[str, Any], results: list[Any], m: matrix.Matrix) -> Any
     raise ValueError(f"unknown step {kind!r}")
 
 
-def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int], m: matrix.Matrix | None = None) -> None:
+def _child(plan_fd: int, result_fd: int, err_fd: int, inherited: list[int], m: matrix.Matrix | None = None,
+           parent: int | None = None) -> None:
     """A forked child: read its steps (one JSON line), run them in order on the parent's matrix `m`, write the
     results as JSON; never returns (os._exit: the parent's atexit handlers and buffers are not the child's).
     A child in a fresh interpreter (`_spawn_fresh`) has no parent matrix in memory: it reads its own."""
     code = 1
+    lifeline.tie(parent)  # a SIGKILLed doctor leaves no import child running (core/lifeline.py)
     try:
         if m is None:
             m = entry.matrix()
@@ -198,9 +193,10 @@ class ImportProbe:
         inherited = [fd for c in self._children for fd in (c.plan_fd, c.result_fd)] + [plan_w, result_r]
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = lifeline.parent_for_tie()
         pid = os.fork()
         if pid == 0:
-            _child(plan_r, result_w, err.fileno(), inherited, self._m)
+            _child(plan_r, result_w, err.fileno(), inherited, self._m, parent)
         os.close(plan_r)
         os.close(result_w)
         self._children.append(_Child(pid, plan_w, result_r, err))
@@ -213,13 +209,15 @@ class ImportProbe:
         result_r, result_w = os.pipe()
         code = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); import torch; "
                 "from kernelcheck.doctor.imports import _child; "
-                "_child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), [])")
+                "_child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), [], None, "
+                "int(sys.argv[5]) if sys.argv[5] else None)")
         passed = (plan_r, result_w, err.fileno())
         for fd in passed:
             os.set_inheritable(fd, True)
         try:
             pid = os.posix_spawn(sys.executable, [sys.executable, "-c", code, json.dumps(self._sys_path),
-                                                  *map(str, passed)], dict(os.environ))
+                                                  *map(str, passed), str(lifeline.parent_for_tie() or "")],
+                                  dict(os.environ))
         finally:
             os.set_inheritable(err.fileno(), False)
             os.close(plan_r)

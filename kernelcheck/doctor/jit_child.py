@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,21 +25,36 @@ extern "C" __global__ void kc_probe(float* x) { x[threadIdx.x] += 1.0f; }
 """
 
 
+NVCC_LIMIT_S = 120.0  # the trivial .cu compiles in seconds; a hanging nvcc is ended (its tree by the parent)
+
+
 def _nvcc_compile(nvcc: str, arch: str, includes: list[str]) -> dict[str, object]:
+    """nvcc alone on the trivial .cu, bounded in time and output (core/child.py); compiled means exit 0 *and* an
+    object file written."""
     if nvcc in ("", "-"):
         return {"ok": False, "stage": "compile", "error": "no nvcc: TileLang's JIT has no compiler here"}
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from kernelcheck.core import child
+
     with tempfile.TemporaryDirectory(prefix="kc-jit-") as tmp:
-        src = os.path.join(tmp, "probe.cu")
+        src, obj = os.path.join(tmp, "probe.cu"), os.path.join(tmp, "probe.o")
         with open(src, "w") as fh:
             fh.write(_CU)
-        cmd = [nvcc, f"-arch={arch}", "-c", src, "-o", os.path.join(tmp, "probe.o"),
-               *(f"-I{d}" for d in includes)]
+        cmd = [nvcc, f"-arch={arch}", "-c", src, "-o", obj, *(f"-I{d}" for d in includes)]
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            res = child.run(cmd, NVCC_LIMIT_S, own_group=False)
         except OSError as exc:
             return {"ok": False, "stage": "compile", "error": f"{type(exc).__name__}: {exc}"}
-    if res.returncode != 0:
-        return {"ok": False, "stage": "compile", "error": (res.stderr or res.stdout).strip()[-2000:]}
+        wrote = os.path.isfile(obj) and os.path.getsize(obj) > 0
+    if res.ended:
+        why = (f"did not finish within {NVCC_LIMIT_S:g} s" if res.ended == "timeout"
+               else f"wrote over {child.LIMIT >> 20} MiB of output")
+        return {"ok": False, "stage": "compile", "error": f"{nvcc} {why}; it was ended"}
+    if res.code != 0:
+        return {"ok": False, "stage": "compile", "error": res.output.strip()[-2000:]}
+    if not wrote:
+        return {"ok": False, "stage": "compile", "error": f"{nvcc} exited 0 without writing the object file "
+                "(not a working nvcc)"}
     return {"ok": True, "stage": "compile", "error": None}
 
 

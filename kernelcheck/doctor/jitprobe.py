@@ -27,8 +27,8 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,17 +231,26 @@ def run_probe(jit: str, mode: str, arch: str, tc: Toolchain, timeout: float = TI
     child = Path(__file__).with_name("jit_child.py")
     cmd = [sys.executable, str(child), jit, mode, arch, tc.nvcc or "-", *tc.includes]
     t0 = time.monotonic()
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
+    from kernelcheck.core import child as children
+
+    # the probe's temporary files (kc-jit-*) under a folder of this process's: removed even when the probe's
+    # tree is ended (a hanging nvcc), which cannot clean up after itself
+    with tempfile.TemporaryDirectory(prefix="kc-jitprobe-") as tmp:
+        res = children.run(cmd, timeout, env={**(env if env is not None else os.environ), "TMPDIR": tmp})
+    if res.ended == "timeout":
         return {"ok": False, "stage": mode, "error": f"timed out after {timeout:.0f} s", "seconds": timeout,
                 "timed_out": True}
-    lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
-    if res.returncode != 0 or not lines:
-        tail = (res.stderr or res.stdout).strip().splitlines()[-5:]
-        return {"ok": False, "stage": mode, "error": f"the probe process exited {res.returncode}: " + " | ".join(tail),
+    lines = [x for x in res.output.splitlines() if x.startswith("{")]
+    if res.code != 0 or not lines:
+        tail = res.output.strip().splitlines()[-5:]
+        what = f"exited {res.code}" if not res.ended else f"wrote over {children.LIMIT >> 20} MiB and was ended"
+        return {"ok": False, "stage": mode, "error": f"the probe process {what}: " + " | ".join(tail),
                 "seconds": round(time.monotonic() - t0, 2)}
-    return dict(json.loads(lines[-1]))
+    try:
+        return dict(json.loads(lines[-1]))
+    except ValueError:
+        return {"ok": False, "stage": mode, "error": f"the probe process printed no answer: {lines[-1][:200]}",
+                "seconds": round(time.monotonic() - t0, 2)}
 
 
 def probe(jit: str, mode: str, arch: str, tc: Toolchain, use_cache: bool = True,

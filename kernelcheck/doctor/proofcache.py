@@ -67,8 +67,7 @@ KEEP = 64  # proofs kept (newest first); older ones are removed when a new one i
 
 def enabled() -> bool:
     """False with KERNELCHECK_IMPORT_CACHE=0 (`doctor --no-cache` passes its choice to ImportProbe.start)."""
-    return (settings.variable("KERNELCHECK_IMPORT_CACHE") or "1").strip().upper() not in ("0", "OFF", "NO", "FALSE",
-                                                                                              "N")
+    return settings.is_on(settings.variable("KERNELCHECK_IMPORT_CACHE"), True)
 
 
 def folder() -> Path:

@@ -7,7 +7,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from kernelcheck.core import decide, environment, manifest, matrix, models
+from kernelcheck.core import decide, environment, install_journal, manifest, matrix, models
 from kernelcheck.core import device as device_mod
 from kernelcheck.core import rules as rules_mod
 from kernelcheck.core.errors import BadInput, BrokenEnvironment
@@ -116,9 +116,7 @@ def environment_findings(env: environment.Environment, m: matrix.Matrix) -> list
                                (rule.message.format(**fill) + " " if rule else "")
                                + f"`import` of {st.distribution} {st.version} fails: {st.error}",
                                rule.fix.format(**fill) if rule else None, rule.reference if rule else None))
-    return out
-
-
+    return out + install_journal.findings()
 
 
 def runtime_findings(environ: dict[str, str], dist_version: Any = None) -> list[Finding]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,17 +91,44 @@ def _ranks(ranks: list[int]) -> str:
     return ", ".join(str(r) for r in ranks[:20]) + (f" and {len(ranks) - 20} more" if len(ranks) > 20 else "")
 
 
+def _bounded(make: Callable[[], Any], seconds: float) -> Any:
+    """`make()` in a daemon thread, waited for at most `seconds` (TimeoutError after): torch's TCPStore client
+    waits in C++ with no bound of its own for a server that accepts the connection and never answers its ping.
+    A thread left waiting ends with the process (the CLI exits with os._exit)."""
+    box: list[Any] = []
+    err: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(make())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            err.append(exc)
+
+    t = threading.Thread(target=run, name="kernelcheck-rendezvous", daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise TimeoutError(seconds)
+    if err:
+        raise err[0]
+    return box[0]
+
+
 def open_store(info: RankInfo, timeout: float) -> Any:
     """The job's TCPStore under kernelcheck's prefix; rank 0 hosts it unless torchrun's agent already does."""
     import torch.distributed as dist
 
     host = info.rank == 0 and not info.agent_store
+    where = f"{info.master_addr}:{info.master_port}"
     try:
-        store = dist.TCPStore(  # type: ignore[attr-defined]  # torch.distributed's C++ store, not in its __all__
-                              info.master_addr, info.master_port, None, host, timedelta(seconds=timeout),
-                              wait_for_workers=False, multi_tenant=True)
+        store = _bounded(lambda: dist.TCPStore(  # type: ignore[attr-defined]  # torch's C++ store, not in __all__
+            info.master_addr, info.master_port, None, host, timedelta(seconds=timeout), wait_for_workers=False,
+            multi_tenant=True), timeout + _SLACK_S)
+    except TimeoutError:
+        raise FleetFailure(f"rank {info.rank}: the rendezvous at {where} accepted the connection but did not answer "
+                           f"within {timeout + _SLACK_S:g} s (another service on that port, or a stuck rank 0). Check "
+                           "MASTER_ADDR/MASTER_PORT.") from None
     except Exception as exc:  # noqa: BLE001 - RuntimeError / DistNetworkError, worded below
-        where = f"{info.master_addr}:{info.master_port}"
         if host:
             raise FleetFailure(f"rank 0 could not host the rendezvous store on {where} ({exc}); is the port in use? "
                                "Set MASTER_PORT to a free port.") from None

@@ -85,8 +85,11 @@ def check_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 def _body(data: dict[str, Any], source: str) -> None:
     """The model, mode, functions and findings a record reads (summary.summarise)."""
-    for key in ("model", "mode"):
-        if data.get(key) is not None and not isinstance(data[key], dict if key == "model" else str):
-            raise _bad(source, key, data[key], "an object" if key == "model" else "a string")
+    for key in ("model", "mode", "device"):
+        if data.get(key) is not None and not isinstance(data[key], str if key == "mode" else dict):
+            raise _bad(source, key, data[key], "a string" if key == "mode" else "an object")
+    device = data.get("device")
+    if isinstance(device, dict) and not isinstance(device.get("type"), str):
+        raise _bad(source, "device.type", device.get("type"), "a string (cuda, cpu, ...)")
     _functions(data, source)
     _records(data, "findings", source)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelcheck import schemas
-from kernelcheck.core import version
+from kernelcheck.core import lifeline, version
 from kernelcheck.core.environment import torch_minor
 from kernelcheck.core.errors import BadInput, KernelcheckError
 from kernelcheck.forecast import drift as drift_mod
@@ -76,7 +76,7 @@ def _doctor(args: Sequence[str], overlay: Path | None, timeout: float) -> Report
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--json", *args]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, preexec_fn=lifeline.preexec())  # dies with kernelcheck
     except subprocess.TimeoutExpired:
         raise KernelcheckError(f"doctor {'over the overlay ' if overlay else ''}did not finish within "
                                f"{timeout:.0f} s.") from None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.environment import torch_minor
 
 _TAG = re.compile(r"torch(\d+)\.(\d+)")
@@ -105,7 +106,8 @@ def _nm(args: list[str]) -> set[str] | None:
     if nm is None:
         return None
     try:
-        res = subprocess.run([nm, "-D", *args], capture_output=True, text=True, timeout=120)
+        res = subprocess.run([nm, "-D", *args], capture_output=True, text=True, timeout=120,
+                             preexec_fn=lifeline.preexec())
     except (OSError, subprocess.TimeoutExpired):
         return None
     return {line.split()[-1] for line in res.stdout.splitlines() if line.strip()}

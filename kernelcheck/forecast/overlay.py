@@ -37,7 +37,10 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: float) -> None:
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
            "--no-compile", "--target", str(folder), *index.args(), *(c.spec for c in changes)]
+    scratch = folder / ".pip-tmp"  # pip's own temporary folders inside the overlay: swept with it after a SIGKILL
+    scratch.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, TMPDIR=str(scratch)),
                             start_new_session=True, preexec_fn=lifeline.preexec())  # dies with kernelcheck
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -47,6 +50,7 @@ def _install(folder: Path, changes: Sequence[Change], index: Index, timeout: flo
     except BaseException:  # SIGINT/SIGTERM (routed as KeyboardInterrupt): pip goes first, then the folder
         _stop(proc)
         raise
+    shutil.rmtree(scratch, ignore_errors=True)
     if proc.returncode != 0:
         tail = " ".join(out.strip().splitlines()[-3:])[:600]
         raise BadInput(f"pip could not install the forecast overlay ({', '.join(c.spec for c in changes)}): "

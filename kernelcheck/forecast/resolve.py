@@ -18,6 +18,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
 
 # a forecast's temporary folders, each named by the pid that made it: the overlay, and pip's report
@@ -145,7 +146,8 @@ def resolve(specs: Sequence[str], index: Index, timeout: float = 600) -> list[Ch
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                "--report", str(report), *index.args(), *pip_args(specs)]
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,  # pip's temp: swept with tmp
+                                 env=dict(os.environ, TMPDIR=tmp), preexec_fn=lifeline.preexec())
         except subprocess.TimeoutExpired:
             raise BadInput(f"pip did not resolve --upgrade {' '.join(specs)} within {timeout:.0f} s.") from None
         if res.returncode != 0 or not report.exists():

@@ -193,9 +193,30 @@ def _record_verified(path: Path, info: wheels.WheelInfo, reason: str, trial: whe
         pass
 
 
+def private_copy(path: Path, folder: Path | None) -> Path:
+    """The wheel copied into `folder` (this install's own temporary folder, mode 0700), the file that is then
+    verified and handed to pip: a wheel swapped in the wheelhouse after its check (an atomic rename the moment
+    pip starts) cannot be what pip installs. None: verify in place (no install follows)."""
+    if folder is None:
+        return path
+    folder.mkdir(mode=0o700, exist_ok=True)
+    dest = folder / path.name
+    try:
+        shutil.copyfile(path, dest)
+    except OSError as exc:
+        raise InstallFailed(f"{path} cannot be copied for verification ({exc.strerror or exc}) into {folder}. "
+                            "Nothing was installed.") from None
+    return dest
+
+
 def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
-            expected_sha: str, step_target: str | None = None, torch_version: str = "") -> wheels.WheelInfo:
-    info = wheels.inspect_wheel(path, build.read_sidecar(path))
+            expected_sha: str, step_target: str | None = None, torch_version: str = "",
+            private: Path | None = None) -> wheels.WheelInfo:
+    """`path` verified as the copy pip will install (`private_copy` into `private`); the sidecar is read from,
+    and written beside, the wheelhouse's file."""
+    sidecar = build.read_sidecar(path)
+    original, path = path, private_copy(path, private)
+    info = wheels.inspect_wheel(path, sidecar)
     if info is None:
         raise InstallFailed(f"{path.name} is not a wheel file name")
     if pkg is not None and pkg.kind == "cuda-extension":
@@ -207,7 +228,7 @@ def _verify(step: Step, path: Path, plan: Plan, pkg: matrix.PackageInfo | None,
         d = wheels.match(info, plan.target, expected_sha256=expected_sha or None, extension=pkg.extension,
                          trial=trial)
         if d.accepted and trial is not None:
-            _record_verified(path, info, d.reason, trial, plan)
+            _record_verified(original, info, d.reason, trial, plan)
     else:
         d = wheels.file_and_tags_failure(info, plan.target, expected_sha or None) or \
             wheels.Decision(info.name.filename, True, "tags fit")  # a pure wheel or a dependency
@@ -246,7 +267,8 @@ def prepare(plan: Plan, env: Environment, wheelhouse: Path, log: Callable[[str],
             path, expected = _download(step.artifact, wheelhouse, log), ""
         else:
             path, expected = Path(step.artifact), step.sha256
-        info = _verify(step, path, plan, pkg, expected, target, env.torch.version if env.torch else "")
+        private = constraints.parent / "verified" if constraints is not None else None
+        info = _verify(step, path, plan, pkg, expected, target, env.torch.version if env.torch else "", private)
         out.append((step, info, how))
     return out
 
@@ -259,6 +281,7 @@ def _import_check(modules: list[str], target: str | None) -> str | None:
         env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     res = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, env=env,
+                         preexec_fn=lifeline.preexec(),
                          cwd=tempfile.gettempdir())
     if res.returncode == 0:
         return None

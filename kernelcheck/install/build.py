@@ -145,7 +145,8 @@ def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python
     (PYTHONPATH, PATH for the ninja binary). Never touches the user's environment."""
     probe = ("import importlib.util, sys; "
              "print(' '.join(t for t in sys.argv[1:] if importlib.util.find_spec(t) is None))")
-    res = subprocess.run([python, "-c", probe, *tools], capture_output=True, text=True)
+    res = subprocess.run([python, "-c", probe, *tools], capture_output=True, text=True,
+                         preexec_fn=lifeline.preexec())
     missing = res.stdout.split()
     if shutil.which("ninja") is None and "ninja" not in missing:
         missing.append("ninja")  # the module without its binary: torch runs `ninja --version`
@@ -158,9 +159,11 @@ def provision_overlay(dest: Path, wheelhouse: Path | None, offline: bool, python
     if offline:
         cmd += ["--no-index"]
     log(f"  build overlay {dest}: {', '.join(missing)} (only for this build)")
-    together = subprocess.run([*cmd, *missing], capture_output=True, text=True)  # one call: one bin/ folder
+    together = subprocess.run([*cmd, *missing], capture_output=True, text=True,
+                              preexec_fn=lifeline.preexec())  # one call: one bin/ folder
     for tool in missing if together.returncode != 0 else ():
-        done = subprocess.run([*cmd, "--upgrade", tool], capture_output=True, text=True)
+        done = subprocess.run([*cmd, "--upgrade", tool], capture_output=True, text=True,
+                              preexec_fn=lifeline.preexec())
         if done.returncode == 0:
             continue
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
@@ -181,7 +184,8 @@ def _with_overlay(env: dict[str, str], add: dict[str, str]) -> None:
 def nvcc_arches(nvcc: str) -> tuple[str, ...]:
     """`nvcc --list-gpu-arch`: compute_XX this compiler can target."""
     try:
-        res = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=30)
+        res = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=30,
+                             preexec_fn=lifeline.preexec())
     except (OSError, subprocess.SubprocessError):
         return ()
     return tuple(line.strip() for line in res.stdout.splitlines() if line.strip().startswith("compute_"))

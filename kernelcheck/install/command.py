@@ -29,15 +29,15 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import decide, environment, matrix, settings
+from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, settings
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
 from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
+from kernelcheck.install import expected, plan_types, sources, txn, writable
 from kernelcheck.install import plan as plan_mod
-from kernelcheck.install import plan_types, sources, txn, writable
 from kernelcheck.report.model import Before, ErrorReport, Installed, Prediction, Report, read_report
 from kernelcheck.report.progress import working
 from kernelcheck.report.sections import EnvironmentView
@@ -62,6 +62,7 @@ class Request:
     fixes: bool = True  # train mode: additive fixes installed by default
     without: tuple[str, ...] = ()
     build: TargetBuild = TargetBuild()  # --torch/--cuda/--python: plan for another machine's build (dry run only)
+    expect_plan: str | None = None  # --expect-plan FILE: a dry run's JSON whose wheel hashes must still hold
 
 
 def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -204,7 +205,8 @@ def _doctor_after(req: Request) -> DoctorRun:
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
     if req.arch:  # judge the GPUs the install was for, not a build machine that has none
         cmd += ["--arch", req.arch]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                         preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
     try:
         data = json.loads(res.stdout)
     except json.JSONDecodeError:
@@ -298,7 +300,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
         # re-probe after the lock: a concurrent install may have installed what we need meanwhile
         importlib.invalidate_caches()
         env, _ = _probe(arches, m=m)
-        plan = plan_now(env)
+        plan = expected.apply(plan_now(env), req.expect_plan)  # --expect-plan: the dry run's hashes
         report.plan = list(plan.steps)
         if not as_json:  # the plan, before anything runs
             echo(render_install_plan(report))
@@ -443,7 +445,7 @@ def to_json(outcome: Outcome[Report]) -> str:
     the worse of it and the plan's prediction)."""
     data: dict[str, Any] = outcome.report.to_json()
     data["verdict"], data["exit_code"] = outcome.verdict, outcome.exit_code
-    return json.dumps(data, indent=2, default=str)
+    return jsonout.dumps(data, indent=2, default=str)
 
 
 __all__ = ["Request", "run", "render", "to_json", "KernelcheckError"]

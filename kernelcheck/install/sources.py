@@ -85,7 +85,8 @@ def _pip_download(args: list[str], dest: Path, constraints: Path | None,
     try:
         with working(f"kernelcheck install: pip download {' '.join(a for a in args if not a.startswith('-'))} "
                      f"into {dest}", announce=True):
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
+                                 preexec_fn=lifeline.preexec())
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"pip download failed: {exc}"
     saved = re.findall(r"(?:Saved|File was already downloaded) (\S+)", res.stdout)
@@ -329,7 +330,8 @@ def resolve_with_pip(spec: str, window: str | None, wheelhouse: Path, offline: b
             env["PYTHONPATH"] = os.pathsep.join([*path, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         try:
             with working(f"kernelcheck install: pip resolving {spec} (metadata only)", announce=True):
-                res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env)
+                res = subprocess.run([*cmd, spec], capture_output=True, text=True, timeout=300, env=env,
+                                     preexec_fn=lifeline.preexec())
         except (OSError, subprocess.SubprocessError) as exc:
             return [], f"pip's resolver did not run: {exc}", note
         if res.returncode != 0 or not report.exists():

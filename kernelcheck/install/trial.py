@@ -9,6 +9,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from kernelcheck.core import lifeline
 from kernelcheck.install import wheels
 
 
@@ -29,7 +30,8 @@ def trial_import(wheel: wheels.WheelInfo, module: str, target: str | None, torch
         code = f"import torch\nimport {module}\n"
         try:
             res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                                 cwd=str(cwd), timeout=300)
+                                 cwd=str(cwd), timeout=300,
+                                 preexec_fn=lifeline.preexec())
         except (OSError, subprocess.SubprocessError) as exc:
             return wheels.TrialImport(module, False, str(exc), torch_version)
     lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]

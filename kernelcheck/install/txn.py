@@ -18,7 +18,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import signals
+from kernelcheck.core import install_journal, signals
 from kernelcheck.core.errors import Interrupted
 
 
@@ -100,7 +100,7 @@ class Backup:
 
 # ---------------------------------------------------------------- the journal: undo an interrupted install
 
-TXN = ".kernelcheck-txn"
+TXN = install_journal.TXN  # the folder doctor also looks for (core/install_journal.py)
 # pip's AdjacentTempDirectory (pip/_internal/utils/temp_dir.py): while it uninstalls `fla` it stashes it as
 # `~la` beside it; a pip ended mid-uninstall leaves that stash in site-packages
 _PIP_STASH_CHARS = "-~.=%0123456789"

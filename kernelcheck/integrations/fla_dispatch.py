@@ -106,7 +106,7 @@ def _fla_dir() -> Path | None:
 
 def _text(root: Path, rel: str) -> str | None:
     try:
-        return (root / rel).read_text(encoding="utf-8")
+        return (root / rel).read_text(encoding="utf-8", errors="replace")  # a damaged file: its layout is unknown
     except OSError:
         return None
 

@@ -18,7 +18,6 @@ This module answers, from the installed packages rather than from tables in kern
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -31,7 +30,7 @@ from kernelcheck.core import environment
 from kernelcheck.core.capability import Capability
 from kernelcheck.core.errors import KernelsUnusable, LayoutError
 from kernelcheck.core.settings import hub_offline, network_timeout
-from kernelcheck.integrations import kernels_api
+from kernelcheck.integrations import hf_cache_entries, kernels_api
 from kernelcheck.integrations.kernels_variants import nearest
 
 
@@ -134,7 +133,9 @@ def _cache_snapshot(repo_id: str, version: int | None,
             continue
         commit = None
         if ref and (folder / "refs" / ref).is_file():
-            commit = (folder / "refs" / ref).read_text().strip()
+            commit, damaged = hf_cache_entries.read_ref(folder / "refs" / ref)
+            if damaged:
+                return None, ref, None, damaged
         elif revision and _HEX40.match(revision):
             commit = revision
         if commit is None:
@@ -153,13 +154,8 @@ def incomplete_snapshot(snapshot: Path, commit: str) -> tuple[Path, list[str]]:
     allow_patterns - which is how kernels looks up a cached kernel - raises IncompleteSnapshotError when any
     listed file is missing. A one-variant download leaves every other variant missing."""
     tree = snapshot.parent.parent / "trees" / f"{commit}.json"
-    if not tree.is_file():
-        return tree, []
-    try:
-        files = json.loads(tree.read_text(encoding="utf-8")).get("files", {})
-    except (OSError, ValueError):
-        return tree, []
-    missing = [f for f in files if not (snapshot / f).is_file()
+    files, _damaged = hf_cache_entries.tree_problem(tree)  # a damaged listing: _cache_resolution says so
+    missing = [f for f in files or () if not (snapshot / f).is_file()
                and not f.endswith(".pyc") and "__pycache__/" not in f]  # kernels ignores bytecode
     return tree, missing
 
@@ -356,7 +352,20 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None, e
                       target: HubSystem | None, hub_failed: str | None) -> Resolution:
     """The Hugging Face cache's answer; `hub_failed`: why the Hub was not asked first ("the Hub could not be asked
     (ConnectError: ...)"), None where it was not to be asked. Where the cache holds nothing either, the error is
-    one sentence with both reasons."""
+    one sentence with both reasons. A damaged entry (a file the listing cannot read: OSError, not UTF-8, nested past
+    reading) is the Resolution's error naming the folder, never an exception that ends a gate as exit 1."""
+    try:
+        return _cache_answer(repo_id, version, revision, env, target, hub_failed)
+    except (OSError, ValueError, RecursionError) as exc:
+        folder = next((f for f in _repo_folders(repo_id) if f.is_dir()), _repo_folders(repo_id)[0])
+        where = getattr(exc, "filename", None) or folder
+        return Resolution(repo_id, version, revision, "none", str(cache_dir()), error=(
+            f"{where} cannot be read ({type(exc).__name__}: {str(exc)[:100]}): a damaged cache entry; "
+            f"{hf_cache_entries.REPAIR}"))
+
+
+def _cache_answer(repo_id: str, version: int | None, revision: str | None, env: environment.Environment | None,
+                  target: HubSystem | None, hub_failed: str | None) -> Resolution:
     snap, ref, commit, why = _cache_snapshot(repo_id, version, revision)
     if snap is None:
         hint = "offline (HF_HUB_OFFLINE)" if hub_offline() else (hub_failed or "the Hub was not asked")
@@ -372,6 +381,9 @@ def _cache_resolution(repo_id: str, version: int | None, revision: str | None, e
     problem = _check_variant(snap / "build" / chosen / "metadata.json", chosen, env) if chosen else None
     blocked = None
     tree, missing = incomplete_snapshot(snap, commit or "")
+    damaged = hf_cache_entries.tree_problem(tree)[1]
+    if damaged:
+        return Resolution(repo_id, version, revision, "none", str(snap), ref, commit, error=damaged)
     if accepted and missing:
         blocked = (f"huggingface_hub's cached listing {tree} names {len(missing)} file(s) this snapshot lacks "
                    f"(e.g. {missing[0]}), so offline kernels' cache lookup raises 'Cannot find a local snapshot' "

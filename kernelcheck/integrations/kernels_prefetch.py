@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -10,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelcheck.core import environment
+from kernelcheck.core import environment, jsonout
 from kernelcheck.core.plan_step import Rejected, RejectKind, Step, StepKind
 from kernelcheck.integrations.kernels_hub import (
     HubSystem,
@@ -264,7 +263,7 @@ def applied_lines(rows: list[dict[str, Any]], use_kernels: bool | None = None) -
 
 
 def to_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
+    return jsonout.dumps(obj, indent=2, default=str)
 
 
 # ---------------------------------------------------------------------------------------------------------------

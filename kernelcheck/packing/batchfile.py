@@ -55,6 +55,12 @@ def _check(where: str, key: str, t: Any, tokens: int | None) -> Any:
         raise _bad(where, key, t, "it must be an integer (the longest sequence's length)")
     if not isinstance(t, torch.Tensor):
         raise _bad(where, key, t, "every value must be a tensor")
+    if t.layout != torch.strided or t.is_meta or t.device.type != "cpu":
+        kind = "meta" if t.is_meta else str(t.layout).removeprefix("torch.") if t.layout != torch.strided else (
+            t.device.type)
+        raise BadInput(f"{where}: key {key!r} is a {kind} tensor; a packed batch holds dense tensors with their "
+                       "values (save the batch the collator returns, before any .to_sparse() or device='meta'). "
+                       "Nothing was run.")
     if key in PER_TOKEN:
         ok = _is_int(t) or (key == "attention_mask" and t.dtype == torch.bool)
         if not ok or t.dim() not in (1, 2) or (t.dim() == 2 and t.shape[0] != 1) or t.numel() == 0:
@@ -169,20 +175,54 @@ def collator(spec: str) -> Any:
     return obj
 
 
+COLLATOR_LIMIT_S = 120.0  # seconds the job's collator (its import and one call) may take
+
+
 def collate(spec: str, lengths: list[int], vocab: int, seed: int = 0) -> LoadedBatch:
-    """The job's collator over examples of `lengths` tokens ({"input_ids": [...]} each, random ids < vocab)."""
-    import torch
+    """The job's collator over examples of `lengths` tokens ({"input_ids": [...]} each, random ids < vocab), run
+    in a child process (packing/collate_child.py) bounded in time: the job's code calling sys.exit/os._exit,
+    raising a BaseException or never returning is bad input naming what it did, never kernelcheck's exit code."""
+    import json
+    import tempfile
 
     if not lengths or min(lengths) <= 0:
         raise BadInput("--lengths needs at least one positive length to build a batch with --collator. "
                        "Nothing was run.")
-    fn = collator(spec)
-    gen = torch.Generator().manual_seed(seed)
-    feats = [{"input_ids": torch.randint(0, vocab, (n,), generator=gen).tolist()} for n in lengths]
-    try:
-        raw = fn(feats)
-    except Exception as exc:  # noqa: BLE001 - the job's code
-        raise BadInput(f"--collator {spec} raised on {len(lengths)} examples of lengths {lengths[:8]}"
-                       f"{'...' if len(lengths) > 8 else ''} ({type(exc).__name__}: {exc}). Nothing was "
-                       "run.") from None
-    return check(dict(raw) if isinstance(raw, Mapping) else raw, f"--collator {spec}")
+    mod_name, _, attr = spec.partition(":")
+    if not mod_name or not attr:
+        raise BadInput(f"--collator {spec!r} is not module:callable (e.g. my_data:collate or "
+                       "transformers:DataCollatorWithFlattening). Nothing was run.")
+    from kernelcheck.core import child
+
+    with tempfile.TemporaryDirectory(prefix="kc-collator-") as tmp:
+        folder = Path(tmp)
+        (folder / "job.json").write_text(json.dumps({"spec": spec, "lengths": lengths, "vocab": vocab, "seed": seed,
+                                                     "sys_path": list(sys.path)}), encoding="utf-8")
+        root = str(Path(__file__).resolve().parents[2])  # where this kernelcheck is imported from
+        code = f"import sys; sys.path.insert(0, {root!r}); import kernelcheck.packing.collate_child as c; c.main()"
+        done = child.run([sys.executable, "-c", code, str(folder)], COLLATOR_LIMIT_S)
+        result_file = folder / "result.json"
+        result: dict[str, Any] = (json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file()
+                                  else {})
+        what = f"--collator {spec} on {len(lengths)} examples"
+        if done.ended == "flood":
+            raise BadInput(f"{what} wrote over {child.LIMIT >> 20} MiB of output; it was stopped. Nothing was run.")
+        if done.code is None:
+            raise BadInput(f"{what} did not return within {COLLATOR_LIMIT_S:g} s; it was stopped. A collator "
+                           "builds one batch in well under a second: check that it does not wait for input, a "
+                           "lock or the network. Nothing was run.")
+        if "error" in result:
+            raise BadInput(str(result["error"]))
+        if "exited" in result:
+            raise BadInput(f"{what} called sys.exit({result['exited']}) instead of returning a batch (the job's "
+                           "code, or its module's import). Nothing was run.")
+        if "raised" in result:
+            raise BadInput(f"{what} raised {result['raised']} instead of returning a batch. Nothing was run.")
+        if not result.get("ok") or not (folder / "batch.pt").is_file():
+            last = done.output.strip().splitlines()[-1:] or ["no output"]
+            raise BadInput(f"{what} ended its process (exit code {done.code}) without returning a batch (os._exit "
+                           f"or a crash in the job's code; last output: {last[0][:160]}). Nothing was run.")
+        import torch
+
+        raw = torch.load(str(folder / "batch.pt"), map_location="cpu", weights_only=True)
+    return check(raw, f"--collator {spec}")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -360,4 +359,6 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, default=str)
+    from kernelcheck.core import jsonout
+
+    return jsonout.dumps(report.to_json(), indent=2, default=str)

@@ -31,8 +31,7 @@ def set_quiet(quiet: bool) -> None:
 
 
 def enabled() -> bool:
-    return not _STATE["quiet"] and (settings.variable("KERNELCHECK_PROGRESS") or "1").strip().lower() not in (
-        "0", "off", "no", "false", "n")
+    return not _STATE["quiet"] and settings.is_on(settings.variable("KERNELCHECK_PROGRESS"), True)
 
 
 class Ticker:

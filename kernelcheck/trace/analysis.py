@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 import operator
 import os
 import re
@@ -276,6 +277,7 @@ class _Accumulator(FastFeed):
             return self._finish(metadata, path, size, gz)
 
     def _finish(self, metadata: dict[str, Any], path: str | None, size: int | None, gz: bool) -> TraceAnalysis:
+        self._check_finite()
         steps = sorted(self.steps)
         n_steps = len(steps)
         step_of = aggregate.step_of_fn(steps)
@@ -309,6 +311,19 @@ class _Accumulator(FastFeed):
             if k >= 0:
                 py_by_step[k].add(name)
         return py_by_step
+
+    def _check_finite(self) -> None:
+        """Times that are not numbers (NaN, Infinity: JSON a profiler never writes) cannot be summed into a busy
+        share: a ValueError, which the reader turns into bad input (exit 2), never a READY over "busy nan us"."""
+        columns = {"GPU event ts": self.g_ts, "GPU event dur": self.g_dur, "CPU op ts": self.cpu_ts}
+        for what, col in columns.items():
+            if not math.isfinite(sum(col)):  # one pass; a sum of finite microseconds stays finite
+                bad = sum(1 for v in col if not math.isfinite(v))
+                raise ValueError(f"{bad} {what} value(s) are NaN or Infinity, which no profiler writes")
+        if len(self.cpu_ts) and not (math.isfinite(self.cpu_min) and math.isfinite(self.cpu_max)):
+            raise ValueError("CPU op times are NaN or Infinity, which no profiler writes")
+        if any(not (math.isfinite(a) and math.isfinite(b)) for a, b, _ in self.steps):
+            raise ValueError("a ProfilerStep's time is NaN or Infinity, which no profiler writes")
 
     def _cpu_span(self) -> float:
         return self.cpu_max - self.cpu_min if self.cpu_max > self.cpu_min else 0.0

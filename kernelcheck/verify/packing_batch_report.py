@@ -37,13 +37,17 @@ def read_lengths(path: str | None) -> list[int] | None:
 
 def load_batch(batch: str | None, collator: str | None, lengths: list[int] | None, query: str, *,
                m: Matrix) -> batchfile.LoadedBatch | None:
+    from kernelcheck.verify import packing_bounds
+
     if batch is not None:
+        packing_bounds.check_file(batch)
         return batchfile.load(batch)
     if collator is None:
         return None
     if lengths is None:
         raise BadInput("--collator needs --lengths FILE: the lengths of the examples the collator packs into one "
                        "batch. Nothing was run.")
+    packing_bounds.check_lengths(lengths, f"--lengths for --collator {collator}")
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import layers
 
@@ -69,9 +73,18 @@ def run(query: str, batch: str | None, collator: str | None, lengths_file: str |
     findings: list[Finding] = []
     sec = None
     if loaded is not None:
+        from kernelcheck.packing import lint
+        from kernelcheck.verify import packing_bounds
+
+        packing_bounds.check_row(loaded.view.tokens, len(lint.segments(loaded.view)[0]), loaded.source)
         model, sec, findings = packing_batch.check(query, loaded, m=m)
     payoff = None
     if benchmark:
+        if lengths:
+            from kernelcheck.verify import packing_bounds
+
+            # the padded step is the larger one: every example padded to the longest
+            packing_bounds.check_row(len(lengths) * max(lengths), 0, "--lengths for --benchmark (padded)")
         payoff = packing_payoff.measure(query, lengths, m=m)
         findings.append(_payoff_finding(payoff))
         if sec is not None:

@@ -8,11 +8,11 @@ where the measurement and doctor's decision differ is named (the measurement dec
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kernelcheck.core import jsonout
 from kernelcheck.core.status import EXIT_CODE, EXIT_READY, Status, Verdict
 from kernelcheck.packing.decide import RECOMMENDED
 from kernelcheck.report.sections import ModelRef
@@ -85,7 +85,7 @@ class PackingRun:
 
     def render(self, as_json: bool) -> str:
         if as_json:
-            return json.dumps(self.to_json(), indent=2)
+            return jsonout.dumps(self.to_json(), indent=2)
         return "\n".join([render_text(self.results, self.device, self.cached),
                           *_tail(self.results, self.declared, self.exit_code)])
 

@@ -269,6 +269,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)
     t0 = time.perf_counter()
+    if tokens is not None and early == "cpu":  # host memory, before the static check and any layer runs
+        from kernelcheck.verify import packing_bounds
+
+        packing_bounds.check_tokens(tokens, "--tokens" + (" with --compile" if compile_check else ""))
     with working("kernelcheck verify: static check (importing the model's modeling module)"):
         # verify's verdict is for the device it runs the layers on; it imports the modeling module itself
         report = run_doctor(query, mode, exact=True, m=m, run_here=True)

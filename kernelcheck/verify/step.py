@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import matrix, settings
+from kernelcheck.core import lifeline, matrix, settings
 from kernelcheck.core.errors import BadInput, Interrupted
 from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.report.budget import BudgetSection
@@ -85,7 +85,8 @@ class _Worker:
         self.t0 = time.perf_counter()
         self._log = open(self.logf, "wb")  # noqa: SIM115 - closed in finish()
         self.proc = subprocess.Popen([sys.executable, "-m", "kernelcheck.verify.step_worker", str(inp),
-                                      str(self.out)], stdout=self._log, stderr=subprocess.STDOUT, env=env)
+                                      str(self.out)], stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=lifeline.preexec())  # dies with kernelcheck
 
     def finish(self, timeout: float) -> tuple[dict[str, Any], str]:
         try:
@@ -186,8 +187,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)
     data = dict(layers_mod.verify_data(m=m)["step"])
-    if (settings.variable("KERNELCHECK_STEP_PROFILED") or "").isdigit():  # fewer profiled steps: smaller traces
-        data["profiled"] = max(1, int(settings.variable("KERNELCHECK_STEP_PROFILED") or 1))
+    profiled = settings.count("KERNELCHECK_STEP_PROFILED")  # fewer profiled steps: smaller traces
+    if profiled is not None:
+        data["profiled"] = profiled
     t0 = time.perf_counter()
     cfg, _ = step_model.step_config(resolved, shape, layers, m=m)  # bad --layers: exit 2 before any run
     ntok = tokens or int(data["tokens"][shape])
@@ -206,7 +208,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         workers: dict[str, _Worker] = {}
         try:
             for path in PATHS:
-                trace = (keep or tmp) / f"step-{path}.json.gz"
+                # written in this run's own folder, moved to --trace-dir after: the profiler writes the trace's
+                # own path into it unescaped, so a `"` in --trace-dir made a trace that does not parse
+                trace = tmp / f"step-{path}.json.gz"
                 args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
                         "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
                         "profiled": data["profiled"], "trace": str(trace),
@@ -225,8 +229,11 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                     say("reference path: the same step with every function forced to its torch reference")
                     gates["reference"].touch()
                 results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
-                if keep is not None and "error" not in results[path]:
-                    results[path]["trace_file"] = str((keep or tmp) / f"step-{path}.json.gz")
+                if keep is not None and "error" not in results[path] and (tmp / f"step-{path}.json.gz").is_file():
+                    import shutil
+
+                    kept = shutil.move(str(tmp / f"step-{path}.json.gz"), str(keep / f"step-{path}.json.gz"))
+                    results[path]["trace_file"] = str(kept)
                 if verbose and logs[path].strip():
                     print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
         finally:

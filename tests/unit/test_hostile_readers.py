@@ -252,3 +252,36 @@ def test_a_corrupt_import_proof_is_no_proof(tmp_path: Path, monkeypatch, text: s
     proofcache.folder().mkdir(parents=True)
     (proofcache.folder() / "k.json").write_text(text.replace('"format": 1', f'"format": {proofcache.FORMAT}'))
     assert proofcache.load("k") is None
+
+
+# -- deeply nested TOML, and --version with a broken matrix folder ----------------------------------------------
+
+@pytest.mark.parametrize("name", ["models.toml", "data.toml", "packages.toml"])
+def test_deeply_nested_toml_in_the_matrix_folder_is_bad_input(tmp_path: Path, monkeypatch, name: str) -> None:
+    """tomllib reads nested arrays recursively: a RecursionError was exit 1."""
+    root = tmp_path / "m"
+    shutil.copytree(REPO / "matrix", root, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / name, "a", encoding="utf-8") as fh:
+        fh.write("\nnested = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    monkeypatch.setenv("KERNELCHECK_MATRIX_DIR", str(root))
+    for cached in (matrix._checked_root, matrix._load_matrix, matrix._load_signatures):
+        cached.cache_clear()
+    try:
+        res = CliRunner().invoke(main, ["models"])
+        assert res.exit_code == 2 and f"{root / name}" in res.output, res.output
+        version = CliRunner().invoke(main, ["--version"])  # printed a traceback; now the version, date unknown
+        assert version.exit_code == 0 and version.output.startswith("kernelcheck ") and version.exception is None
+    finally:
+        for cached in (matrix._checked_root, matrix._load_matrix, matrix._load_signatures):
+            cached.cache_clear()
+
+
+@pytest.mark.parametrize("device,field", [("cuda", "device"), ({"type": 5}, "device.type"), ([1], "device")])
+def test_compare_rejects_a_device_that_is_not_the_schemas_object(tmp_path: Path, device: object, field: str) -> None:
+    rep = {"schema": "kernelcheck.report/1", "command": "doctor", "verdict": "fallback", "exit_code": 3,
+           "environment": {"python": "3.11", "torch": {"version": "2.13.0", "cuda": None}, "gpus": [], "packages": {}},
+           "functions": [{"name": "f", "package": "p", "status": "fallback", "implementation": "torch"}],
+           "findings": [], "device": device}
+    (tmp_path / "a.json").write_text(json.dumps(rep))
+    res = CliRunner().invoke(main, ["compare", str(tmp_path / "a.json")])
+    assert res.exit_code == 2 and f'field "{field}"' in res.output, res.output

@@ -203,13 +203,10 @@ def test_files_are_read_with_weights_only_and_safetensors_is_read_too(tmp_path):
         batchfile.load(str(tmp_path / "junk.safetensors"))
 
 
-def test_the_jobs_own_collator_builds_the_batch():
-    got = batchfile.collate("transformers:DataCollatorWithFlattening", [3, 2, 4], vocab=128)
-    assert lint.segments(got.view)[0] == ((0, 3), (3, 5), (5, 9)) and got.view.tokens == 9
-    for spec, words in (("nope", "not module:callable"), ("no_such_module_x:f", "cannot import"),
-                        ("transformers:__version__", "not callable")):
-        with pytest.raises(BadInput, match=words):
-            batchfile.collate(spec, [3], vocab=128)
+def test_a_collator_that_is_not_module_callable_is_refused_before_it_runs():
+    """The job's collator itself runs in a child process: tests/integration/test_hostile_collator.py."""
+    with pytest.raises(BadInput, match="not module:callable"):
+        batchfile.collate("nope", [3], vocab=128)
 
 
 def test_any_lengths_the_collator_packs_lint_clean_and_split_back_into_them():
