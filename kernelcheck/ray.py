@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kernelcheck.core import settings
+from kernelcheck.core import lifeline, settings
 from kernelcheck.core.errors import BadInput, GateFailed
 from kernelcheck.core.status import EXIT_INTERNAL, EXIT_READY, EXIT_USAGE, VERDICT_WORDS, Verdict
 from kernelcheck.core.version import __version__
@@ -198,6 +198,7 @@ def run_check(model: str, mode: str, timeout: float, environ: Mapping[str, str],
     start, host = time.time(), socket.gethostname()
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, env=dict(environ), timeout=timeout,
+                             preexec_fn=lifeline.preexec(),
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         # an internal error (exit 1), never cached: the worker stops rather than run unchecked

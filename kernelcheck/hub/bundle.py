@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import Finding, Severity, Verdict
 
@@ -170,7 +171,7 @@ def run_probe(cache: Path, entries: list[dict[str, Any]], target: dict[str, Any]
         req.write_text(json.dumps({"online": online, "target": target, "entries": entries,
                                    "receipts_only": receipts_only}), encoding="utf-8")
         res = subprocess.run([sys.executable, "-m", "kernelcheck.hub.bundle_probe", str(req)], capture_output=True,
-                             text=True, env=env, timeout=600)
+                             text=True, env=env, preexec_fn=lifeline.preexec(), timeout=600)
     if res.returncode != 0 or not res.stdout.strip():
         return {"error": f"kernels' checks did not run (exit {res.returncode}): {res.stderr.strip()[-400:]}",
                 "entries": []}

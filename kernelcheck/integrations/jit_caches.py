@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelcheck.core import lifeline
+
 # the distributions whose kernel source is hashed into a Triton or TileLang key: their versions stand for it
 SOURCE_DISTS = ("flash-linear-attention", "fla-core", "causal-conv1d", "mamba-ssm", "liger-kernel", "flash-qla")
 KEYS_TIMEOUT_S = 120.0
@@ -122,7 +124,7 @@ def driver_version() -> str | None:
         return found
     try:
         res = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+                             capture_output=True, text=True, preexec_fn=lifeline.preexec(), timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     lines = res.stdout.strip().splitlines() if res.returncode == 0 else []
@@ -236,7 +238,8 @@ def keys_in_child(env: Mapping[str, str], arch: str | None, timeout: float = KEY
     folder), so this process imports no JIT. {"error": why} where the child fails."""
     cmd = [sys.executable, "-m", "kernelcheck.integrations.jit_caches", *([arch] if arch else [])]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(env))
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(env),
+                             preexec_fn=lifeline.preexec())
     except subprocess.TimeoutExpired:
         return {"error": f"reading the key parts timed out after {timeout:.0f} s"}
     except OSError as exc:

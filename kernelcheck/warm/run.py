@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelcheck.core import lifeline
 from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cacheproof
 from kernelcheck.integrations import jit_caches
@@ -58,7 +59,8 @@ def run_child(spec: Mapping[str, Any], env: Mapping[str, str], timeout: float = 
     """warm/child.py in its own process with `env`; its JSON answer ({"error": ...} when it gave none)."""
     cmd = [sys.executable, "-m", "kernelcheck.warm.child", json.dumps(dict(spec))]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(env))
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(env),
+                             preexec_fn=lifeline.preexec())
     except subprocess.TimeoutExpired:
         return {"error": f"the run did not end in {timeout:.0f} s"}
     lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
@@ -97,7 +99,7 @@ def _probes(first: Mapping[str, Any], env: dict[str, str], say: Callable[[str], 
            "--jit-probe", "--json"]
     t0 = time.perf_counter()
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+        res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=lifeline.preexec(), timeout=900, env=env)
         report = json.loads(res.stdout)
     except (subprocess.TimeoutExpired, OSError, ValueError) as exc:
         return {"static": {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}}
