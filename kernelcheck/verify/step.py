@@ -129,15 +129,10 @@ def _stop_if_interrupted(code: int | None) -> None:
 
 
 def _available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), None elsewhere."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    """MemAvailable from /proc/meminfo (Linux), None elsewhere (one reader: verify/packing_bounds.py)."""
+    from kernelcheck.verify.packing_bounds import available_bytes
+
+    return available_bytes()
 
 
 def _check_context(query: str, fields: dict[str, Any], tokens: int | None) -> None:
