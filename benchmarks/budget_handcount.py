@@ -35,7 +35,7 @@ KERNEL_BY_HAND: tuple[tuple[str, tuple[str, ...]], ...] = (  # first hit wins
     ("short_conv", ("causal_conv1d", "conv_depthwise")),
     ("attention", ("sdpa", "flash_fwd", "flash_bwd", "cudnn::fusion::compute_dot_do_o", "cudnn::fusion::convert_dq",
                    "cudnn::fusion::fmha")),
-    ("gemm", ("nvjet_", "gemm", "splitKreduce", "xmma")),
+    ("gemm", ("nvjet_", "gemm", "splitKreduce", "xmma", "trsm")),  # trsm: cuBLAS batch_trsm_left_kernel
     ("norms", ("pow_tensor_scalar_kernel", "MeanOps", "rsqrt_kernel")),
     ("loss", ("cunn_SoftMax", "nll_loss")),
     ("copies", ("Memcpy", "Memset", "copy_kernel", "CatArrayBatchedCopy", "FillFunctor")),

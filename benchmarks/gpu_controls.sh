@@ -30,7 +30,8 @@
 #            GPU machine: `torch_path` without fla/causal-conv1d on the path (the stacks show
 #            torch_chunk_gated_delta_rule): exit 3, trace-cpu-only-torch-path; `fla` with them: no torch path in
 #            the stacks, exit 0 (READY only as far as a CPU-only trace can tell); `cuda` the same step recorded
-#            with ProfilerActivity.CUDA and fla: exit 0 with fla kernels in the trace.
+#            with ProfilerActivity.CUDA and fla: fla and causal-conv1d kernels in the trace (exit 3,
+#            launch-bound, at this tiny step).
 #   step     verify --model qwen3.8-27b --step --shape tiny --tokens 256 twice: `same` without fla/causal-conv1d (both paths the
 #            torch code): step.same_path true, no speedup, projections with the same-path error, triton_cache
 #            state none; `fla` with them: a speedup and projections as before.
