@@ -4,7 +4,8 @@ transformers 5.25.0 + kernels 0.19.1, HF_HUB_OFFLINE=1, an empty Hub cache. The 
 installed code (benchmarks/hub_offline_load.py --replay: the model on the meta device, `model.eval()`,
 `set_use_kernels(True, device_map={"": "cuda"})`, capability answered 9.0; kernels' own kernelize loads each
 repository for real and validates the layer it exports against the transformers class it replaces):
-1. with an empty cache it raises on every repository doctor names (gpt2: activation@v1; llama: rotary@v2 too);
+1. with an empty cache it raises on every repository doctor names (gpt2: activation@v1; llama: rotary@v2 and
+   liger-kernels@v4 too);
 2. the bundle is built against the stand-in Hub (tests/fake_hub.py) serving stand-in builds of exactly those
    repositories (the real builds cannot be fetched here): each exports the layer classes transformers' hub mapping
    names, with the forward signatures kernels' validator compares, in a variant for this machine's torch build
@@ -36,7 +37,8 @@ CUDA_VARIANT = "torch213-cxx11-cu130-x86_64-linux"
 
 # The classes transformers 5.25's hub mapping asks each kernels-community build for (layer_name), stateless, with
 # the forward signature of the transformers class (activations: forward(self, input); RMSNorm:
-# forward(self, hidden_states); a kernelized function: kernels' Func module, forward(self, *args, **kwargs)).
+# forward(self, hidden_states); a kernelized function: kernels' Func module, whose forward carries the function's
+# signature, here llama's apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)).
 STAND_IN_LAYERS = '''import torch
 
 
@@ -75,8 +77,8 @@ class LigerRMSNorm(torch.nn.Module):
 
 
 class apply_rotary_transformers(torch.nn.Module):
-    def forward(self, *args, **kwargs):
-        return args[0], args[1]
+    def forward(self, q, k, cos, sin, unsqueeze_dim=1):
+        return q, k
 '''
 
 
@@ -112,7 +114,8 @@ def _this_variant() -> str:
 
 @pytest.mark.parametrize("model_type,expected", [
     ("gpt2", {"kernels-community/activation@v1"}),
-    ("llama", {"kernels-community/activation@v1", "kernels-community/rotary@v2"}),
+    ("llama", {"kernels-community/activation@v1", "kernels-community/rotary@v2",
+               "kernels-community/liger-kernels@v4"}),
 ])
 def test_the_bundle_doctor_recommends_makes_the_replayed_offline_load_succeed(model_type: str, expected: set[str],
                                                                               stack: Path, tmp_path: Path) -> None:
@@ -165,5 +168,6 @@ def test_the_bundle_doctor_recommends_makes_the_replayed_offline_load_succeed(mo
     assert {f"{e['repo_id']}@v{e['version']}" for e in after["resolved"]} == expected
     assert all(e["error"] is None for e in after["resolved"])
     bound = {r["name"]: r for r in after["hub"]}
-    assert bound and all(r["status"] == "applied" for r in bound.values()), after["hub"]
+    assert set(bound) == {p["name"] for p in before["predicted"]}, after["hub"]  # every mapped name, bound
+    assert all(r["status"] == "applied" for r in bound.values()), after["hub"]
     assert not os.listdir(tmp_path / "node-cache")  # the job read the bundle, not a cache of its own
