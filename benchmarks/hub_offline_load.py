@@ -97,7 +97,8 @@ def replay(model_type: str, device: str, capability: str, mode: str) -> dict[str
     compute capability is answered (`torch.cuda.get_device_capability` -> CAPABILITY) where no GPU is visible.
     kernels' own `kernelize` picks every repository; each `repo.load()` runs for real (offline with an empty cache
     it raises kernels' own ValueError), is recorded, and is then turned into FileNotFoundError so kernelize falls
-    back and goes on to the next layer: one run lists every repository the load resolves, and what each raised."""
+    back and goes on to the next layer: one run lists every repository the load resolves, and what each raised;
+    `hub` says which Hub-named layers kernelize bound in the end (applied_kernels)."""
     import torch
 
     major, minor = (int(x) for x in capability.split("."))
@@ -136,8 +137,14 @@ def replay(model_type: str, device: str, capability: str, mode: str) -> dict[str
     if mode == "train":
         phase[0] = "train"
         model.train()
+    try:
+        from kernelcheck.integrations.kernels_prefetch import applied_kernels
+
+        bound: list[dict[str, Any]] = applied_kernels(model)
+    except Exception as exc:  # noqa: BLE001 - extra evidence only
+        bound = [{"error": _first_line(exc)}]
     return {"model_type": model_type, "class": type(model).__name__, "device": device, "capability": capability,
-            "mode": mode, "resolved": seen,
+            "mode": mode, "resolved": seen, "hub": bound,
             "first_error": next((e["error"] for e in seen if e["error"]), None)}
 
 

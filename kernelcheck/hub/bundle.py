@@ -56,7 +56,8 @@ def load_repos(model: str | None, mode: str, device: str, capability: int | None
 
     resolved = transformers_models.resolve(model, m=m)
     return kernels_prefetch.model_repos(kernels_prefetch.modeling_module(resolved.spec.module),
-                                        tuple(resolved.spec.functions), mode, device, capability, m=m)
+                                        tuple(resolved.spec.functions), mode, device, capability,
+                                        model_type=resolved.model_type, m=m)
 
 
 @dataclass

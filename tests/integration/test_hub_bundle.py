@@ -218,12 +218,13 @@ def _store_receipt(cache: Path, repo_id: str, commit: str, variant: str, *sites:
 def test_a_model_bundle_from_the_cache_carries_the_receipt_it_holds(tmp_path: Path) -> None:
     """--model: the repositories come from the Hub prediction; built offline from this machine's cache. fla's
     signature was verified here before (kernels' receipt in the cache): the bundle carries it; mamba-ssm's was
-    not: no receipt, said offline."""
+    not: no receipt, said offline. The whole load also resolves activation@v1 (SiLU, through ACT2FN): bundled too."""
     from tests.kernel_repos import cache_repo
 
     k019 = site(*K019)
     cache = tmp_path / "hf"
-    commits = {r: cache_repo(cache, r, [CPU, *OTHER]) for r in ("kernels-community/fla", "kernels-community/mamba-ssm")}
+    repos = ("kernels-community/fla", "kernels-community/mamba-ssm", REPO_ID)
+    commits = {r: cache_repo(cache, r, [CPU, *OTHER]) for r in repos}
     fla = cache / "kernels--kernels-community--fla" / "snapshots" / commits["kernels-community/fla"] / "build" / CPU
     (fla / "metadata.json.sigstore").write_text("{}")
     _store_receipt(cache, "kernels-community/fla", commits["kernels-community/fla"], CPU, k019)
@@ -233,12 +234,12 @@ def test_a_model_bundle_from_the_cache_carries_the_receipt_it_holds(tmp_path: Pa
     assert code == 0, data["findings"]
     assert validate(data) == "hub-bundle" and data["model"] == "qwen3.8-27b" and data["device"] == "cuda"
     got = {e["repo_id"]: e for e in data["entries"]}
-    assert set(got) == {"kernels-community/fla", "kernels-community/mamba-ssm"}
+    assert set(got) == set(repos)
     assert {e["source"] for e in got.values()} == {"hf-cache"} and got["kernels-community/fla"]["required_by"]
     assert got["kernels-community/fla"]["trust"]["status"] == "skipped"  # offline build: not asked
     code, data = run_json(["hub", "--verify-bundle", str(out)], k019, env=_offline(tmp_path))
     receipts = {c["spec"].split("@")[0]: c["receipt"]["status"] for c in data["checks"]}
-    assert receipts == {"kernels-community/fla": "ok", "kernels-community/mamba-ssm": "missing"}
+    assert receipts == {"kernels-community/fla": "ok", "kernels-community/mamba-ssm": "missing", REPO_ID: "missing"}
     sig = {f["message"].split("@")[0]: f for f in _finding(data, "hub-bundle-signature")}
     assert "no signature receipt" not in sig["kernels-community/fla"]["message"]
     assert "no signature receipt" in sig["kernels-community/mamba-ssm"]["message"]
