@@ -442,7 +442,8 @@ def _not_listable(res: kernels_hub.Resolution, names: str, q: str, by_default: b
         "hub-not-listable", Severity.BROKEN,
         f"{head} instead of falling back (offline: ValueError 'not available in the local cache'; online: a "
         "connection error), so the model load fails.",
-        f"kernelcheck hub --model {q} --prefetch --lock kernels.lock  (online, e.g. in the docker build stage), "
+        f"kernelcheck hub --model {q} --prefetch --lock kernels.lock{f' --device {predicted}' if predicted else ''}  "
+        "(online, e.g. in the docker build stage), "
         f"then run the job with HF_HUB_OFFLINE=1; {off}",
         "kernels _versions.py resolve_version_spec_as_ref; layer.py kernelize_layer", fns)
 
