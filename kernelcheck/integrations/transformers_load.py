@@ -131,11 +131,11 @@ def _followed(node: ast.ClassDef | ast.FunctionDef) -> list[tuple[str, bool]]:
     its bases, decorators and what `__init__` names (any kind), and the functions its other methods call (a class
     named there, as in `_init_weights`' isinstance checks, is not built); a function follows all it names."""
     if isinstance(node, ast.FunctionDef):
-        return [(n, True) for n in _names_in(node)]
-    out = [(n, True) for b in (*node.bases, *node.decorator_list) for n in _names_in(b)]
+        return [(n, True) for n in sorted(_names_in(node))]
+    out = [(n, True) for b in (*node.bases, *node.decorator_list) for n in sorted(_names_in(b))]
     for fn in node.body:
         if isinstance(fn, ast.FunctionDef):
-            out += [(n, fn.name == "__init__") for n in _names_in(fn)]
+            out += [(n, fn.name == "__init__") for n in sorted(_names_in(fn))]
     return out
 
 
