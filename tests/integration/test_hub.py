@@ -21,7 +21,8 @@ from tests.kernel_repos import cache_repo, local_repo
 
 OTHER_TORCH = ["torch29-cxx11-cu126-x86_64-linux", "torch210-cxx11-cu128-x86_64-linux"]
 MATCHING = ["torch29-cxx11-cu126-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux", "torch-universal"]
-HUB_REPOS = ("kernels-community/fla", "kernels-community/mamba-ssm")
+# fla and mamba-ssm for the GDN and conv functions; activation for the SiLU the whole load reaches through ACT2FN
+HUB_REPOS = ("kernels-community/fla", "kernels-community/mamba-ssm", "kernels-community/activation")
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"  # the scripts the tests run in other environments
 
 
@@ -222,13 +223,14 @@ def test_prefetch_offline_writes_a_kernels_lock_that_kernels_loads(tmp_path: Pat
     plan = data["plan"]
     assert {s["action"] for s in plan if s["package"] in HUB_REPOS} == {"cached"}
     assert {s["spec"] for s in plan if s["package"] in HUB_REPOS} == {
+        "kernels-community/activation@v1/torch213-cxx11-cpu-x86_64-linux",
         "kernels-community/fla@v2/torch213-cxx11-cpu-x86_64-linux",
         "kernels-community/mamba-ssm@v5/torch213-cxx11-cpu-x86_64-linux"}
     assert plan[-1]["action"] == "lock" and plan[-1]["spec"] == str(lock / "kernels.lock")
     res = _run_program("hub_load_lock", str(lock / "kernels.lock"), "kernels-community/fla", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     got = _last_json(res)
-    assert got["locked"] == ["kernels-community/fla", "kernels-community/mamba-ssm"]
+    assert got["locked"] == ["kernels-community/activation", "kernels-community/fla", "kernels-community/mamba-ssm"]
     assert "/build/torch213-cxx11-cpu-x86_64-linux/__init__.py" in got["file"]
 
 
@@ -249,7 +251,7 @@ def test_prefetch_api_for_install(tmp_path: Path) -> None:
                        "--lock", str(tmp_path / "k.lock"), env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     steps = _last_json(res)
-    assert [s["action"] for s in steps] == ["cached", "cached", "lock"]
+    assert [s["action"] for s in steps] == ["cached", "cached", "cached", "lock"]  # activation, fla, mamba-ssm
     assert all(s["source"] == "hub" for s in steps)
 
 
@@ -370,6 +372,7 @@ def test_kernels_client_check_agrees_with_kernels(tmp_path: Path, t522: Path) ->
 
     publish(tmp_path / "srv", "kernels-community/fla", MATCHING, versions=(1, 2))
     publish(tmp_path / "srv", "kernels-community/mamba-ssm", MATCHING, versions=(3, 5))
+    publish(tmp_path / "srv", "kernels-community/activation", MATCHING, versions=(1,))  # SiLU, through ACT2FN
     with FakeHub(tmp_path / "srv") as hub:
         env = _online(tmp_path, hub.url, HF_HUB_DISABLE_TELEMETRY="1")
         res = _run_program("hub_get_kernel", "kernels-community/fla", "2", "--trust-remote-code", env=env)
@@ -474,7 +477,7 @@ def test_install_source_hub_prefetches_and_writes_the_lock_in_the_wheelhouse(tmp
     code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
                            "--wheelhouse", str(wh)], env=env)
     assert code == 0, data
-    assert [s["action"] for s in data["plan"]] == ["cached", "cached", "lock"]
+    assert [s["action"] for s in data["plan"]] == ["cached", "cached", "cached", "lock"]
     assert data["lock"] == str(wh / "kernels.lock") and (wh / "kernels.lock").exists()
     code, data = run_json(["install", "--model", "qwen3.8-27b", "--source", "hub", "--arch", "9.0",
                            "--wheelhouse", str(tmp_path / "wh2")], env=_cache(tmp_path / "other", OTHER_TORCH))
