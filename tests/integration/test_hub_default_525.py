@@ -53,8 +53,12 @@ def _findings(report: dict, fid: str) -> list[dict]:
     return [f for f in report["findings"] if f["id"] == fid]
 
 
-def _row(report: dict, name: str) -> dict:
-    return next(r for r in report["hub"]["names"] if r["name"] == name)
+def _row(report: dict, name: str, phase: str | None = None) -> dict:
+    """The hub row of `name`; `phase` "train": the row model.train() resolves (where it differs from the load's)."""
+    rows = [r for r in report["hub"]["names"] if r["name"] == name]
+    if phase is not None:
+        rows = [r for r in rows if r.get("phase") == phase] or rows
+    return rows[0]
 
 
 @pytest.mark.parametrize("command", [HUB, DOCTOR], ids=["hub-target", "doctor"])
@@ -97,6 +101,7 @@ def test_prefetch_from_the_hub_stand_in_then_offline_doctor_names_each_build_and
     srv = tmp_path / "srv"
     fla = publish(srv, "kernels-community/fla", VARIANTS, versions=(1, 2, 3))
     publish(srv, "kernels-community/mamba-ssm", VARIANTS, versions=(4, 5))
+    publish(srv, "kernels-community/activation", VARIANTS, versions=(1,))  # SiLU through ACT2FN: the whole load
     online = {"HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "home")}
     with FakeHub(srv) as hub:
         code, data = run_json(["hub", "--model", "qwen3.8-27b", "--device", "cuda", "--prefetch", "--lock",
@@ -114,8 +119,10 @@ def test_prefetch_from_the_hub_stand_in_then_offline_doctor_names_each_build_and
     assert (chunk["repo"], chunk["variant"], chunk["path"]) == ("kernels-community/fla@v3", CPU213, "hub")
     assert (_row(data, "RMSNormGated")["variant"], _row(data, "RMSNormGated")["path"]) == (CPU213, "hub")
     assert _row(data, "causal_conv1d_fn")["path"] == "hub"
-    decode = _row(data, "fused_recurrent_gated_delta_rule")  # 5.25 maps it for inference only: train keeps torch
-    assert decode["path"] == "torch" and "repo" not in decode
+    # 5.25 maps it for inference only: the load (INFERENCE) binds the Hub build, model.train() restores torch
+    assert _row(data, "fused_recurrent_gated_delta_rule")["path"] == "hub"
+    decode = _row(data, "fused_recurrent_gated_delta_rule", "train")
+    assert decode.get("phase") == "train" and decode["path"] == "torch" and "repo" not in decode, decode
     f = next(x for x in data["functions"] if x["name"] == "chunk_gated_delta_rule")
     assert f["status"] == "fast" and "Hub kernel kernels-community/fla@v3" in f["implementation"]
 
@@ -126,7 +133,7 @@ def test_prefetch_from_the_hub_stand_in_then_offline_doctor_names_each_build_and
                        env=_offline(tmp_path))
     assert by_lock.returncode == 0, by_lock.stderr[-3000:]
     got = json.loads(by_lock.stdout.strip().splitlines()[-1])
-    assert got["locked"] == ["kernels-community/fla", "kernels-community/mamba-ssm"]
+    assert got["locked"] == ["kernels-community/activation", "kernels-community/fla", "kernels-community/mamba-ssm"]
     assert f"/build/{CPU213}/" in got["file"]
 
 
@@ -137,12 +144,14 @@ def test_a_build_stage_prefetch_for_the_h200_image_makes_the_offline_target_chec
     srv = tmp_path / "srv"
     publish(srv, "kernels-community/fla", VARIANTS, versions=(3,))
     publish(srv, "kernels-community/mamba-ssm", VARIANTS, versions=(5,))
+    publish(srv, "kernels-community/activation", VARIANTS, versions=(1,))
     online = {"HF_HUB_OFFLINE": "0", "HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "home")}
     with FakeHub(srv) as hub:
         code, data = run_json([*HUB, "--prefetch", "--lock", str(tmp_path)], stack,
                               env={**online, "HF_ENDPOINT": hub.url})
     assert {s["spec"] for s in data["plan"] if s["action"] == "download"} == {
-        f"kernels-community/fla@v3/{CU130}", f"kernels-community/mamba-ssm@v5/{CU130}"}
+        f"kernels-community/activation@v1/{CU130}", f"kernels-community/fla@v3/{CU130}",
+        f"kernels-community/mamba-ssm@v5/{CU130}"}
     code, data = run_json(HUB, stack, env=_offline(tmp_path))
     assert code == 0, data["findings"]
     assert {r["chosen"] for r in data["hub"]["repos"]} == {CU130}
