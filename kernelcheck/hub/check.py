@@ -237,6 +237,10 @@ def check(report: Report, env: environment.Environment, modeling_module: str | N
     for spec, group in by_repo.items():
         replaced.extend(_judge(findings, group, resolutions[spec], used, fstatus, query or "M",
                                by_default=use_hub is None, predicted=predicted, m=m))
+    # a train job runs what model.train() resolved where that differs from the load's (its own row): the load's
+    # build still has to load (its failure stays), but it is not what the training step runs
+    after_train = {r.name: r.repo for r in rows if r.phase == PHASE_TRAIN}
+    replaced = [h for h in replaced if h.function not in after_train or after_train[h.function] == h.repo]
     report.functions = decide.decide_all(report.functions, hub=replaced)
     rows = _paths(rows, used, fstatus, {h.function for h in replaced})
     if used:

@@ -120,7 +120,7 @@ def test_prefetch_from_the_hub_stand_in_then_offline_doctor_names_each_build_and
     assert (_row(data, "RMSNormGated")["variant"], _row(data, "RMSNormGated")["path"]) == (CPU213, "hub")
     assert _row(data, "causal_conv1d_fn")["path"] == "hub"
     # 5.25 maps it for inference only: the load (INFERENCE) binds the Hub build, model.train() restores torch
-    assert _row(data, "fused_recurrent_gated_delta_rule")["path"] == "hub"
+    assert _row(data, "fused_recurrent_gated_delta_rule")["repo"] == "kernels-community/fla@v3"
     decode = _row(data, "fused_recurrent_gated_delta_rule", "train")
     assert decode.get("phase") == "train" and decode["path"] == "torch" and "repo" not in decode, decode
     f = next(x for x in data["functions"] if x["name"] == "chunk_gated_delta_rule")

@@ -22,7 +22,7 @@ DOCTOR = ["doctor", "--model", "qwen3.8-27b", "--arch", "9.0"]
 
 def _cache(tmp: Path) -> dict[str, str]:
     cache = tmp / "cache"
-    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm", "kernels-community/activation"):
         commit = cache_repo(cache, repo, [CPU213, CU130])
         if repo.endswith("/fla"):
             for v in (CPU213, CU130):
@@ -64,7 +64,7 @@ def test_525_hub_default_names_the_hub_builds_and_reads_the_cached_fla_build(tmp
 def test_525_hub_default_without_the_build_on_disk_says_the_layout_is_assumed(tmp_path: Path) -> None:
     stack = site(*TF525, deps=True)
     cache = tmp_path / "cache"
-    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm", "kernels-community/activation"):
         cache_repo(cache, repo, [CPU213])  # pure-Python builds without fla's dispatch files
     env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "home")}
     code, data = run_json([*DOCTOR, "--mode", "train", "--hub-device", "cuda"], stack, env=env)
@@ -110,13 +110,13 @@ def test_a_kernels_client_that_cannot_read_0_19_variant_names_is_a_finding(tmp_p
     0.19 variant name (torch-2.12-cxx11-cuda-13.0-cpython-3.12-abi3-...) misread; doctor says so, per repository."""
     k183 = site("kernels==0.18.3")
     new = "torch-2.12-cxx11-cuda-13.0-cpython-3.12-abi3-x86_64-linux"
-    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm"):
+    for repo in ("kernels-community/fla", "kernels-community/mamba-ssm", "kernels-community/activation"):
         cache_repo(tmp_path / "hf", repo, [CPU213, new])
     env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HOME": str(tmp_path / "home")}
     _, data = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], k183, env=env)
     assert data["environment"]["kernels"] == "0.18.3" and data["hub"]["used"] is True
     got = [f for f in data["findings"] if f["id"] == "hub-variant-names-unreadable"]
-    assert len(got) == 2 and {f["severity"] for f in got} == {"warning"}
+    assert len(got) == 3 and {f["severity"] for f in got} == {"warning"}  # fla, mamba-ssm, activation
     _, latest = run_json(["doctor", "--model", "qwen3.8-27b", "--hub", "--hub-device", "cuda"], k183,
                          env={**env, "UNSTABLE_KERNELS_ALL_LATEST": "1"})
     assert [f["severity"] for f in latest["findings"] if f["id"] == "hub-all-latest"] == ["warning"]
