@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, settings
+from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, settings, signals
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
@@ -205,13 +205,24 @@ def _doctor_after(req: Request) -> DoctorRun:
     cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", req.model, "--mode", req.mode, "--json"]
     if req.arch:  # judge the GPUs the install was for, not a build machine that has none
         cmd += ["--arch", req.arch]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                         preexec_fn=lifeline.preexec())  # dies with kernelcheck (core/lifeline.py)
+    # dies with kernelcheck (core/lifeline.py); SIGINT/SIGTERM held while Popen forks: with a preexec_fn, Python
+    # runs its at-fork hooks in this process, where an Interrupted is printed as "Exception ignored" and lost
+    with signals.held(reraise=False) as came:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
     try:
-        data = json.loads(res.stdout)
+        if came:
+            raise Interrupted(came[0])
+        out, err = proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    try:
+        data = json.loads(out)
     except json.JSONDecodeError:
-        return DoctorRun(None, res.returncode, res.stderr)
-    return DoctorRun(read_report(data), res.returncode, res.stderr)
+        return DoctorRun(None, proc.returncode, err)
+    return DoctorRun(read_report(data), proc.returncode, err)
 
 
 def run(req: Request, echo: Callable[[str], None], as_json: bool, *, m: matrix.Matrix) -> Outcome[Report]:
