@@ -62,7 +62,7 @@ def test_doctor_declared_position_ids_packing_is_broken_for_qwen3_5() -> None:
     from kernelcheck.cli.main import main
 
     res = CliRunner().invoke(main, ["doctor", "--model", "qwen3.8-27b", "--packing", "position_ids", "--json"])
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert res.exit_code == 4 and rep["verdict"] == "broken"
     declared = next(f for f in rep["findings"] if f["id"] == "packing-declared")
     modes = {m["mode"]: m for m in rep["packing"]["modes"]}

@@ -33,7 +33,7 @@ def _cli(*args: str) -> tuple[int, dict]:
     from kernelcheck.cli.main import main
 
     res = CliRunner().invoke(main, ["verify", *args, "--json"])
-    return res.exit_code, json.loads(res.output)
+    return res.exit_code, json.loads(res.stdout)  # progress goes to stderr
 
 
 def test_position_ids_only_mixes_from_the_gdn_layer_and_names_the_segment():

@@ -39,7 +39,7 @@ def test_verify_packing_on_cpu_agrees_with_doctor_for_every_mode():
     from kernelcheck.cli.main import main
 
     res = CliRunner().invoke(main, ["verify", "--model", "qwen3.8-27b", "--packing", "flash", "--json"])
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert res.exit_code == 4 and rep["verdict"] == "broken" and rep["judged_mode"] == "flash"
     modes = {m["mode"]: m for m in rep["packing"]}
     assert {m: r["outcome"] for m, r in modes.items()} == {"position_ids": "mixed", "cu_seq_lens": "raises",

@@ -50,7 +50,10 @@ def test_trl_1_15_padding_free_passes_position_ids_only_and_the_gdn_layer_mixes_
     batch = _trl_batch("1.15.0", pt)
     assert sorted(batch) == ["input_ids", "labels", "position_ids"]
     code, rep = _verify(pt)
-    assert code == 4 and [f["id"] for f in rep["findings"]] == ["packing-position-ids-only", "packing-segment-mixed"]
+    # certain from the reach (the recurrent kernels got no boundary), then measured (the segments mix)
+    assert code == 4 and [f["id"] for f in rep["findings"]] == [
+        "packing-position-ids-only", "packing-kernel-gets-no-boundary", "packing-kernel-gets-no-boundary",
+        "packing-segment-mixed"]
     assert rep["batch"]["segments"] == [[0, 40], [40, 110], [110, 140]]
     assert rep["batch"]["segments_from"] == "position_ids"
     assert all(r["received"] == [] for r in rep["reach"])
@@ -87,7 +90,9 @@ def test_collator_option_builds_the_batch_with_trls_collator_from_lengths(tmp_pa
             "--lengths", str(lens)]
     code, rep = run_json(args, *trl_sites("1.15.0"), env={"USE_HUB_KERNELS": "0"}, cwd=PROGRAMS)
     assert code == rep["exit_code"] == 4
-    assert [f["id"] for f in rep["findings"]] == ["packing-position-ids-only", "packing-segment-mixed"]
+    assert [f["id"] for f in rep["findings"]] == [
+        "packing-position-ids-only", "packing-kernel-gets-no-boundary", "packing-kernel-gets-no-boundary",
+        "packing-segment-mixed"]
     assert rep["batch"]["source"] == "--collator trl_padding_free:collate"
     assert rep["batch"]["segments"] == [[0, 30], [30, 80], [80, 100]]
     assert sorted(rep["batch"]["keys"]) == ["input_ids", "labels", "position_ids"]

@@ -17,5 +17,5 @@ from kernelcheck.cli.main import main
 out = []
 for path in sys.argv[2:]:
     res = CliRunner().invoke(main, ["verify", "--model", sys.argv[1], "--packing", "--batch", path, "--json"])
-    out.append([res.exit_code, json.loads(res.output)])
+    out.append([res.exit_code, json.loads(res.stdout)])  # stdout alone: progress lines go to stderr
 print(json.dumps(out))
