@@ -6,11 +6,14 @@ Writes each kind of data file (--mb MB; log-normal lengths, median ~650 tokens, 
 - lengths: one integer per line (about 5 bytes a line);
 - jsonl: `{"length": N, "text": "..."}` rows, short texts (about 60 bytes a row: the rows are many, so the per-row
   cost shows), where only the length field needs reading;
-then runs, each in a fresh process: `python -m kernelcheck padding FILE --batching RULE --json`, and a plain read
-(a Python process that reads the file in 4 MiB blocks and counts its newlines). CPU time (user + sys) and peak RSS
+then runs, each in a fresh process: `python -m kernelcheck padding FILE --batching RULE --json`; the reader one writes
+by hand (a Python loop: `int(line)` per line, or `json.loads(line)["length"]` per row); and a plain read (a Python
+process that reads the file in 4 MiB blocks and counts its newlines: the floor). CPU time (user + sys) and peak RSS
 come from the kernel (os.wait4's rusage): on a shared machine CPU time is the steady number. Prints MB/s of CPU
-time for both, the ratio, and one line per kind that the README quotes. Exit 0 when every kind reaches 50 MB per
-CPU second (the target; `measure` is what tests/integration/test_padding_throughput.py calls).
+time for each, and one line per kind that the docs quote. The target is a ratio measured side by side, so that it
+holds on any machine: kernelcheck reads a lengths file at least 2x, and JSONL rows at least 4x, as fast as the
+hand-written reader, start-up included. Exit 0 when every kind meets it (`measure` is what
+tests/integration/test_padding_throughput.py calls).
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET_MB_S = 50.0
+TARGET_X = {"lengths": 2.0, "jsonl": 4.0}  # x the hand-written reader's MB per CPU second, measured beside it
 PLAIN_READ = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb') as fh:\n    while b := fh.read(4 << 20):\n"
               "        n += b.count(b'\\n')\nprint(n)")
+HAND_WRITTEN = {  # what one writes without kernelcheck: every line parsed in Python
+    "lengths": "import sys\nprint(sum(int(line) for line in open(sys.argv[1], 'rb') if line.strip()))",
+    "jsonl": ("import json, sys\nprint(sum(json.loads(line)['length'] for line in open(sys.argv[1], 'rb') "
+              "if line.strip()))"),
+}
+
+
+def kind_of(path: Path) -> str:
+    return "jsonl" if path.suffix == ".jsonl" else "lengths"
 
 
 def write(path: Path, kind: str, mb: int) -> None:
@@ -47,13 +59,17 @@ def write(path: Path, kind: str, mb: int) -> None:
                                                                                         strict=True)))
 
 
-def measure(path: Path, rule: str = "budget:8192") -> dict[str, float]:
-    """MB per CPU second of `kernelcheck padding` and of a plain read of `path`, and their peak RSS (MiB)."""
+def measure(path: Path, rule: str = "budget:8192", hand_written: bool = True) -> dict[str, float]:
+    """MB per CPU second of `kernelcheck padding`, of the hand-written reader (unless `hand_written` is False) and of
+    a plain read of `path`, and their peak RSS (MiB)."""
     mb = path.stat().st_size / 1e6
     out: dict[str, float] = {"mb": mb}
-    for name, cmd in (("kernelcheck", [sys.executable, "-m", "kernelcheck", "padding", str(path), "--batching", rule,
-                                       "--json"]),
-                      ("read", [sys.executable, "-c", PLAIN_READ, str(path)])):
+    commands = [("kernelcheck", [sys.executable, "-m", "kernelcheck", "padding", str(path), "--batching", rule,
+                                 "--json"]),
+                ("read", [sys.executable, "-c", PLAIN_READ, str(path)])]
+    if hand_written:
+        commands.insert(1, ("hand", [sys.executable, "-c", HAND_WRITTEN[kind_of(path)], str(path)]))
+    for name, cmd in commands:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO,
                              env={**os.environ, "PYTHONPATH": str(REPO), "KERNELCHECK_PROGRESS": "0"})
@@ -88,14 +104,15 @@ def main() -> int:
             write(path, kind, args.mb)
             print("  timing kernelcheck padding and a plain read of it ...", file=sys.stderr, flush=True)
             m = measure(path, args.rule)
-            for name, label in (("kernelcheck", "kernelcheck"), ("read", "plain read")):
+            for name, label in (("kernelcheck", "kernelcheck"), ("hand", "hand-written"), ("read", "plain read")):
                 print(f"{kind:<8} {m['mb']:>6.0f} {label:<12} {m[name + '_cpu']:>7.2f} {m[name + '_mb_s']:>9.1f} "
                       f"{m[name + '_wall']:>7.2f} {m[name + '_rss']:>13.0f}")
-            ok &= m["kernelcheck_mb_s"] >= TARGET_MB_S
-            met = "met" if m["kernelcheck_mb_s"] >= TARGET_MB_S else "NOT met"
+            x = m["kernelcheck_mb_s"] / m["hand_mb_s"]
+            ok &= x >= TARGET_X[kind]
+            met = "met" if x >= TARGET_X[kind] else "NOT met"
             lines.append(f"padding {kind} ({m['mb']:.0f} MB): {m['kernelcheck_mb_s']:.1f} MB per CPU second, "
-                         f"{m['read_mb_s'] / m['kernelcheck_mb_s']:.1f}x a plain read's CPU time "
-                         f"(target {TARGET_MB_S:.0f} MB/s: {met})")
+                         f"{x:.1f}x the hand-written reader (target {TARGET_X[kind]:.0f}x: {met}), "
+                         f"{m['read_mb_s'] / m['kernelcheck_mb_s']:.1f}x a plain read's CPU time")
     print("\n".join(lines))
     return 0 if ok else 1
 

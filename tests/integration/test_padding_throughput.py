@@ -1,15 +1,17 @@
-"""`kernelcheck padding` reads at least 50 MB per CPU second, a lengths file and JSONL rows `{"length": N, ...}`
-alike (benchmarks/padding_throughput.py, on 50 MB files here: the CLI's start-up counts in). The bound is the target
-less a margin for a loaded 2-core machine; the CPU time is the kernel's count for the process, not wall time."""
+"""`kernelcheck padding` reads a lengths file at least 2x, and JSONL rows `{"length": N, ...}` at least 4x, as fast as
+the reader one writes by hand (a Python loop parsing every line), in MB per CPU second measured side by side
+(benchmarks/padding_throughput.py, on 50 MB files here: the CLI's start-up counts in). A ratio, so that the bound
+holds on a slower or faster machine alike; the CPU time is the kernel's count for each process, not wall time."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
-MARGIN = 0.9  # CPU time on a machine shared by other jobs varies by about this much
-RUNS = 3  # the best of three runs: another job's load only ever adds CPU time (cache and core sharing)
+RUNS = 3  # the best of three kernelcheck runs: another job's load only ever adds CPU time (cache and core sharing)
 
 
 def _bench():  # benchmarks/ is no package
@@ -20,17 +22,12 @@ def _bench():  # benchmarks/ is no package
     return mod
 
 
-def test_jsonl_rows_that_start_with_their_length_read_at_the_target(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind, name", [("lengths", "lengths.txt"), ("jsonl", "d.jsonl")])
+def test_padding_reads_at_its_target_over_the_hand_written_reader(tmp_path: Path, kind: str, name: str) -> None:
     bench = _bench()
-    path = tmp_path / "d.jsonl"
-    bench.write(path, "jsonl", 50)
-    got = max((bench.measure(path) for _ in range(RUNS)), key=lambda g: g["kernelcheck_mb_s"])
-    assert got["kernelcheck_mb_s"] >= bench.TARGET_MB_S * MARGIN, got
-
-
-def test_a_lengths_file_reads_at_the_target(tmp_path: Path) -> None:
-    bench = _bench()
-    path = tmp_path / "lengths.txt"
-    bench.write(path, "lengths", 50)
-    got = max((bench.measure(path) for _ in range(RUNS)), key=lambda g: g["kernelcheck_mb_s"])
-    assert got["kernelcheck_mb_s"] >= bench.TARGET_MB_S * MARGIN, got
+    path = tmp_path / name
+    bench.write(path, kind, 50)
+    hand = bench.measure(path)  # the hand-written reader runs once: a steady Python loop
+    best = max([hand["kernelcheck_mb_s"]] + [bench.measure(path, hand_written=False)["kernelcheck_mb_s"]
+                                             for _ in range(RUNS - 1)])
+    assert best / hand["hand_mb_s"] >= bench.TARGET_X[kind], (best, hand)
