@@ -16,7 +16,18 @@ if TYPE_CHECKING:
     from kernelcheck.report.model import Report
 
 
+def check(req: Request, ctx: Context) -> None:
+    """Every usage rule of install, found before anything is probed: the flags' values and paths (install/command.py
+    `validate`, which the plan reads its targets from) and the model."""
+    from kernelcheck.commands import usage
+    from kernelcheck.install import command
+
+    command.validate(req, ctx.matrix)
+    usage.model(req.model, ctx.matrix)
+
+
 def run(req: Request, ctx: Context) -> Outcome[Report]:
     from kernelcheck.install import command
 
+    check(req, ctx)
     return command.run(req, ctx.sink, ctx.json, m=ctx.matrix)

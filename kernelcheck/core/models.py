@@ -310,7 +310,7 @@ def _unknown(m: matrix.Matrix, q: str) -> BadInput:
 def resolves_remotely(query: str, *, m: matrix.Matrix) -> bool:
     """Whether `resolve(query)` would look in the Hugging Face cache or on the Hub (a Hub id that is no alias, path
     or model_type); every other query resolves from the matrix, the installed transformers' source and local files,
-    so a usage error in it is found before any probe (cli/early.py)."""
+    so a usage error in it is found before any probe (commands/usage.py `model`)."""
     q = query.strip()
     if not q or m.aliases.get(q.lower()) is not None or any(a.id.lower() == q.lower() for a in m.aliases.values()):
         return False

@@ -65,7 +65,9 @@ class Request:
     expect_plan: str | None = None  # --expect-plan FILE: a dry run's JSON whose wheel hashes must still hold
 
 
-def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
+def validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
+    """install's usage rules (commands/install.py `check`): the flags' values, --sdist, the folders, --torch/--cuda
+    without --dry-run; the target GPUs and the pinned versions of --package."""
     if req.mode not in tuple(Mode):
         raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
     if req.source not in plan_types.SOURCES:
@@ -269,7 +271,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
          done: list[installer.Outcome], m: matrix.Matrix) -> Outcome[Report]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
-    arches, versions = _validate(req, m)
+    arches, versions = validate(req, m)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
         env, origin = _probe(arches, m=m)

@@ -460,8 +460,7 @@ def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() ->
 # commands/ (kernelcheck/__init__.py calls the same run).
 CLI_MAY_IMPORT = {"kernelcheck.forecast": {"render"}, "kernelcheck.trace.render": {"render_text"},
                   "kernelcheck.install.command": {"Request", "render", "to_json"},
-                  "kernelcheck.fleet": {"handoff", "ranks"},
-                  "kernelcheck.packing": {"decide"}}  # cli/early.py: an unknown --packing mode, before any probe
+                  "kernelcheck.fleet": {"handoff", "ranks"}}
 _ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast", "warm")
 
 
