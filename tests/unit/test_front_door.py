@@ -28,7 +28,7 @@ def test_the_front_door_imports_nothing_until_called_but_the_package_metadata() 
 def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
     subpackages = {p.parent.name for p in PKG.glob("*/__init__.py")}
     assert kernelcheck.__all__ == ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check",
-                                   "plan_install", "prefetch_hub_kernels", "resolve_model", "trace_report",
+                                   "models", "plan_install", "prefetch_hub_kernels", "resolve_model", "trace_report",
                                    "verify_model"]
     assert set(kernelcheck.__all__) & subpackages == set()  # `import kernelcheck.doctor` would rebind the name
     assert all(hasattr(kernelcheck, name) for name in kernelcheck.__all__)
