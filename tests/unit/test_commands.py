@@ -271,3 +271,86 @@ def test_the_context_reads_once_and_probes_only_when_asked(monkeypatch: pytest.M
     monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
     with pytest.raises(BadInput, match="--prefetch"):
         hub.run(hub.Request(model="qwen3.8-27b", lock="kernels.lock"), ctx)
+
+
+# Usage: each command's library entry point refuses what its CLI refuses, with the same message (commands/<command>.py
+# `check`, which `run` calls before anything is probed), and the CLI exits 2 with it.
+def _lib(command: str, **fields: Any) -> Any:
+    import importlib
+
+    from kernelcheck.commands.context import Context
+
+    module = importlib.import_module(f"kernelcheck.commands.{command}")
+    return lambda: module.run(module.Request(**fields), Context.from_environ())
+
+
+USAGE = {
+    "doctor --arch with --live": (["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--live"],
+                                  lambda: kernelcheck.check("qwen3.8-27b", arch="9.0", live=True)),
+    "doctor unknown model": (["doctor", "--model", "qwen3.8-72b"], lambda: kernelcheck.check("qwen3.8-72b")),
+    "doctor unknown packing mode": (["doctor", "--model", "qwen3.8-27b", "--packing", "bogus"],
+                                    lambda: kernelcheck.check("qwen3.8-27b", packing="bogus")),
+    "verify --layers without --step": (["verify", "--model", "qwen3.8-27b", "--layers", "2"],
+                                       lambda: kernelcheck.verify_model("qwen3.8-27b", layers=2)),
+    "verify --batch without --packing": (["verify", "--model", "qwen3.8-27b", "--batch", "b.pt"],
+                                         lambda: kernelcheck.verify_model("qwen3.8-27b", batch="b.pt")),
+    "install unknown package": (["install", "--model", "qwen3.8-27b", "--dry-run", "--package", "nosuch"],
+                                lambda: kernelcheck.plan_install("qwen3.8-27b", packages=("nosuch",))),
+    "hub --lock without --prefetch": (["hub", "--model", "qwen3.8-27b", "--lock", "kernels.lock"],
+                                      _lib("hub", model="qwen3.8-27b", lock="kernels.lock")),
+    "trace --model without --budget": (["trace", str(DATA / "step" / "cpu_tiny_step.json.gz"), "--model", "m"],
+                                       _lib("trace", file=str(DATA / "step" / "cpu_tiny_step.json.gz"), model="m")),
+    "padding unknown batching rule": (["padding", "lengths.txt", "--batching", "bogus:1"],
+                                      _lib("padding", data="lengths.txt", batching="bogus:1")),
+    "warm without --model": (["warm", "--cache-dir", "jit"], _lib("warm", model=None, cache_dir="jit")),
+    "doctor --upgrade single equals": (["doctor", "--model", "qwen3.8-27b", "--upgrade", "transformers=5.24.0"],
+                                       _lib("forecast", specs=("transformers=5.24.0",))),
+}
+
+
+@pytest.mark.parametrize("case", list(USAGE))
+def test_the_library_refuses_what_the_cli_refuses_with_the_same_message(case: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core import environment
+    from kernelcheck.core.errors import BadInput
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
+    args, library = USAGE[case]
+    with pytest.raises(BadInput) as refused:
+        library()
+    res = CliRunner().invoke(main, args, env=OFFLINE)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"kernelcheck {args[0]}: {refused.value.message}" in res.stderr  # the one paragraph, word for word
+
+
+def test_compare_refuses_an_expected_count_below_one_in_the_library_as_click_does() -> None:
+    from kernelcheck.commands import compare
+    from kernelcheck.commands.context import Context
+    from kernelcheck.core.errors import BadInput
+
+    report = str(DATA / "reports" / "doctor_train.json")
+    with pytest.raises(BadInput, match="--expect"):
+        compare.run(compare.Request((report,), expect=0), Context.from_environ())
+    with pytest.raises(BadInput, match="REPORT"):
+        compare.run(compare.Request(()), Context.from_environ())
+    res = CliRunner().invoke(main, ["compare", report, "--expect", "0"])
+    assert res.exit_code == 2 and "--expect" in res.output
+
+
+def test_models_the_library_gets_the_cli_listing_and_it_fits_its_schema() -> None:
+    import jsonschema
+
+    from kernelcheck import schemas
+
+    res = CliRunner().invoke(main, ["models", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0
+    cli = json.loads(res.stdout)
+    jsonschema.Draft202012Validator(schemas.load("models")).validate(cli)
+    lib = kernelcheck.models()
+    assert [a.alias for a in lib.aliases] == [a["alias"] for a in cli["aliases"]] and lib.aliases
+    assert [(t.model_type, t.family) for t in lib.model_types] == [(t["model_type"], t["family"])
+                                                                  for t in cli["model_types"]]
+    qwen = next(t for t in lib.model_types if t.model_type == "qwen3_5")
+    assert qwen.family == "gated_deltanet" and "chunk_gated_delta_rule" in qwen.functions
+    assert json.loads(json.dumps(lib.to_json())) == cli

@@ -1,6 +1,6 @@
-"""Usage errors before any probe (each command's `check`, commands/<command>.py): a mistyped model, spec, packing mode or file is exit 2 before
-`environment.probe()` runs. In-process: the probe is replaced by one that fails the test. One real invocation,
-timed, is in tests/integration/test_early.py."""
+"""Usage errors before any probe (each command's `check`, commands/<command>.py): a mistyped model, spec, packing
+mode or file is exit 2 before `environment.probe()` runs. In-process: the probe is replaced by one that fails the test.
+One real invocation, timed, is in tests/integration/test_early.py."""
 
 from __future__ import annotations
 
