@@ -69,6 +69,7 @@ def check(req: Request, ctx: Context) -> list[RepoSpec]:
     if req.prefetch and not (req.model or req.repos):
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
     usage.mode(req.mode)
+    usage.choice("--source", req.source, ("auto", "cache", "hub"))
     usage.model(req.model, ctx.matrix)
     return [parse_repo(r) for r in req.repos]
 

@@ -55,9 +55,14 @@ def writable_folder(path: str, flag: str, what: str) -> None:
                        "write (it is created if missing); nothing was run.") from None
 
 
+def choice(flag: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    """A value from a flag's vocabulary (None: not given), for a library caller too (the CLI's choice list says the
+    same before the command runs)."""
+    if value is not None and value not in allowed:
+        raise BadInput(f"{flag} must be {', '.join(allowed[:-1])} or {allowed[-1]}, not '{value}'.")
+
+
 def mode(value: str) -> None:
-    """--mode's vocabulary, for a library caller too (the CLI's choice list says the same)."""
     from kernelcheck.core.status import Mode
 
-    if value not in tuple(Mode):
-        raise BadInput(f"--mode must be train or infer, not '{value}'.")
+    choice("--mode", value, tuple(Mode))

@@ -52,6 +52,7 @@ def check(req: Request, ctx: Context) -> None:
     _check_flags(req)
     _check_batch(req)
     usage.mode(req.mode)
+    usage.choice("--shape", req.shape, ("tiny", "full"))
     usage.model(req.model, ctx.matrix)
     record.check_path(req.record)
     if req.trace_dir is not None:

@@ -324,18 +324,28 @@ def test_the_library_refuses_what_the_cli_refuses_with_the_same_message(case: st
     assert f"kernelcheck {args[0]}: {refused.value.message}" in res.stderr  # the one paragraph, word for word
 
 
-def test_compare_refuses_an_expected_count_below_one_in_the_library_as_click_does() -> None:
-    from kernelcheck.commands import compare
-    from kernelcheck.commands.context import Context
+_REPORT = str(DATA / "reports" / "doctor_train.json")
+CLICK = {  # what click's types refuse on the command line, the command's `check` refuses in the library
+    "--mode": (["doctor", "--mode", "serve"], lambda: kernelcheck.check(None, mode="serve")),
+    "--shape": (["verify", "--model", "qwen3.8-27b", "--shape", "huge"],
+                lambda: kernelcheck.verify_model("qwen3.8-27b", shape="huge")),
+    "--source": (["hub", "--model", "qwen3.8-27b", "--source", "web"], _lib("hub", model="qwen3.8-27b", source="web")),
+    "--expect": (["compare", _REPORT, "--expect", "0"], _lib("compare", reports=(_REPORT,), expect=0)),
+    "REPORT": (["compare"], _lib("compare", reports=())),
+}
+
+
+@pytest.mark.parametrize("flag", list(CLICK))
+def test_the_library_refuses_the_values_the_cli_types_refuse(flag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core import environment
     from kernelcheck.core.errors import BadInput
 
-    report = str(DATA / "reports" / "doctor_train.json")
-    with pytest.raises(BadInput, match="--expect"):
-        compare.run(compare.Request((report,), expect=0), Context.from_environ())
-    with pytest.raises(BadInput, match="REPORT"):
-        compare.run(compare.Request(()), Context.from_environ())
-    res = CliRunner().invoke(main, ["compare", report, "--expect", "0"])
-    assert res.exit_code == 2 and "--expect" in res.output
+    monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
+    args, library = CLICK[flag]
+    with pytest.raises(BadInput, match=flag):
+        library()
+    res = CliRunner().invoke(main, args, env=OFFLINE)
+    assert res.exit_code == 2 and flag in res.output
 
 
 def test_models_the_library_gets_the_cli_listing_and_it_fits_its_schema() -> None:
