@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 
 
 def check(req: Request, ctx: Context) -> None:
-    """Every usage rule of install, found before anything is probed: the flags' values and paths (install/command.py
-    `validate`, which the plan reads its targets from) and the model."""
+    """Every usage rule of install, found before anything is probed: --mode, --source, the other flags' values and
+    paths (install/command.py `validate`, which the plan reads its targets from) and the model."""
     from kernelcheck.commands import usage
-    from kernelcheck.install import command
+    from kernelcheck.install import command, plan_types
 
+    usage.mode(req.mode)
+    usage.choice("--source", req.source, plan_types.SOURCES)
     command.validate(req, ctx.matrix)
     usage.model(req.model, ctx.matrix)
 

@@ -33,7 +33,7 @@ from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, set
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
-from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
+from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import expected, plan_types, sources, txn, writable
@@ -66,12 +66,8 @@ class Request:
 
 
 def validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
-    """install's usage rules (commands/install.py `check`): the flags' values, --sdist, the folders, --torch/--cuda
-    without --dry-run; the target GPUs and the pinned versions of --package."""
-    if req.mode not in tuple(Mode):
-        raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
-    if req.source not in plan_types.SOURCES:
-        raise BadInput(f"--source must be one of {', '.join(plan_types.SOURCES)}, not '{req.source}'.")
+    """install's own usage rules (commands/install.py `check` adds --mode, --source and the model): --allow-change,
+    --sdist, the folders, --torch/--cuda without --dry-run; the target GPUs and the pinned versions of --package."""
     for a in req.allow_change:
         if a not in plan_types.PINNED:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
