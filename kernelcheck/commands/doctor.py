@@ -62,9 +62,9 @@ def check(req: Request, ctx: Context) -> None:
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    check(req, ctx)  # before the imports below: a usage error is answered at once
     from kernelcheck.doctor import run as doctor_run
 
-    check(req, ctx)
     env = req.env
     if req.arch is not None:
         from kernelcheck.core import environment, gpu

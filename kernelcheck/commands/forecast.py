@@ -45,10 +45,10 @@ def check(req: Request, ctx: Context) -> None:
 
 def run(req: Request, ctx: Context) -> Outcome[Forecast]:
     """The forecast; its exit code is the after-verdict's (with --if-worse: 0 unless worse than now)."""
+    check(req, ctx)
     from kernelcheck.forecast import command
     from kernelcheck.forecast.resolve import Index
 
-    check(req, ctx)
     fc = command.run(list(req.specs), list(req.doctor_args),
                      Index.of(req.wheelhouse, req.offline, ctx.settings.offline), if_worse=req.if_worse, m=ctx.matrix)
     return Outcome.of_exit(fc, fc.exit_code)

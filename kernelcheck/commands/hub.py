@@ -75,13 +75,13 @@ def check(req: Request, ctx: Context) -> list[RepoSpec]:
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    parsed = check(req, ctx)  # before the imports below: a usage error is answered at once
     from kernelcheck.core import gpu
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub, kernels_prefetch, transformers_models
     from kernelcheck.report.model import Report
     from kernelcheck.report.sections import EnvironmentView, ModelRef
 
-    parsed = check(req, ctx)
     target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
     gpus = gpu.parse_arch(req.arch, m=ctx.matrix) if req.arch else None  # the same parser as doctor and install
     env = ctx.environment(gpu_override=gpus)

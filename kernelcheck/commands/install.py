@@ -29,7 +29,7 @@ def check(req: Request, ctx: Context) -> None:
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    check(req, ctx)
     from kernelcheck.install import command
 
-    check(req, ctx)
     return command.run(req, ctx.sink, ctx.json, m=ctx.matrix)

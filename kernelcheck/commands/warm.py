@@ -83,11 +83,11 @@ def check(req: Request, ctx: Context) -> dict[str, Any] | None:
 
 
 def run(req: Request, ctx: Context) -> Outcome[WarmRun]:
+    spec = check(req, ctx)
     from kernelcheck.core import version
     from kernelcheck.doctor import cacheproof
     from kernelcheck.warm import run as warm_run
 
-    spec = check(req, ctx)
     table = ctx.matrix.table(cacheproof.TABLE)
     if spec is None:  # --print-env
         try:
