@@ -65,9 +65,9 @@ def check(req: Request) -> None:
 
 
 def run(req: Request, ctx: Context) -> Outcome[FleetTable]:
+    check(req)
     from kernelcheck.fleet import compare, table
 
-    check(req)
     records, missing = compare.collect(list(req.reports), req.expect)
     code = table.fleet_code(records, missing)
     return Outcome.of_exit(FleetTable("compare", records, missing, code), code)

@@ -63,10 +63,10 @@ def check(req: Request) -> Rule:
 
 
 def run(req: Request, ctx: Context) -> Outcome[PaddingRun]:
+    rule = check(req)
     from kernelcheck.padding import batching, lengths
     from kernelcheck.padding import plot as plot_mod
 
-    rule = check(req)
     result = batching.measure(lengths.chunks(req.data, req.tokenizer), rule)  # vectorized, bounded memory
     drawn: dict[str, object] | None = None
     if req.plot:

@@ -364,3 +364,26 @@ def test_models_the_library_gets_the_cli_listing_and_it_fits_its_schema() -> Non
     qwen = next(t for t in lib.model_types if t.model_type == "qwen3_5")
     assert qwen.family == "gated_deltanet" and "chunk_gated_delta_rule" in qwen.functions
     assert json.loads(json.dumps(lib.to_json())) == cli
+
+
+def test_every_command_with_options_checks_them_first_in_its_run() -> None:
+    """Usage rules live beside each command (commands/<command>.py `check`) and its `run` calls `check` before it does
+    anything else, so no entry point, the CLI's or the library's, can get past them. fleet's request is the CLI's
+    own plumbing (--all-ranks) and models has no options."""
+    import ast
+
+    commands = Path(kernelcheck.__file__).parent / "commands"
+    unchecked, checked = [], []
+    for path in sorted(commands.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        if "run" not in funcs or path.stem in ("fleet", "models"):
+            continue
+        first = next((s for s in funcs["run"].body if not (isinstance(s, ast.Expr)
+                                                           and isinstance(s.value, ast.Constant))), None)
+        calls = [n.func.id for n in ast.walk(first) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)] \
+            if first is not None else []
+        if "check" not in funcs or "check" not in calls:
+            unchecked.append(path.stem)
+        checked.append(path.stem)
+    assert unchecked == [] and len(checked) == 9
