@@ -53,6 +53,10 @@ def check(req: Request, ctx: Context) -> None:
     _check_batch(req)
     usage.mode(req.mode)
     usage.choice("--shape", req.shape, ("tiny", "full"))
+    if req.packing not in (None, "all"):
+        from kernelcheck.packing import decide
+
+        decide.check_mode(req.packing, decide.load_facts(m=ctx.matrix))  # as doctor --packing MODE
     usage.model(req.model, ctx.matrix)
     record.check_path(req.record)
     if req.trace_dir is not None:

@@ -327,6 +327,8 @@ def test_the_library_refuses_what_the_cli_refuses_with_the_same_message(case: st
 _REPORT = str(DATA / "reports" / "doctor_train.json")
 CLICK = {  # what click's types refuse on the command line, the command's `check` refuses in the library
     "--mode": (["doctor", "--mode", "serve"], lambda: kernelcheck.check(None, mode="serve")),
+    "--packing": (["verify", "--model", "qwen3.8-27b", "--packing", "bogus"],
+                  lambda: kernelcheck.verify_model("qwen3.8-27b", packing="bogus")),
     "--shape": (["verify", "--model", "qwen3.8-27b", "--shape", "huge"],
                 lambda: kernelcheck.verify_model("qwen3.8-27b", shape="huge")),
     "--source": (["hub", "--model", "qwen3.8-27b", "--source", "web"], _lib("hub", model="qwen3.8-27b", source="web")),
