@@ -51,6 +51,10 @@ def check(req: Request, ctx: Context) -> None:
 
     _check_flags(req)
     _check_batch(req)
+    for flag, value, least in (("--tokens", req.tokens, "a positive number of tokens"),
+                               ("--layers", req.layers, "at least 1")):
+        if value is not None and value < 1:
+            raise BadInput(f"{flag} must be {least}, not {value}.")
     usage.mode(req.mode)
     usage.choice("--shape", req.shape, ("tiny", "full"))
     if req.packing not in (None, "all"):
@@ -92,6 +96,8 @@ def _check_flags(req: Request) -> None:
     elif req.benchmark:
         raise BadInput("--benchmark does not apply with --step: --step times whole training steps of both paths "
                        "already; --benchmark times single layers without --step. Nothing was run.")
+    elif req.mode != Mode.TRAIN:
+        raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
     if req.compile_check and (req.step or req.packing):
         raise BadInput("--compile runs the model's layers under torch.compile next to verify's per-function run; it "
                        "does not apply with --step or --packing. Run them as two commands; nothing was run.")
