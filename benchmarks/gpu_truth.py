@@ -68,7 +68,7 @@ def profiled(fn: Any) -> dict[str, Any]:
     try:
         fn()
         torch.cuda.synchronize()
-    except Exception as exc:  # the truth is whatever the job would see
+    except Exception as exc:  # noqa: BLE001 - the truth is whatever the job would see
         out["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
         out["where"] = traceback.format_exc().splitlines()[-6:]
         return out
@@ -77,7 +77,7 @@ def profiled(fn: Any) -> dict[str, Any]:
             fn()
             torch.cuda.synchronize()
         out["ok"] = True
-    except Exception as exc:  # the truth is whatever the job would see
+    except Exception as exc:  # noqa: BLE001 - the truth is whatever the job would see
         out["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
         out["where"] = traceback.format_exc().splitlines()[-6:]
         return out
@@ -164,7 +164,7 @@ def main() -> int:
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.bfloat16)
         load["ok"] = True
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a model that fails to load is a result, recorded
         load["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
     result["load"] = load
     if load["ok"]:

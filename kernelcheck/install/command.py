@@ -209,7 +209,7 @@ def _doctor_after(req: Request) -> DoctorRun:
     # runs its at-fork hooks in this process, where an Interrupted is printed as "Exception ignored" and lost
     with signals.held(reraise=False) as came:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+                                preexec_fn=lifeline.preexec())  # prctl only, no locks taken
     try:
         if came:
             raise Interrupted(came[0])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import envs
-from tests.unit.test_hostile_inputs import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_hostile_inputs import (  # helpers and fixtures of the in-process half
     REPO,
     _env,
     _report,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.envs import REPO
-from tests.unit.test_signals import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_signals import (  # helpers and fixtures of the in-process half
     CASES,
     EXIT,
     SEED,
