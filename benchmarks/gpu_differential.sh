@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 differential of issue #22: for each perturbation a production image often has, doctor's verdict,
+# The H200 differential: for each perturbation a production image often has, doctor's verdict,
 # verify's verdict and the truth (benchmarks/gpu_truth.py: a real tiny Qwen3.5 loaded with from_pretrained,
 # one train step and a prefill + cached decode, what ran, crash or not), side by side in one run.
 #

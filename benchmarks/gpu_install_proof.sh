@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The #11 proof on the H200 stock image (torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0, Python 3.12,
+# The install proof on the H200 stock image (torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0, Python 3.12,
 # no network): one `kernelcheck install --model qwen3.8-27b --wheelhouse WH --offline` (train mode: fla-core,
 # einops, the tilelang fix for fla#640 with its dependency window resolved by pip from WH, and the
 # unlabelled causal-conv1d wheel built there by `pip wheel`, accepted by its sm_90 SASS + a trial import),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for issues #11 and #13 when little device time is left: the install proof (install ->
+# One device call for the install proof and the install's speed when little device time is left: the install proof (install ->
 # doctor --mode train -> verify --shape full --benchmark --mode train) and then `verify --step` on 4 layers,
 # and --layers 8 only if the deadline allows. Wheelhouse parts must already be in /tmp/kcwh (see
 # benchmarks/gpu_install_proof.sh for the carry calls). Results: $OUT/install-proof-step.tgz.

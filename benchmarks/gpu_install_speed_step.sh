@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (H200) for #12 item 7 and #13: install the train-mode kernels into /tmp/site with kernelcheck
+# One device call (H200) for the doctor's speed and the install's speed: install the train-mode kernels into /tmp/site with kernelcheck
 # (wheelhouse already in /tmp/kcwh: see benchmarks/gpu_install_proof.sh for the two carry calls), then
 # benchmarks/doctor_speed.py with that site (doctor cold / warm vs transformers env, side by side), then
 # `verify --step` (4 layers, cold Triton cache) with its whole-step traces. step8 is a second call:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Second part of the H200 differential call of record 2026-12-03-h200-differential-559fb36 (after benchmarks/gpu_differential.sh built /tmp/s and /tmp/kcwh):
-# 1. #21: `install --mode train` on transformers 5.25.0 + kernels 0.19.1 (offline, wheelhouse), then doctor
+# 1. `install --mode train` on transformers 5.25.0 + kernels 0.19.1 (offline, wheelhouse), then doctor
 #    offline with an empty Hub cache (expect BROKEN, exit 4, naming the prefetch and USE_HUB_KERNELS=0) and with
 #    USE_HUB_KERNELS=0 (expect READY), against the truth (gpu_truth.py: from_pretrained + one train step);
-# 2. #22: `verify --packing flash` on the baseline stack (expect correct at every length, exit 0, as doctor).
+# 2. `verify --packing flash` on the baseline stack (expect correct at every length, exit 0, as doctor).
 # Results in $RES2, tarred into $OUT/t525-install-packing.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."

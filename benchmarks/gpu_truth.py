@@ -1,4 +1,4 @@
-"""The truth column of the H200 differential (issue #22): what a real job does, independent of kernelcheck.
+"""The truth column of the H200 differential: what a real job does, independent of kernelcheck.
 
 A tiny Qwen3.5 (1 Gated DeltaNet + 1 full-attention layer, docs/facts.md section 1) is built from its config,
 saved with save_pretrained and loaded back with AutoModelForCausalLM.from_pretrained, exactly as a job

@@ -14,7 +14,7 @@
 #                    evidence.fast_kernels_seen and vs_reference ok; reference_comparison ok; exit 0 unless a
 #                    static finding (doctor's part of the report) says otherwise.
 #   tiny_train.json  exit 4: chunk_gated_delta_rule "broken", evidence.error.phase "backward", RuntimeError
-#                    naming #640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
+#                    naming fla#640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
 #   full_infer.json  live.benchmark.speedup around 9.5 and kernel_ratio in the tens (docs/facts.md section 6).
 #   verify_cost.txt  cold vs warm excluding import (targets: < 60 s cold, < 15 s warm).
 set -uo pipefail

@@ -414,7 +414,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
 def untouched(before: Report, plan: plan_types.Plan) -> list[Finding]:
     """The used functions that are not fast and whose package this plan leaves alone (`--package` chose
     others): the doctor after the install finds them as doctor found them before, so the prediction says so
-    too (issue 26 item 9: a dry run said READY where the install then exited 3). One finding per package."""
+    too (else a dry run said READY where the install then exited 3). One finding per package."""
     planned = {canonicalize_name(s.package) for s in plan.steps}
     left: dict[str, list[FunctionStatus]] = {}
     for f in before.functions:

@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_hostile_inputs.py: processes, pip or builds (the in-process tests
 are there).
 
-Issue 26: every input is data, never a crash. Each case asserts what the user sees: the exit code and the"""
+Every input is data, never a crash. Each case asserts what the user sees: the exit code and the"""
 
 from __future__ import annotations
 

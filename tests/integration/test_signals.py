@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_signals.py: processes, pip or builds (the in-process tests
 are there).
 
-core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost (issue 16, case 5)."""
+core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost."""
 
 from __future__ import annotations
 

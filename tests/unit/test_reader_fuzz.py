@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every reader a user's file reaches (issue 26): lengths files, JSONL, Parquet/Arrow
+"""Property-based fuzzing of every reader a user's file reaches: lengths files, JSONL, Parquet/Arrow
 (where pyarrow is installed), tokenizer folders, reports for compare, trace files. config.json has its own
 fuzzer (tests/unit/test_config_fuzz.py).
 
