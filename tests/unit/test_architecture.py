@@ -440,9 +440,11 @@ HOMES = {"Finding": "kernelcheck.core.status", "FunctionStatus": "kernelcheck.co
 
 
 def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() -> None:
+    from tests.sources import repo_files
+
     elsewhere = []
-    for root in (PKG, PKG.parent / "tests", PKG.parent / "scripts"):
-        for path in sorted(root.rglob("*.py")):
+    for under in ("kernelcheck", "tests", "scripts"):
+        for path in sorted(p for p in repo_files(under) if p.suffix == ".py"):
             text = path.read_text()
             if not any(f"{name}{end}" in text for name in HOMES for end in (",", ")", "\n", " ")):
                 continue  # none of the names is imported here (an import line ends or goes on after each)
