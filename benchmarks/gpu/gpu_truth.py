@@ -10,7 +10,7 @@ fla's Triton kernels, causal-conv1d's, TileLang's (fla's TileLang backend), Flas
 fallback's small elementwise kernels. fla logs its backend choice at INFO: those lines are kept.
 It imports nothing of kernelcheck.
 
-    python benchmarks/gpu_truth.py --model-dir /tmp/tiny-q35 --out truth.json [--save-only]
+    python benchmarks/gpu/gpu_truth.py --model-dir /tmp/tiny-q35 --out truth.json [--save-only]
 
 Prints one JSON object (also written to --out): {versions, load: {ok, error}, train: {...}, infer: {...},
 path: {train, infer}} where path is "fast" (the GDN and conv kernels ran), "fallback" (a torch path ran),
