@@ -130,11 +130,11 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str,
 def _from_cache(repo_id: str) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken huggingface_hub: no cache to read, the Hub is asked instead
         return None
     try:
         got = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss
         return None
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
@@ -238,7 +238,7 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
         return None, str(exc)
     except TimeoutError as exc:
         return None, f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS`"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any other Hub failure is reported as the lookup's reason
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 

@@ -31,9 +31,9 @@ of them (or not a number in range, for the numeric ones).
 The user's table of all of them, with defaults and flags, is docs/settings.md (tests/unit/test_settings_doc.py).
 
 Read outside the package, never by kernelcheck itself: KERNELCHECK_BUILD_COMMIT (setup.py: the commit baked into a
-wheel built without git), KERNELCHECK_TEST_CACHE and KERNELCHECK_TEST_CUDA_TORCH (the test suite). No other
-KERNELCHECK_* name is used anywhere in the repository (tests/unit/test_settings_namespace.py); the example gate
-scripts' own variables are KCGATE_* (examples/slurm-prolog.sh).
+wheel built without git), KERNELCHECK_TEST_CACHE, KERNELCHECK_TEST_CUDA_TORCH and KERNELCHECK_TEST_THOROUGH (the
+test suite). No other KERNELCHECK_* name is used anywhere in the repository (tests/unit/test_settings_namespace.py);
+the example gate scripts' own variables are KCGATE_* (examples/slurm-prolog.sh).
 """
 
 from __future__ import annotations

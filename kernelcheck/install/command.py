@@ -207,7 +207,7 @@ def _doctor_after(req: Request) -> DoctorRun:
     # runs its at-fork hooks in this process, where an Interrupted is printed as "Exception ignored" and lost
     with signals.held(reraise=False) as came:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+                                preexec_fn=lifeline.preexec())  # prctl only, no locks taken
     try:
         if came:
             raise Interrupted(came[0])
@@ -412,7 +412,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
 def untouched(before: Report, plan: plan_types.Plan) -> list[Finding]:
     """The used functions that are not fast and whose package this plan leaves alone (`--package` chose
     others): the doctor after the install finds them as doctor found them before, so the prediction says so
-    too (issue 26 item 9: a dry run said READY where the install then exited 3). One finding per package."""
+    too (else a dry run said READY where the install then exited 3). One finding per package."""
     planned = {canonicalize_name(s.package) for s in plan.steps}
     left: dict[str, list[FunctionStatus]] = {}
     for f in before.functions:

@@ -119,7 +119,7 @@ def driver_version() -> str | None:
     """The NVIDIA driver of this node (/proc, else nvidia-smi); None without one."""
     from kernelcheck.core import environment
 
-    found = environment._driver_version()  # noqa: SLF001 - the probe's own reader
+    found = environment._driver_version()  # the probe's own reader
     if found:
         return found
     try:

@@ -1,7 +1,7 @@
 """The JIT cache: warm's env lines, its manifest (round trip), the cache proof (a hit, a miss naming the key part that
 differs, the driver that no key holds, TileLang's hit measured, never assumed), and warm's plumbing with a stand-in
 run that writes into the folders the environment names, as the JITs do (compiling needs a GPU:
-benchmarks/gpu_warm.sh runs the real thing)."""
+benchmarks/gpu/gpu_warm.sh runs the real thing)."""
 
 from __future__ import annotations
 

@@ -7,17 +7,17 @@
 #          --print-env`'s variables pointing at that folder (the JIT caches and KERNELCHECK_HOME, where warm's
 #          doctor --jit-probe left the gate's import and JIT-probe proofs): what an image that ships it pays
 #
-# Wheels: .carry/ from benchmarks/prepare_carry.sh (fla-core 0.6.0, einops, causal-conv1d 1.7.0 cp312 sm_90), and for
+# Wheels: .carry/ from benchmarks/gpu/prepare_carry.sh (fla-core 0.6.0, einops, causal-conv1d 1.7.0 cp312 sm_90), and for
 # train mode on Hopper with triton 3.6 (fla#640: the gated chunk backward runs on TileLang) the TileLang wheelhouse of
-# benchmarks/prepare_gpu_wheelhouse.sh (.carry/wh/part1..3, 64 MiB per call: carry one part per `install` call; the
+# benchmarks/gpu/prepare_gpu_wheelhouse.sh (.carry/wh/part1..3, 64 MiB per call: carry one part per `install` call; the
 # site folder stays on the machine while it is warm). Without TileLang the train gate says BROKEN (fla-640): the
 # timings still hold, the first training step cannot run.
 #
-#   bash benchmarks/gpu_warm.sh install    # once per carried part (carry .carry/wh/part1, then part2, then part3 + .carry)
-#   bash benchmarks/gpu_warm.sh gate       # verify tiny train: cold, warm, bake, baked       (~5-8 min)
-#   bash benchmarks/gpu_warm.sh proof      # the cache proof both ways on gate's baked folder  (~2-3 min)
-#   bash benchmarks/gpu_warm.sh packing    # verify --packing: cold, warm, bake, baked          (~5-8 min)
-#   bash benchmarks/gpu_warm.sh step       # the job's first training step (full, 8192 tokens)  (~6-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh install    # once per carried part (carry .carry/wh/part1, then part2, then part3 + .carry)
+#   bash benchmarks/gpu/gpu_warm.sh gate       # verify tiny train: cold, warm, bake, baked       (~5-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh proof      # the cache proof both ways on gate's baked folder  (~2-3 min)
+#   bash benchmarks/gpu/gpu_warm.sh packing    # verify --packing: cold, warm, bake, baked          (~5-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh step       # the job's first training step (full, 8192 tokens)  (~6-8 min)
 #
 # What proves the point ($OUT/summary.txt, one line per measurement, then the checks):
 #   gate:  "baked <= 30 s: PASS" and "cold/baked >= 5: PASS"; baked verify's live triton_cache.compiled == 0
@@ -28,7 +28,7 @@
 #          key) -> jit-cache-miss predicted, and verify then really compiles (triton_cache.compiled > 0), where
 #          without it compiled == 0.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 SITE=${SITE:-/tmp/kc-warm-site}
@@ -79,7 +79,7 @@ run() {  # run LABEL LIMIT "ENV..." CMD...: wall seconds and exit to times.tsv, 
 install() {
   local wheels
   wheels=$(ls .carry/*.whl .carry/wh/part*/*.whl 2>/dev/null)
-  [ -n "$wheels" ] || { echo "nothing in .carry/ (benchmarks/prepare_carry.sh, prepare_gpu_wheelhouse.sh)"; exit 2; }
+  [ -n "$wheels" ] || { echo "nothing in .carry/ (benchmarks/gpu/prepare_carry.sh, prepare_gpu_wheelhouse.sh)"; exit 2; }
   # shellcheck disable=SC2086
   python3 -m pip install --quiet --no-index --no-deps --upgrade --target "$SITE" $wheels || exit 1
   python3 -m compileall -q "$SITE" >/dev/null 2>&1
