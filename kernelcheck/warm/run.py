@@ -45,6 +45,7 @@ class WarmResult:
     added: dict[str, dict[str, int]] = field(default_factory=dict)  # jit -> entries/bytes the first process added
     rechecked: dict[str, dict[str, int]] = field(default_factory=dict)  # ... the fresh process added
     notes: list[str] = field(default_factory=list)
+    proofs: dict[str, Any] = field(default_factory=dict)  # the gate's proofs made into DIR/kernelcheck (proofs.bake)
 
 
 def spec_of(model: str, mode: str, shapes: tuple[str, ...], tokens: int | None, with_compile: bool,
@@ -164,4 +165,4 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
     if stored not in (None, "stored", "hit"):
         notes.append(f"the gate's import proof was {stored} in the folder: the job's doctor proves it on the node")
     return WarmResult(folder, manifest, lines, str(first.get("device", "?")), first.get("gpu"), None, added,
-                      rechecked, notes)
+                      rechecked, notes, probes)

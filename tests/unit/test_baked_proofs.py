@@ -146,3 +146,25 @@ def test_the_bake_starts_kernelcheck_as_this_process_was_started(tmp_path) -> No
     main = os.path.join(os.path.dirname(proofs.__file__), "..", "__main__.py")
     assert proofs.self_command(main) == [sys.executable, "-m", "kernelcheck"]
     assert proofs.self_command("/usr/bin/pytest") == [sys.executable, "-m", "kernelcheck"]
+
+
+def test_warm_hands_the_gate_the_job_variables_and_says_where_its_proofs_are(tmp_path) -> None:
+    from kernelcheck.warm import render
+    from kernelcheck.warm import run as warm_run
+    from tests.unit.test_cache_proof import TABLE, _stand_in
+
+    seen: list[dict[str, str]] = []
+
+    def bake(first: dict[str, Any], env: dict[str, str], say: Any, spec: Any) -> dict[str, Any]:
+        seen.append(env)
+        return {"static": {"ok": True, "seconds": 9.5, "import_proof": "stored"},
+                "jit-probe-passed": {"ok": True, "error": None}}
+
+    spec = warm_run.spec_of("qwen3.8-27b", "train", ("tiny",), None, False, False)
+    res = warm_run.warm(spec, str(tmp_path), TABLE, "0.1.0", lambda s: None, child=_stand_in(), probe=bake)
+    printed = dict(line.split("=", 1) for line in res.env)
+    assert {k: seen[0][k] for k in printed} == printed  # the gate proves under exactly the job's variables
+    assert seen[0]["KERNELCHECK_HOME"] == printed["KERNELCHECK_PROOF_DIR"] == str(tmp_path / "kernelcheck")
+    text = " ".join(" ".join(render.lines(res, TABLE)).split())
+    # wording: warm's proof line, its one test
+    assert f"the gate's proofs: {tmp_path}/kernelcheck (import proof stored, JIT probes passed" in text
