@@ -168,6 +168,12 @@ def test_variables_that_would_not_find_the_folder_are_named(tmp_path: Path) -> N
     assert [f.id for f in found] == ["jit-cache-not-found"]
     assert "TRITON_CACHE_DIR is '/root/.triton/cache'" in found[0].message
     assert f"TRITON_CACHE_DIR={tmp_path}/triton" in str(found[0].fix)
+    m.variables = {**m.variables, "KERNELCHECK_HOME": "kernelcheck"}  # warmed before KERNELCHECK_PROOF_DIR existed
+    assert cacheproof.env_lines(str(tmp_path), m, TABLE, False)[-1] == f"KERNELCHECK_PROOF_DIR={tmp_path}/kernelcheck"
+    found = cacheproof.not_found(str(tmp_path), m, want, TABLE)  # the JIT caches found, the gate's proofs not
+    assert [f.id for f in found] == ["jit-cache-not-found"] and "KERNELCHECK_PROOF_DIR is unset" in found[0].message
+    assert "proves again what warm proved" in found[0].message and "default folders" not in found[0].message
+    assert f"KERNELCHECK_PROOF_DIR={tmp_path}/kernelcheck" in str(found[0].fix)
 
 
 # -- Triton's key, read the way the installed version computes it -----------------------------------------------------
