@@ -33,10 +33,10 @@ holds on every node that runs the image, wherever the job starts and whoever run
     it exists (keyed there, path and listing), and default cache folders a package may create under it, which
     fail only where HOME cannot be written: the key holds whether HOME is set, exists and is writable;
   - the current folder's path: an import sees the current folder only through sys.path (Python's first entry
-    under `python -m`, an empty entry under `-c`), keyed by the names that can be imported from it (folders,
-    .py, .pyc and extension modules, with the size+mtime of each) - the same names in another folder import the
-    same way as far as the key can tell, as a file edited in place of the same size and mtime already did; the
-    model a relative --model path names is compared in the plan of steps;
+    under `python -m`, an empty entry under `-c`, a relative PYTHONPATH entry), keyed by the names that can be
+    imported from it (folders, .py, .pyc and extension modules, with the size+mtime of each) - the same names in
+    another folder import the same way as far as the key can tell, as a file edited in place of the same size and
+    mtime already did; the model a relative --model path names is compared in the plan of steps;
   - KERNELCHECK_HOME and KERNELCHECK_PROOF_DIR: where proofs are kept, not what they say;
     KERNELCHECK_IMPORT_CACHE and KERNELCHECK_IMPORT_TIMEOUT choose, not change, the answer.
 
@@ -310,7 +310,9 @@ def _sys_path() -> dict[str, Any]:
     first: list[Any] | None = None
     if paths and not getattr(sys.flags, "safe_path", False):  # -P / PYTHONSAFEPATH: no such entry
         first = _importable(paths.pop(0))
-    return {"first": first, "path": paths, "listing": {p: _listing(p or ".") for p in paths}}
+    # a relative entry (PYTHONPATH=., src) is a folder of the current one: by what it can import, like the first
+    return {"first": first, "path": paths,
+            "listing": {p: _listing(p) if os.path.isabs(p) else _importable(p) for p in paths}}
 
 
 def _environ(m: matrix.Matrix) -> dict[str, str]:
