@@ -11,6 +11,7 @@ of them (or not a number in range, for the numeric ones).
 | KERNELCHECK_OFFLINE | no network for anything kernelcheck does (models, Hub, install: PyPI and release wheels) |
 | HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE | the Hugging Face Hub may not be used (PyPI still may) |
 | KERNELCHECK_HOME | base folder for kernelcheck's own files (default ~/.cache/kernelcheck) |
+| KERNELCHECK_PROOF_DIR | a read-only folder of proofs made at image build (`warm --print-env`), looked up after home |
 | KERNELCHECK_MATRIX_DIR | another matrix/ folder to decide on (a contributor's copy; default the shipped one) |
 | KERNELCHECK_MANIFEST | the install manifest path (default sys.prefix/share/kernelcheck/manifest.json) |
 | KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
@@ -70,6 +71,7 @@ BOOLEANS = ("KERNELCHECK_OFFLINE", "KERNELCHECK_DEBUG", "KERNELCHECK_VERBOSE", "
 SECONDS = {"KERNELCHECK_NETWORK_TIMEOUT": (MIN_NETWORK_TIMEOUT, 86400.0, DEFAULT_NETWORK_TIMEOUT),
            "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0)}  # (least, most, default); a day at most
 COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20)}  # verify --step: each profiled step is one more traced step
+FOLDERS = ("KERNELCHECK_PROOF_DIR",)  # an absolute path (a job's current folder is not the build's)
 
 
 def check_environ(environ: Mapping[str, str] | None = None) -> None:
@@ -99,6 +101,9 @@ def _problem(name: str, raw: str) -> str:
         lo, hi = COUNTS[name]
         if text and not (text.isdigit() and lo <= int(text) <= hi):
             return f"{name}={shown!r} is not a whole number from {lo} to {hi}."
+    elif name in FOLDERS and text and not os.path.isabs(text):
+        return (f"{name}={shown!r} is not an absolute path: a folder named from the current folder is another "
+                    "folder wherever the job starts elsewhere.")
     return ""
 
 
@@ -165,6 +170,7 @@ class Settings:
     hf_hub_cache: str | None = None
     matrix_dir: Path | None = None  # KERNELCHECK_MATRIX_DIR: the matrix/ folder read instead of the shipped one
     verbose: bool = False  # KERNELCHECK_VERBOSE=1 (--verbose)
+    proof_dir: Path | None = None  # KERNELCHECK_PROOF_DIR: proofs baked into an image, read only, after `home`
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -183,6 +189,8 @@ class Settings:
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
             matrix_dir=_matrix_dir(env),
             verbose=is_yes(env.get("KERNELCHECK_VERBOSE")),
+            proof_dir=Path(env["KERNELCHECK_PROOF_DIR"].strip())
+            if (env.get("KERNELCHECK_PROOF_DIR") or "").strip() else None,
         )
 
     @property
