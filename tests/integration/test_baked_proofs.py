@@ -5,7 +5,7 @@ used) and says it was proven at bake time, with when; a changed file of a kernel
 the key is a miss, proven afresh and stored in the node's own home, never in the baked folder.
 
 Real packages: the causal-conv1d stand-in distribution (tests/standin.py), real transformers. The JIT probes of a
-bake need a GPU: tests/unit/test_baked_proofs.py (stand-in probe process) and benchmarks/gpu_warm.sh gate."""
+bake need a GPU: tests/unit/test_baked_proofs.py (stand-in probe process) and benchmarks/gpu/gpu_warm.sh gate."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Proofs made when an image is built (`kernelcheck warm`, warm/proofs.py) and found on a node through
 KERNELCHECK_PROOF_DIR: the JIT probe's baked pass (its probe process stood in for: it needs a GPU; the real one is
-benchmarks/gpu_warm.sh gate), the import key's portability (what cannot change an answer is out of it, what can is
+benchmarks/gpu/gpu_warm.sh gate), the import key's portability (what cannot change an answer is out of it, what can is
 in), and the variable itself. A real doctor process on a baked import proof: tests/integration/test_baked_proofs.py."""
 
 from __future__ import annotations
