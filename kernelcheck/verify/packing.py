@@ -204,11 +204,16 @@ def measure_all(device: str = "cpu", lengths: dict[str, tuple[int, int]] | None 
                 m: Matrix) -> list[PackingResult]:
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
     from kernelcheck.packing.decide import load_facts
+    from kernelcheck.report import progress
 
     facts = load_facts(m=m)
     with quiet_fallback_lines():
         model = tiny_model(device)
-        return [measure(mode, device, lengths, model, facts=facts) for mode in MODES]
+        out = []
+        for i, mode in enumerate(MODES, 1):
+            progress.doing(f"packing mode {i} of {len(MODES)} ({mode}), fwd+bwd")
+            out.append(measure(mode, device, lengths, model, facts=facts))
+        return out
 
 
 def cached_forward(device: str = "cpu", *, m: Matrix) -> float:
