@@ -53,3 +53,16 @@ def test_a_many_segment_row_says_which_segment_runs_and_keeps_stdout_the_json(tm
     rep_on, rep_off = json.loads(on.stdout), json.loads(off.stdout)  # stdout is the JSON alone, both ways
     assert [s[1] - s[0] for s in rep_on["batch"]["segments"]] == [len(s) for s in seqs]
     assert rep_on == rep_off
+
+
+def test_the_packing_modes_run_says_which_mode_and_lengths_run():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERNELCHECK_PROGRESS": "1", "KERNELCHECK_PROGRESS_EVERY": "0.2"}
+    res = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--packing",
+                          "--json"], capture_output=True, text=True, env=env, timeout=600)
+    rep = json.loads(res.stdout)  # stdout is the JSON alone
+    assert res.returncode == rep["exit_code"], res.stderr[-2000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("kernelcheck verify --packing")]
+    said = {m.group(1, 2) for ln in lines
+            if (m := re.search(r"; mode (\d) of 3 \((\w+)\), \d+\+\d+ tokens\)$", ln))}
+    assert {mode for _, mode in said} <= {r["mode"] for r in rep["packing"]} and len(said) >= 2, res.stderr[-3000:]
+    assert all(len(ln) <= 100 for ln in lines)
