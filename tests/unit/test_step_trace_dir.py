@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:Profiler won't be using warmup")  # the worker's own schedule
 
 from kernelcheck.core import matrix  # noqa: E402
 from kernelcheck.core.errors import BadInput  # noqa: E402
