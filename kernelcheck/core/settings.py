@@ -20,6 +20,7 @@ of them (or not a number in range, for the numeric ones).
 | KERNELCHECK_IMPORT_TIMEOUT | seconds doctor waits for its import children (default 300; doctor/imports.py) |
 | KERNELCHECK_IMPORT_CACHE | 0/off: doctor proves imports afresh, caches nothing (doctor --no-cache; proofcache.py) |
 | KERNELCHECK_PROGRESS | 0/off: no progress lines on stderr for long steps (report/progress.py; --quiet does the same) |
+| KERNELCHECK_PROGRESS_EVERY | seconds between progress lines in a log (not a terminal; default 30) |
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 | KERNELCHECK_VERBOSE | 1: log what was skipped, keep third-party output of live runs visible (--verbose) |
 | KERNELCHECK_STEP_PROFILED | verify --step: how many steps are profiled |
@@ -69,7 +70,8 @@ def is_on(value: str | None, default: bool) -> bool:
 BOOLEANS = ("KERNELCHECK_OFFLINE", "KERNELCHECK_DEBUG", "KERNELCHECK_VERBOSE", "KERNELCHECK_IMPORT_CACHE",
             "KERNELCHECK_PROGRESS")
 SECONDS = {"KERNELCHECK_NETWORK_TIMEOUT": (MIN_NETWORK_TIMEOUT, 86400.0, DEFAULT_NETWORK_TIMEOUT),
-           "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0)}  # (least, most, default); a day at most
+           "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0),
+           "KERNELCHECK_PROGRESS_EVERY": (0.1, 86400.0, 30.0)}  # (least, most, default); a day at most
 COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20)}  # verify --step: each profiled step is one more traced step
 FOLDERS = ("KERNELCHECK_PROOF_DIR",)  # an absolute path (a job's current folder is not the build's)
 

@@ -1,10 +1,13 @@
 """Progress on stderr (stdout stays the report or the JSON): the one mechanism for long work.
 
 Two forms, one policy (a terminal gets a line redrawn in place; anything else, a CI log, gets no carriage
-returns: a plain line every 30 s, and for a step that `announce`s itself (install's downloads and resolves) one
-plain line when it has run ~2 s; --quiet, --no-progress or KERNELCHECK_PROGRESS=0 turns both off):
+returns: a plain line every 30 s (KERNELCHECK_PROGRESS_EVERY sets another interval), and for a step that
+`announce`s itself (install's downloads and resolves) one plain line when it has run ~2 s; --quiet, --no-progress
+or KERNELCHECK_PROGRESS=0 turns both off):
 - `working(label)` / `Ticker` for a step of unknown length that may take more than ~2 s (doctor's import
-  proofs, install's downloads, verify's first pass): `label ... 12 s`, erased when the step ends;
+  proofs, install's downloads, verify's first pass): `label ... 12 s`, erased when the step ends; the code inside
+  says how far it is with `doing("segment 120 of 256 run alone")` (shown on the next line; a plain assignment,
+  cheap enough for every iteration of a loop, and nothing kept but the last text);
 - `Progress(total, label)` for a read of known size (a 2 GiB lengths file, a 1 GB trace): a bar and a
   percentage, `update(done)` as it goes.
 
@@ -24,6 +27,20 @@ from typing import TextIO
 from kernelcheck.core import settings
 
 _STATE = {"quiet": False}
+_DOING = {"now": ""}  # what the running step says it is doing (`doing`); only the last text is kept
+
+
+def doing(text: str) -> None:
+    """How far the running step is (`segment 120 of 256 run alone (fwd+bwd)`): the next progress line shows it.
+    Only the last text is kept, so a loop of any length may call it every iteration."""
+    _DOING["now"] = text
+
+
+def line_interval(default: float) -> float:
+    """Seconds between plain progress lines in a log: KERNELCHECK_PROGRESS_EVERY where set, else `default`."""
+    if settings.variable("KERNELCHECK_PROGRESS_EVERY"):
+        return settings.seconds("KERNELCHECK_PROGRESS_EVERY")
+    return default
 
 
 def set_quiet(quiet: bool) -> None:
@@ -38,10 +55,10 @@ class Ticker:
     """The progress of one step, started and stopped by hand (`working` is the usual form). `stop()` joins the
     thread, so nothing of it is left when the caller forks (doctor forks its import children after torch's import)."""
 
-    def __init__(self, label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
+    def __init__(self, label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float | None = None,
                  tick: float = 0.5, detail: Callable[[], str] | None = None, announce: bool = False) -> None:
         self.label, self.out, self.delay, self.every, self.tick, self.detail = \
-            label, stream or sys.stderr, delay, every, tick, detail
+            label, stream or sys.stderr, delay, line_interval(PLAIN_EVERY_S if every is None else every), tick, detail
         self.announce = announce  # a log gets a line when the step starts to take time, not only every 30 s
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self._stop = threading.Event()
@@ -50,6 +67,7 @@ class Ticker:
         self._thread: threading.Thread | None = None
 
     def start(self) -> Ticker:
+        _DOING["now"] = ""
         if enabled():
             self._thread = threading.Thread(target=self._run, name="kernelcheck-progress", daemon=True)
             self._thread.start()
@@ -60,7 +78,8 @@ class Ticker:
         said = self.label if self.label.startswith("kernelcheck") else f"kernelcheck: {self.label}"
         while not self._stop.wait(wait):
             secs = int(time.monotonic() - self._t0)
-            extra = f"; {self.detail()}" if self.detail is not None else ""
+            now = self.detail() if self.detail is not None else _DOING["now"]
+            extra = f"; {now}" if now else ""
             try:
                 if self.tty:
                     self.out.write(f"\r\033[K{self.label} ... {secs} s{extra}")
@@ -75,6 +94,7 @@ class Ticker:
             wait = self.tick if self.tty else self.every
 
     def stop(self) -> None:
+        _DOING["now"] = ""
         if self._thread is None:
             return
         self._stop.set()
@@ -89,7 +109,7 @@ class Ticker:
 
 
 @contextmanager
-def working(label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float = 30.0,
+def working(label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float | None = None,
             tick: float = 0.5, detail: Callable[[], str] | None = None, announce: bool = False) -> Iterator[None]:
     """Show that `label` is still running while the block runs (see the module text); `detail()` adds what is
     known so far (verify: the Triton cache entries compiled)."""
@@ -111,13 +131,13 @@ def _mb(n: int) -> str:
 class Progress:
     """`update(done)` as work proceeds (bytes, rows: any count against `total`); `close()` when finished."""
 
-    def __init__(self, total: int, label: str, *, stream: TextIO | None = None, every_s: float = PLAIN_EVERY_S,
+    def __init__(self, total: int, label: str, *, stream: TextIO | None = None, every_s: float | None = None,
                  unit: str = "MB", min_total: int = 0) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.total = max(total, 1)
         self.label = label
         self.unit = unit
-        self.every_s = every_s
+        self.every_s = line_interval(PLAIN_EVERY_S if every_s is None else every_s)
         self.on = total >= min_total and enabled()
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = self.last_line = time.monotonic()

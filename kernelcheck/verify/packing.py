@@ -192,11 +192,15 @@ def measure(mode: str, device: str = "cpu", lengths: dict[str, tuple[int, int]] 
             model: Any = None, *, facts: dict[str, Any]) -> PackingResult:
     """`facts`: packing.toml of the matrix (packing/decide.py `load_facts`)."""
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
+    from kernelcheck.report import progress
 
+    k = f"mode {MODES.index(mode) + 1} of {len(MODES)} ({mode})" if mode in MODES else f"mode {mode}"
     with quiet_fallback_lines():
         model = model if model is not None else tiny_model(device)
-        rows = [measure_lengths(model, mode, n, lens, device, facts)
-                for n, lens in (lengths or batches.LENGTHS).items()]
+        rows = []
+        for n, lens in (lengths or batches.LENGTHS).items():
+            progress.doing(f"{k}, {lens[0]}+{lens[1]} tokens")  # each forward and backward, packed and alone
+            rows.append(measure_lengths(model, mode, n, lens, device, facts))
     return PackingResult(mode, combine(rows), rows, batches.collator_call(batches.collator_flags(mode, facts)))
 
 
@@ -204,7 +208,6 @@ def measure_all(device: str = "cpu", lengths: dict[str, tuple[int, int]] | None 
                 m: Matrix) -> list[PackingResult]:
     from kernelcheck.integrations.transformers_logs import quiet_fallback_lines
     from kernelcheck.packing.decide import load_facts
-
     facts = load_facts(m=m)
     with quiet_fallback_lines():
         model = tiny_model(device)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.packing import batchfile, lint
+from kernelcheck.report import progress
 from kernelcheck.report.packing_batch import BatchInfo, BatchSection, Control, Controls, FunctionReach, SegmentDiff
 from kernelcheck.report.wrap import clip
 from kernelcheck.verify import layers, packing_controls
@@ -96,6 +97,15 @@ class Runner:
         assert emb.grad is not None
         return logits.detach(), emb.grad.detach(), outs
 
+    def alone(self, segs: tuple[tuple[int, int], ...], again: str = "") -> list[tuple[Any, Any, list[Any]]]:
+        """Each segment run alone, forward and backward, saying which one on the progress line (a long row of
+        many segments takes minutes on the CPU)."""
+        runs = []
+        for i, (a, b) in enumerate(segs, 1):
+            progress.doing(f"segment {i} of {len(segs)} run alone{again} (fwd+bwd)")
+            runs.append(self.run(a, b, packed=False))
+        return runs
+
     @staticmethod
     def _distance(packed: tuple[Any, Any, list[Any]], alone: tuple[Any, Any, list[Any]], a: int,
                   b: int) -> tuple[float, int]:
@@ -110,8 +120,9 @@ class Runner:
         reached: list[FunctionReach] = []
         try:
             if meta is None:
-                runs = [(self.run(a, b, packed=False), 0, b - a) for a, b in segs]
+                runs = [(r, 0, b - a) for r, (a, b) in zip(self.alone(segs, " again"), segs, strict=True)]
             else:
+                progress.doing(f"{kind} control (packed row again)")
                 with watch if watch is not None else contextlib.nullcontext():
                     whole = self.run(0, int(self.ids.shape[1]), packed=True, meta=meta)
                 reached = watch.result() if watch is not None else []
@@ -143,7 +154,7 @@ class Runner:
         """Each segment alone against `packed` (the packed run's logits, gradients and layer outputs), and the
         controls that place the threshold (none for one segment: nothing to keep apart)."""
         logits, grad, louts = packed
-        alone = [self.run(a, b, packed=False) for a, b in segs]
+        alone = self.alone(segs)
         ctl = self.controls(segs, alone, accepted, watch, facts) if len(segs) > 1 else None
         limit = ctl.threshold if ctl is not None and ctl.threshold is not None else math.inf
         out = []
@@ -242,6 +253,7 @@ def check(query: str, loaded: batchfile.LoadedBatch, compare: bool = True, *,
             sec.ran = False  # offsets no kernel can take: a GPU kernel would read past the tokens
             return model, sec, [p.finding for p in problems]
         try:
+            progress.doing(f"the packed row of {loaded.view.tokens:,} tokens (fwd+bwd)")
             with reach, torch.enable_grad():
                 packed = runner.run(0, loaded.view.tokens, packed=True)
             if compare:

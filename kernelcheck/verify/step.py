@@ -192,9 +192,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
         workers: dict[str, _Worker] = {}
         try:
             for path in PATHS:
-                # written in this run's own folder, moved to --trace-dir after: the profiler writes the trace's
-                # own path into it unescaped, so a `"` in --trace-dir made a trace that does not parse
-                trace = tmp / f"step-{path}.json.gz"
+                trace = worker_trace(tmp, path)
                 args = {"query": query, "shape": shape, "path": path, "layers": layers, "tokens": ntok,
                         "checkpointing": ckpt, "warmup": data["warmup"], "timed": data["timed"],
                         "profiled": data["profiled"], "trace": str(trace),
@@ -213,11 +211,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                     say("reference path: the same step with every function forced to its torch reference")
                     gates["reference"].touch()
                 results[path], logs[path] = workers[path].finish(float(data["timeout_s"]))
-                if keep is not None and "error" not in results[path] and (tmp / f"step-{path}.json.gz").is_file():
-                    import shutil
-
-                    kept = shutil.move(str(tmp / f"step-{path}.json.gz"), str(keep / f"step-{path}.json.gz"))
-                    results[path]["trace_file"] = str(kept)
+                keep_trace(tmp, keep, path, results[path])
                 if verbose and logs[path].strip():
                     print(f"--- {path} path output ---\n{logs[path].rstrip()}", file=sys.stderr)
         finally:
@@ -237,6 +231,22 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     report.budget = _with_projection(budgets, step)
     report.live = LiveSection(ran=True, items=live_items(step, verbose), step=True)
     return report
+
+
+def worker_trace(tmp: Path, path: str) -> Path:
+    """Where a step worker writes its trace: this run's own folder, never --trace-dir. The profiler writes the
+    trace's own path into it unescaped, so a `"` in --trace-dir made a trace that does not parse (and a step
+    that ran said BROKEN); `keep_trace` moves it there after the worker has read it."""
+    return tmp / f"step-{path}.json.gz"
+
+
+def keep_trace(tmp: Path, keep: Path | None, path: str, result: dict[str, Any]) -> None:
+    """Move a path's trace to --trace-dir (`keep`) when its worker ran, and name it in the worker's result."""
+    trace = worker_trace(tmp, path)
+    if keep is not None and "error" not in result and trace.is_file():
+        import shutil
+
+        result["trace_file"] = str(shutil.move(str(trace), str(keep / trace.name)))
 
 
 def _budget(path: str, r: dict[str, Any], trace: Path, model: tuple[Any, Any], query: str, tokens: int, ckpt: bool, *,

@@ -76,7 +76,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
 
     from kernelcheck.core import entry
     from kernelcheck.integrations import transformers, transformers_models
-    from kernelcheck.trace import analysis, phases
+    from kernelcheck.trace import analysis, phases  # noqa: F401 - imported here: counted in import_s
     from kernelcheck.verify import step_model
     from kernelcheck.verify.instrument import Instrument
 
@@ -138,10 +138,7 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
     out.update({"step_ms": round(step_s * 1000, 3), "tokens_per_s": round(int(args["tokens"]) / step_s, 1),
                 "timed_steps_ms": [round(t * 1000, 3) for t in times]})
     out["peak_memory_bytes"], out["peak_memory_kind"] = _peak(device)
-    an = analysis.analyze_file(trace_path, m=m)
-    out["trace"] = _trace_numbers(an)
-    events = _events(trace_path)
-    out["breakdown"] = phases.collect(events)
+    out.update(analysed(trace_path, m=m))
     out["cost"] = {"import_s": round(import_s, 3), "build_s": round(build_s, 3), "first_step_s": round(first_s, 3),
                    "total_s": round(time.perf_counter() - t0, 3),
                    # wall clock (seconds since the epoch): step.py's overlap keeps the GPU work sequential
@@ -165,6 +162,15 @@ def _profiled(trainer: _Trainer, device: str, n: int, path: Path) -> None:
     with open(plain, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
         shutil.copyfileobj(src, dst)
     plain.unlink()
+
+
+def analysed(trace_path: Path, *, m: Any) -> dict[str, Any]:
+    """The worker's reading of its own profiled trace, with the code of `kernelcheck trace`: its numbers and the
+    step's phase breakdown (a trace that does not parse raises: the worker's result is then an error)."""
+    from kernelcheck.trace import analysis, phases
+
+    return {"trace": _trace_numbers(analysis.analyze_file(trace_path, m=m)),
+            "breakdown": phases.collect(_events(trace_path))}
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

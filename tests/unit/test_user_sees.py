@@ -170,7 +170,7 @@ def test_verify_packing_text_wraps_once_clips_errors_at_a_word_and_shows_progres
     monkeypatch.setattr(packing, "cached_forward", lambda device, m: 0.5)
     monkeypatch.setattr(packing_report, "doctor_outcomes", lambda *a, **k: {})
     packing_report.measure("qwen3.8-27b", m=matrix.load())
-    assert labels and all(label.startswith("verify --packing:") for label in labels)
+    assert labels and all(label.startswith(("verify --packing:", "kernelcheck verify --packing")) for label in labels)
 
 
 def test_every_guide_has_a_title() -> None:
