@@ -217,6 +217,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-step-same-path", (I_,), _V, "both step paths ran the same implementations on the GPU: measured, no "
           "speedup or projection"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
+    Entry("step-control-cannot-decide", (F, I_), _V, "the step's speedup is not claimed: fallback where a known "
+          "injected slowdown (the positive control) is not detected, info where the ratio lies inside the noise band "
+          "of the bound path timed twice (the negative control)"),
+    Entry("benchmark-control-cannot-decide", (F, I_), _V, "a benchmark pass's speedup is not claimed: fallback "
+          "where a known injected slowdown is not detected, info where the ratio lies inside the A/A noise band"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",
           source="signatures"),
     Entry("step-launch-bound", (F,), _V, "the bound path's step is launch-bound"),

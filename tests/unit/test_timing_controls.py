@@ -1,0 +1,121 @@
+"""The controls of a timed ratio (verify --step, verify --benchmark): the A/A noise band and a known injected
+slowdown decide whether a speedup may be claimed (kernelcheck/verify/timing_controls.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelcheck.core.errors import BadInput
+from kernelcheck.core.status import Severity
+from kernelcheck.report.live import ControlsLine
+from kernelcheck.report.live_details import BenchmarkPass, BenchmarkRan, PathTimed
+from kernelcheck.report.live_text import lines
+from kernelcheck.verify import bench, timing_controls
+from kernelcheck.verify.timing_controls import decide
+
+
+def _timed(ms: float) -> PathTimed:
+    return PathTimed(ms, 5, 0, 10, None, False, [])
+
+
+def test_a_quiet_measurement_detects_the_injected_slowdown_and_decides_a_real_speedup() -> None:
+    c = decide(10.0, [10.1, 9.9, 10.0], [15.0, 15.1, 14.9], 0.5, 5.0)
+    assert c.detected and c.aa_ratio == 1.0 and c.noise_band == 0.02  # the floor
+    assert c.measured_slowdown == 0.49  # the median of the rounds' slowed / plain
+    assert c.decides(3.7) and c.decides(0.5)  # faster, or slower: both outside the band
+    assert not c.decides(1.01)  # inside the band: not claimed
+    assert not c.decides(None)
+
+
+def test_a_tiny_injected_slowdown_is_not_told_apart_and_decides_nothing() -> None:
+    c = decide(10.0, [10.0, 10.0, 10.0], [10.01, 10.01, 10.01], 0.001, 0.01)
+    assert not c.detected
+    assert not c.decides(5.0)  # even a large ratio: the measurement showed it cannot see a slowdown
+
+
+def test_huge_noise_widens_the_band_past_the_injected_slowdown() -> None:
+    c = decide(10.0, [30.0, 5.0, 20.0], [45.0, 7.5, 30.0], 0.5, 5.0)
+    assert c.aa_ratio == 2.0 and c.noise_band == 2.0
+    assert not c.detected and not c.decides(3.0)
+
+
+def test_a_slowdown_far_beyond_the_injected_one_is_not_the_control_detected() -> None:
+    """The positive control must be seen as slower by about the injected amount, not by anything."""
+    c = decide(10.0, [10.0, 10.0, 10.0], [40.0, 40.0, 40.0], 0.5, 5.0)
+    assert c.measured_slowdown == 3.0 and not c.detected
+
+
+def test_measure_runs_both_controls_on_a_real_module_and_sees_the_injected_delay() -> None:
+    import time
+
+    import torch
+
+    class Work(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.02:  # 20 ms of real work per call
+                x = torch.tanh(x)
+            return x
+
+    mod, x = Work(), torch.ones(8)
+
+    def baseline() -> float:  # the path's own timing, as the callers measure it before the controls
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            mod(x)
+            times.append((time.perf_counter() - t) * 1000)
+        return sorted(times)[1]
+
+    base = baseline()
+    c = timing_controls.measure(lambda: mod(x), lambda: None, mod, base, 0.5, 3)
+    assert c.repeats == 3 and c.injected_ms == pytest.approx(base / 2, abs=1e-3)
+    assert c.detected and 0.25 < c.measured_slowdown < 1.0, c
+    assert not mod._forward_hooks  # the hook is gone after the control
+    tiny = timing_controls.measure(lambda: mod(x), lambda: None, mod, baseline(), 0.0, 3)
+    assert not tiny.detected and not tiny.decides(2.0)
+
+
+def test_the_slowdown_setting_is_a_percentage_and_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(timing_controls.SLOWDOWN_SETTING, raising=False)
+    assert timing_controls.fraction(0.5) == 0.5
+    monkeypatch.setenv(timing_controls.SLOWDOWN_SETTING, "25")
+    assert timing_controls.fraction(0.5) == 0.25
+    monkeypatch.setenv(timing_controls.SLOWDOWN_SETTING, "0")
+    with pytest.raises(BadInput):
+        timing_controls.fraction(0.5)
+
+
+def _pass(ratio: float, c: timing_controls.TimingControls) -> BenchmarkPass:
+    claimed = ratio if c.decides(ratio) else None
+    return BenchmarkPass(_timed(10.0), _timed(10.0 * ratio), claimed, None, 1.0, controls=c, ratio=ratio)
+
+
+def test_a_benchmark_pass_carries_both_controls_and_claims_only_a_decided_ratio() -> None:
+    good = decide(10.0, [10.0] * 3, [15.0] * 3, 0.5, 5.0)
+    bad = decide(10.0, [10.0] * 3, [10.0] * 3, 0.5, 5.0)
+    bm = BenchmarkRan("Qwen3_5GatedDeltaNet", 64, {"forward": _pass(6.4, good), "forward+backward": _pass(1.01, good),
+                                                  "other": _pass(6.4, bad)}, "forward")
+    js = bm.to_json()
+    assert js["speedup"] == 6.4 and js["controls"]["decided"] is True and js["controls"]["detected"] is True
+    assert js["controls"]["aa_ratio"] == 1.0 and js["controls"]["measured_slowdown"] == 0.5
+    fb = js["passes"]["forward+backward"]
+    assert "speedup" not in fb and fb["controls"]["ratio"] == 1.01 and fb["controls"]["decided"] is False
+    assert BenchmarkPass.from_json(fb) == bm.passes["forward+backward"]  # reads back typed
+    found = {(f.message.split(":")[0], f.severity) for f in bench.control_findings(bm)}
+    assert found == {("Qwen3_5GatedDeltaNet forward+backward", Severity.INFO),
+                     ("Qwen3_5GatedDeltaNet other", Severity.FALLBACK)}
+    assert {f.id for f in bench.control_findings(bm)} == {"benchmark-control-cannot-decide"}
+
+
+def test_the_controls_line_says_detected_and_why_no_speedup_is_claimed() -> None:
+    good = decide(10.0, [10.0] * 3, [15.0] * 3, 0.5, 5.0)
+    bad = decide(10.0, [10.0] * 3, [10.0] * 3, 0.5, 5.0)
+    said = lines([ControlsLine(good, 1.01, False), ControlsLine(bad, 6.4, False), ControlsLine(good, 6.4, True)])
+    assert said == [
+        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +50%: detected",
+        "  -> the ratio 1.01x is within the noise band: no speedup is claimed",
+        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +0%: missed",
+        "  -> this measurement cannot decide here: no speedup is claimed",
+        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +50%: detected"]
+    assert all(len(s) <= 100 for s in said)
