@@ -130,6 +130,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-hub-not-applied", (I_,), "verify", "the job loads Hub builds for some functions; verify's layers "
           "(built from the config) load none"),
     Entry("compile-ok", (I_,), "verify --compile", "the pass compiles with no graph break"),
+    Entry("compile-op-not-exercised", (F,), "verify --compile", "a fused function the pass calls whose fast "
+          "implementation the compiled run never reached: its graph breaks, 0 or not, decide nothing about it"),
+    Entry("compile-static-contradicted", (I_,), "verify --compile", "the compiled run reached a fused op that "
+          "doctor's static reading says breaks the graph at every call, with 0 graph breaks: both are shown"),
     Entry("hub-fla-backend-fails", (B,), _D, "the Hub fla build that replaces pip's fla fails on the backend its own "
           "dispatch picks here (TileLang's JIT without nvcc: fla#949; the fla#640 guard)"),
     Entry("hub-fla-layout-assumed", (W,), _D, "the Hub fla build is not on disk: its dispatch is judged from the "

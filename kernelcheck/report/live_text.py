@@ -85,7 +85,7 @@ def _faster(speedup: float, kernel_ratio: float | None) -> str:
 def _controls(c: ControlsLine) -> list[str]:
     k = c.controls
     out = [f"  controls: same path timed twice {k.aa_ratio}x (noise +/-{k.noise_band:.2f}); "
-           f"{k.injected_fraction:.0%} slowdown injected, seen {k.measured_slowdown:+.0%}: "
+           f"{k.expected_slowdown:+.0%} injected, seen {k.measured_slowdown:+.0%}: "
            + ("detected" if k.detected else "missed")]
     if not k.detected:
         out.append("  -> this measurement cannot decide here: no speedup is claimed")

@@ -22,6 +22,7 @@ class TimingControls(Fields):
     slowed_ms: float
     measured_slowdown: float
     detected: bool
+    expected_slowdown: float = 0.0  # injected_ms over repeat_ms: what the positive control should show
 
     def decides(self, ratio: float | None) -> bool:
         """Whether `ratio` (reference over bound path) may be claimed: the positive control was detected and the

@@ -9,7 +9,8 @@ in the same process, on the same weights and inputs, `repeats` rounds each time 
 - positive control: the same call with a forward hook on the timed module that synchronises and sleeps
   `injected_fraction` of the baseline (a delay of known size); `measured_slowdown` is the median over the rounds
   of (slowed / plain) - 1, each slowed call next to its plain one (drift cancels). It is detected when it lies
-  outside the noise band and within a factor `ABOUT` of the injected fraction.
+  outside the noise band and within a factor `ABOUT` of `expected_slowdown`, the delay over the rounds' plain
+  time.
 The ratio is claimed (the "N x faster" line, the projected speedup) only when the positive control is detected
 and the ratio lies outside the noise band; otherwise the report says this measurement cannot decide
 (`step-control-cannot-decide`, `benchmark-control-cannot-decide`).
@@ -52,10 +53,11 @@ def decide(baseline_ms: float, plain_ms: list[float], slowed_ms: list[float], in
     aa = repeat / baseline_ms if baseline_ms > 0 else float("inf")
     band = max(2.0 * abs(aa - 1.0), FLOOR)
     slowdown = _median([s / p for s, p in zip(slowed_ms, plain_ms, strict=True) if p > 0] or [1.0]) - 1.0
-    detected = slowdown > band and injected_fraction / ABOUT <= slowdown <= injected_fraction * ABOUT
+    expected = injected_ms / repeat if repeat > 0 else 0.0  # the delay against the path's time in these rounds
+    detected = slowdown > band and expected / ABOUT <= slowdown <= expected * ABOUT
     return TimingControls(len(plain_ms), round(baseline_ms, 3), round(repeat, 3), round(aa, 3), round(band, 3),
                           round(injected_fraction, 3), round(injected_ms, 3), round(_median(slowed_ms), 3),
-                          round(slowdown, 3), detected)
+                          round(slowdown, 3), detected, round(expected, 3))
 
 
 def measure(once: Callable[[], object], sync: Callable[[], None], module: Any, baseline_ms: float,

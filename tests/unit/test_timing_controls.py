@@ -113,9 +113,9 @@ def test_the_controls_line_says_detected_and_why_no_speedup_is_claimed() -> None
     bad = decide(10.0, [10.0] * 3, [10.0] * 3, 0.5, 5.0)
     said = lines([ControlsLine(good, 1.01, False), ControlsLine(bad, 6.4, False), ControlsLine(good, 6.4, True)])
     assert said == [
-        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +50%: detected",
+        "  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +50%: detected",
         "  -> the ratio 1.01x is within the noise band: no speedup is claimed",
-        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +0%: missed",
+        "  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +0%: missed",
         "  -> this measurement cannot decide here: no speedup is claimed",
-        "  controls: same path timed twice 1.0x (noise +/-0.02); 50% slowdown injected, seen +50%: detected"]
+        "  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +50%: detected"]
     assert all(len(s) <= 100 for s in said)
