@@ -119,3 +119,16 @@ def test_the_controls_line_says_detected_and_why_no_speedup_is_claimed() -> None
         "  -> this measurement cannot decide here: no speedup is claimed",
         "  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +50%: detected"]
     assert all(len(s) <= 100 for s in said)
+
+
+def test_the_controls_json_follows_the_verify_schema() -> None:
+    import jsonschema
+
+    from kernelcheck import schemas
+
+    schema = schemas.load("verify")
+    c = decide(10.0, [10.0] * 3, [15.0] * 3, 0.5, 5.0)
+    sub = {"$defs": schema["$defs"], **schema["properties"]["step"]}
+    jsonschema.Draft202012Validator(sub).validate({"controls": {**c.to_json(), "ratio": 1.01, "decided": False}})
+    with pytest.raises(jsonschema.ValidationError):  # the section's own keys are required
+        jsonschema.Draft202012Validator(sub).validate({"controls": c.to_json()})
