@@ -336,19 +336,26 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
                                     "both paths ran the same code: no fast path whose Triton kernels to count"))
         return StepSection(shape, tokens, ckpt, pf, pr, Projection(why, why, projection.compare(fast, ref)["method"]),
                            cost, captured, None, None, same_path=True, controls=controls, ratio=_ratio(pf, pr))
-    ratio = _ratio(pf, pr)
-    proj = Projection.from_json(projection.compare(fast, ref))
-    if ratio is not None and (controls is None or controls.decides(ratio)):
-        speedup = ratio
-        if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.kernels_per_step:
-            kernel_ratio = round(pr.kernels_per_step / pf.kernels_per_step, 1)
-    elif ratio is not None:  # the controls cannot tell this ratio from noise: no speedup, no projected speedup
-        proj = dataclasses.replace(proj, projected_speedup=None)
+    speedup = _ratio(pf, pr)
+    if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and speedup is not None and pf.kernels_per_step:
+        kernel_ratio = round(pr.kernels_per_step / pf.kernels_per_step, 1)
     fc = fast.get("cost", {})
     cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
                     ref.get("cost", {}).get("process_s"), cache)
-    return StepSection(shape, tokens, ckpt, pf, pr, proj, cost, captured, speedup, kernel_ratio, controls=controls,
-                       ratio=ratio)
+    return with_controls(StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)),
+                                     cost, captured, speedup, kernel_ratio), controls)
+
+
+def with_controls(step: StepSection, controls: timing_controls.TimingControls | None) -> StepSection:
+    """The section with its ratio's controls: the measured ratio kept as `ratio`; the speedup, kernel ratio and
+    projected speedup only where the controls decide it (no controls ran: the section as it was)."""
+    if controls is None:
+        return step
+    ratio = step.speedup
+    if ratio is None or controls.decides(ratio):
+        return dataclasses.replace(step, controls=controls, ratio=ratio)
+    return dataclasses.replace(step, controls=controls, ratio=ratio, speedup=None, kernel_ratio=None,
+                               projection=dataclasses.replace(step.projection, projected_speedup=None))
 
 
 def _ratio(pf: StepPath, pr: StepPath) -> float | None:

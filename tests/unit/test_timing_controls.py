@@ -117,3 +117,37 @@ def test_the_controls_json_follows_the_verify_schema() -> None:
     jsonschema.Draft202012Validator(sub).validate({"controls": {**c.to_json(), "ratio": 1.01, "decided": False}})
     with pytest.raises(jsonschema.ValidationError):  # the section's own keys are required
         jsonschema.Draft202012Validator(sub).validate({"controls": c.to_json()})
+
+
+def test_the_h100_step_keeps_its_speedup_only_where_its_controls_decide_it() -> None:
+    """The H100's real `verify --step` section (docs/measurements/2026-12-05-h100-typed-live-5297a57, 3.21x) with
+    controls: a detected slowdown keeps the speedup, its kernel ratio and projected speedup; a missed one (or a
+    noise band wider than the ratio) drops all three, keeps the ratio measured, and says so in a finding."""
+    import json
+    from pathlib import Path
+
+    from kernelcheck.report.live import ControlsLine, SpeedupLine
+    from kernelcheck.report.model import Report
+    from kernelcheck.verify import step as step_mod
+
+    path = Path(__file__).resolve().parents[2] / "docs/measurements/2026-12-05-h100-typed-live-5297a57"
+    sec = Report.from_json(json.loads((path / "verify-step-h100.json").read_text())).step
+    assert sec is not None and sec.speedup == 3.21 and sec.projection.projected_speedup is not None
+    fast_ms = 1000.0
+    seen = step_mod.with_controls(sec, decide(fast_ms, [fast_ms] * 3, [1.5 * fast_ms] * 3, 0.5, fast_ms / 2))
+    assert seen.speedup == 3.21 and seen.ratio == 3.21 and seen.projection.projected_speedup is not None
+    assert step_mod.control_findings(seen) == []
+    items = step_mod.live_items(seen, verbose=True)
+    assert any(isinstance(i, SpeedupLine) for i in items) and any(isinstance(i, ControlsLine) for i in items)
+    missed = step_mod.with_controls(sec, decide(fast_ms, [fast_ms] * 3, [fast_ms] * 3, 0.5, fast_ms / 2))
+    assert missed.speedup is None and missed.kernel_ratio is None and missed.ratio == 3.21
+    assert missed.projection.projected_speedup is None
+    js = missed.to_json()
+    assert "speedup" not in js and js["controls"]["decided"] is False and js["controls"]["ratio"] == 3.21
+    assert [(f.id, f.severity) for f in step_mod.control_findings(missed)] == [
+        ("step-control-cannot-decide", Severity.FALLBACK)]
+    assert not any(isinstance(i, SpeedupLine) for i in step_mod.live_items(missed, verbose=True))
+    noisy = step_mod.with_controls(sec, decide(fast_ms, [4.0 * fast_ms] * 3, [6.0 * fast_ms] * 3, 0.5, fast_ms / 2))
+    assert noisy.controls is not None and noisy.controls.noise_band == 6.0 and noisy.speedup is None
+    assert [f.id for f in step_mod.control_findings(noisy)] == ["step-control-cannot-decide"]
+    assert type(sec).from_json(js) == missed  # reads back typed
