@@ -15,8 +15,8 @@ The ratio is claimed (the "N x faster" line, the projected speedup) only when th
 and the ratio lies outside the noise band; otherwise the report says this measurement cannot decide
 (`step-control-cannot-decide`, `benchmark-control-cannot-decide`).
 
-Cost: 2 x `repeats` more calls of the bound path (the shortest timing), plus the injected delays:
-`repeats` x `injected_fraction` x the bound path's time (matrix/verify.toml: 3 rounds, 50 %).
+Cost: 2 x `repeats` more calls of the bound path (the shorter timing), plus the injected delays:
+`repeats` x `injected_fraction` x the bound path's time (matrix/verify.toml: 3 rounds, 50 %: 7.5 bound-path calls).
 """
 
 from __future__ import annotations
