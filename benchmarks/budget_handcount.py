@@ -6,7 +6,8 @@ count next to the budget's and the difference; exit 1 when a class differs by mo
     python benchmarks/budget_handcount.py TRACE BUDGET.json   # BUDGET.json: trace --budget --json (or verify's)
     python benchmarks/budget_handcount.py TRACE               # the hand count alone
 
-tests/unit/test_budget.py checks the recorded H200 step with it; benchmarks/gpu_budget.sh checks the step it records.
+tests/unit/test_budget.py checks the recorded H200 step with it; benchmarks/gpu/gpu_budget.sh checks the step it
+records.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def compile_once(src: Path, arches: tuple[int, ...], incs: list[str],
 
 def reuse_timing(python: str, tmp: Path) -> dict:
     """kernelcheck install twice (tiny causal-conv1d-shaped sdist, --arch 9.0): build, then wheel reuse."""
-    from tests.kcfixtures import scratch_venv, tiny_sdist  # noqa: E402 - test helpers make the real artifacts
+    from tests.kcfixtures import scratch_venv, tiny_sdist  # test helpers make the real artifacts
 
     venv = Path(python).parent.parent
     sd = tiny_sdist(tmp / "src")

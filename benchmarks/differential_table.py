@@ -1,4 +1,4 @@
-"""Print the H200 differential (benchmarks/gpu_differential.sh) as a markdown table: per row and mode,
+"""Print the H200 differential (benchmarks/gpu/gpu_differential.sh) as a markdown table: per row and mode,
 doctor's exit code, verify's exit code and the truth's (0 fast, 3 a torch path ran, 4 crash), and whether
 they agree. Usage: python benchmarks/differential_table.py RESULTS_DIR"""
 

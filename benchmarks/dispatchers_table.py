@@ -1,4 +1,4 @@
-"""The summary of benchmarks/gpu_dispatchers.sh: per row and report, the exit code, the verdict, each function's
+"""The summary of benchmarks/gpu/gpu_dispatchers.sh: per row and report, the exit code, the verdict, each function's
 provider, the JIT / Hub fla / torch.compile findings, the compiled passes, and the truth program's load and applied
 kernels (kernels' get_kernelized_layers). Usage: python benchmarks/dispatchers_table.py RESULTS_DIR > summary.md"""
 

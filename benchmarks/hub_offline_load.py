@@ -117,7 +117,7 @@ def replay(model_type: str, device: str, capability: str, mode: str) -> dict[str
                  "repr": repr(repo), "layer": getattr(module_class, "kernel_layer_name", None), "error": None}
         try:
             return original(repo, module_class)
-        except Exception as exc:  # noqa: BLE001 - the outcome under test
+        except Exception as exc:
             entry["error"] = _first_line(exc)
             raise FileNotFoundError(entry["error"]) from exc
         finally:

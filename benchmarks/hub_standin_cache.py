@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.kernel_repos import write_fla_build  # noqa: E402
+from tests.kernel_repos import write_fla_build
 
 MODULE = "transformers.models.qwen3_5.modeling_qwen3_5"
 LAYERS = '''"""Stand-in layers (benchmarks/hub_standin_cache.py): transformers' own torch code behind the Hub names."""

@@ -40,7 +40,7 @@ BLOCKED = ("fla", "causal_conv1d", "causal_conv1d_cuda")
 class _Blocker(importlib.abc.MetaPathFinder):
     """Refuse the kernel packages (and their submodules), as if they were not installed."""
 
-    def find_spec(self, name, path=None, target=None):  # noqa: ANN001 - importlib protocol
+    def find_spec(self, name, path=None, target=None):  # importlib protocol
         if name.split(".")[0] in BLOCKED:
             raise ModuleNotFoundError(f"No module named '{name}' (blocked by record_gdn_traces.py)", name=name)
         return None
@@ -72,7 +72,7 @@ def _config(tiny: bool):
                              layer_types=["linear_attention"] * 3 + ["full_attention"])
 
 
-def _bound(modeling) -> dict[str, str]:  # noqa: ANN001
+def _bound(modeling) -> dict[str, str]:
     """Which implementation transformers bound for each fast function (>= 5.15: the decorator's closure)."""
     import inspect
 

@@ -4,7 +4,7 @@
 Runs verify twice in fresh processes with the same TRITON_CACHE_DIR: first with the folder empty
 (cold: every fla kernel is compiled and autotuned), then again (warm). Reports verify's own timing,
 which excludes the first import (torch, transformers, the modeling module and the kernel packages):
-`excluding_import_s` = total - static phase. Targets (issue 4, tiny shape on an H200): cold under 60 s,
+`excluding_import_s` = total - static phase. Targets (tiny shape on an H200): cold under 60 s,
 warm under 15 s.
 
     python3 benchmarks/verify_cost.py --model qwen3.8-27b --mode infer --out cost.json

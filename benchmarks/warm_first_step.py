@@ -2,7 +2,8 @@
 """The job's first training step, timed in a fresh process: the model's real layers (kernelcheck's verify layers at
 --shape, one layer of each type, random weights), one forward with labels + backward, as a trainer's first step.
 Whatever the JITs compile lands in the folders the environment names (TRITON_CACHE_DIR, TILELANG_CACHE_DIR): run it
-with an empty folder (cold), again (warm), and pointed at a folder `kernelcheck warm` baked (benchmarks/gpu_warm.sh).
+with an empty folder (cold), again (warm), and pointed at a folder `kernelcheck warm` baked
+(benchmarks/gpu/gpu_warm.sh).
 
     python3 benchmarks/warm_first_step.py --model qwen3.8-27b --shape full --tokens 8192
 

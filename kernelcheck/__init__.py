@@ -1,9 +1,10 @@
 """kernelcheck: will the fast kernels of a transformers model really run here? And if not, why, and the fix.
 
 The library's front door: each command's entry point as a function, a thin wrapper over the function the CLI calls
-(same arguments, same `Report`, same BadInput for bad input). Each imports its command when called, so
-`import kernelcheck` (and `kernelcheck --version`) loads nothing else. The names are not the subpackages' (doctor,
-verify, trace, hub): Python binds `kernelcheck.doctor` to the subpackage as soon as it is imported.
+(same arguments, same `Report`, same BadInput for the same bad input: each command's `run` checks its usage first, as
+commands/<command>.py `check`). Each imports its command when called, so `import kernelcheck` (and `kernelcheck
+--version`) loads nothing else. The names are not the subpackages' (doctor, verify, trace, hub): Python binds
+`kernelcheck.doctor` to the subpackage as soon as it is imported.
 
 >>> import kernelcheck
 >>> report = kernelcheck.check("qwen3.8-27b", mode="train")    # kernelcheck doctor   # doctest: +SKIP
@@ -21,12 +22,13 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
+    from kernelcheck.commands.models import Models
     from kernelcheck.core.models import ResolvedModel
     from kernelcheck.core.plan_step import Step
     from kernelcheck.report.model import Report
     from kernelcheck.trace.analysis import TraceAnalysis
 
-__all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "plan_install",
+__all__ = ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check", "models", "plan_install",
            "prefetch_hub_kernels", "resolve_model", "trace_report", "verify_model"]
 
 
@@ -88,6 +90,15 @@ def trace_report(path: str | os.PathLike[str]) -> Report:
     from kernelcheck.commands.context import Context
 
     return trace.run(trace.Request(os.fspath(path)), Context.from_environ()).report
+
+
+def models() -> Models:
+    """`kernelcheck models`: the aliases, the model types (as the installed transformers builds them) with their family
+    and fast functions, and the families (commands/models.py `run`)."""
+    from kernelcheck.commands import models as command
+    from kernelcheck.commands.context import Context
+
+    return command.run(command.Request(), Context.from_environ()).report
 
 
 def resolve_model(query: str) -> ResolvedModel:

@@ -1,4 +1,4 @@
-"""The hostile-input battery of issues 16, 26 and 38 as one command.
+"""The hostile-input battery (bad input, faults, interruptions, hostile environments) as one command.
 
     python scripts/fault_battery.py [-k WORD] [--list]
 
@@ -105,7 +105,7 @@ def _copied_matrix(d: Path) -> list[str]:
 
 
 def _process_cases() -> list[Case]:
-    """Issue 38's cases that need a process of their own (or show the repro as a user types it)."""
+    """The cases that need a process of their own (or show the repro as a user types it)."""
     ro_install = ["install", "--model", "qwen3.8-27b", "--offline"]
     return [
         Case("verify with a torch whose import raises", _torch_raising('raise RuntimeError("boom")'), 4,

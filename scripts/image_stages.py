@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests import dockerfile  # noqa: E402
+from tests import dockerfile
 
 
 def _versions(python: Path) -> dict[str, str]:

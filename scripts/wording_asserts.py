@@ -1,5 +1,5 @@
-"""Count the test asserts that match wording: `assert "some words" in <text>` (issue 24: tests assert ids and
-fields; the wording is tested once, at the renderer).
+"""Count the test asserts that match wording: `assert "some words" in <text>` (tests assert ids
+and fields; the wording is tested once, at the renderer).
 
 An assert counts when it holds a `"literal" in X` or `"literal" not in X` (a str or an f-string) whose X is text
 by its name: stdout, stderr, out, output, text, message, reason, fix, err, lines, ... (TEXT below), read through

@@ -11,6 +11,7 @@ tests/.
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, prin
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 # The fast lane draws at most FAST_EXAMPLES examples per property (each test's own max_examples is its thorough
-# count): `pytest --hypothesis-profile thorough` runs every property at its own count.
+# count): `pytest --hypothesis-profile thorough`, or KERNELCHECK_TEST_THOROUGH=1 in the environment, runs every
+# property at its own count.
 FAST_EXAMPLES = 25
 hypothesis_settings.register_profile("thorough", parent=hypothesis_settings.get_profile("ci" if os.environ.get("CI")
                                                                                         else "default"))
@@ -66,7 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.path)).resolve().relative_to(HERE).parts
         marked = any(item.get_closest_marker(m) for m in ("integration", "slow"))
         lane = lane_of(parts, marked)
-        if lane == "fast" and config.getoption("hypothesis_profile", None) != "thorough":
+        if lane == "fast" and not thorough(config.getoption("hypothesis_profile", None), os.environ):
             _fewer_examples(item)
         if lane == "integration":
             item.add_marker(pytest.mark.integration)
@@ -77,6 +79,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests outside their lane's folder: tests/unit holds the in-process fast lane, tests/integration the "
             "tests that launch processes, pip or builds (a test marked slow or integration goes there): "
             + ", ".join(wrong[:10]))
+
+
+def thorough(profile: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether the fast lane's properties run at their own counts: `--hypothesis-profile thorough`, or
+    KERNELCHECK_TEST_THOROUGH=1 (a CI job or a scheduled run that cannot change pytest's arguments)."""
+    return profile == "thorough" or environ.get("KERNELCHECK_TEST_THOROUGH", "") in ("1", "true", "yes", "on")
 
 
 def _fewer_examples(item: pytest.Item) -> None:

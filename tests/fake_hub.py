@@ -73,10 +73,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         return None
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.do_GET()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         url = urlparse(self.path)
         path = unquote(url.path)
         query = parse_qs(url.query)

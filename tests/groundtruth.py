@@ -52,7 +52,7 @@ for p in (str(REPO), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from tests.groundtruth_compare import compare, table  # noqa: E402,F401 - the comparison, re-exported
+from tests.groundtruth_compare import compare, table  # noqa: E402 - the comparison, re-exported
 
 # "recording": a prefill, then one forward of DRAFTS tokens with a cache that keeps their intermediate recurrent
 # states (Cache.activate_past_recording, as 5.25's speculative and MTP generation do), compared with doctor's train

@@ -81,9 +81,9 @@ def local_repo(folder: Path, variants: list[str], name: str = "tiny-norm") -> Pa
 
 
 # The dispatch files of the Kernel Hub fla build (kernels-community/fla v3), in the layout the Hub records for it:
-# a backend registry, the #640 guard on the gated chunk backward, a TileLang backend whose is_available() only
+# a backend registry, the fla#640 guard on the gated chunk backward, a TileLang backend whose is_available() only
 # imports tilelang (no nvcc check), no FlashQLA backend. Only what kernelcheck's fla reader reads; the real build
-# also holds the Triton kernels. A CPU test (and benchmarks/gpu_dispatchers.sh, which cannot fetch the real build)
+# also holds the Triton kernels. A CPU test (and benchmarks/gpu/gpu_dispatchers.sh, which cannot fetch the real build)
 # lays this into a cached variant folder.
 FLA_HUB_FILES = {
     "backends.py": '''import os

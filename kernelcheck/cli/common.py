@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kernelcheck import schemas
-from kernelcheck.cli import early, interrupts, outfile, stdout_fd
-from kernelcheck.cli.upgrade_args import upgrade_specs
+from kernelcheck.cli import interrupts, outfile, stdout_fd
 from kernelcheck.core import paths, settings, signals
 from kernelcheck.core.errors import KernelcheckError
 from kernelcheck.core.status import EXIT_BROKEN, EXIT_INTERNAL, Mode, Verdict
@@ -170,14 +169,14 @@ def check_junit_path(path: str | None) -> None:
 
 
 def _checked_then(command: str, fn: Callable[..., int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    """The usage checks every command makes before it runs, then the command. Under --all-ranks a rank whose own
-    usage is bad still joins the fleet with that error (cli/fleet.py run_with_error): exit 2 in the fleet table."""
+    """The checks of the command line itself (the settings, the paths named, -o, --junit), then the command, whose
+    `run` checks its own usage first (commands/<command>.py `check`). Under --all-ranks a rank whose command line is
+    bad still joins the fleet with that error (cli/fleet.py run_with_error): exit 2 in the fleet table."""
     try:
         settings.check_environ()  # every KERNELCHECK_* value, once, before anything runs
         paths.check_named(kwargs)  # every path named: an OSError on one is exit 2 (core/paths.py)
         outfile.take(command, kwargs)  # -o FILE, checked before the run
         check_junit_path(kwargs.get("junit"))
-        early.check(command, kwargs, upgrade_specs())  # usage errors before any probe
     except KernelcheckError as exc:
         if not kwargs.get("all_ranks"):
             raise

@@ -111,13 +111,21 @@ def doctor(model: str | None, mode: str, live: bool, exact: bool, as_json: bool,
     return finish(outcome.report, as_json, junit)
 
 
+_FORECAST_ONLY = {"if_worse": "--if-worse", "wheelhouse": "--wheelhouse", "offline": "--offline"}
+
+
 def _forecast(values: dict[str, Any], as_json: bool, junit: str | None) -> int:
-    from kernelcheck.cli import early
+    """doctor --upgrade runs a forecast (commands/forecast.py, whose `check` reads the specs); its own flags without
+    --upgrade, and --live with it, are refused here, where doctor's flags are routed to it."""
     from kernelcheck.commands import forecast
     from kernelcheck.forecast import render
 
     specs = upgrade_specs() or []
-    early.check_forecast(values, specs)
+    given = [flag for key, flag in _FORECAST_ONLY.items() if values.get(key)]
+    if not values.get("upgrade"):
+        names = " and ".join([", ".join(given[:-1]), given[-1]] if len(given) > 1 else given)
+        raise BadInput(f"{names} {'applies' if len(given) == 1 else 'apply'} to a forecast only: add --upgrade "
+                       "SPEC [SPEC...] (e.g. --upgrade transformers==5.25.0 kernels==0.19.1).")
     if values.get("live"):
         raise BadInput("--upgrade forecasts doctor's static reading; --live runs this environment's layers. "
                        "Run verify after the upgrade instead.")

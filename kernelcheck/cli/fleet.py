@@ -50,7 +50,7 @@ def _own_record(command: str, fn: Callable[..., Any], args: tuple[Any, ...], kwa
                     "error": exc.message}
         except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
             raise
-        except Exception as exc:  # noqa: BLE001 - the documented exit 1, reported to the fleet
+        except Exception as exc:
             log.info("check failed", exc_info=True)
             return {"schema": schemas.ERROR, "command": command, "verdict": None, "exit_code": 1,
                     "error": f"internal error ({type(exc).__name__}: {exc})"}

@@ -7,7 +7,7 @@ compilers or the doctor after install running. Here both raise `Interrupted` in 
 
 A SIGINT is acted on even when the process started with it ignored: a shell without job control (a script, CI)
 starts every `cmd &` with SIGINT ignored, so `kernelcheck trace t.json & ... kill -INT $!` (or a CI runner's
-cancel, SIGINT to the process group) was lost and the run went on to its verdict (issue 26 item 8). Python keeps
+cancel, SIGINT to the process group) was lost and the run went on to its verdict. Python keeps
 an ignored SIGINT ignored and so did kernelcheck; a check is never worth finishing against an explicit
 interrupt. A SIGTERM set to be ignored (`trap '' TERM`, which only a user writes) stays ignored.
 

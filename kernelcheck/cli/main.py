@@ -97,6 +97,7 @@ def main(network_timeout: float | None = None, color: str = "auto", no_progress:
       kernelcheck install --model qwen3.8-27b --dry-run # what would be installed, and why
       kernelcheck verify --model qwen3.8-27b            # run the real layers under the profiler
       kernelcheck trace step.json.gz                    # why a "98% busy" GPU is starved
+      kernelcheck models                                # the models it knows and their kernels
 
     Exit codes (every command): 0 ready, 3 a slow fallback path would run, 4 broken (crash, refusal or
     wrong results), 2 bad usage or input, 1 internal error, 130/143 interrupted by SIGINT/SIGTERM.

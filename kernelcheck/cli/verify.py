@@ -93,14 +93,13 @@ def verify(model: str, shape: str | None, mode: str, benchmark: bool, tokens: in
       kernelcheck verify --model qwen3.8-27b --step --tokens 8192  # a whole step, projected
       kernelcheck verify --model qwen3.8-27b --packing --batch batch.pt  # the job's own packed batch
     """
-    from kernelcheck.cli import applies, outfile
+    from kernelcheck.cli import outfile
     from kernelcheck.commands import verify as command
 
-    applies.check_verify_flags(step=step, packing=bool(packing), layers=layers, checkpointing=checkpointing,
-                               trace_dir=trace_dir, benchmark=benchmark, shape=shape, tokens=tokens)
-    applies.check_packing_batch_flags(packing=bool(packing), batch=batch, collator=collator, lengths=lengths,
-                                      mode=packing, benchmark=benchmark, junit=junit, output=outfile.path())
-    applies.check_trace_dir(trace_dir if step else None)
+    xml = junit or (outfile.path() if (outfile.path() or "").endswith(".xml") else None)
+    if packing and xml:
+        raise BadInput(f"{'--junit' if junit else '-o'} {xml}: --packing writes no JUnit report (it has no "
+                       "per-function test cases); use -o FILE.json (or --json) for its report. Nothing was run.")
     req = command.Request(model=model, mode=mode, shape=shape, benchmark=benchmark, tokens=tokens, step=step,
                           layers=layers, checkpointing=checkpointing, trace_dir=trace_dir, record=record,
                           packing=packing, batch=batch, collator=collator, lengths=lengths,

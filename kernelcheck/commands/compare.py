@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelcheck.commands.context import Context
 from kernelcheck.core import jsonout
+from kernelcheck.core.errors import BadInput
 from kernelcheck.core.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -54,7 +55,17 @@ class FleetTable:
         return table.render_text(self.command, self.records, self.missing, self.code, self.message)
 
 
+def check(req: Request) -> None:
+    """Every usage rule of compare: at least one report, and --expect a count of ranks."""
+    if not req.reports:
+        raise BadInput("compare needs at least one REPORT (a file from `kernelcheck doctor/verify --json`, or a "
+                       "folder of them).")
+    if req.expect is not None and req.expect < 1:
+        raise BadInput(f"--expect is the number of nodes or ranks the job has: at least 1, not {req.expect}.")
+
+
 def run(req: Request, ctx: Context) -> Outcome[FleetTable]:
+    check(req)
     from kernelcheck.fleet import compare, table
 
     records, missing = compare.collect(list(req.reports), req.expect)

@@ -41,27 +41,36 @@ class Request:
     cache_dir: str | None = None  # --cache-dir: the cache proof for a folder `kernelcheck warm` baked
 
 
-def check(req: Request) -> None:
-    """Usage errors, found before anything is probed."""
+def check(req: Request, ctx: Context) -> None:
+    """Every usage rule of doctor, found before anything is probed: --arch with --live, the model, the packing mode
+    and a --cache-dir that `kernelcheck warm` did not write."""
+    from kernelcheck.commands import usage
+
     if req.arch is not None and req.live:
         raise BadInput("--live runs the model's layers on this machine's GPU; --arch names GPUs that are not "
                        "here. Use one or the other.")
+    usage.mode(req.mode)
+    usage.model(req.model, ctx.matrix)
+    if req.packing is not None:
+        from kernelcheck.packing import decide
+
+        decide.check_mode(req.packing, decide.load_facts(m=ctx.matrix))
+    if req.cache_dir is not None:
+        from kernelcheck.doctor import cacheproof
+
+        cacheproof.read(req.cache_dir)
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    check(req, ctx)  # before the imports below: a usage error is answered at once
     from kernelcheck.doctor import run as doctor_run
 
-    check(req)
     env = req.env
     if req.arch is not None:
         from kernelcheck.core import environment, gpu
 
         # Packages are probed after binding, as doctor does without --arch.
         env = environment.probe(m=ctx.matrix, packages=False, gpu_override=gpu.parse_arch(req.arch, m=ctx.matrix))
-    if req.cache_dir is not None:
-        from kernelcheck.doctor import cacheproof
-
-        cacheproof.read(req.cache_dir)  # a folder warm did not write: exit 2 before the check runs
     isolate = not req.live if req.isolate is None else req.isolate
     report = doctor_run.doctor(req.model, req.mode, env=env, exact=req.exact, hub=req.hub, hub_device=req.hub_device,
                                hub_source=req.hub_source, isolate=isolate, m=ctx.matrix, import_cache=not req.no_cache)

@@ -60,23 +60,28 @@ def parse_repo(text: str) -> RepoSpec:
     return m.group(1), None, ref
 
 
-def check(req: Request) -> list[RepoSpec]:
-    """Usage errors, found before anything is probed; the parsed --repo values."""
+def check(req: Request, ctx: Context) -> list[RepoSpec]:
+    """Every usage rule of hub, found before anything is probed; the parsed --repo values."""
+    from kernelcheck.commands import usage
+
     if (req.lock or req.dry_run) and not req.prefetch:
         raise BadInput("--lock and --dry-run go with --prefetch (kernelcheck hub --model M --prefetch --lock FILE).")
     if req.prefetch and not (req.model or req.repos):
         raise BadInput("--prefetch needs --model M or --repo ORG/NAME@vN: which kernels should be downloaded?")
+    usage.mode(req.mode)
+    usage.choice("--source", req.source, ("auto", "cache", "hub"))
+    usage.model(req.model, ctx.matrix)
     return [parse_repo(r) for r in req.repos]
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    parsed = check(req, ctx)  # before the imports below: a usage error is answered at once
     from kernelcheck.core import gpu
     from kernelcheck.hub import check as hub_check
     from kernelcheck.integrations import kernels_hub, kernels_prefetch, transformers_models
     from kernelcheck.report.model import Report
     from kernelcheck.report.sections import EnvironmentView, ModelRef
 
-    parsed = check(req)
     target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
     gpus = gpu.parse_arch(req.arch, m=ctx.matrix) if req.arch else None  # the same parser as doctor and install
     env = ctx.environment(gpu_override=gpus)
@@ -127,7 +132,7 @@ def run_bundle(req: Request, bundle: str | None, verify_bundle: str | None, ctx:
         raise BadInput("--bundle needs --model M or --repo ORG/NAME@vN: which kernels should it hold?")
     from kernelcheck.hub import bundle as bundle_mod
 
-    parsed = check(req)
+    parsed = check(req, ctx)
     target = kernels_hub.HubSystem(torch=req.build.torch, cuda=req.build.cuda) if req.build.given else None
     gpus = gpu.parse_arch(req.arch, m=ctx.matrix) if req.arch else None
     env = ctx.environment(gpu_override=gpus)

@@ -16,7 +16,20 @@ if TYPE_CHECKING:
     from kernelcheck.report.model import Report
 
 
+def check(req: Request, ctx: Context) -> None:
+    """Every usage rule of install, found before anything is probed: --mode, --source, the other flags' values and
+    paths (install/command.py `validate`, which the plan reads its targets from) and the model."""
+    from kernelcheck.commands import usage
+    from kernelcheck.install import command, plan_types
+
+    usage.mode(req.mode)
+    usage.choice("--source", req.source, plan_types.SOURCES)
+    command.validate(req, ctx.matrix)
+    usage.model(req.model, ctx.matrix)
+
+
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    check(req, ctx)
     from kernelcheck.install import command
 
     return command.run(req, ctx.sink, ctx.json, m=ctx.matrix)

@@ -12,7 +12,7 @@ from kernelcheck.core.outcome import Outcome
 from kernelcheck.core.status import Verdict
 
 if TYPE_CHECKING:
-    from kernelcheck.padding.waste import Waste
+    from kernelcheck.padding.waste import Rule, Waste
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,23 @@ class PaddingRun:
                                                                                        self.drawn)
 
 
-def run(req: Request, ctx: Context) -> Outcome[PaddingRun]:
-    from kernelcheck.padding import batching, lengths, waste
+def check(req: Request) -> Rule:
+    """Every usage rule of padding, found before the data is read: the batching rule (returned, parsed) and a --plot
+    file nothing can draw (a .png without a renderer, another suffix)."""
     from kernelcheck.padding import plot as plot_mod
+    from kernelcheck.padding import waste
 
     rule = waste.Rule.parse(req.batching)
     if req.plot:
-        plot_mod.check(req.plot)  # a .png nothing renders, or another suffix: exit 2 before the data is read
+        plot_mod.check(req.plot)
+    return rule
+
+
+def run(req: Request, ctx: Context) -> Outcome[PaddingRun]:
+    rule = check(req)
+    from kernelcheck.padding import batching, lengths
+    from kernelcheck.padding import plot as plot_mod
+
     result = batching.measure(lengths.chunks(req.data, req.tokenizer), rule)  # vectorized, bounded memory
     drawn: dict[str, object] | None = None
     if req.plot:

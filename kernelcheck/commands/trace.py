@@ -41,9 +41,9 @@ def check(req: Request) -> None:
 
 
 def run(req: Request, ctx: Context) -> Outcome[Report]:
+    check(req)
     from kernelcheck.trace import analysis
 
-    check(req)
     progress = analysis.progress_to_stderr if ctx.progress else None
     if not req.budget:
         return reported(analysis.trace_report(req.file, progress=progress, annotate=req.annotate, m=ctx.matrix))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelcheck.commands.context import Context
+from kernelcheck.core.errors import BadInput
 from kernelcheck.core.outcome import Outcome
 from kernelcheck.core.status import Mode, Verdict
 
@@ -64,27 +65,37 @@ class WarmRun:
                           f"verdict: {self.verdict.upper()} (exit {self.to_json()['exit_code']})"])
 
 
+def check(req: Request, ctx: Context) -> dict[str, Any] | None:
+    """Every usage rule of warm, found before any child starts: the model (only --print-env runs without one), the
+    mode, the shapes and tokens; the children's spec (None with --print-env)."""
+    from kernelcheck.commands import usage
+    from kernelcheck.warm import run as warm_run
+
+    if req.print_env:
+        return None
+    if not req.model:
+        raise BadInput("warm needs --model (the model whose fast path to compile); only --print-env runs without "
+                       "one.")
+    usage.mode(req.mode)
+    spec = warm_run.spec_of(req.model, req.mode, req.shapes, req.tokens, req.compile, req.packing)
+    usage.model(req.model, ctx.matrix)
+    return spec
+
+
 def run(req: Request, ctx: Context) -> Outcome[WarmRun]:
+    spec = check(req, ctx)
     from kernelcheck.core import version
-    from kernelcheck.core.errors import BadInput
     from kernelcheck.doctor import cacheproof
     from kernelcheck.warm import run as warm_run
 
     table = ctx.matrix.table(cacheproof.TABLE)
-    if req.print_env:
+    if spec is None:  # --print-env
         try:
             manifest: cacheproof.Manifest | None = cacheproof.read(req.cache_dir)
         except BadInput:
             manifest = None  # not warmed yet: the variables for the folder, as warm will write them
         lines = cacheproof.env_lines(req.cache_dir, manifest, table, req.compile)
         return Outcome(WarmRun(req.cache_dir, lines, Verdict.READY), Verdict.READY)
-    if not req.model:
-        raise BadInput("warm needs --model (the model whose fast path to compile); only --print-env runs without "
-                       "one.")
-    spec = warm_run.spec_of(req.model, req.mode, req.shapes, req.tokens, req.compile, req.packing)
-    from kernelcheck.integrations import transformers_models
-
-    transformers_models.resolve(req.model, m=ctx.matrix)  # an unknown model: exit 2 here, before any child
 
     def say(line: str) -> None:
         ctx.sink(f"kernelcheck warm: {line}")

@@ -129,7 +129,7 @@ def dist_version(name: str) -> str | None:
         return md.version(name)
     except md.PackageNotFoundError:
         return None
-    except Exception as exc:  # a broken dist-info must not crash the probe
+    except Exception as exc:  # noqa: BLE001 - a broken dist-info must not crash the probe
         log.info("distribution %s: unreadable metadata (%s: %s); treated as absent", name, type(exc).__name__, exc)
         return None
 
@@ -157,7 +157,7 @@ def _probe_torch(after_import: Callable[[], None] | None = None) -> TorchInfo | 
         abi = None
     try:
         avail = bool(torch.cuda.is_available())
-    except Exception as exc:  # a broken CUDA runtime raises many kinds of error
+    except Exception as exc:  # noqa: BLE001 - a broken CUDA runtime raises many kinds of error
         log.info("torch.cuda.is_available() failed (%s: %s): no CUDA GPU counted", type(exc).__name__, exc)
         avail = False
     return TorchInfo(version=torch.__version__, cuda=cuda, cxx11abi=abi, hip=hip, cuda_available=avail)
@@ -236,7 +236,7 @@ def pip_nvcc() -> str | None:
         return None
     try:
         files = md.files("nvidia-cuda-nvcc") or []
-    except Exception as exc:  # broken metadata: treated as absent
+    except Exception as exc:  # noqa: BLE001 - broken metadata: treated as absent
         log.info("nvidia-cuda-nvcc: unreadable file list (%s)", exc)
         return None
     for f in files:
@@ -385,7 +385,7 @@ def _pick_gpus(gpu_override: tuple[Gpu, ...] | None, torch_info: TorchInfo | Non
     elif torch_info and torch_info.cuda_available:
         try:
             gpus, source = _gpus_from_torch(), "torch"
-        except Exception as exc:  # a broken CUDA runtime raises many kinds of error
+        except Exception as exc:  # noqa: BLE001 - a broken CUDA runtime raises many kinds of error
             log.info("torch could not list the GPUs (%s: %s); asking nvidia-smi", type(exc).__name__, exc)
             gpus = ()
     if not gpus and gpu_override is None:

@@ -130,11 +130,11 @@ def _spec_for(model_type: str, cfg: dict[str, Any], query: str,
 def _from_cache(repo_id: str) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken huggingface_hub: no cache to read, the Hub is asked instead
         return None
     try:
         got = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss
         return None
     return Path(got) if isinstance(got, str) and os.path.exists(got) else None
 
@@ -238,7 +238,7 @@ def _from_hub(repo_id: str) -> tuple[Path | None, str]:
         return None, str(exc)
     except TimeoutError as exc:
         return None, f"{exc}; raise the limit with `kernelcheck --network-timeout SECONDS`"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any other Hub failure is reported as the lookup's reason
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
@@ -310,7 +310,7 @@ def _unknown(m: matrix.Matrix, q: str) -> BadInput:
 def resolves_remotely(query: str, *, m: matrix.Matrix) -> bool:
     """Whether `resolve(query)` would look in the Hugging Face cache or on the Hub (a Hub id that is no alias, path
     or model_type); every other query resolves from the matrix, the installed transformers' source and local files,
-    so a usage error in it is found before any probe (cli/early.py)."""
+    so a usage error in it is found before any probe (commands/usage.py `model`)."""
     q = query.strip()
     if not q or m.aliases.get(q.lower()) is not None or any(a.id.lower() == q.lower() for a in m.aliases.values()):
         return False

@@ -95,7 +95,7 @@ def open_checked(path: str | os.PathLike[str], mode: str, what: str, hint: str =
                  encoding: str | None = None) -> IO[Any]:
     """open(), with an OSError turned into BadInput naming the argument (the one opener for a user's path)."""
     try:
-        return open(path, mode, encoding=encoding)  # noqa: SIM115 - the caller closes it
+        return open(path, mode, encoding=encoding)  # the caller closes it
     except OSError as exc:
         raise os_error(path, what, exc, hint) from None
 

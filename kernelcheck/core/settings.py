@@ -11,6 +11,7 @@ of them (or not a number in range, for the numeric ones).
 | KERNELCHECK_OFFLINE | no network for anything kernelcheck does (models, Hub, install: PyPI and release wheels) |
 | HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE | the Hugging Face Hub may not be used (PyPI still may) |
 | KERNELCHECK_HOME | base folder for kernelcheck's own files (default ~/.cache/kernelcheck) |
+| KERNELCHECK_PROOF_DIR | a read-only folder of proofs made at image build (`warm --print-env`), looked up after home |
 | KERNELCHECK_MATRIX_DIR | another matrix/ folder to decide on (a contributor's copy; default the shipped one) |
 | KERNELCHECK_MANIFEST | the install manifest path (default sys.prefix/share/kernelcheck/manifest.json) |
 | KERNELCHECK_RELEASE_MIRROR | an internal mirror of upstream GitHub release wheels |
@@ -32,9 +33,9 @@ of them (or not a number in range, for the numeric ones).
 The user's table of all of them, with defaults and flags, is docs/settings.md (tests/unit/test_settings_doc.py).
 
 Read outside the package, never by kernelcheck itself: KERNELCHECK_BUILD_COMMIT (setup.py: the commit baked into a
-wheel built without git), KERNELCHECK_TEST_CACHE and KERNELCHECK_TEST_CUDA_TORCH (the test suite). No other
-KERNELCHECK_* name is used anywhere in the repository (tests/unit/test_settings_namespace.py); the example gate
-scripts' own variables are KCGATE_* (examples/slurm-prolog.sh).
+wheel built without git), KERNELCHECK_TEST_CACHE, KERNELCHECK_TEST_CUDA_TORCH and KERNELCHECK_TEST_THOROUGH (the
+test suite). No other KERNELCHECK_* name is used anywhere in the repository (tests/unit/test_settings_namespace.py);
+the example gate scripts' own variables are KCGATE_* (examples/slurm-prolog.sh).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ SECONDS = {"KERNELCHECK_NETWORK_TIMEOUT": (MIN_NETWORK_TIMEOUT, 86400.0, DEFAULT
            "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0)}  # (least, most, default); a day at most
 # verify --step: each profiled step is one more traced step; the controls' injected slowdown, in percent
 COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20), "KERNELCHECK_CONTROL_SLOWDOWN": (1, 400)}
+FOLDERS = ("KERNELCHECK_PROOF_DIR",)  # an absolute path (a job's current folder is not the build's)
 
 
 def check_environ(environ: Mapping[str, str] | None = None) -> None:
@@ -101,6 +103,9 @@ def _problem(name: str, raw: str) -> str:
         lo, hi = COUNTS[name]
         if text and not (text.isdigit() and lo <= int(text) <= hi):
             return f"{name}={shown!r} is not a whole number from {lo} to {hi}."
+    elif name in FOLDERS and text and not os.path.isabs(text):
+        return (f"{name}={shown!r} is not an absolute path: a folder named from the current folder is another "
+                    "folder wherever the job starts elsewhere.")
     return ""
 
 
@@ -167,6 +172,7 @@ class Settings:
     hf_hub_cache: str | None = None
     matrix_dir: Path | None = None  # KERNELCHECK_MATRIX_DIR: the matrix/ folder read instead of the shipped one
     verbose: bool = False  # KERNELCHECK_VERBOSE=1 (--verbose)
+    proof_dir: Path | None = None  # KERNELCHECK_PROOF_DIR: proofs baked into an image, read only, after `home`
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -185,6 +191,8 @@ class Settings:
             hf_hub_cache=env.get("HF_HUB_CACHE") or None,
             matrix_dir=_matrix_dir(env),
             verbose=is_yes(env.get("KERNELCHECK_VERBOSE")),
+            proof_dir=Path(env["KERNELCHECK_PROOF_DIR"].strip())
+            if (env.get("KERNELCHECK_PROOF_DIR") or "").strip() else None,
         )
 
     @property

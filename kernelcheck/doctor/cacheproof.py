@@ -100,8 +100,9 @@ def read(cache_dir: str) -> Manifest:
 def env_lines(cache_dir: str, manifest: Manifest | None, table: Mapping[str, Any], with_compile: bool) -> list[str]:
     """`VAR=/abs/folder` lines that point the job's JITs at `cache_dir` (its variables, the manifest's where read)."""
     root = os.path.abspath(cache_dir)
-    if manifest is not None and manifest.variables:
-        return [f"{var}={os.path.join(root, sub)}" for var, sub in manifest.variables.items()]
+    if manifest is not None and manifest.variables:  # a folder warmed before KERNELCHECK_PROOF_DIR: its proofs there
+        return [f"{jit_caches.OWN[0] if var == 'KERNELCHECK_HOME' else var}={os.path.join(root, sub)}"
+                for var, sub in manifest.variables.items()]
     return [f"{k}={v}" for k, v in jit_caches.env_for(root, table, with_compile).items()]
 
 
@@ -227,9 +228,13 @@ def not_found(cache_dir: str, manifest: Manifest, environ: Mapping[str, str],
     if not wrong:
         return []
     said = "; ".join(f"{v} is {environ[v]!r}" if v in environ else f"{v} is unset" for v in wrong)
+    jits = [v for v in wrong if v != jit_caches.OWN[0]]
+    then = ("The JITs then compile into their default folders (the cold cost on every node)" if jits else "")
+    if jit_caches.OWN[0] in wrong:
+        then += ("; and " if then else "The gate then ") + "proves again what warm proved there (its import proofs " \
+            "and JIT probes)"
     return [Finding("jit-cache-not-found", Severity.WARNING,
-                    f"this process would not find the baked cache in {cache_dir}: {said}. The JITs then compile "
-                    "into their default folders (the cold cost on every node).",
+                    f"this process would not find the baked cache in {cache_dir}: {said}. {then}.",
                     "set in the job's environment: " + "  ".join(f"{v}={p}" for v, p in want.items()), None)]
 
 

@@ -388,7 +388,8 @@ class ImportProbe:
             return
         if self.source == "cache" and self._stored is not None:
             file, at = self._stored["file"], self._stored["proven_at"]
-            report.import_proof = ImportProof("cache", "hit", file, at)  # text: a `cache:` note (report/model.py)
+            # text: a `cache:` note (report/text.py); "baked": made when the image was built (KERNELCHECK_PROOF_DIR)
+            report.import_proof = ImportProof("cache", "baked" if self._stored.get("baked") else "hit", file, at)
             return
         # complete: every child with steps answered them all (none with steps: nothing here imports anything)
         done = all((c.results is not None and len(c.results) == len(c.steps)) or not c.steps

@@ -64,7 +64,7 @@ def _triton(mode: str, arch: str) -> dict[str, object]:
     import triton.language as tl
 
     @triton.jit  # type: ignore[untyped-decorator]  # a JIT kernel: Triton/TileLang read its parameters
-    def add_one(x_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # noqa: N803 - Triton's constexpr convention
+    def add_one(x_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # Triton's constexpr convention
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
@@ -87,11 +87,11 @@ def _tilelang(mode: str, arch: str, nvcc: str, includes: list[str], qla: bool) -
     if qla:
         import flash_qla  # noqa: F401 - FlashQLA's kernels are @tilelang.jit: its import, then TileLang's JIT
     if mode == "compile":
-        import tilelang  # noqa: F401 - the import first: apache-tvm-ffi outside its window fails here
+        import tilelang  # the import first: apache-tvm-ffi outside its window fails here
 
         return _nvcc_compile(nvcc, arch, includes)
     import tilelang
-    import tilelang.language as T  # noqa: N812 - TileLang's own convention
+    import tilelang.language as T  # TileLang's own convention
     import torch
 
     try:  # the real JIT, with the CUDA home and nvcc it finds itself
@@ -104,7 +104,7 @@ def _tilelang(mode: str, arch: str, nvcc: str, includes: list[str], qla: bool) -
         return {"ok": False, "stage": "probe", "error": f"{type(exc).__name__}: {str(exc)[:400]}"}
 
 
-def _tilelang_run(tilelang: Any, T: Any, torch: Any) -> dict[str, object]:  # noqa: N803 - TileLang's convention
+def _tilelang_run(tilelang: Any, T: Any, torch: Any) -> dict[str, object]:  # TileLang's convention
     @tilelang.jit(out_idx=[1])  # type: ignore[untyped-decorator]  # a JIT kernel: Triton/TileLang read its parameters
     def add_one(n: int, block: int = 128) -> Any:
         @T.prim_func  # type: ignore[untyped-decorator]  # a JIT kernel: Triton/TileLang read its parameters

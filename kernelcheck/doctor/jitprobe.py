@@ -18,7 +18,13 @@ broken finding with its fix and breaks the functions that use that JIT (core/dec
 - Cached like doctor's import proofs (doctor/proofcache.py): a pass is stored under a key of the toolchain's identity
   (the JIT, the nvcc and its file, CUDA home and include folders, the JIT packages' versions and RECORDs, the
   variables a JIT reads, the driver and device nodes, the GPU arch) in $KERNELCHECK_HOME/jit-proofs/; a failure is
-  probed again every time.
+  probed again every time. The key leaves out what cannot change a probe's answer, as the import proofs' does (the
+  host name, HOME's path, KERNELCHECK_HOME: proofcache.py's docstring says why); the cache folders the JITs write are
+  in it as resolved (`Toolchain.caches`), so a HOME that decides them still counts.
+- Proofs made when the image was built: `kernelcheck warm` probes under the variables `warm --print-env` prints and
+  stores the passes in DIR/kernelcheck/jit-proofs; with KERNELCHECK_PROOF_DIR=DIR/kernelcheck a key found there
+  (read only, after KERNELCHECK_HOME) is a pass "proven at bake time (when), not on this node"; a key that differs
+  is probed here. `use_cache` False (doctor --no-cache) probes afresh.
 """
 
 from __future__ import annotations
@@ -197,20 +203,39 @@ def _key(jit: str, mode: str, arch: str, tc: Toolchain, m: Matrix) -> str:
              "nvcc": proofcache._stat(tc.nvcc) if tc.nvcc else None,
              "nvcc_real": proofcache._stat(os.path.realpath(tc.nvcc)) if tc.nvcc else None,
              "python": sys.executable, "dists": dists, "environ": proofcache._environ(m),
-             "machine": proofcache._machine()}
+             "home": proofcache._home(), "machine": proofcache._machine()}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+SUBFOLDER = "jit-proofs"
+
+
 def folder() -> Path:
-    return settings.current().home / "jit-proofs"
+    return settings.current().home / SUBFOLDER
+
+
+def baked_folder() -> Path | None:
+    """KERNELCHECK_PROOF_DIR/jit-proofs: passes made when the image was built (read only), or None."""
+    base = settings.current().proof_dir
+    return None if base is None else base / SUBFOLDER
+
+
+def _read(path: Path, key: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == key and data.get("ok") is True else None
 
 
 def _cached(key: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder() / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("key") == key and data.get("ok") is True else None
+    """A pass stored for `key`: KERNELCHECK_HOME's, else one baked into KERNELCHECK_PROOF_DIR (`baked` True)."""
+    hit = _read(folder() / f"{key}.json", key)
+    if hit is None and (baked := baked_folder()) is not None:
+        hit = _read(baked / f"{key}.json", key)
+        if hit is not None:
+            hit["baked"] = True
+    return hit
 
 
 def _store(key: str, result: dict[str, Any]) -> None:
@@ -261,7 +286,7 @@ def probe(jit: str, mode: str, arch: str, tc: Toolchain, use_cache: bool = True,
     if use_cache:
         hit = _cached(key)
         if hit is not None:
-            return {**hit, "cached": hit.get("proven_at")}
+            return {**hit, "cached": hit.get("proven_at") or "?"}
     out = run_probe(jit, mode, arch, tc, timeout)
     if out.get("ok") and use_cache:
         _store(key, out)
@@ -310,7 +335,10 @@ def findings(jits: dict[str, tuple[str, ...]], results: dict[str, dict[str, Any]
             continue
         name = NAMES[jit]
         where = f"with {tc.nvcc} (CUDA home from {tc.cuda_home_from})" if jit != "triton" else ""
-        cached = f"; passed before with this toolchain ({r['cached']})" if r.get("cached") else ""
+        baked = bool(r.get("cached") and r.get("baked"))
+        cached = ("" if not r.get("cached") else
+                  f"; proven at bake time ({r['cached']}), not on this node, under this node's toolchain key"
+                  if baked else f"; passed before with this toolchain ({r['cached']})")
         if not r.get("ok") and r.get("stage") == "probe":  # nvcc works; the probe's own kernel did not run
             out.append(Finding(
                 "jit-run-unchecked", Severity.WARNING,
@@ -325,8 +353,8 @@ def findings(jits: dict[str, tuple[str, ...]], results: dict[str, dict[str, Any]
                 _fix(jit, str(r.get("error") or "")), "doctor --jit-probe (kernelcheck/doctor/jit_child.py)", fns))
         elif r.get("stage") == "run":
             out.append(Finding("jit-probe-passed", Severity.INFO,
-                               f"{name} compiled and ran a trivial kernel here in {r.get('seconds')} s{cached}.",
-                               None, None, fns))
+                               f"{name} compiled and ran a trivial kernel {'' if baked else 'here '}in "
+                               f"{r.get('seconds')} s{cached}.", None, None, fns))
         else:
             what = ("its nvcc compiled a trivial .cu with the CUDA runtime and CCCL headers" if jit != "triton"
                     else f"it compiled a trivial kernel for {arch}")

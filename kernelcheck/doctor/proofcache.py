@@ -9,7 +9,8 @@ those inputs changed.
 The key (`fingerprint`) is everything that can change an answer:
   - kernelcheck itself (version, and the size+mtime of every file of the package and of matrix/);
   - the interpreter: sys.executable, sys.version, the sys.path entries in order, and the names in each entry
-    (a package added or removed anywhere on the path changes it);
+    (a package added or removed anywhere on the path changes it); the first entry, the script's folder or the
+    current folder Python puts there, by what can be imported from it (see below), not by its path;
   - torch, transformers and kernels: version, location, the size+mtime of their dist-info RECORD and their package
     folder's listing;
   - every kernel package of the matrix that is installed, what its distributions require (one level; torch,
@@ -18,10 +19,26 @@ The key (`fingerprint`) is everything that can change an answer:
     touched or edited, one added, a reinstall: all change the key; __pycache__ is left out, Python writes it);
     every other distribution's version is in the sys.path listing (its dist-info folder's name);
   - the environment variables an import or a dispatch can read (CUDA_*, TORCH*, TRITON_*, FLA_*,
-    TRANSFORMERS_*, HF_*, USE_HUB_KERNELS, LOCAL_KERNELS, LD_*, PYTHON*, KERNELCHECK_*, ...);
-  - the machine: host name and NVIDIA driver (/proc/driver/nvidia/version), /dev/nvidia* devices;
-  - the query, the current folder and the number of children; and the plan of steps itself, compared in
-    full when the steps are known (`matches`).
+    TRANSFORMERS_*, HF_*, USE_HUB_KERNELS, LOCAL_KERNELS, LD_*, PYTHON*, KERNELCHECK_*, PATH, CC, ...), values
+    and all: the JIT cache folders `kernelcheck warm --print-env` names are the same on every node of an image;
+  - the machine: the NVIDIA driver (/proc/driver/nvidia/version) and the /dev/nvidia* devices;
+  - the query and the number of children; and the plan of steps itself, compared in full when the steps are
+    known (`matches`).
+
+Left out, because they cannot change an answer, so that a proof made when an image was built (`kernelcheck warm`)
+holds on every node that runs the image, wherever the job starts and whoever runs it:
+  - the host name: no import, dispatch or probe reads it (the driver and the devices, which can differ between
+    nodes, stay in the key);
+  - HOME's path: what an import can get from HOME is the user's site-packages folder, which is on sys.path when
+    it exists (keyed there, path and listing), and default cache folders a package may create under it, which
+    fail only where HOME cannot be written: the key holds whether HOME is set, exists and is writable;
+  - the current folder's path: an import sees the current folder only through sys.path (Python's first entry
+    under `python -m`, an empty entry under `-c`, a relative PYTHONPATH entry), keyed by the names that can be
+    imported from it (folders, .py, .pyc and extension modules, with the size+mtime of each) - the same names in
+    another folder import the same way as far as the key can tell, as a file edited in place of the same size and
+    mtime already did; the model a relative --model path names is compared in the plan of steps;
+  - KERNELCHECK_HOME and KERNELCHECK_PROOF_DIR: where proofs are kept, not what they say;
+    KERNELCHECK_IMPORT_CACHE and KERNELCHECK_IMPORT_TIMEOUT choose, not change, the answer.
 
 Only complete runs are stored: every child exited 0 with every answer, and no answer is a failure (a
 package that does not import, a module error, an attribute check that raised). A failure is proven again on
@@ -32,6 +49,10 @@ version and the folder listing alone (editing site-packages/transformers/... in 
 
 Files: $KERNELCHECK_HOME/import-proofs/<key>.json (default ~/.cache/kernelcheck/import-proofs), one per key,
 written atomically, the KEEP newest kept; an unreadable, corrupt or unwritable file is a miss, never an error.
+Then, read only, $KERNELCHECK_PROOF_DIR/import-proofs/<key>.json: the proofs `kernelcheck warm --cache-dir DIR`
+made into DIR/kernelcheck when the image was built, under the variables `warm --print-env` prints; a proof found
+there is reported as made at bake time (`import_proof.cache` "baked", with when), not proven on this node. A key
+that is not there is a miss: proven here, and stored in KERNELCHECK_HOME.
 """
 
 from __future__ import annotations
@@ -42,7 +63,6 @@ import json
 import logging
 import os
 import re
-import socket
 import sys
 import tempfile
 import time
@@ -53,13 +73,14 @@ from kernelcheck.core import matrix, settings
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: portable keys (no host, HOME or current folder path); KERNELCHECK_PROOF_DIR
 # variables an import or transformers' dispatch can read (dispatch: core/environment.py DISPATCH_*)
 # (and each package's env_prefix of matrix/packages.toml: MAMBA, CAUSAL_CONV1D, FLASH_ATTN)
 ENV_PREFIXES = ("CUDA", "NVIDIA", "TORCH", "PYTORCH", "TRITON", "FLA_", "TILELANG", "TVM", "TRANSFORMERS",
                 "HF_", "KERNELCHECK_", "PYTHON", "LD_", "UNSLOTH", "XDG_", "OMP_", "MKL_")
-ENV_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS", "HOME", "PATH", "CC", "CXX")
-ENV_IGNORED = ("KERNELCHECK_IMPORT_CACHE", "KERNELCHECK_IMPORT_TIMEOUT")  # they choose, not change, the answer
+ENV_NAMES = ("USE_HUB_KERNELS", "LOCAL_KERNELS", "PATH", "CC", "CXX")  # HOME: `_home`, what it can change
+# they choose, or say where proofs are kept, not what an answer is
+ENV_IGNORED = ("KERNELCHECK_IMPORT_CACHE", "KERNELCHECK_IMPORT_TIMEOUT", "KERNELCHECK_HOME", "KERNELCHECK_PROOF_DIR")
 _SKIP_DEPS = ("torch", "transformers", "kernels")  # large trees / many requirements: version, RECORD, listing
 _MAX_FILES = 50_000
 KEEP = 64  # proofs kept (newest first); older ones are removed when a new one is stored
@@ -70,8 +91,17 @@ def enabled() -> bool:
     return settings.is_on(settings.variable("KERNELCHECK_IMPORT_CACHE"), True)
 
 
+SUBFOLDER = "import-proofs"
+
+
 def folder() -> Path:
-    return settings.current().home / "import-proofs"
+    return settings.current().home / SUBFOLDER
+
+
+def baked_folder() -> Path | None:
+    """KERNELCHECK_PROOF_DIR/import-proofs: proofs made when the image was built (read only), or None."""
+    base = settings.current().proof_dir
+    return None if base is None else base / SUBFOLDER
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -241,7 +271,48 @@ def _machine() -> dict[str, Any]:
         devices = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
     except OSError:
         devices = []
-    return {"host": socket.gethostname(), "driver": driver, "devices": devices}
+    return {"driver": driver, "devices": devices}  # the host name: no answer reads it (module docstring)
+
+
+def _home() -> dict[str, bool]:
+    """What HOME can change for an import, without its path (module docstring): set, there, writable."""
+    home = os.environ.get("HOME") or ""
+    return {"set": bool(home), "exists": bool(home) and os.path.isdir(home),
+            "writable": bool(home) and os.access(home, os.W_OK | os.X_OK)}
+
+
+_IMPORTABLE = (".py", ".pyc", ".so", ".pyd")
+
+
+def _importable(path: str) -> list[Any] | None:
+    """What `import NAME` can find in `path`: its folders and modules (name, size+mtime), in order of name."""
+    try:
+        entries = sorted(os.scandir(path or "."), key=lambda e: e.name)
+    except OSError:
+        return None
+    out: list[Any] = []
+    for e in entries:
+        if e.name == "__pycache__" or e.name.startswith("."):
+            continue
+        try:
+            if e.is_dir() or e.name.endswith(_IMPORTABLE):
+                init = os.path.join(e.path, "__init__.py") if e.is_dir() else e.path
+                out.append([e.name, _stat(init)])
+        except OSError:
+            out.append([e.name, None])
+    return out
+
+
+def _sys_path() -> dict[str, Any]:
+    """sys.path in order with each entry's listing; the first entry, where Python put the script's folder or the
+    current folder there, by what can be imported from it, not by its path (module docstring)."""
+    paths = list(sys.path)
+    first: list[Any] | None = None
+    if paths and not getattr(sys.flags, "safe_path", False):  # -P / PYTHONSAFEPATH: no such entry
+        first = _importable(paths.pop(0))
+    # a relative entry (PYTHONPATH=., src) is a folder of the current one: by what it can import, like the first
+    return {"first": first, "path": paths,
+            "listing": {p: _listing(p) if os.path.isabs(p) else _importable(p) for p in paths}}
 
 
 def _environ(m: matrix.Matrix) -> dict[str, str]:
@@ -255,12 +326,12 @@ def fingerprint(query: str | None, single: bool, children: int, m: matrix.Matrix
     return {
         "format": FORMAT,
         "kernelcheck": _kernelcheck(),
-        "python": {"executable": sys.executable, "version": sys.version, "prefix": sys.prefix,
-                   "path": list(sys.path), "listing": {p: _listing(p or ".") for p in sys.path}},
+        "python": {"executable": sys.executable, "version": sys.version, "prefix": sys.prefix, **_sys_path()},
         "packages": _packages(m),
         "environ": _environ(m),
+        "home": _home(),
         "machine": _machine(),
-        "run": {"query": query, "cwd": os.getcwd(), "single": single, "children": children},
+        "run": {"query": query, "single": single, "children": children},
     }
 
 
@@ -274,8 +345,17 @@ def key_of(fp: dict[str, Any]) -> str:
 
 
 def load(key: str) -> dict[str, Any] | None:
-    """The stored proof for `key`, or None (absent, unreadable, corrupt, another format)."""
-    path = folder() / f"{key}.json"
+    """The stored proof for `key`, or None (absent, unreadable, corrupt, another format): KERNELCHECK_HOME's, else
+    the one baked into KERNELCHECK_PROOF_DIR (`baked` True)."""
+    got = _load(folder() / f"{key}.json", key)
+    if got is None and (baked := baked_folder()) is not None:
+        got = _load(baked / f"{key}.json", key)
+        if got is not None:
+            got["baked"] = True
+    return got
+
+
+def _load(path: Path, key: str) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # a cache: a corrupt or deeply nested file is no proof
@@ -289,7 +369,8 @@ def load(key: str) -> dict[str, Any] | None:
 
 
 def store(key: str, fp: dict[str, Any], children: list[dict[str, Any]]) -> tuple[str, str] | None:
-    """Write the proof (children: [{"steps": [...], "results": [...]}]); (file, proven_at) or None."""
+    """Write the proof (children: [{"steps": [...], "results": [...]}]) into KERNELCHECK_HOME (never into
+    KERNELCHECK_PROOF_DIR: read only); (file, proven_at) or None."""
     proven_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path = folder() / f"{key}.json"
     data = {"format": FORMAT, "key": key, "proven_at": proven_at, "fingerprint": fp, "children": children}

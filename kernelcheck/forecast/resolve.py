@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,36 +106,64 @@ def direct_url(item: Mapping[str, Any]) -> str | None:
     return url
 
 
+_FILE_FLAGS = ("-r", "--requirement", "-c", "--constraint")
+_SINGLE_EQUALS = re.compile(r"^([A-Za-z0-9][\w.\[\],-]*)\s*=\s*([^=<>!~].*)$")
+_EXAMPLE = "e.g. --upgrade transformers==5.25.0 kernels==0.19.1, or --upgrade -r requirements.txt"
+
+
 def pip_args(specs: Sequence[str]) -> list[str]:
-    """`--upgrade` values as pip arguments: `-r FILE` / `-rFILE` / `--requirement FILE` pairs and specs."""
+    """`--upgrade` values as pip arguments, each checked as pip reads it (commands/forecast.py `check`): a
+    requirement (name[extras] op version), a wheel or sdist path that exists, a URL, or -r/-c FILE naming a file."""
     out: list[str] = []
     it = iter(specs)
     for s in it:
-        if s in ("-r", "--requirement", "-c", "--constraint"):
+        if s in _FILE_FLAGS:
             path = next(it, None)
             if path is None:
-                raise BadInput(f"--upgrade {s} needs a file after it, e.g. --upgrade -r requirements.txt.")
-            out += [s, _existing(path)]
-        elif s.startswith("-r") and len(s) > 2:
-            out += ["-r", _existing(s[2:])]
+                raise BadInput(f"--upgrade {s} needs a file after it (e.g. --upgrade {s} requirements.txt).")
+            out += [s, _existing(path, s)]
+        elif s.startswith(("-r", "-c")) and len(s) > 2 and not s.startswith("--"):
+            out += [s[:2], _existing(s[2:], s[:2])]
         elif s.startswith("-"):
             raise BadInput(f"--upgrade takes requirement specs (transformers==5.25.0) or -r FILE, not {s!r}.")
         else:
-            out.append(s)
+            out.append(_spec(s))
     if not out:
-        raise BadInput("--upgrade needs at least one spec, e.g. --upgrade transformers==5.25.0 kernels==0.19.1.")
+        raise BadInput(f"--upgrade needs what to upgrade: one or more pip specs after it ({_EXAMPLE}).")
     return out
 
 
-def _existing(path: str) -> str:
+def _spec(tok: str) -> str:
+    if "://" in tok or tok.startswith("git+"):
+        return tok  # a URL: pip fetches it
+    if os.sep in tok or tok.endswith((".whl", ".tar.gz", ".zip")):
+        return _existing(tok, "")
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(tok)
+    except InvalidRequirement as exc:
+        single = _SINGLE_EQUALS.match(tok)
+        hint = (f" pip compares versions with ==: did you mean {single.group(1)}=={single.group(2)}?" if single
+                else f" ({str(exc).splitlines()[0]}).")
+        raise BadInput(f"--upgrade {tok} is not a requirement pip reads.{hint} Give each spec as pip does "
+                       "(transformers==5.25.0, 'kernels>=0.19'), a wheel path, or -r requirements.txt.") from None
+    return tok
+
+
+def _existing(path: str, flag: str) -> str:
+    """An existing file after `flag` (-r, -c; "" for a wheel or sdist named as the spec itself)."""
     from kernelcheck.core import paths
 
-    words = paths.kind(paths.checked(path, "--upgrade -r"))
+    given = f"--upgrade {flag} {path}".replace("  ", " ")
+    words = paths.kind(paths.checked(Path(path).expanduser(), f"--upgrade {flag}".strip()))
+    what = {"-c": "constraints file", "--constraint": "constraints file", "": "wheel or sdist"}.get(
+        flag, "requirements file")
     if words == paths.MISSING:
-        raise BadInput(f"--upgrade -r {path}: no such requirements file.")
+        raise BadInput(f"{given}: no such {what}.")
     if words is not None:
-        raise BadInput(f"--upgrade -r {path} is {words}, not a requirements file: name the file itself (e.g. "
-                       f"--upgrade -r {Path(path) / 'requirements.txt'}).")
+        raise BadInput(f"{given} is {words}, not a {what}: name the file itself (e.g. --upgrade {flag} "
+                       f"{Path(path) / 'requirements.txt'}).".replace("  ", " "))
     return path
 
 

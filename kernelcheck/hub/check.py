@@ -86,7 +86,7 @@ def refuses(th: TransformersHub, use_hub: bool | None) -> bool:
 def _kernels_importable() -> bool:
     try:
         import kernels  # noqa: F401
-    except Exception:  # absent or broken: either way transformers cannot use it
+    except Exception:  # noqa: BLE001 - absent or broken: either way transformers cannot use it
         return False
     return True
 

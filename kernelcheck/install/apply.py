@@ -139,7 +139,7 @@ def _pip_install(files: list[str], constraints: Path, target: str | None, log: C
     # this process, and an Interrupted raised inside one is printed as "Exception ignored" and lost
     with signals.held(reraise=False) as came:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                env=env, preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+                                env=env, preexec_fn=lifeline.preexec())  # prctl only, no locks taken
         lifeline.note_child(proc.pid)
     try:
         if came:

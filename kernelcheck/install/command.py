@@ -33,7 +33,7 @@ from kernelcheck.core import decide, environment, jsonout, lifeline, matrix, set
 from kernelcheck.core import gpu as targets
 from kernelcheck.core.errors import BadInput, InstallFailed, Interrupted, KernelcheckError
 from kernelcheck.core.outcome import Outcome, reported
-from kernelcheck.core.status import Finding, FunctionStatus, Mode, Severity, Status, Verdict
+from kernelcheck.core.status import Finding, FunctionStatus, Severity, Status, Verdict
 from kernelcheck.core.targets import TargetBuild
 from kernelcheck.install import apply as installer
 from kernelcheck.install import expected, plan_types, sources, txn, writable
@@ -65,11 +65,9 @@ class Request:
     expect_plan: str | None = None  # --expect-plan FILE: a dry run's JSON whose wheel hashes must still hold
 
 
-def _validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
-    if req.mode not in tuple(Mode):
-        raise BadInput(f"--mode must be train or infer, not '{req.mode}'.")
-    if req.source not in plan_types.SOURCES:
-        raise BadInput(f"--source must be one of {', '.join(plan_types.SOURCES)}, not '{req.source}'.")
+def validate(req: Request, m: matrix.Matrix) -> tuple[tuple[str, ...], dict[str, str]]:
+    """install's own usage rules (commands/install.py `check` adds --mode, --source and the model): --allow-change,
+    --sdist, the folders, --torch/--cuda without --dry-run; the target GPUs and the pinned versions of --package."""
     for a in req.allow_change:
         if a not in plan_types.PINNED:
             raise BadInput(f"--allow-change takes torch, triton or transformers (the packages kernelcheck pins), "
@@ -209,7 +207,7 @@ def _doctor_after(req: Request) -> DoctorRun:
     # runs its at-fork hooks in this process, where an Interrupted is printed as "Exception ignored" and lost
     with signals.held(reraise=False) as came:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                preexec_fn=lifeline.preexec())  # noqa: PLW1509 - prctl only, no locks taken
+                                preexec_fn=lifeline.preexec())  # prctl only, no locks taken
     try:
         if came:
             raise Interrupted(came[0])
@@ -269,7 +267,7 @@ def _run(req: Request, echo: Callable[[str], None], as_json: bool,
          done: list[installer.Outcome], m: matrix.Matrix) -> Outcome[Report]:
     from kernelcheck.doctor.run import doctor as run_doctor
 
-    arches, versions = _validate(req, m)
+    arches, versions = validate(req, m)
     _require_pip(req)
     with working("kernelcheck install: probing torch, the GPUs and the kernel packages", announce=True):
         env, origin = _probe(arches, m=m)
@@ -414,7 +412,7 @@ def _install_from_hub(req: Request, env: environment.Environment, wheelhouse: Pa
 def untouched(before: Report, plan: plan_types.Plan) -> list[Finding]:
     """The used functions that are not fast and whose package this plan leaves alone (`--package` chose
     others): the doctor after the install finds them as doctor found them before, so the prediction says so
-    too (issue 26 item 9: a dry run said READY where the install then exited 3). One finding per package."""
+    too (else a dry run said READY where the install then exited 3). One finding per package."""
     planned = {canonicalize_name(s.package) for s in plan.steps}
     left: dict[str, list[FunctionStatus]] = {}
     for f in before.functions:

@@ -28,7 +28,7 @@ from kernelcheck.core.plan_step import RejectKind
 from kernelcheck.install import build, wheels
 from kernelcheck.install.plan import fix_wanted
 from kernelcheck.install.plan_types import PINNED, Candidates, Options, wheel_fit
-from kernelcheck.install.trial import trial_import  # noqa: E402,F401 - re-exported
+from kernelcheck.install.trial import trial_import  # re-exported
 from kernelcheck.report.progress import working
 
 _SDIST_RE = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.tar\.gz$")

@@ -388,7 +388,7 @@ def _kda(lay: Layout, m: Machine) -> list[OpBackend]:
               and (m.tilelang_imports or lay.tilelang_check != "import"))
     if not usable:
         return [fwd, OpBackend(fn, "backward", "triton", "default", "ok", "fla's Triton kernels (KDA's backward has "
-                               "no #640 kernel); TileLang is not usable or not installed here")]
+                               "no fla#640 kernel); TileLang is not usable or not installed here")]
     outcome, words = _tilelang_outcome(m)
     return [fwd, OpBackend(fn, "backward", "tilelang", outcome if outcome != "ok" else "default", outcome,
                            "fla's TileLang backend takes chunk_kda_bwd_wy_dqkg_fused wherever TileLang is usable "

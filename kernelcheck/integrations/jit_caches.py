@@ -53,12 +53,13 @@ def layouts(table: Mapping[str, Any]) -> dict[str, Layout]:
             for name, d in table["jit"].items()}
 
 
-OWN = ("KERNELCHECK_HOME", "kernelcheck")  # kernelcheck's own proofs (import, JIT probe): the gate's first steps
+# kernelcheck's own proofs (import, JIT probe: the gate's first steps), read only by the job (warm/proofs.py)
+OWN = ("KERNELCHECK_PROOF_DIR", "kernelcheck")
 
 
 def env_for(cache_dir: str, table: Mapping[str, Any], with_compile: bool, own: bool = True) -> dict[str, str]:
     """The variables that point every JIT at its subfolder of `cache_dir` (absolute), in the table's order, and
-    (`own`) kernelcheck's own home, where its import and JIT-probe proofs are kept."""
+    (`own`) the folder of kernelcheck's own import and JIT-probe proofs (KERNELCHECK_PROOF_DIR)."""
     root = os.path.abspath(cache_dir)
     out: dict[str, str] = {}
     for lay in layouts(table).values():
@@ -119,7 +120,7 @@ def driver_version() -> str | None:
     """The NVIDIA driver of this node (/proc, else nvidia-smi); None without one."""
     from kernelcheck.core import environment
 
-    found = environment._driver_version()  # noqa: SLF001 - the probe's own reader
+    found = environment._driver_version()  # the probe's own reader
     if found:
         return found
     try:

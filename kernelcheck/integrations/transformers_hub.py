@@ -161,7 +161,7 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
         if isinstance(node, ast.FunctionDef) and node.name == "_build_kernel_mapping":
             mod = ast.Module(body=[node], type_ignores=[])
             # trusted: the installed transformers' own source
-            exec(compile(mod, "<transformers _build_kernel_mapping>", "exec"), ns)  # noqa: S102
+            exec(compile(mod, "<transformers _build_kernel_mapping>", "exec"), ns)
             built: dict[str, Any] = ns["_build_kernel_mapping"]()
             return built
     for node in ast.walk(tree):
@@ -176,7 +176,7 @@ def _mapping_from_source(src: str) -> dict[str, Any] | None:
             mod = ast.Module(body=[ast.Assign(targets=[ast.Name("_KERNEL_MAPPING", ast.Store())], value=node.value,
                                               lineno=node.lineno, col_offset=0)], type_ignores=[])
             ast.fix_missing_locations(mod)
-            exec(compile(mod, "<transformers _KERNEL_MAPPING>", "exec"), ns)  # noqa: S102
+            exec(compile(mod, "<transformers _KERNEL_MAPPING>", "exec"), ns)
             literal: dict[str, Any] = ns["_KERNEL_MAPPING"]
             return literal
     return None

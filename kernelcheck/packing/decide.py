@@ -77,7 +77,7 @@ def _one(fn: str, fast: bool, needs: str, passes: list[str], guard: bool | None,
 
 
 def check_mode(mode: str, facts: dict[str, Any]) -> None:
-    """BadInput unless `mode` is a packing mode of matrix/packing.toml (checked before any probe: cli/early.py)."""
+    """BadInput unless `mode` is a packing mode of matrix/packing.toml (commands/doctor.py `check`)."""
     if mode not in facts["modes"]:
         raise BadInput(f"--packing {mode!r} is not a packing mode. Use one of: {', '.join(facts['modes'])} "
                        "(what the job's collator passes: nothing, position_ids only, flash kwargs without or with "

@@ -11,7 +11,7 @@ with an id, a message naming the offending index and a fix. The checks, with the
 - packing-padded-offsets: SP/CP-padded offsets (`cu_seqlens_q_padded`, verl#6559, mcore-bridge#162), which
   transformers never reads: whether the tokens are laid out at them decides what cu_seq_lens_q must hold;
 - packing-seq-idx-mismatch: seq_idx (the conv's and Mamba's boundaries) must agree with cu_seqlens (fla's);
-  VeOmni#1076 / #845: empty segments make the two encodings disagree;
+  VeOmni#1076 / VeOmni#845: empty segments make the two encodings disagree;
 - packing-position-ids-only: position_ids restart but neither cu_seq_lens nor seq_idx reaches the model;
 - packing-attention-mask-hides-boundaries: an attention_mask beside restarting position_ids (the attention then
   finds no boundaries; TRL's padding-free collator leaves it out for this reason);
@@ -38,7 +38,7 @@ REF = {
                                    "(CUDA-graph THD pads cu_seqlens with repeated final offsets)",
     "packing-padded-offsets": "verl#6559, mcore-bridge#162 (SP/CP needs cu_seqlens_q_padded)",
     "packing-seq-idx-mismatch": "VeOmni#1076, VeOmni#845 (empty segments: the two chunk-index encodings disagree)",
-    "packing-position-ids-only": "transformers docs PR #46333 (no position_ids-only path for linear attention)",
+    "packing-position-ids-only": "transformers#46333, a docs PR (no position_ids-only path for linear attention)",
     "packing-metadata-dropped": "transformers TransformersKwargs (the packed keys a forward reads)",
     "packing-attention-mask-hides-boundaries": "transformers masking_utils._preprocess_mask_arguments "
                                                "(find_packed_sequence_indices only without a 2D attention_mask); TRL "

@@ -22,9 +22,9 @@ BATCH_ROWS = 65536
 
 def _pyarrow() -> Any:
     try:
-        import pyarrow as pa  # type: ignore[import-not-found]
-        import pyarrow.compute  # type: ignore[import-not-found]  # noqa: F401 - pa.compute below
-        import pyarrow.parquet  # type: ignore[import-not-found]  # noqa: F401 - pa.parquet below
+        import pyarrow as pa
+        import pyarrow.compute  # pa.compute below
+        import pyarrow.parquet  # pa.parquet below
     except ImportError:
         return None
     return pa

@@ -145,7 +145,8 @@ class Before:
 @dataclass(frozen=True)
 class ImportProof(Fields):
     """doctor: where the import answers came from (doctor/imports.py, doctor/proofcache.py): `source` proven |
-    cache; `cache` off | hit | stored | not stored; the proof file and when it was made."""
+    cache; `cache` off | hit | baked (a hit in KERNELCHECK_PROOF_DIR: made when the image was built) | stored | not
+    stored; the proof file and when it was made."""
 
     source: str
     cache: str

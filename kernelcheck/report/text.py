@@ -196,8 +196,13 @@ def _render_summary(summary: StepRow) -> list[str]:
 
 def _render_cache(proof: ImportProof | None) -> list[str]:
     """Run-to-run state is a note, not a finding: where doctor's import answers came from (JSON `import_proof`)."""
-    if proof is None or proof.cache != "hit":
+    if proof is None or proof.cache not in ("hit", "baked"):
         return []
+    if proof.cache == "baked":
+        return [f"cache: which kernel packages import and what transformers binds come from the proof made at "
+                f"bake time, {proof.proven_at} ({proof.file}), not proven on this node: its key (the files, "
+                "versions, variables, driver and devices it depends on) is this node's; `kernelcheck doctor "
+                "--no-cache` proves it here"]
     return [f"cache: which kernel packages import and what transformers binds come from the proof of "
             f"{proof.proven_at} ({proof.file}): nothing it depends on changed since; `kernelcheck doctor "
             "--no-cache` proves it again"]

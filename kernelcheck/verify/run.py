@@ -261,10 +261,6 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
     cache proof for a folder `kernelcheck warm` baked, from the keys, before the layers run (doctor/cacheproof.py)."""
     from kernelcheck.doctor.run import doctor as run_doctor
 
-    if shape not in SHAPES:
-        raise BadInput(f"--shape must be tiny or full, not '{shape}'.")
-    if tokens is not None and tokens < 1:
-        raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
     # at once, not after the static check and the model's import; without GPU device files, before torch's import
     if (early := _early_device(shape)) is not None:
         _full_needs_cuda(shape, early)

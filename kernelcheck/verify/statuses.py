@@ -128,7 +128,7 @@ def _broken_reason(fn: str, ev: LiveEvidence, run: LiveRun) -> str | None:
 
 def _runtime_error_fix(exception: str, dist: str, model: str, m: matrix.Matrix) -> tuple[str | None, str | None]:
     """(id, fix) of the [[runtime_error]] of matrix/breakages.toml the observed exception's text matches (fla's
-    #640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
+    fla#640 guard, TileLang's failed JIT compile), for a failure no static rule predicted."""
     from kernelcheck.core import rules
 
     hit = rules.match_runtime_error(exception, m)

@@ -159,16 +159,6 @@ def _check_memory(cfg: Any, ntok: int, shape: str) -> None:
                        "run.")
 
 
-def _check_step_args(mode: str, tokens: int | None, layers: int | None) -> None:
-    """Refuse (BadInput) a --step run that is not train mode or asks for no tokens or no layers."""
-    if mode != Mode.TRAIN:
-        raise BadInput("--step measures a training step (forward, loss, backward, AdamW): use --mode train.")
-    if tokens is not None and tokens < 1:
-        raise BadInput(f"--tokens must be a positive number of tokens, not {tokens}.")
-    if layers is not None and layers < 1:
-        raise BadInput(f"--layers must be at least 1, not {layers}.")
-
-
 def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, tokens: int | None = None,
                 layers: int | None = None, checkpointing: bool | None = None, trace_dir: str | None = None,
                 verbose: bool = False, *, m: matrix.Matrix, budget: bool = False) -> Report:
@@ -178,7 +168,6 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
     from kernelcheck.integrations import transformers_models
     from kernelcheck.verify import step_model
 
-    _check_step_args(mode, tokens, layers)
     resolved = transformers_models.resolve(query, m=m)
     _check_context(query, layers_mod.text_config(resolved)[1], tokens)
     shape = _device_shape(shape)

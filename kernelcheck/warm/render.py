@@ -7,6 +7,7 @@ from typing import Any
 from kernelcheck.doctor import cacheproof
 from kernelcheck.integrations import jit_caches
 from kernelcheck.report.terminal import wrap_line
+from kernelcheck.warm import proofs
 from kernelcheck.warm.run import WarmResult
 
 WIDTH = 100
@@ -74,6 +75,14 @@ def lines(result: WarmResult, table: dict[str, Any]) -> list[str]:
         out.extend(wrap_line(text, WIDTH))
     if m.timing.get("packing_s") is not None:
         out.append(f"time, verify --packing's measurement: {m.timing['packing_s']} s")
+    static = result.proofs.get("static") or {}
+    if static.get("ok"):
+        passed = sum(1 for k, v in result.proofs.items() if k == "jit-probe-passed" and v.get("ok"))
+        out.extend(wrap_line(
+            f"the gate's proofs: {proofs.proof_dir(result.cache_dir)} (import proof {static.get('import_proof')}"
+            + (", JIT probes passed" if passed else ", no JIT probe: no GPU" if not result.device.startswith("cuda")
+               else "") + f"; {static.get('seconds')} s): a node with KERNELCHECK_PROOF_DIR finds them, not redone",
+            WIDTH))
     for note in result.notes:
         out.extend(wrap_line(f"note: {note}", WIDTH))
     if not result.device.startswith("cuda"):

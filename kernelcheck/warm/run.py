@@ -6,6 +6,8 @@ process's and the user's stay as they are): the first runs the model's real laye
 which measures the hit a job will get (TileLang's key depends on the process's build history, tilelang#2662: a hit
 is measured, never assumed). What each JIT added to DIR, the key parts it was compiled under (this node's, read by
 integrations/jit_caches.py) and the times go into DIR's manifest (doctor/cacheproof.py), which the cache proof reads.
+Between the two, the gate's own proofs (warm/proofs.py): its doctor, and on a GPU its JIT probes, under the job's
+variables, stored in DIR/kernelcheck, which the job's KERNELCHECK_PROOF_DIR names.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kernelcheck.core.errors import BadInput
 from kernelcheck.doctor import cacheproof
 from kernelcheck.integrations import jit_caches
 from kernelcheck.report.progress import working
+from kernelcheck.warm import proofs
 
 CHILD_TIMEOUT_S = 3600.0
 # timers of integrations/jit_caches.py -> the JIT whose folder they fill
@@ -42,6 +45,7 @@ class WarmResult:
     added: dict[str, dict[str, int]] = field(default_factory=dict)  # jit -> entries/bytes the first process added
     rechecked: dict[str, dict[str, int]] = field(default_factory=dict)  # ... the fresh process added
     notes: list[str] = field(default_factory=list)
+    proofs: dict[str, Any] = field(default_factory=dict)  # the gate's proofs made into DIR/kernelcheck (proofs.bake)
 
 
 def spec_of(model: str, mode: str, shapes: tuple[str, ...], tokens: int | None, with_compile: bool,
@@ -86,29 +90,15 @@ def _seconds(timers: Mapping[str, Any]) -> dict[str, float]:
 
 def _probes(first: Mapping[str, Any], env: dict[str, str], say: Callable[[str], None],
             spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The gate's own first steps, in the folder too: `doctor --jit-probe` in a child process with the folder's
-    variables, so verify's static check finds its import proofs and its JIT probe its passes (KERNELCHECK_HOME in the
-    folder: both keyed on the environment, re-proven wherever it differs) and the probe kernels their cache entries.
-    Only on a GPU. {jit: {"ok", "seconds"}} from the probe's findings, "static_s" its wall time."""
-    import time
-
-    if not str(first.get("device", "")).startswith("cuda") or spec is None:
+    """The gate's own first steps, in the folder too (warm/proofs.py): its doctor in a child process with the job's
+    variables, storing the import proofs and, on a GPU (`--jit-probe`), the JIT probes' passes in DIR/kernelcheck,
+    and the probe kernels in the JIT caches. {"static": {"ok", "seconds", "import_proof"}, finding id: {"ok"}}."""
+    if spec is None:
         return {}
-    say("running the gate's static check and JIT probes into the folder (doctor --jit-probe)")
-    cmd = [sys.executable, "-m", "kernelcheck", "doctor", "--model", str(spec["model"]), "--mode", str(spec["mode"]),
-           "--jit-probe", "--json"]
-    t0 = time.perf_counter()
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=lifeline.preexec(), timeout=900, env=env)
-        report = json.loads(res.stdout)
-    except (subprocess.TimeoutExpired, OSError, ValueError) as exc:
-        return {"static": {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}}
-    out: dict[str, Any] = {"static": {"ok": True, "seconds": round(time.perf_counter() - t0, 2)}}
-    for f in report.get("findings", []):
-        if f.get("id") in ("jit-probe-passed", "jit-probe-failed", "jit-run-unchecked"):
-            out[f["id"]] = {"ok": f["id"] == "jit-probe-passed", "error": None if f["id"] == "jit-probe-passed"
-                            else f.get("message", "")[:300]}
-    return out
+    gpu = str(first.get("device", "")).startswith("cuda")
+    say("running the gate's static check" + (" and JIT probes" if gpu else "") + " into the folder (doctor"
+        + (" --jit-probe)" if gpu else ")"))
+    return proofs.bake(spec, env, gpu)
 
 
 def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], version: str,
@@ -124,7 +114,7 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
     if not os.access(folder, os.W_OK | os.X_OK):
         raise BadInput(f"--cache-dir {cache_dir} is not writable: the JITs could not store what they compile.")
     variables = jit_caches.env_for(folder, table, bool(spec.get("compile")), own=True)
-    env = {**os.environ, **variables}
+    env = proofs.job_env(folder, variables)  # KERNELCHECK_HOME there too: the gate's proofs are stored in DIR
     lines = [f"{k}={v}" for k, v in variables.items()]
     before = jit_caches.inventory(folder, table, bool(spec.get("compile")))
     say(f"running {spec['model']} ({spec['mode']}, {', '.join(spec['shapes'])}) with every JIT writing into "
@@ -171,5 +161,8 @@ def warm(spec: Mapping[str, Any], cache_dir: str, table: Mapping[str, Any], vers
         notes.append(f"the fresh-process check failed: {again['error']}")
     notes += [f"the gate's {j} in the folder did not pass: {p.get('error')}" for j, p in probes.items()
               if not p.get("ok")]
+    stored = probes.get("static", {}).get("import_proof")
+    if stored not in (None, "stored", "hit"):
+        notes.append(f"the gate's import proof was {stored} in the folder: the job's doctor proves it on the node")
     return WarmResult(folder, manifest, lines, str(first.get("device", "?")), first.get("gpu"), None, added,
-                      rechecked, notes)
+                      rechecked, notes, probes)

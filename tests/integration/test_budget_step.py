@@ -1,6 +1,7 @@
 """verify --step --budget: each path's profiled step read once more with the step budget, under the report's
 `budget` key (schema kernelcheck.budget/1), without changing the verdict. On this CPU machine the traces hold no
-kernel: the budget says so (no GPU time to budget) instead of inventing floors; on a GPU, benchmarks/gpu_budget.sh."""
+kernel: the budget says so (no GPU time to budget) instead of inventing floors; on a GPU,
+benchmarks/gpu/gpu_budget.sh."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ modules and which `-gencode` targets it would compile. Nothing is compiled (test
 records setup()'s arguments; on this CPU torch it stands in torch.version.cuda and an nvcc that prints 13.0).
 
 mamba-ssm's main (mamba#977) builds selective_scan_cuda only with MAMBA_KEEP_CUDA_BUILD=TRUE; no PyPI sdist contains
-#977 yet (2.3.2.post1 is the newest), so the variable itself is checked in tests/unit/test_build_env.py, and here the
+it yet (2.3.2.post1 is the newest), so the variable itself is checked in tests/unit/test_build_env.py, and here the
 released setup.py files show that the build keeps the extension even when the user's environment says
 MAMBA_SKIP_CUDA_BUILD=TRUE (as for a `pip download` of the sdist), which without kernelcheck's switches builds none.
 """

@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_config_fuzz.py: processes, pip or builds (the in-process tests
 are there).
 
-Hostile config.json files are bad input: exit 2 with a message, never 1, never a traceback (#16 item 10)."""
+Hostile config.json files are bad input: exit 2 with a message, never 1, never a traceback."""
 
 from __future__ import annotations
 

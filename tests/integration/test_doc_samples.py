@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.unit.test_doc_samples import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_doc_samples import (  # helpers and fixtures of the in-process half
     REPO,
 )
 

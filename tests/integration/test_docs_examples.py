@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_docs_examples import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_docs_examples import (  # helpers and fixtures of the in-process half
     REPO,
 )
 

@@ -121,7 +121,7 @@ def test_newest_transformers_fla_without_triton_quotes_the_import_error():
     f = function(rep, "chunk_gated_delta_rule")
     assert f["status"] == "fallback"
     assert rep["environment"]["packages"]["fla"]["error"] == "ModuleNotFoundError: No module named 'triton'"
-    # issue #23 item 1: here (CPU, transformers 5.24) `pip install triton` alone turns exit 3 into exit 4
+    # here (CPU, transformers 5.24) `pip install triton` alone turns exit 3 into exit 4
     # (fla-cpu-crash), so the fix says where it is safe and the reason says why (doctor/fixcheck.py)
     assert f["fix"].startswith("on a machine with an NVIDIA GPU") and "pip install triton" in f["fix"]
     # (the reason's note naming fla-cpu-crash is worded in tests/unit/test_fixcheck.py)
@@ -152,7 +152,7 @@ def _imported_here(stderr: str) -> set[str]:
 
 
 def test_doctor_imports_no_kernel_package_in_its_own_process_and_still_binds_fla():
-    """The speed property (issue 12 item 7): fla's import (torch._dynamo, inductor: seconds) runs in a forked
+    """The speed property: fla's import (torch._dynamo, inductor: seconds) runs in a forked
     child; doctor's process imports torch only. The answer is the in-process one: fla bound, BROKEN on CPU."""
     fla = site("fla-core==0.6.0", "einops", "triton==3.6.0")
     res = run(["doctor", "--model", "qwen3.8-27b", "--json"], fla, env={"PYTHONPROFILEIMPORTTIME": "1"})
@@ -342,7 +342,7 @@ def test_static_binding_equals_exact_binding(sites):
         assert view(fast) == view(exact), model
 
 
-# --- transformers 5.25 and newer model types (#12) ----------------------------------------------------------
+# --- transformers 5.25 and newer model types ----------------------------------------------------------------
 
 # TF525 (tests/envs.py): transformers 5.25.0 with kernels 0.19.1, the release its hard requirement
 # (>=0.19.1,<0.20) resolves to, installed with its dependencies.
@@ -445,7 +445,7 @@ def test_inkling_is_not_a_model_type_but_its_real_types_are():
     assert code == 3 and function(rep, "causal_conv1d_fn")["status"] == "fallback"
 
 
-# --- an unreachable Hub never hangs the gate (#16 item 14) ----------------------------------------------------
+# --- an unreachable Hub never hangs the gate -----------------------------------------------------------------
 
 def test_hub_that_accepts_and_never_answers_is_bounded(tmp_path):
     import socket

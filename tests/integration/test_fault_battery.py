@@ -1,4 +1,4 @@
-"""The kept hostile-input battery (scripts/fault_battery.py, issues 16, 26 and 38) in the integration lane: at least
+"""The kept hostile-input battery (scripts/fault_battery.py) in the integration lane: at least
 500 cases, every one passing, none ending in exit 1 (an internal error), within a bound of minutes on 2 cores."""
 
 from __future__ import annotations

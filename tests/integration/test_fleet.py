@@ -222,7 +222,7 @@ def test_verify_all_ranks_runs_the_real_layers_on_each_rank_and_agrees():
     assert outs[1][0] == ""
 
 
-# -- under torchrun as it is: no trap, the launcher SIGTERMs the others (issue 26 items 3, 4; issue 23 item 11) ----
+# -- under torchrun as it is: no trap, the launcher SIGTERMs the others ---------------------------------------------
 
 RANK_PROGRAM = REPO / "tests" / "programs" / "fleet_rank.py"
 

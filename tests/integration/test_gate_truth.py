@@ -14,7 +14,7 @@ import pytest
 
 from kernelcheck.report.model import Report
 from kernelcheck.report.text import render_text
-from tests.unit.test_gate_truth import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_gate_truth import (  # helpers and fixtures of the in-process half
     REPO,
     _timed,
     invoke,

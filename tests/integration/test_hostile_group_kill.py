@@ -1,4 +1,4 @@
-"""A process-group SIGKILL of kernelcheck while its pip runs (issue 38 item 8). pip runs in its own session, so the
+"""A process-group SIGKILL of kernelcheck while its pip runs. pip runs in its own session, so the
 group kill misses it; core/lifeline.py ties pip's life to kernelcheck's (PR_SET_PDEATHSIG) and records it in the
 install lock, so the next install ends a pip its dead owner left. Real kills at random points, bounded: a few
 seconds each (the program), one real `install --target` killed while its pip runs."""

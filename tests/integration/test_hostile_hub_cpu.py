@@ -1,4 +1,4 @@
-"""`kernelcheck hub --model qwen3.8-27b` on a CPU box under transformers 5.25 (issue 38 item 12): no Hub kernel is
+"""`kernelcheck hub --model qwen3.8-27b` on a CPU box under transformers 5.25: no Hub kernel is
 mapped for the CPU, so nothing was checked, and a gate never says READY when nothing was checked (DESIGN.md). The
 stack: transformers 5.25.0 + kernels 0.19.1 installed the normal way (tests/envs.py TF525), torch 2.13 CPU."""
 

@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_hostile_inputs.py: processes, pip or builds (the in-process tests
 are there).
 
-Issue 26: every input is data, never a crash. Each case asserts what the user sees: the exit code and the"""
+Every input is data, never a crash. Each case asserts what the user sees: the exit code and the"""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import envs
-from tests.unit.test_hostile_inputs import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_hostile_inputs import (  # helpers and fixtures of the in-process half
     REPO,
     _env,
     _report,

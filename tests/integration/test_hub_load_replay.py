@@ -6,7 +6,7 @@ device from its config, `model.eval()` and `set_use_kernels(True, device_map={""
 does, then `model.train()`; kernels' own kernelize picks each repository for device cuda at compute capability 9.0
 (answered: no GPU here) and each `repo.load()` runs for real (it raises kernels' own "not available in the local
 cache" ValueError); the replay records it and lets kernelize go on, so every repository is seen, not only the
-first. The GPU rows t525_replay_* in benchmarks/gpu_differential.sh run the same program and the real loads.
+first. The GPU rows t525_replay_* in benchmarks/gpu/gpu_differential.sh run the same program and the real loads.
 """
 
 from __future__ import annotations

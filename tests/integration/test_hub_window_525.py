@@ -1,6 +1,6 @@
 """transformers 5.25 with a `kernels` outside its window (or not importable): from_pretrained's use_kernels=True
 default raises ValueError at load, so the verdict is BROKEN (exit 4), and the whole report says so - no hub line
-saying transformers treats kernels as absent, no info finding saying Hub kernels are off (issue #22 item 5).
+saying transformers treats kernels as absent, no info finding saying Hub kernels are off.
 The base venv's kernels 0.17.2 is the real out-of-window release; transformers 5.25.0 comes from a test site."""
 
 from __future__ import annotations

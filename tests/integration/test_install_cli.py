@@ -279,7 +279,7 @@ def test_hopper_with_triton_3_6_plan_says_fla_640_end_to_end(cuda_venv: Path, tm
     assert offers["triton"]["spec"] == "triton>=3.7.1" and "tilelang" in offers
     infer = kc(_py(scratch), [*args, "--mode", "infer", "--json"], env=env)
     # fla-core is fine in infer mode, but --package fla-core leaves causal-conv1d absent: the doctor after the
-    # real install says FALLBACK (exit 3), and so must the dry run (issue 26 item 9; it said READY, exit 0)
+    # real install says FALLBACK (exit 3), and so must the dry run (it once said READY, exit 0)
     ids = {f["id"]: f for f in _json(infer)["findings"]}
     assert infer.returncode == 3 and not any(i.startswith("fla-640") for i in ids)
     assert ids["install-leaves-package"]["severity"] == "fallback"

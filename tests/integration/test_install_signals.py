@@ -223,7 +223,7 @@ _TEMPLATES: dict[str, Path] = {}
 
 def _prepare(kind: str, where: Path, cuda_venv: Path, wh: Path) -> Setup:
     """A target folder (or scratch venv) holding tqdm and, for "broken", fla-core without einops: the state
-    an interrupted install used to leave (issue 16 case 5), which the install repairs by replacing fla-core.
+    an interrupted install used to leave, which the install repairs by replacing fla-core.
     A target folder is pip-installed once per kind and copied."""
     pre = sorted(pypi_wheels().glob("tqdm-*.whl"))
     if kind.endswith("broken"):

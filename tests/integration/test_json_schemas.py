@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_json_schemas import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_json_schemas import (  # helpers and fixtures of the in-process half
     REPO,
     kc,
     validate,

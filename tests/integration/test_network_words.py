@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_network_words import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_network_words import (  # helpers and fixtures of the in-process half
     _kc,
 )
 

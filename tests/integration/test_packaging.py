@@ -1,4 +1,4 @@
-"""Installing kernelcheck never changes the stack it checks (issue #21).
+"""Installing kernelcheck never changes the stack it checks.
 
 The wheel is built from this checkout the way a user builds it (`pip wheel`, build isolation, setuptools from the
 index), and `pip install --dry-run --report` of it runs in real venvs (tests/envs.py `stack_venv`) that hold each
@@ -127,7 +127,7 @@ def test_installing_the_wheel_changes_nothing_in_the_stack(wheel, transformers, 
 
 def test_the_check_sees_a_change_the_old_kernels_pin_made(tmp_path):
     """The assertion above can fail: kernelcheck 0.1's `kernels>=0.17.2,<0.18` in the 5.24 stack (kernels 0.18.3)
-    is a downgrade of kernels, which is what issue #21 found."""
+    is a downgrade of kernels: installing kernelcheck 0.1 changed the stack it checked."""
     python = envs.stack_venv("5.24.0", "0.18.3")
     changed = _changed(_installed(python), _would_install(python, "kernels>=0.17.2,<0.18", tmp=tmp_path))
     assert changed == {"kernels": "0.18.3 -> 0.17.2"}

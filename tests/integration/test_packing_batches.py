@@ -11,7 +11,7 @@ import pytest
 
 from kernelcheck.packing import batches
 from kernelcheck.verify import packing
-from tests.unit.test_packing_batches import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_packing_batches import (  # helpers and fixtures of the in-process half
     FACTS,
 )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_padding import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_padding import (  # helpers and fixtures of the in-process half
     _run,
 )
 

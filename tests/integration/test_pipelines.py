@@ -173,7 +173,7 @@ def test_build_stage_layers_kernelcheck_over_the_base_without_touching_torch(bui
 def test_build_stage_keeps_every_package_of_a_base_with_the_newest_stack(tmp_path_factory, kc_bin):
     """A base image with transformers 5.25.0 and kernels 0.19.1 (its own venv, as images often have): after the
     stage, the image's python still runs the base's transformers, kernels and huggingface_hub, and the kernels venv
-    holds no second copy of any package the base has (a copy there would shadow the base's: issue #21)."""
+    holds no second copy of any package the base has (a copy there would shadow the base's)."""
     base_python = envs.stack_venv("5.25.0", "0.19.1")
     em = _build_stage(Emulated(tmp_path_factory.mktemp("image525"), kc_bin, base_python=base_python))
     venv = Path(em.path("/opt/kernels"))

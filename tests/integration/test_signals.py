@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_signals.py: processes, pip or builds (the in-process tests
 are there).
 
-core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost (issue 16, case 5)."""
+core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.envs import REPO
-from tests.unit.test_signals import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_signals import (  # helpers and fixtures of the in-process half
     CASES,
     EXIT,
     SEED,

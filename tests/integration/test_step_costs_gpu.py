@@ -36,7 +36,7 @@ PATHS = {"fast": "step-fast.json.gz", "reference": "step-reference.json.gz"}
 
 def _need(p: Path) -> Path:
     if not p.exists():
-        pytest.fail(f"{p} is missing: record it on the GPU machine with `bash benchmarks/gpu_step.sh step` "
+        pytest.fail(f"{p} is missing: record it on the GPU machine with `bash benchmarks/gpu/gpu_step.sh step` "
                     "and commit it (tests/data/gpu, docs/measurements/2026-12-03-h200-step-f239ad3/run2).")
     return p
 
@@ -119,7 +119,7 @@ def test_on_the_gpu_bound_path_the_eight_layer_run_projects_the_same_full_model(
     """The 8-layer run has no committed trace, only its report (step8.json); on the bound path the GPU is 98%
     busy, so a layer's timeline share is its kernel time (`gpu_ms` there, gaps ~2%). Its projection from those
     and the 4-layer trace's agree within 10% (the old CPU-or-kernel costs: 3,530 vs 4,119 ms, 17% apart).
-    The reference needs the 8-layer traces: benchmarks/gpu_step.sh step8 records them (projection_check.txt)."""
+    The reference needs the 8-layer traces: benchmarks/gpu/gpu_step.sh step8 records them (projection_check.txt)."""
     rep8 = _report("step8.json")
     p8 = rep8["paths"]["fast"]
     steps = p8["phases"]["forward"]["ranges"]

@@ -1,7 +1,7 @@
 """The integration half of tests/unit/test_submodels.py: processes, pip or builds (the in-process tests
 are there).
 
-Sub-config types and Hub hooks read from transformers' source (issue #22 item 5, the CPU ground truth):"""
+Sub-config types and Hub hooks read from transformers' source (the CPU ground truth):"""
 
 from __future__ import annotations
 

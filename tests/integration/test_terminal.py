@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.unit.test_terminal import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_terminal import (  # helpers and fixtures of the in-process half
     _on_a_tty,
 )
 

@@ -1,5 +1,5 @@
 """The test cache (tests/envs.py, KERNELCHECK_TEST_CACHE): two test runs at once build an entry once, never
-half each, and say on the terminal what they are filling (issue 16 case 16).
+half each, and say on the terminal what they are filling.
 
 Real pip and a real wheel, in a cache folder of its own; two real processes race for the same entry.
 """

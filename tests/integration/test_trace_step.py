@@ -12,7 +12,7 @@ import pytest
 
 from tests import envs
 from tests.unit.test_report_readback import rendered
-from tests.unit.test_trace_step import (  # noqa: F401 - helpers and fixtures of the in-process half
+from tests.unit.test_trace_step import (  # helpers and fixtures of the in-process half
     GPU,
     HOSTILE,
     STEP,

@@ -1,7 +1,7 @@
 """kernelcheck trace on REAL whole training steps: `kernelcheck verify --model qwen3.8-27b --step --mode train
 --tokens 8192` on an H200 (4 real-width layers: 3 Gated DeltaNet + 1 full attention, the real 248k vocabulary
 and head, activation checkpointing, fused AdamW), one profiled step per path, recorded by
-`benchmarks/gpu_step.sh step` (docs/measurements/2026-12-03-h200-step-f239ad3/). step-fast: fla-core +
+`benchmarks/gpu/gpu_step.sh step` (docs/measurements/2026-12-03-h200-step-f239ad3/). step-fast: fla-core +
 causal-conv1d bound; step-reference: every function forced to transformers' torch reference.
 
 These fail, rather than skip, when the traces are missing: a CPU cannot record them.
@@ -23,7 +23,7 @@ FAST, REF = GPU / "step-fast.json.gz", GPU / "step-reference.json.gz"
 
 def _need(p: Path) -> Path:
     if not p.exists():
-        pytest.fail(f"{p} is missing: record it on the GPU machine with `bash benchmarks/gpu_step.sh step` "
+        pytest.fail(f"{p} is missing: record it on the GPU machine with `bash benchmarks/gpu/gpu_step.sh step` "
                     "(traces/step-*.json.gz) and commit it under tests/data/gpu.")
     return p
 

@@ -1,7 +1,7 @@
 """The cache proof with a real Triton (3.6.0's wheel, which reads its key and runs its bundled ptxas without a GPU):
 the key parts read the way that version computes them, and `doctor --cache-dir` in both directions - a hit for the
 node the manifest was written for, a miss naming the part after one part is changed (the manifest's Triton build,
-or a cache-invalidating variable of the job's). Compiling a kernel needs a GPU: benchmarks/gpu_warm.sh."""
+or a cache-invalidating variable of the job's). Compiling a kernel needs a GPU: benchmarks/gpu/gpu_warm.sh."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ if os.environ.get("LOCAL_RANK") == os.environ.get("KC_ODD_RANK"):
         k, _, v = kv.partition("=")
         os.environ[k] = v
 
-from kernelcheck.cli.main import main  # noqa: E402
+from kernelcheck.cli.main import main
 
 sys.argv[0] = "kernelcheck"
 main()

@@ -1,4 +1,4 @@
-"""GPU truth for transformers 5.25's Hub-by-default load (issue #21 item 3): what `from_pretrained` plus one train
+"""GPU truth for transformers 5.25's Hub-by-default load: what `from_pretrained` plus one train
 step really do, to compare with `kernelcheck doctor --model FOLDER --mode train` on the same machine.
 
 Run on the H200 (torch 2.11+cu130, fla-core 0.6.0, causal-conv1d 1.7.0, transformers 5.25.0 + kernels 0.19.1,
@@ -22,7 +22,7 @@ object on stdout:
   versions and the environment switches. Expected: with an empty cache the default run has loaded false and the
 error "Version 3 of 'kernels-community/fla' is not available in the local cache ..." (doctor: BROKEN, exit 4); with
 USE_HUB_KERNELS=0 loaded true, step_ok true, fla and causal-conv1d kernels in the step (doctor: READY, exit 0, when
-the #640 backward precondition is met).
+the fla#640 backward precondition is met).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ for attempt in range(3):  # ray waits a fixed 30 s for its raylet: a loaded CI m
             "worker_process_setup_hook": "kernelcheck.ray.gate",
             "env_vars": {"KERNELCHECK_GATE_MODEL": qwen, "KERNELCHECK_GATE_MODE": "train"}})
         break
-    except Exception as exc:  # ray raises a bare Exception for it
+    except Exception as exc:  # noqa: BLE001 - ray raises a bare Exception for it
         print(f"ray.init, attempt {attempt + 1}: {exc}", file=sys.stderr)
         ray.shutdown()
 else:

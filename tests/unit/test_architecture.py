@@ -238,7 +238,7 @@ def test_every_subpackage_is_in_the_wheel() -> None:
 
 
 def test_mypy_is_strict_for_the_whole_package() -> None:
-    """Issue 24 item 5, then issue 37: the whole package is type-checked with mypy's strict mode (pyproject
+    """The whole package is type-checked with mypy's strict mode (pyproject
     [tool.mypy] strict = true, no override loosens a kernelcheck module), and a `# type: ignore` names its error
     code."""
     import tomllib
@@ -267,7 +267,7 @@ def test_the_tests_held_to_strict_typing_exist_and_are_checked_in_ci() -> None:
 
 
 def test_no_module_imports_an_underscored_name_from_another() -> None:
-    """A name another module needs is public (issue 24: the split modules' side doors got public names)."""
+    """A name another module needs is public (a split module's side door gets a public name)."""
     found = []
     for p in PKG.rglob("*.py"):
         for node in _nodes(p):
@@ -278,7 +278,7 @@ def test_no_module_imports_an_underscored_name_from_another() -> None:
 
 
 def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
-    """One home for what kernelcheck raises (issue 24): no exception class is defined elsewhere."""
+    """One home for what kernelcheck raises: no exception class is defined elsewhere."""
     bases = ("Exception", "Error", "Failed", "Failure", "Interrupt", "Unusable", "Host")
     elsewhere = []
     for path in sorted(PKG.rglob("*.py")):
@@ -292,7 +292,7 @@ def test_every_exception_kernelcheck_raises_is_defined_in_core_errors() -> None:
 
 def test_a_module_alias_ending_in_mod_is_there_only_where_the_plain_name_is_taken() -> None:
     """`from kernelcheck.core import matrix as matrix_mod` only where `matrix` names something else in the file (a
-    variable, an argument): elsewhere the module goes by its own name (issue 24: the *_mod aliases)."""
+    variable, an argument): elsewhere the module goes by its own name (no *_mod aliases)."""
     needless = []
     for path in sorted(PKG.rglob("*.py")):
         nodes = _nodes(path)
@@ -440,9 +440,11 @@ HOMES = {"Finding": "kernelcheck.core.status", "FunctionStatus": "kernelcheck.co
 
 
 def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() -> None:
+    from tests.sources import repo_files
+
     elsewhere = []
-    for root in (PKG, PKG.parent / "tests", PKG.parent / "scripts"):
-        for path in sorted(root.rglob("*.py")):
+    for under in ("kernelcheck", "tests", "scripts"):
+        for path in sorted(p for p in repo_files(under) if p.suffix == ".py"):
             text = path.read_text()
             if not any(f"{name}{end}" in text for name in HOMES for end in (",", ")", "\n", " ")):
                 continue  # none of the names is imported here (an import line ends or goes on after each)
@@ -460,8 +462,7 @@ def test_finding_step_and_transformers_hub_are_imported_from_their_one_home() ->
 # commands/ (kernelcheck/__init__.py calls the same run).
 CLI_MAY_IMPORT = {"kernelcheck.forecast": {"render"}, "kernelcheck.trace.render": {"render_text"},
                   "kernelcheck.install.command": {"Request", "render", "to_json"},
-                  "kernelcheck.fleet": {"handoff", "ranks"},
-                  "kernelcheck.packing": {"decide"}}  # cli/early.py: an unknown --packing mode, before any probe
+                  "kernelcheck.fleet": {"handoff", "ranks"}}
 _ASSEMBLED = ("doctor", "verify", "hub", "install", "trace", "packing", "padding", "fleet", "forecast", "warm")
 
 

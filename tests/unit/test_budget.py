@@ -46,7 +46,7 @@ def _budget(path: Path, model: bool = True) -> dict[str, Any]:
 
 
 # the hand count: the step's events in a plain loop, each rule written out by hand (benchmarks/budget_handcount.py,
-# which benchmarks/gpu_budget.sh runs on the step it records)
+# which benchmarks/gpu/gpu_budget.sh runs on the step it records)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from budget_handcount import hand_count as _hand_count  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The JIT cache: warm's env lines, its manifest (round trip), the cache proof (a hit, a miss naming the key part that
 differs, the driver that no key holds, TileLang's hit measured, never assumed), and warm's plumbing with a stand-in
 run that writes into the folders the environment names, as the JITs do (compiling needs a GPU:
-benchmarks/gpu_warm.sh runs the real thing)."""
+benchmarks/gpu/gpu_warm.sh runs the real thing)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def by_id(found: list[Any], fid: str) -> list[Any]:
 def test_env_lines_point_every_jit_into_the_folder_and_inductor_only_with_compile(tmp_path: Path) -> None:
     lines = cacheproof.env_lines(str(tmp_path), None, TABLE, False)
     assert lines == [f"TRITON_CACHE_DIR={tmp_path}/triton", f"TILELANG_CACHE_DIR={tmp_path}/tilelang",
-                     f"TILELANG_TMP_DIR={tmp_path}/tilelang/tmp", f"KERNELCHECK_HOME={tmp_path}/kernelcheck"]
+                     f"TILELANG_TMP_DIR={tmp_path}/tilelang/tmp", f"KERNELCHECK_PROOF_DIR={tmp_path}/kernelcheck"]
     assert f"TORCHINDUCTOR_CACHE_DIR={tmp_path}/inductor" in cacheproof.env_lines(str(tmp_path), None, TABLE, True)
 
 
@@ -168,6 +168,12 @@ def test_variables_that_would_not_find_the_folder_are_named(tmp_path: Path) -> N
     assert [f.id for f in found] == ["jit-cache-not-found"]
     assert "TRITON_CACHE_DIR is '/root/.triton/cache'" in found[0].message
     assert f"TRITON_CACHE_DIR={tmp_path}/triton" in str(found[0].fix)
+    m.variables = {**m.variables, "KERNELCHECK_HOME": "kernelcheck"}  # warmed before KERNELCHECK_PROOF_DIR existed
+    assert cacheproof.env_lines(str(tmp_path), m, TABLE, False)[-1] == f"KERNELCHECK_PROOF_DIR={tmp_path}/kernelcheck"
+    found = cacheproof.not_found(str(tmp_path), m, want, TABLE)  # the JIT caches found, the gate's proofs not
+    assert [f.id for f in found] == ["jit-cache-not-found"] and "KERNELCHECK_PROOF_DIR is unset" in found[0].message
+    assert "proves again what warm proved" in found[0].message and "default folders" not in found[0].message
+    assert f"KERNELCHECK_PROOF_DIR={tmp_path}/kernelcheck" in str(found[0].fix)
 
 
 # -- Triton's key, read the way the installed version computes it -----------------------------------------------------
@@ -234,7 +240,7 @@ def test_warm_writes_into_the_folder_records_keys_and_measures_the_fresh_process
 
     res = warm_run.warm(spec, str(tmp_path / "cache"), TABLE, "0.1.0", lambda s: None, child=child, probe=probe)
     assert probed == [str(tmp_path / "cache" / "triton")]
-    assert m_env(res)["KERNELCHECK_HOME"] == str(tmp_path / "cache" / "kernelcheck")  # the gate's own proofs
+    assert m_env(res)["KERNELCHECK_PROOF_DIR"] == str(tmp_path / "cache" / "kernelcheck")  # the gate's own proofs
     assert dict(os.environ) == before  # the variables went to the children only
     assert [c["env"]["TRITON_CACHE_DIR"] for c in child.calls] == [str(tmp_path / "cache" / "triton")] * 2
     assert child.calls[1]["spec"]["repeat"] is False  # the second is the fresh-process check, once per shape

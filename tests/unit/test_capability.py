@@ -1,6 +1,6 @@
 """A GPU's compute capability is a value (core/capability.py), read once where it enters (torch, nvidia-smi, --arch)
 and carried: a Gpu holds a Capability, decisions compare Capabilities, text takes its spellings (sm_90) from it, and
-the JSON still carries "9.0" (issue 24, the vocabulary as types)."""
+the JSON still carries "9.0" (the vocabulary as types)."""
 
 from __future__ import annotations
 

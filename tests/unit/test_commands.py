@@ -271,3 +271,125 @@ def test_the_context_reads_once_and_probes_only_when_asked(monkeypatch: pytest.M
     monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
     with pytest.raises(BadInput, match="--prefetch"):
         hub.run(hub.Request(model="qwen3.8-27b", lock="kernels.lock"), ctx)
+
+
+# Usage: each command's library entry point refuses what its CLI refuses, with the same message (commands/<command>.py
+# `check`, which `run` calls before anything is probed), and the CLI exits 2 with it.
+def _lib(command: str, **fields: Any) -> Any:
+    import importlib
+
+    from kernelcheck.commands.context import Context
+
+    module = importlib.import_module(f"kernelcheck.commands.{command}")
+    return lambda: module.run(module.Request(**fields), Context.from_environ())
+
+
+USAGE = {
+    "doctor --arch with --live": (["doctor", "--model", "qwen3.8-27b", "--arch", "9.0", "--live"],
+                                  lambda: kernelcheck.check("qwen3.8-27b", arch="9.0", live=True)),
+    "doctor unknown model": (["doctor", "--model", "qwen3.8-72b"], lambda: kernelcheck.check("qwen3.8-72b")),
+    "doctor unknown packing mode": (["doctor", "--model", "qwen3.8-27b", "--packing", "bogus"],
+                                    lambda: kernelcheck.check("qwen3.8-27b", packing="bogus")),
+    "verify --layers without --step": (["verify", "--model", "qwen3.8-27b", "--layers", "2"],
+                                       lambda: kernelcheck.verify_model("qwen3.8-27b", layers=2)),
+    "verify --step in infer mode": (["verify", "--model", "qwen3.8-27b", "--step", "--mode", "infer"],
+                                    lambda: kernelcheck.verify_model("qwen3.8-27b", mode="infer", step=True)),
+    "verify --layers 0": (["verify", "--model", "qwen3.8-27b", "--step", "--layers", "0"],
+                          lambda: kernelcheck.verify_model("qwen3.8-27b", step=True, layers=0)),
+    "verify --batch without --packing": (["verify", "--model", "qwen3.8-27b", "--batch", "b.pt"],
+                                         lambda: kernelcheck.verify_model("qwen3.8-27b", batch="b.pt")),
+    "install unknown package": (["install", "--model", "qwen3.8-27b", "--dry-run", "--package", "nosuch"],
+                                lambda: kernelcheck.plan_install("qwen3.8-27b", packages=("nosuch",))),
+    "hub --lock without --prefetch": (["hub", "--model", "qwen3.8-27b", "--lock", "kernels.lock"],
+                                      _lib("hub", model="qwen3.8-27b", lock="kernels.lock")),
+    "trace --model without --budget": (["trace", str(DATA / "step" / "cpu_tiny_step.json.gz"), "--model", "m"],
+                                       _lib("trace", file=str(DATA / "step" / "cpu_tiny_step.json.gz"), model="m")),
+    "padding unknown batching rule": (["padding", "lengths.txt", "--batching", "bogus:1"],
+                                      _lib("padding", data="lengths.txt", batching="bogus:1")),
+    "warm without --model": (["warm", "--cache-dir", "jit"], _lib("warm", model=None, cache_dir="jit")),
+    "doctor --upgrade single equals": (["doctor", "--model", "qwen3.8-27b", "--upgrade", "transformers=5.24.0"],
+                                       _lib("forecast", specs=("transformers=5.24.0",))),
+}
+
+
+@pytest.mark.parametrize("case", list(USAGE))
+def test_the_library_refuses_what_the_cli_refuses_with_the_same_message(case: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core import environment
+    from kernelcheck.core.errors import BadInput
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
+    args, library = USAGE[case]
+    with pytest.raises(BadInput) as refused:
+        library()
+    res = CliRunner().invoke(main, args, env=OFFLINE)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"kernelcheck {args[0]}: {refused.value.message}" in res.stderr  # the one paragraph, word for word
+
+
+_REPORT = str(DATA / "reports" / "doctor_train.json")
+CLICK = {  # what click's types refuse on the command line, the command's `check` refuses in the library
+    "--mode": (["doctor", "--mode", "serve"], lambda: kernelcheck.check(None, mode="serve")),
+    "--packing": (["verify", "--model", "qwen3.8-27b", "--packing", "bogus"],
+                  lambda: kernelcheck.verify_model("qwen3.8-27b", packing="bogus")),
+    "--shape": (["verify", "--model", "qwen3.8-27b", "--shape", "huge"],
+                lambda: kernelcheck.verify_model("qwen3.8-27b", shape="huge")),
+    "--source": (["hub", "--model", "qwen3.8-27b", "--source", "web"], _lib("hub", model="qwen3.8-27b", source="web")),
+    "--expect": (["compare", _REPORT, "--expect", "0"], _lib("compare", reports=(_REPORT,), expect=0)),
+    "REPORT": (["compare"], _lib("compare", reports=())),
+}
+
+
+@pytest.mark.parametrize("flag", list(CLICK))
+def test_the_library_refuses_the_values_the_cli_types_refuse(flag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelcheck.core import environment
+    from kernelcheck.core.errors import BadInput
+
+    monkeypatch.setattr(environment, "probe", lambda **_: pytest.fail("a usage error probed the machine"))
+    args, library = CLICK[flag]
+    with pytest.raises(BadInput, match=flag):
+        library()
+    res = CliRunner().invoke(main, args, env=OFFLINE)
+    assert res.exit_code == 2 and flag in res.output
+
+
+def test_models_the_library_gets_the_cli_listing_and_it_fits_its_schema() -> None:
+    import jsonschema
+
+    from kernelcheck import schemas
+
+    res = CliRunner().invoke(main, ["models", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0
+    cli = json.loads(res.stdout)
+    jsonschema.Draft202012Validator(schemas.load("models")).validate(cli)
+    lib = kernelcheck.models()
+    assert [a.alias for a in lib.aliases] == [a["alias"] for a in cli["aliases"]] and lib.aliases
+    assert [(t.model_type, t.family) for t in lib.model_types] == [(t["model_type"], t["family"])
+                                                                  for t in cli["model_types"]]
+    qwen = next(t for t in lib.model_types if t.model_type == "qwen3_5")
+    assert qwen.family == "gated_deltanet" and "chunk_gated_delta_rule" in qwen.functions
+    assert json.loads(json.dumps(lib.to_json())) == cli
+
+
+def test_every_command_with_options_checks_them_first_in_its_run() -> None:
+    """Usage rules live beside each command (commands/<command>.py `check`) and its `run` calls `check` before it does
+    anything else, so no entry point, the CLI's or the library's, can get past them. fleet's request is the CLI's
+    own plumbing (--all-ranks) and models has no options."""
+    import ast
+
+    commands = Path(kernelcheck.__file__).parent / "commands"
+    unchecked, checked = [], []
+    for path in sorted(commands.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        if "run" not in funcs or path.stem in ("fleet", "models"):
+            continue
+        first = next((s for s in funcs["run"].body if not (isinstance(s, ast.Expr)
+                                                           and isinstance(s.value, ast.Constant))), None)
+        calls = [n.func.id for n in ast.walk(first) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)] \
+            if first is not None else []
+        if "check" not in funcs or "check" not in calls:
+            unchecked.append(path.stem)
+        checked.append(path.stem)
+    assert unchecked == [] and len(checked) == 9

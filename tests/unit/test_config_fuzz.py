@@ -1,4 +1,4 @@
-"""Hostile config.json files are bad input: exit 2 with a message, never 1, never a traceback (#16 item 10).
+"""Hostile config.json files are bad input: exit 2 with a message, never 1, never a traceback.
 
 The property runs in-process against the resolver doctor uses (bounded examples, no subprocess per
 example); two real CLI runs pin the exit code and the message for the cases that used to crash."""

@@ -1,4 +1,4 @@
-"""Decisions branch on kinds, never on wording (issue 24): no code in kernelcheck/ tests the English of a reason,
+"""Decisions branch on kinds, never on wording: no code in kernelcheck/ tests the English of a reason,
 message or note to decide something; it reads an id, a kind field or a typed value the words were made with."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Usage errors before any probe (cli/early.py): a mistyped model, spec, packing mode or file is exit 2 before
-`environment.probe()` runs. In-process: the probe is replaced by one that fails the test. One real invocation,
-timed, is in tests/integration/test_early.py."""
+"""Usage errors before any probe (each command's `check`, commands/<command>.py): a mistyped model, spec, packing
+mode or file is exit 2 before `environment.probe()` runs. In-process: the probe is replaced by one that fails the test.
+One real invocation, timed, is in tests/integration/test_early.py."""
 
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def test_a_single_equals_spec_names_the_double_equals_it_means(no_probe, tmp_pat
 
 
 def test_valid_specs_pass_the_early_check(tmp_path):
-    from kernelcheck.cli import early
+    from kernelcheck.forecast.resolve import pip_args
 
     req = tmp_path / "req.txt"
     req.write_text("transformers==5.25.0\n")
-    early.check_specs(["transformers==5.25.0", "kernels>=0.19", "torch[cuda]~=2.11", "-r", str(req), f"-c{req}",
+    pip_args(["transformers==5.25.0", "kernels>=0.19", "torch[cuda]~=2.11", "-r", str(req), f"-c{req}",
                        "https://example.org/x-1.0-py3-none-any.whl"])
 
 

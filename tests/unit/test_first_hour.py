@@ -1,4 +1,4 @@
-"""A user's first hour (issue #23): progress on long steps, usage errors at once, target planning for install.
+"""A user's first hour: progress on long steps, usage errors at once, target planning for install.
 
 In-process: the progress helper on a fake terminal, click's runner for the CLI, Environment values for the
 target build. The dry run with real pip downloads is in tests/integration/test_first_hour_integration.py.

@@ -140,7 +140,7 @@ def test_kda_backward_runs_tilelang_wherever_it_is_usable_so_pips_nvcc_breaks_it
     assert o["chunk_kda/backward"].backend == "tilelang" and o["chunk_kda/forward"].backend == "triton"
     h = hits(h200(cap="8.0", nvcc_source="pip"), fns=KDA)
     assert set(h) == {"tilelang-jit-pip-nvcc"}
-    # KDA's Triton backward has no #640 kernel: no nvcc on the H200 is fine for KDA
+    # KDA's Triton backward has no fla#640 kernel: no nvcc on the H200 is fine for KDA
     assert hits(h200(nvcc=None), fns=KDA) == {}
 
 

@@ -1,5 +1,5 @@
-"""Flags that do not apply, paths and sizes a run cannot use, and predictions that must agree with the real run
-(issue 26 items 6, 9, 10, 13): exit 2 before anything runs, in process (no torch import on these paths).
+"""Flags that do not apply, paths and sizes a run cannot use, and predictions that must agree with the real run:
+exit 2 before anything runs, in process (no torch import on these paths).
 """
 
 from __future__ import annotations

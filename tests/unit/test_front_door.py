@@ -28,7 +28,7 @@ def test_the_front_door_imports_nothing_until_called_but_the_package_metadata() 
 def test_all_names_the_api_and_none_of_them_is_a_subpackage() -> None:
     subpackages = {p.parent.name for p in PKG.glob("*/__init__.py")}
     assert kernelcheck.__all__ == ["__version__", "analyze_trace", "applied_kernels", "applied_lines", "check",
-                                   "plan_install", "prefetch_hub_kernels", "resolve_model", "trace_report",
+                                   "models", "plan_install", "prefetch_hub_kernels", "resolve_model", "trace_report",
                                    "verify_model"]
     assert set(kernelcheck.__all__) & subpackages == set()  # `import kernelcheck.doctor` would rebind the name
     assert all(hasattr(kernelcheck, name) for name in kernelcheck.__all__)
@@ -45,7 +45,7 @@ def test_check_is_the_doctor_command_with_the_same_arguments(monkeypatch: pytest
     assert calls == [doctor.Request(model="qwen3.8-27b", mode="infer", hub=False, isolate=False)]
 
 
-def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from kernelcheck.core.outcome import Outcome
     from kernelcheck.core.status import Verdict
     from kernelcheck.install import command
@@ -53,9 +53,9 @@ def test_plan_install_is_a_dry_run_of_the_install_command(monkeypatch: pytest.Mo
     seen: list[command.Request] = []
     monkeypatch.setattr(command, "run",
                         lambda req, echo, as_json, m: seen.append(req) or Outcome("report", Verdict.READY))
-    assert kernelcheck.plan_install("qwen3.8-27b", source="wheelhouse", wheelhouse="/wh") == "report"
+    assert kernelcheck.plan_install("qwen3.8-27b", source="wheelhouse", wheelhouse=str(tmp_path)) == "report"
     assert [(r.model, r.mode, r.dry_run, r.source, r.wheelhouse) for r in seen] == [
-        ("qwen3.8-27b", "train", True, "wheelhouse", "/wh")]
+        ("qwen3.8-27b", "train", True, "wheelhouse", str(tmp_path))]
 
 
 def test_resolve_model_knows_what_the_installed_transformers_registers() -> None:

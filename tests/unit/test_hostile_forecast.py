@@ -1,4 +1,4 @@
-"""doctor --upgrade under hostile conditions (issue 38 item 9): KERNELCHECK_OFFLINE keeps pip off the network, pip's
+"""doctor --upgrade under hostile conditions: KERNELCHECK_OFFLINE keeps pip off the network, pip's
 network waits are bounded as install's are, a direct requirement (local wheel, URL, VCS) is installed as given, a
 SIGKILLed forecast's overlay is swept by the next one, and `-r DIR` says it is a folder."""
 

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the readers of files the environment provides (issue 38): the install manifest, a
+"""Property-based fuzzing of the readers of files the environment provides: the install manifest, a
 KERNELCHECK_MATRIX_DIR copy's files and alias configs, the team's measured steps, and the values a user types
 (--torch/--cuda/--python, --batching). The property: any input is read or refused as BadInput, never another
 exception (exit 1), within Hypothesis' deadline; what is read has the types its readers use."""

@@ -1,4 +1,4 @@
-"""Issue 26: every input is data, never a crash. Each case asserts what the user sees: the exit code and the
+"""Every input is data, never a crash. Each case asserts what the user sees: the exit code and the
 error's words once (the line or field it names); the in-process ones run through click's CliRunner."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Paths and values a user names, checked once (issue 38 items 5, 6, 7, 10): an OSError on a named path is exit 2
+"""Paths and values a user names, checked once: an OSError on a named path is exit 2
 through one checked opener (core/paths.py), a read-only wheelhouse or --target is exit 2 before the lock
 (install/writable.py), a batching rule past any real batch and a target no plan fits are exit 2."""
 

@@ -1,4 +1,4 @@
-"""Every file kernelcheck reads from the environment has one checked reader (issue 38 items 1-3): the install manifest
+"""Every file kernelcheck reads from the environment has one checked reader: the install manifest
 (KERNELCHECK_MANIFEST, a --target folder's .kernelcheck-manifest.json), the matrix folder (KERNELCHECK_MATRIX_DIR)
 and the team's measured steps (KERNELCHECK_MEASUREMENTS). A bad one is BadInput (exit 2) naming the file and the
 key; the tests assert the key and the exit code, the wording once."""

@@ -1,6 +1,6 @@
 """The Hub section holds typed values (report/hub.py HubTransformers and HubMapEntry, kernels_hub.Resolution for
 the repositories): hub/check.py fills them from what transformers and kernels said, they write the JSON the section
-always printed (keys in the same order), and real reports read back into them (issue 24 item 1)."""
+always printed (keys in the same order), and real reports read back into them."""
 
 from __future__ import annotations
 

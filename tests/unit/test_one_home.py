@@ -1,4 +1,4 @@
-"""Issue 24: one home per concept. Each concept that had copies (offline, exit codes and their rank, errors)
+"""One home per concept. Each concept that had copies (offline, exit codes and their rank, errors)
 is defined once; the decisions that used the copies now read the one home, with explicit inputs."""
 
 from __future__ import annotations

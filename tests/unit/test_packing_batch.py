@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from kernelcheck.cli import applies
 from kernelcheck.core import decide
 from kernelcheck.core.errors import BadInput
 from kernelcheck.core.status import EXIT_CODE
@@ -101,24 +100,27 @@ def test_the_text_names_each_kernels_keys_and_each_segment():
             "apart") in text  # wording: renderer test
 
 
-@pytest.mark.parametrize(("kw", "flag"), [({"packing": False, "batch": "b.pt"}, "--batch"),
-                                          ({"packing": False, "lengths": "l.txt"}, "--lengths"),
-                                          ({"packing": True, "batch": "b.pt", "collator": "m:f"}, "--batch and"),
-                                          ({"packing": True, "collator": "m:f"}, "--collator needs --lengths"),
-                                          ({"packing": True, "batch": "b.pt", "mode": "flash"}, "--packing flash"),
-                                          ({"packing": True, "benchmark": True, "mode": "none"}, "--packing none")])
+@pytest.mark.parametrize(("kw", "flag"), [({"packing": None, "batch": "b.pt"}, "--batch"),
+                                          ({"packing": None, "lengths": "l.txt"}, "--lengths"),
+                                          ({"packing": "all", "batch": "b.pt", "collator": "m:f"}, "--batch and"),
+                                          ({"packing": "all", "collator": "m:f"}, "--collator needs --lengths"),
+                                          ({"packing": "flash", "batch": "b.pt"}, "--packing flash"),
+                                          ({"packing": "none", "benchmark": True}, "--packing none")])
 def test_batch_flags_belong_to_packing_and_need_their_partner(kw, flag):
-    args = {"packing": False, "batch": None, "collator": None, "lengths": None, **kw}
+    from kernelcheck.commands import verify
+    from kernelcheck.commands.context import Context
+
     with pytest.raises(BadInput, match=flag):
-        applies.check_packing_batch_flags(**args)
+        verify.check(verify.Request("qwen3.8-27b", **kw), Context.from_environ())
 
 
 def test_benchmark_with_packing_is_the_payoff_not_a_refused_flag():
-    applies.check_verify_flags(step=False, packing=True, layers=None, checkpointing=None, trace_dir=None,
-                               benchmark=True, shape=None, tokens=None)
-    with pytest.raises(BadInput):
-        applies.check_verify_flags(step=False, packing=True, layers=None, checkpointing=None, trace_dir=None,
-                                   benchmark=False, shape=None, tokens=128)
+    from kernelcheck.commands import verify
+    from kernelcheck.commands.context import Context
+
+    verify.check(verify.Request("qwen3.8-27b", packing="all", benchmark=True), Context.from_environ())
+    with pytest.raises(BadInput, match="--tokens does not apply with --packing"):
+        verify.check(verify.Request("qwen3.8-27b", packing="all", tokens=128), Context.from_environ())
 
 
 def test_a_packing_payoff_row_in_verified_toml_is_not_taken_for_a_training_step():

@@ -81,7 +81,7 @@ def test_builds_name_the_installed_distribution_and_version_and_torch_for_the_re
 
 def _hub_report(env, location: str | None, source: str = "hf-cache") -> Report:
     """A doctor report after the Hub check of transformers 5.25's default: chunk_gated_delta_rule replaced by the
-    Hub fla build, pip's fla-core 0.6.0 bound (its #640 finding still in the report)."""
+    Hub fla build, pip's fla-core 0.6.0 bound (its fla#640 finding still in the report)."""
     th = HubTransformers("5.25.0", "0.19.1", ">=0.19.1,<0.20", "src", True, "YES", False, True, True, "src", True,
                          "src")
     res = Resolution("kernels-community/fla", 3, None, source, location, "v3", "c" * 40, (), CU130)

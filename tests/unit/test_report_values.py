@@ -1,5 +1,5 @@
 """A report's environment, model, packing and backends sections are typed values (report/sections.py): each reads
-back from the JSON it wrote, byte for byte, and the renderers read their fields, not dict keys (issue 24 item 1)."""
+back from the JSON it wrote, byte for byte, and the renderers read their fields, not dict keys."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def test_paths_and_timeout(tmp_path: Path) -> None:
 
 def test_transformers_offline_keeps_the_hub_check_offline_as_model_lookup_is(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Issue 24: TRANSFORMERS_OFFLINE=1 made model lookup offline while the Hub check still asked the Hub."""
+    """TRANSFORMERS_OFFLINE=1 made model lookup offline while the Hub check still asked the Hub."""
     from kernelcheck.core import settings
     from kernelcheck.integrations import kernels_hub
 
@@ -61,7 +61,7 @@ def test_transformers_offline_keeps_the_hub_check_offline_as_model_lookup_is(
 @pytest.mark.parametrize("bad", ["-1", "0", "0.05", "soon", "nan", "inf"])
 def test_a_network_timeout_that_is_not_seconds_is_bad_input_everywhere_it_is_read(
         bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 24: -1 read as 5.0 in Settings and as 0.1 in network_timeout(); now one reader, exit 2."""
+    """-1 once read as 5.0 in Settings and as 0.1 in network_timeout(); now one reader, exit 2."""
     from kernelcheck.core import settings
     from kernelcheck.core.errors import BadInput
 

@@ -17,7 +17,8 @@ BAD = [("KERNELCHECK_NETWORK_TIMEOUT", "nan"), ("KERNELCHECK_NETWORK_TIMEOUT", "
        ("KERNELCHECK_IMPORT_TIMEOUT", "inf"), ("KERNELCHECK_IMPORT_CACHE", "maybe"),
        ("KERNELCHECK_PROGRESS", "quiet"), ("KERNELCHECK_STEP_PROFILED", "abc"),
        ("KERNELCHECK_STEP_PROFILED", "1000000000"), ("KERNELCHECK_STEP_PROFILED", "0"),
-       ("KERNELCHECK_DEBUG", "please"), ("KERNELCHECK_OFFLINE", "sometimes"), ("KERNELCHECK_VERBOSE", "2")]
+       ("KERNELCHECK_DEBUG", "please"), ("KERNELCHECK_OFFLINE", "sometimes"), ("KERNELCHECK_VERBOSE", "2"),
+       ("KERNELCHECK_PROOF_DIR", "baked/kernelcheck")]
 
 
 @pytest.mark.parametrize("name,value", BAD)
@@ -39,7 +40,8 @@ def test_check_environ_names_each_bad_variable(name: str, value: str) -> None:
 @pytest.mark.parametrize("env", [{}, {"KERNELCHECK_NETWORK_TIMEOUT": "2.5", "KERNELCHECK_IMPORT_TIMEOUT": "60",
                                       "KERNELCHECK_STEP_PROFILED": "3", "KERNELCHECK_PROGRESS": "off",
                                       "KERNELCHECK_IMPORT_CACHE": "No", "KERNELCHECK_DEBUG": "",
-                                      "KERNELCHECK_VERBOSE": "yes", "KERNELCHECK_OFFLINE": "0"}])
+                                      "KERNELCHECK_VERBOSE": "yes", "KERNELCHECK_OFFLINE": "0",
+                                      "KERNELCHECK_PROOF_DIR": "/opt/jit-cache/kernelcheck"}])
 def test_good_values_pass(env: dict[str, str]) -> None:
     settings.check_environ(env)
 

@@ -1,4 +1,4 @@
-"""core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost (issue 16, case 5)."""
+"""core/signals.held: a SIGINT/SIGTERM that lands in a held block is never lost."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_without_reraise_the_caller_gets_the_list_and_handlers_are_restored():
     assert came == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) is before
 
 
-# -- randomized interrupts of real commands (integration lane; issue 26 item 8 and its Deliver bullet) --------
+# -- randomized interrupts of real commands (integration lane) ----------------------------------------------
 #
 # SIGINT (to the process group, as Ctrl-C) or SIGTERM (to the process, as `kill`) at a random moment into
 # `install` (--target a temp folder, a local wheelhouse), `verify --step` (CPU, tiny), `trace` (a generated

@@ -1,4 +1,4 @@
-"""Sub-config types and Hub hooks read from transformers' source (issue #22 item 5, the CPU ground truth):
+"""Sub-config types and Hub hooks read from transformers' source (the CPU ground truth):
 
 - a vision or audio tower of a hybrid model (qwen3_5_vision) shares its parent's modeling module, but the model
   transformers builds for it holds none of the parent's fast-kernel layers: doctor lists none of them (the ground

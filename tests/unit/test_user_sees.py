@@ -59,6 +59,15 @@ def test_a_fast_lane_property_draws_at_most_the_fast_profiles_examples() -> None
     assert 0 < len(drawn) <= conftest.FAST_EXAMPLES == 25
 
 
+def test_the_thorough_profile_is_chosen_by_the_option_or_the_environment() -> None:
+    """Every property at its own count: `--hypothesis-profile thorough` or KERNELCHECK_TEST_THOROUGH=1
+    (CONTRIBUTING.md); anything else keeps the fast lane's FAST_EXAMPLES."""
+    from tests.conftest import thorough
+
+    assert thorough("thorough", {}) and thorough(None, {"KERNELCHECK_TEST_THOROUGH": "1"})
+    assert not thorough(None, {}) and not thorough("ci", {"KERNELCHECK_TEST_THOROUGH": "0"})
+
+
 def test_an_unreachable_hub_and_an_empty_cache_are_one_sentence_per_repository(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The docker-build gate offline: the Hub fails (DNS) and the cache holds nothing. The repository's error is one

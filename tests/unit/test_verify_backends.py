@@ -1,6 +1,6 @@
 """verify's evidence names fla's backend from the kernels that ran, and maps fla's and TileLang's exceptions to
 their rule and fix. The kernels are the committed H200 traces (tests/data/gpu/: fla-core 0.6.0 + tilelang 0.1.15,
-torch 2.11.0+cu130, triton 3.6.0); the exception texts are the ones the H200 runs raised (issue #22)."""
+torch 2.11.0+cu130, triton 3.6.0); the exception texts are the ones the H200 runs raised."""
 
 from __future__ import annotations
 

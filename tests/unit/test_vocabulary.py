@@ -1,4 +1,4 @@
-"""The vocabulary as types (issue 24): a function's status, a finding's severity and the job's mode are StrEnums
+"""The vocabulary as types: a function's status, a finding's severity and the job's mode are StrEnums
 (core/status.py) that print and compare as their words, so JSON stays byte-for-byte what it was; decision code
 writes the members, and every command's --mode is the one shared option (cli/common.py)."""
 
@@ -105,7 +105,7 @@ def test_the_catalogue_finds_a_status_word_written_as_a_literal() -> None:
     assert len(got) == 9, got
 
 
-# core/manifest.py is the layering work's (issue 24); its words type-check against the Literals.
+# core/manifest.py's words type-check against the Literals.
 _LEFT = {"core/manifest.py"}
 
 

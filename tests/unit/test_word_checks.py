@@ -1,4 +1,4 @@
-"""Decisions read fields, not words (issue 24): doctor refuses a torch that does not import on the probe's
+"""Decisions read fields, not words: doctor refuses a torch that does not import on the probe's
 `import_error`, not on the words of its version; the Hub decorators' switch is read with the one yes-set
 (core/settings.py) unless transformers' source declares its own."""
 

@@ -29,6 +29,6 @@ def causal_conv1d_fn(x, weight, bias=None, seq_idx=None, initial_states=None, re
 
 
 if os.environ.get("FAKE_KERNELS_DROP") == "seq_idx":  # a conv without the parameter: transformers' filter drops it
-    def causal_conv1d_fn(x, weight, bias=None, activation=None):  # type: ignore[no-redef]  # noqa: F811
+    def causal_conv1d_fn(x, weight, bias=None, activation=None):  # type: ignore[no-redef]
         out = _conv(x, weight, bias)
         return F.silu(out) if activation in ("silu", "swish") else out

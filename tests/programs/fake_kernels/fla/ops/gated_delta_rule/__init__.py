@@ -31,7 +31,7 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, out
 
 
 if os.environ.get("FAKE_KERNELS_DROP") == "cu_seqlens":  # a rule without the parameter: transformers drops it
-    def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,  # type: ignore[no-redef]  # noqa: F811
+    def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,  # type: ignore[no-redef]
                                output_final_state=False, use_qk_l2norm_in_kernel=False):
         return _torch_rule()(q, k, v, g=g, beta=beta, initial_state=initial_state,
                              output_final_state=output_final_state, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel)

@@ -5,9 +5,9 @@
 #   C. verify --shape tiny --mode train (fla#640 expected: broken, with the fix)
 #   D. verify --shape tiny --mode infer (everything fast)
 #   E. doctor speed against transformers env
-# Needs .carry/ (benchmarks/prepare_carry.sh). Results go to $W and, tarred, to $OUT/gpu-verify-traces.tar.gz.
+# Needs .carry/ (benchmarks/gpu/prepare_carry.sh). Results go to $W and, tarred, to $OUT/gpu-verify-traces.tar.gz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 W=${W:-/tmp/kc-verify-traces}
 mkdir -p "$W"
 SITE=/tmp/site

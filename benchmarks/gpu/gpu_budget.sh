@@ -4,12 +4,12 @@
 # 27B model: 3 GDN + 1 attention layer at the real widths, real vocabulary, checkpointing, fused AdamW), bound
 # kernels vs the forced torch reference, each path's profiled step by op class against the GPU's floors.
 # fla-core 0.6.0 + causal-conv1d 1.7.0 (sm_90) + tilelang 0.1.15 (fla's Hopper backward, fla#640) are installed into
-# /tmp/site from the wheelhouse $WH (default /tmp/kcwh) as benchmarks/gpu_packing_batch.sh does.
+# /tmp/site from the wheelhouse $WH (default /tmp/kcwh) as benchmarks/gpu/gpu_packing_batch.sh does.
 #
-# Carry (prepare on the CPU machine: bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
+# Carry (prepare on the CPU machine: bash benchmarks/gpu/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
-#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_budget.sh")
+#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu/gpu_budget.sh")
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.) One command of
 # 3-8 minutes (a cold Triton/TileLang cache is most of it; KERNELCHECK_STEP_PROFILED=1 keeps the traces small).
 #
@@ -29,7 +29,7 @@
 # fix (rmsnorm-unfused, loss-fp32-logits, sync-before-optimizer on the bound path) and an MFU line; the reference
 # path's GDN/short-conv causes name the missing kernels. The README's headline line is filled from budget.txt.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 WH=${WH:-/tmp/kcwh}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `kernelcheck verify` on the GPU machine (one H200; torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0,
-# Python 3.12, no network). Needs .carry/ from benchmarks/prepare_carry.sh (fla-core 0.6.0, einops,
+# Python 3.12, no network). Needs .carry/ from benchmarks/gpu/prepare_carry.sh (fla-core 0.6.0, einops,
 # causal-conv1d 1.7.0 cp312 sm_90). Writes JSON and text under $OUT; the Triton cache stays in /tmp.
 #
-#   bash benchmarks/gpu_verify.sh cost tiny    # cold vs warm tiny verify, then tiny infer/train  (~5-8 min)
-#   bash benchmarks/gpu_verify.sh full         # full-size layers, 8192 tokens, --benchmark       (~4-8 min)
-#   bash benchmarks/gpu_verify.sh full-infer   # or one at a time when a cold compile is slow
-#   bash benchmarks/gpu_verify.sh              # all of it (will not fit one 10-minute command)
+#   bash benchmarks/gpu/gpu_verify.sh cost tiny    # cold vs warm tiny verify, then tiny infer/train  (~5-8 min)
+#   bash benchmarks/gpu/gpu_verify.sh full         # full-size layers, 8192 tokens, --benchmark       (~4-8 min)
+#   bash benchmarks/gpu/gpu_verify.sh full-infer   # or one at a time when a cold compile is slow
+#   bash benchmarks/gpu/gpu_verify.sh              # all of it (will not fit one 10-minute command)
 # `cost` empties the Triton cache first (that is the cold measurement): run it first, not after the others.
 #
 # What to look for:
@@ -14,11 +14,11 @@
 #                    evidence.fast_kernels_seen and vs_reference ok; reference_comparison ok; exit 0 unless a
 #                    static finding (doctor's part of the report) says otherwise.
 #   tiny_train.json  exit 4: chunk_gated_delta_rule "broken", evidence.error.phase "backward", RuntimeError
-#                    naming #640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
+#                    naming fla#640, fix "pip install tilelang ..." (fla-640-refuses); forward evidence fast.
 #   full_infer.json  live.benchmark.speedup around 9.5 and kernel_ratio in the tens (docs/facts.md section 6).
 #   verify_cost.txt  cold vs warm excluding import (targets: < 60 s cold, < 15 s warm).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 SITE=${SITE:-/tmp/site}

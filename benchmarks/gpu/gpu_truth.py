@@ -1,4 +1,4 @@
-"""The truth column of the H200 differential (issue #22): what a real job does, independent of kernelcheck.
+"""The truth column of the H200 differential: what a real job does, independent of kernelcheck.
 
 A tiny Qwen3.5 (1 Gated DeltaNet + 1 full-attention layer, docs/facts.md section 1) is built from its config,
 saved with save_pretrained and loaded back with AutoModelForCausalLM.from_pretrained, exactly as a job
@@ -10,7 +10,7 @@ fla's Triton kernels, causal-conv1d's, TileLang's (fla's TileLang backend), Flas
 fallback's small elementwise kernels. fla logs its backend choice at INFO: those lines are kept.
 It imports nothing of kernelcheck.
 
-    python benchmarks/gpu_truth.py --model-dir /tmp/tiny-q35 --out truth.json [--save-only]
+    python benchmarks/gpu/gpu_truth.py --model-dir /tmp/tiny-q35 --out truth.json [--save-only]
 
 Prints one JSON object (also written to --out): {versions, load: {ok, error}, train: {...}, infer: {...},
 path: {train, infer}} where path is "fast" (the GDN and conv kernels ran), "fallback" (a torch path ran),
@@ -68,7 +68,7 @@ def profiled(fn: Any) -> dict[str, Any]:
     try:
         fn()
         torch.cuda.synchronize()
-    except Exception as exc:  # the truth is whatever the job would see
+    except Exception as exc:  # noqa: BLE001 - the truth is whatever the job would see
         out["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
         out["where"] = traceback.format_exc().splitlines()[-6:]
         return out
@@ -77,7 +77,7 @@ def profiled(fn: Any) -> dict[str, Any]:
             fn()
             torch.cuda.synchronize()
         out["ok"] = True
-    except Exception as exc:  # the truth is whatever the job would see
+    except Exception as exc:  # noqa: BLE001 - the truth is whatever the job would see
         out["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
         out["where"] = traceback.format_exc().splitlines()[-6:]
         return out
@@ -164,7 +164,7 @@ def main() -> int:
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.bfloat16)
         load["ok"] = True
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a model that fails to load is a result, recorded
         load["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
     result["load"] = load
     if load["ok"]:

@@ -3,7 +3,7 @@
 # triton 3.6.0, transformers 5.17.0, Python 3.12, no network), with fla-core + causal-conv1d (+ tilelang)
 # already installed by the lead into PYTHONPATH=/tmp/site. Under ~3 minutes (tiny model; first Triton compile).
 #
-#   PYTHONPATH=/tmp/site bash benchmarks/gpu_packing.sh
+#   PYTHONPATH=/tmp/site bash benchmarks/gpu/gpu_packing.sh
 #
 # Writes under $OUT: verify_packing.json/.txt (per mode: outcome, doctor's decision, agrees, and per length
 # short 12+10 / chunk 60+70 / long 300+260: max |logit diff|, per layer type in isolation), verify_packing_<mode>
@@ -15,7 +15,7 @@
 # with the old cached forward); every mode "agrees": true; verify --packing flash exit 0 = doctor --packing
 # flash exit 0; position_ids exit 4 on both; cached_forward_max_logit_diff ~0.3 (the cache, not the kernels).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 SITE=${SITE:-/tmp/site}

@@ -4,7 +4,7 @@
 #   fleet.json   rank 0's fleet object (schema kernelcheck.fleet/1): every rank's GPU, status, verdict
 #   fleet.txt    the text table;  rc.txt  torchrun's exit code (the fleet's worst verdict)
 # Run from the repository root on the GPU image (kernel packages from .whl/ or the image):
-#   OUT=/tmp/out bash benchmarks/gpu_fleet.sh [MODEL]
+#   OUT=/tmp/out bash benchmarks/gpu/gpu_fleet.sh [MODEL]
 set -u
 OUT="${OUT:-/tmp/kernelcheck-fleet}"; mkdir -p "$OUT"
 model="${1:-qwen3.8-27b}"

@@ -2,14 +2,14 @@
 # `verify --packing --batch` and the packing payoff on the GPU machine (torch 2.11.0+cu130, triton 3.6.0,
 # transformers 5.17.0, Python 3.12, no network), on the real kernels: fla-core 0.6.0, causal-conv1d 1.7.0 (sm_90)
 # and tilelang 0.1.15 + apache-tvm-ffi 0.1.12 (fla's Hopper backward, fla#640), installed into /tmp/site from the
-# wheelhouse $WH (default /tmp/kcwh) as benchmarks/gpu_typed_live.sh does.
+# wheelhouse $WH (default /tmp/kcwh) as benchmarks/gpu/gpu_typed_live.sh does.
 #
-# Carry (prepare on the CPU machine: bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
+# Carry (prepare on the CPU machine: bash benchmarks/gpu/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
-#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_packing_batch.sh batches")
-#   run(command="bash benchmarks/gpu_packing_batch.sh payoff")           # same warm machine, its own 10 minutes
-#   run(command="bash benchmarks/gpu_packing_batch.sh payoff_lengths")    # optional: a shorter chat-like mix
+#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu/gpu_packing_batch.sh batches")
+#   run(command="bash benchmarks/gpu/gpu_packing_batch.sh payoff")           # same warm machine, its own 10 minutes
+#   run(command="bash benchmarks/gpu/gpu_packing_batch.sh payoff_lengths")    # optional: a shorter chat-like mix
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.)
 # Parts: `batches` (the three batches, ~2-6 min with a cold Triton/TileLang cache), `payoff` (padded and packed
 # steps at the full shape on the default mix, ~2-6 min), `payoff_lengths` (the same on lengths.txt); no argument
@@ -33,7 +33,7 @@
 #                  in matrix/verified.toml. payoff_lengths: the same with lengths.txt (a shorter chat-like mix).
 # Writes under $OUT: versions.txt, <case>.json/.txt/.err, exit codes in exits.txt, payoff*.json.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 WH=${WH:-/tmp/kcwh}

@@ -2,16 +2,16 @@
 # Every live check with its controls, on the GPU machine (torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0,
 # Python 3.12, no network) with the real kernels: fla-core 0.6.0, causal-conv1d 1.7.0 (sm_90), tilelang 0.1.15 +
 # apache-tvm-ffi 0.1.12, installed into /tmp/site from the wheelhouse $WH (default /tmp/kcwh) as
-# benchmarks/gpu_packing_batch.sh does.
+# benchmarks/gpu/gpu_packing_batch.sh does.
 #
-# Carry (prepare on the CPU machine: bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
+# Carry (prepare on the CPU machine: bash benchmarks/gpu/prepare_gpu_wheelhouse.sh .carry/wh), three calls of 64 MiB:
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
-#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu_controls.sh packing")
-#   run(command="bash benchmarks/gpu_controls.sh trace")     # same warm machine: each part its own 10 minutes
-#   run(command="bash benchmarks/gpu_controls.sh step")
-#   run(command="bash benchmarks/gpu_controls.sh compile")
-#   run(command="bash benchmarks/gpu_controls.sh ratios")
+#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && bash benchmarks/gpu/gpu_controls.sh packing")
+#   run(command="bash benchmarks/gpu/gpu_controls.sh trace")     # same warm machine: each part its own 10 minutes
+#   run(command="bash benchmarks/gpu/gpu_controls.sh step")
+#   run(command="bash benchmarks/gpu/gpu_controls.sh compile")
+#   run(command="bash benchmarks/gpu/gpu_controls.sh ratios")
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.)
 #
 # Parts and what each row must show (the exit code first; every packing row prints its JSON's `controls`):
@@ -53,7 +53,7 @@
 # Writes under $OUT (at most 8 files per part): versions.txt, exits.txt, <part>.txt (every row's output), and a
 # few JSON files.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 WH=${WH:-/tmp/kcwh}

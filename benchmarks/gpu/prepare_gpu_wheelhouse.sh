@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Fill a wheelhouse for benchmarks/gpu_install_proof.sh (the H200 stock image: Python 3.12, no network).
+# Fill a wheelhouse for benchmarks/gpu/gpu_install_proof.sh (the H200 stock image: Python 3.12, no network).
 # Every wheel exactly as PyPI publishes it, for cp312 manylinux x86_64, no dependency resolution here
 # (kernelcheck resolves the fix's window through pip on the GPU machine, from this folder):
 #   fla-core 0.6.0, einops, tilelang 0.1.15 and what its METADATA requires: apache-tvm-ffi (<0.1.13,>=0.1.11),
 #   torch-c-dlpack-ext, z3-solver (<4.15.5,>=4.13.0), cloudpickle, ml-dtypes, numpy, psutil, tqdm,
 #   typing-extensions; plus the causal-conv1d 1.7.0 wheel built on the H200 (../shared/device-wheels).
-# Usage (repo root, CPU machine):  bash benchmarks/prepare_gpu_wheelhouse.sh [DEST]   (default .carry/wh)
+# Usage (repo root, CPU machine):  bash benchmarks/gpu/prepare_gpu_wheelhouse.sh [DEST]   (default .carry/wh)
 # The carry limit is 64 MiB per run call and the total is ~120 MiB, so the files are split into three
 # folders that each fit one call: DEST/part1 tilelang (47 MiB), DEST/part2 causal-conv1d + z3-solver
 # (53 MiB), DEST/part3 the rest (~21 MiB); see the size lines printed at the end.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DEST=${1:-.carry/wh}
 SHARED=${SHARED:-$( [ -d ../shared ] && echo ../shared || echo /work/shared )}
 PY=${PYTHON:-python3}

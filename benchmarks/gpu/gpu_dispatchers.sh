@@ -4,17 +4,17 @@
 # matters the truth program; doctor's provider per function, its JIT proof and its torch.compile answer against
 # what really ran.
 #
-# Prepare here (CPU machine): bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh; bash benchmarks/prepare_differential.sh
-# (parts 1-4, as for gpu_differential.sh); bash benchmarks/prepare_dispatchers.sh (part5 ~41 MiB: flash-qla 0.1.3,
+# Prepare here (CPU machine): bash benchmarks/gpu/prepare_gpu_wheelhouse.sh .carry/wh; bash benchmarks/gpu/prepare_differential.sh
+# (parts 1-4, as for gpu_differential.sh); bash benchmarks/gpu/prepare_dispatchers.sh (part5 ~41 MiB: flash-qla 0.1.3,
 # nvidia-cuda-nvcc/cccl/runtime/crt 13.0; part6 ~59 MiB: nvidia-nvvm 13.0.88). Carry them in calls that each leave
 # them in /tmp/kcwh on the warm machine (64 MiB a call; tilelang's wheel alone is 47 MiB):
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part3", ".carry/wh/part4"], command="cp -r .carry/wh/part3/* .carry/wh/part4 /tmp/kcwh/")
 #   run(carry=[".carry/wh/part5"], command="cp -r .carry/wh/part5 /tmp/kcwh/ && ROWS='qla_toolkit compile_tiny \
-#       compile_full hub525' bash benchmarks/gpu_dispatchers.sh", timeout_s=600)
+#       compile_full hub525' bash benchmarks/gpu/gpu_dispatchers.sh", timeout_s=600)
 #   run(carry=[".carry/wh/part6"], command="cp -r .carry/wh/part6 /tmp/kcwh/ && ROWS='tl_pipnvcc tl_pipnvcc_home \
-#       tl_pipcuda_all qla_no_toolkit hub525_no_toolkit' bash benchmarks/gpu_dispatchers.sh", timeout_s=600)
+#       tl_pipcuda_all qla_no_toolkit hub525_no_toolkit' bash benchmarks/gpu/gpu_dispatchers.sh", timeout_s=600)
 # Rows (run one after the other: they share the GPU and some time each other):
 #   qla_toolkit      fla-core 0.6.0 + tilelang 0.1.15 + causal-conv1d + flash-qla 0.1.3, the toolkit there: FlashQLA
 #                    takes the Qwen3.8-27B GDN heads (K = V = 128) forward and backward (verify --shape full)
@@ -35,7 +35,7 @@
 # Each row: doctor-*.json, verify-*.json (+ .err/.rc), truth.json where run; summary.md (benchmarks/dispatchers_table.py);
 # everything tarred into $OUT/dispatchers-<first row>.tgz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 WH=${WH:-/tmp/kcwh}
 RES=${RES:-/tmp/dispatch}
 S=/tmp/s
@@ -65,7 +65,7 @@ site t525 "part4/transformers-5.25.0-*.whl" "part4/kernels-0.19.1-*.whl" "part4/
   "part4/tomlkit-*.whl" "part4/hf_xet-*.whl" "part4/httpx2-*.whl" "part4/httpcore2-*.whl" "part4/truststore-*.whl" \
   "part4/idna-*.whl" "part4/anyio-*.whl" "part4/h11-*.whl" "part4/click-*.whl"
 echo "sites ready in $(( $(date +%s) - t0 )) s"
-[ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu_truth.py --model-dir $MODEL --save-only
+[ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu/gpu_truth.py --model-dir $MODEL --save-only
 if [ ! -d /tmp/hub-standin ]; then
   PYTHONPATH=$S/t525 $PY benchmarks/hub_standin_cache.py /tmp/hub-standin > "$RES/hub-standin.txt" 2>&1 \
     || { echo "stand-in Hub cache failed"; tail -5 "$RES/hub-standin.txt"; }

@@ -2,11 +2,11 @@
 # The typed live values on real hardware: `verify --shape full --benchmark` (the benchmark and timing,
 # typed since 0af8bbf) and `verify --step` (StepSection: typed fallback signatures, worker cost, launch delay),
 # both on the GPU machine with the kernels install puts (fla-core 0.6.0, causal-conv1d 1.7.0 sm_90, tilelang 0.1.15
-# + apache-tvm-ffi 0.1.12), from the wheels benchmarks/gpu_differential.sh carries into $WH (default /tmp/kcwh).
+# + apache-tvm-ffi 0.1.12), from the wheels benchmarks/gpu/gpu_differential.sh carries into $WH (default /tmp/kcwh).
 # Writes $OUT/typed_live.tgz: bench.json/.err, step.json/.err, versions.txt, cost.txt.
 # Read back on the CPU machine: tests/unit/test_report_readback.py reads the recorded JSON back typed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 WH=${WH:-/tmp/kcwh}
 R=/tmp/typed-live
 mkdir -p "$R" /tmp/site

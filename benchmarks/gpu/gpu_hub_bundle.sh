@@ -8,9 +8,9 @@
 # whether --verify-bundle agrees.
 #
 # Needs the part4 wheelhouse (kernels 0.19.1, huggingface_hub, tomlkit, httpx2 ...) at $WH (default /tmp/kcwh),
-# prepared here with: bash benchmarks/prepare_differential.sh (it fills .carry/wh/part4)
+# prepared here with: bash benchmarks/gpu/prepare_differential.sh (it fills .carry/wh/part4)
 #   run(carry=[".carry/wh/part4"], command="mkdir -p /tmp/kcwh && cp -r .carry/wh/part4 /tmp/kcwh/ && \
-#       bash benchmarks/gpu_hub_bundle.sh")                                               # ~1-2 min
+#       bash benchmarks/gpu/gpu_hub_bundle.sh")                                               # ~1-2 min
 # Expect (files under $OUT): build.json exit 0, entries[0].variant torch211-cxx11-cu130-x86_64-linux, digest ok;
 # verify.json exit 0, checks[0].resolved_variant the same, digest ok; load.txt the loaded module's path under
 # <DIR>/cache/.../build/torch211-cxx11-cu130-x86_64-linux/ (kernels chose the same build, offline); latest.json exit 0
@@ -19,7 +19,7 @@
 # Without sigstore on the machine, the signature check is hub-bundle-not-checked (info): kernels skips it too.
 # Smoke-tested on the CPU machine: EXTRA_VARIANTS=torch213-cxx11-cpu-x86_64-linux S=<a kernels 0.19.1 site>.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 WH=${WH:-/tmp/kcwh}
 PY=${PYTHON:-python3}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fill DEST/part5 and DEST/part6 (default .carry/wh, git-ignored) with what benchmarks/gpu_dispatchers.sh needs
-# beyond parts 1-4 (bash benchmarks/prepare_gpu_wheelhouse.sh; bash benchmarks/prepare_differential.sh), every wheel
+# Fill DEST/part5 and DEST/part6 (default .carry/wh, git-ignored) with what benchmarks/gpu/gpu_dispatchers.sh needs
+# beyond parts 1-4 (bash benchmarks/gpu/prepare_gpu_wheelhouse.sh; bash benchmarks/gpu/prepare_differential.sh), every wheel
 # as PyPI publishes it for cp312 manylinux x86_64 (the GPU image: Python 3.12, no network):
 #   part5 (~41 MiB): flash-qla 0.1.3 (FlashQLA: @tilelang.jit kernels, 131 KB), and pip's CUDA 13.0 compiler pieces:
 #     nvidia-cuda-nvcc 13.0.88 (36 MiB), nvidia-cuda-cccl 13.0.85 (tilelang[nvcc] = nvcc + cccl),
@@ -8,9 +8,9 @@
 #   part6 (~59 MiB): nvidia-nvvm 13.0.88 (cicc, which pip's nvcc also lacks). Measured on the CPU box: nvcc alone and
 #     nvcc + cccl miss cuda_runtime.h, + runtime misses crt/host_config.h, + crt misses nvvm's cicc, all five compile.
 # tilelang 0.1.15 itself (47 MiB) is part1. Sizes: pip download --no-deps, 2026-12-07.
-# Usage (repo root, CPU machine):  bash benchmarks/prepare_dispatchers.sh [DEST]
+# Usage (repo root, CPU machine):  bash benchmarks/gpu/prepare_dispatchers.sh [DEST]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DEST=${1:-.carry/wh}
 PY=${PYTHON:-python3}
 mkdir -p "$DEST/part5" "$DEST/part6"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The H200 differential of issue #22: for each perturbation a production image often has, doctor's verdict,
-# verify's verdict and the truth (benchmarks/gpu_truth.py: a real tiny Qwen3.5 loaded with from_pretrained,
+# The H200 differential: for each perturbation a production image often has, doctor's verdict,
+# verify's verdict and the truth (benchmarks/gpu/gpu_truth.py: a real tiny Qwen3.5 loaded with from_pretrained,
 # one train step and a prefill + cached decode, what ran, crash or not), side by side in one run.
 #
-# Prepare here (CPU machine): bash benchmarks/prepare_gpu_wheelhouse.sh .carry/wh, then the 5.25 stack and the
-# perturbation wheels into .carry/wh/part4 (bash benchmarks/prepare_differential.sh). Carry the parts across
+# Prepare here (CPU machine): bash benchmarks/gpu/prepare_gpu_wheelhouse.sh .carry/wh, then the 5.25 stack and the
+# perturbation wheels into .carry/wh/part4 (bash benchmarks/gpu/prepare_differential.sh). Carry the parts across
 # in calls that each leave them in /tmp/kcwh on the warm machine (64 MiB a call):
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/")
 #   run(carry=[".carry/wh/part3", ".carry/wh/part4"], command="cp -r .carry/wh/part3/* .carry/wh/part4 /tmp/kcwh/ \
-#       && ROWS=all bash benchmarks/gpu_differential.sh")
+#       && ROWS=all bash benchmarks/gpu/gpu_differential.sh")
 # Rows (ROWS="a b c" picks some; nvcc_hidden runs last, alone, since it hides /usr/local/cuda for the machine):
 #   stock         the image as it is (no kernel packages: FALLBACK, with the fallback-cost finding)
 #   baseline      fla-core 0.6.0, causal-conv1d 1.7.0, tilelang 0.1.15 + apache-tvm-ffi 0.1.12 (what install puts)
@@ -30,7 +30,7 @@
 #                 (hub-not-listable). Each: load-plain.json, load-device_map.json, doctor-cuda.json/.rc,
 #                 doctor-cpu.json/.rc. Only these rows need only the 5.25 wheels: T525=DIR names a flat folder of
 #                 them (default part4 under $WH; an absolute folder works), e.g.
-#                 T525=$PWD/.carry/t525 ROWS="t525_load_llama t525_load_qwen35" bash benchmarks/gpu_differential.sh
+#                 T525=$PWD/.carry/t525 ROWS="t525_load_llama t525_load_qwen35" bash benchmarks/gpu/gpu_differential.sh
 #   t525_load_gpt2 / t525_load_vision   the same for a tiny gpt2 (its NewGELU maps to kernels-community/activation
 #                 for INFERENCE only: a device_map load raises, a plain load then .to(cuda) trains) and, replay and
 #                 doctor only, the qwen3_5_vision tower. Every t525_load_* row also writes replay-train.json /
@@ -39,7 +39,7 @@
 # Each row: truth.json, doctor-train.json, doctor-infer.json, verify-train.json, verify-infer.json (+ .err);
 # summary.md; everything tarred into $OUT/differential.tgz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 WH=${WH:-/tmp/kcwh}
 RES=${RES:-/tmp/diff}
 S=${S:-/tmp/s}
@@ -69,7 +69,7 @@ if [ -n "$(for r in $ROWS; do case $r in t525_load_*) ;; *) echo "$r" ;; esac; d
   site tl "tilelang-0.1.15-*.whl" "apache_tvm_ffi-0.1.12-*.whl" "torch_c_dlpack_ext-*.whl" "z3_solver-*.whl"
   site tvm13 "part4/pert/apache_tvm_ffi-0.1.13-*.whl"
   site fla052 "part4/pert/fla_core-0.5.2-*.whl"
-  [ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu_truth.py --model-dir $MODEL --save-only
+  [ -f $MODEL/config.json ] || PYTHONPATH=$S/base $PY benchmarks/gpu/gpu_truth.py --model-dir $MODEL --save-only
 fi
 echo "sites ready in $(( $(date +%s) - t0 )) s"; du -sh $S/* 2>/dev/null | tr '\n' ' '; echo
 
@@ -134,7 +134,7 @@ run_row() {
   [ "$row" = cuda_home_empty ] && { mkdir -p /tmp/cuda-empty/bin; envs+=("PATH=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"):$PATH"); }
   [ "$row" = nvcc_hidden ] && envs+=("PATH=$(echo "$PATH" | tr ':' '\n' | grep -v cuda | paste -sd:)")
   local r0; r0=$(date +%s)
-  "${envs[@]}" timeout 300 $PY benchmarks/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
+  "${envs[@]}" timeout 300 $PY benchmarks/gpu/gpu_truth.py --model-dir $MODEL --out "$d/truth.json" > "$d/truth.out" 2> "$d/truth.err"
   for mode in train infer; do
     "${envs[@]}" timeout 300 $PY -m kernelcheck doctor --model $MODEL --mode $mode --json > "$d/doctor-$mode.json" \
       2> "$d/doctor-$mode.err"; echo $? > "$d/doctor-$mode.rc"

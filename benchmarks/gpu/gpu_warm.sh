@@ -4,23 +4,28 @@
 #   cold   a fresh container: empty Triton/TileLang caches and an empty KERNELCHECK_HOME
 #   warm   the same command again on the same folders (what a second job on the same node pays)
 #   baked  `kernelcheck warm` compiled into a folder first; then a fresh process with only `kernelcheck warm
-#          --print-env`'s variables pointing at that folder (the JIT caches and KERNELCHECK_HOME, where warm's
-#          doctor --jit-probe left the gate's import and JIT-probe proofs): what an image that ships it pays
+#          --print-env`'s variables pointing at that folder (the JIT caches and KERNELCHECK_PROOF_DIR, where warm's
+#          doctor --jit-probe left the gate's import and JIT-probe proofs), an empty HOME and an empty
+#          KERNELCHECK_HOME: what an image that ships it pays. gate also runs the baked verify without --cache-dir
+#          (the cache proof's own child left out: what a job's gate that does not re-prove the cache pays) and the
+#          baked doctor --jit-probe (the prolog gate: its import proof and both JIT probes found at bake time)
 #
-# Wheels: .carry/ from benchmarks/prepare_carry.sh (fla-core 0.6.0, einops, causal-conv1d 1.7.0 cp312 sm_90), and for
+# Wheels: .carry/ from benchmarks/gpu/prepare_carry.sh (fla-core 0.6.0, einops, causal-conv1d 1.7.0 cp312 sm_90), and for
 # train mode on Hopper with triton 3.6 (fla#640: the gated chunk backward runs on TileLang) the TileLang wheelhouse of
-# benchmarks/prepare_gpu_wheelhouse.sh (.carry/wh/part1..3, 64 MiB per call: carry one part per `install` call; the
+# benchmarks/gpu/prepare_gpu_wheelhouse.sh (.carry/wh/part1..3, 64 MiB per call: carry one part per `install` call; the
 # site folder stays on the machine while it is warm). Without TileLang the train gate says BROKEN (fla-640): the
 # timings still hold, the first training step cannot run.
 #
-#   bash benchmarks/gpu_warm.sh install    # once per carried part (carry .carry/wh/part1, then part2, then part3 + .carry)
-#   bash benchmarks/gpu_warm.sh gate       # verify tiny train: cold, warm, bake, baked       (~5-8 min)
-#   bash benchmarks/gpu_warm.sh proof      # the cache proof both ways on gate's baked folder  (~2-3 min)
-#   bash benchmarks/gpu_warm.sh packing    # verify --packing: cold, warm, bake, baked          (~5-8 min)
-#   bash benchmarks/gpu_warm.sh step       # the job's first training step (full, 8192 tokens)  (~6-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh install    # once per carried part (carry .carry/wh/part1, then part2, then part3 + .carry)
+#   bash benchmarks/gpu/gpu_warm.sh gate       # verify tiny train: cold, warm, bake, baked       (~5-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh proof      # the cache proof both ways on gate's baked folder  (~2-3 min)
+#   bash benchmarks/gpu/gpu_warm.sh packing    # verify --packing: cold, warm, bake, baked          (~5-8 min)
+#   bash benchmarks/gpu/gpu_warm.sh step       # the job's first training step (full, 8192 tokens)  (~6-8 min)
 #
 # What proves the point ($OUT/summary.txt, one line per measurement, then the checks):
-#   gate:  "baked <= 30 s: PASS" and "cold/baked >= 5: PASS"; baked verify's live triton_cache.compiled == 0
+#   gate:  "baked <= 30 s: PASS" and "cold/baked >= 5: PASS"; baked verify's live triton_cache.compiled == 0;
+#          "baked JIT probes found at bake time: PASS" (no probe ran again; gate-baked's static_s is the static check
+#          without them) and "baked doctor import proof: baked" (doctor took no import child)
 #   proof: doctor --cache-dir: jit-cache-hit for Triton (TileLang: hit or undecided, as warm measured it);
 #          manifest driver edited to 575.57.08 -> jit-cache-node-differs "575.57.08 baked, <this node's> here" (no
 #          JIT key holds the driver: said, not a miss);
@@ -28,7 +33,7 @@
 #          key) -> jit-cache-miss predicted, and verify then really compiles (triton_cache.compiled > 0), where
 #          without it compiled == 0.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 SITE=${SITE:-/tmp/kc-warm-site}
@@ -48,10 +53,10 @@ fresh_env() {  # fresh_env NAME: the variables of a fresh container whose JIT ca
   mkdir -p "$WORK/$1/userhome"
   echo "HOME=$WORK/$1/userhome TRITON_CACHE_DIR=$WORK/$1/triton TILELANG_CACHE_DIR=$WORK/$1/tilelang TILELANG_TMP_DIR=$WORK/$1/tilelang/tmp KERNELCHECK_HOME=$WORK/$1/home"
 }
-baked_env() {  # baked_env FOLDER: an empty HOME and warm --print-env's lines for FOLDER (JIT caches, KERNELCHECK_HOME)
-  local home
+baked_env() {  # baked_env FOLDER: an empty HOME and KERNELCHECK_HOME, and warm --print-env's lines for FOLDER (JIT
+  local home  # caches, KERNELCHECK_PROOF_DIR)
   home=$(mktemp -d "$WORK/home.XXXX")
-  echo "HOME=$home $(python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' ')"
+  echo "HOME=$home KERNELCHECK_HOME=$home/kc $(python3 -m kernelcheck warm --cache-dir "$1" --print-env | tr '\n' ' ')"
 }
 bake_env() {  # the bake's own fresh HOME (warm points the JITs and KERNELCHECK_HOME into its folder itself)
   local home
@@ -79,7 +84,7 @@ run() {  # run LABEL LIMIT "ENV..." CMD...: wall seconds and exit to times.tsv, 
 install() {
   local wheels
   wheels=$(ls .carry/*.whl .carry/wh/part*/*.whl 2>/dev/null)
-  [ -n "$wheels" ] || { echo "nothing in .carry/ (benchmarks/prepare_carry.sh, prepare_gpu_wheelhouse.sh)"; exit 2; }
+  [ -n "$wheels" ] || { echo "nothing in .carry/ (benchmarks/gpu/prepare_carry.sh, prepare_gpu_wheelhouse.sh)"; exit 2; }
   # shellcheck disable=SC2086
   python3 -m pip install --quiet --no-index --no-deps --upgrade --target "$SITE" $wheels || exit 1
   python3 -m compileall -q "$SITE" >/dev/null 2>&1
@@ -110,6 +115,35 @@ if n == "gate":
 PY
 }
 
+proofs() {  # proofs LABEL: where a run's import proof and JIT probes came from, and the static check's time
+  python3 - "$OUT/$1.json" "$1" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"  {sys.argv[2]}: no JSON:", e); sys.exit()
+probes = [f for f in r.get("findings", []) if f["id"].startswith(("jit-probe", "jit-run"))]
+baked = [f for f in probes if "bake time" in f["message"]]
+timing = (r.get("live") or {}).get("timing") or {}
+print(f"  {sys.argv[2]}: static_s {timing.get('static_s')}; import proof {(r.get('import_proof') or {}).get('cache')}; "
+      f"JIT probes {len(probes)}, found at bake time {len(baked)}")
+if sys.argv[2].endswith(("baked", "baked-plain", "baked-doctor")):
+    print(f"  {sys.argv[2]}: baked JIT probes found at bake time: {'PASS' if probes and len(baked) == len(probes) else 'FAIL'}")
+if sys.argv[2].endswith("baked-doctor"):
+    proof = r.get("import_proof") or {}
+    print(f"  {sys.argv[2]}: baked doctor import proof: {proof.get('cache')}")
+    if proof.get("cache") != "baked" and proof.get("file"):  # a miss: which part of the key differs from the bake's
+        import glob, os
+        mine = json.load(open(proof["file"]))["fingerprint"]
+        for f in glob.glob(os.environ["BAKED_PROOFS"] + "/import-proofs/*.json"):
+            theirs = json.load(open(f))["fingerprint"]
+            diff = [f"{k}.{j}" for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)
+                    for j in (sorted({*mine.get(k, {}), *theirs.get(k, {})}) if isinstance(mine.get(k), dict) else [""])
+                    if not isinstance(mine.get(k), dict) or mine[k].get(j) != (theirs.get(k) or {}).get(j)]
+            print(f"  key parts that differ from {os.path.basename(f)}: {', '.join(diff)[:600]}")
+PY
+}
+
 live() {  # live FILE: a verify JSON's cache line, timing and the proof's findings
   python3 - "$1" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
@@ -136,10 +170,27 @@ gate() {
     --cache-dir "$WORK/baked-gate" --json
   python3 -m kernelcheck warm --cache-dir "$WORK/baked-gate" --print-env | tee "$OUT/gate-env.txt"
   python3 -c "import json; m = json.load(open('$WORK/baked-gate/kernelcheck-cache.json')); print(json.dumps({k: m[k] for k in ('compiled', 'recheck', 'timing', 'keys')}, indent=1))" > "$OUT/gate-manifest.json"
+  ls "$WORK/baked-gate/kernelcheck"/* 2>&1 | head -12 > "$OUT/gate-proofs.txt"  # the proofs warm baked
   run gate-baked 200 "$(baked_env "$WORK/baked-gate")" python3 -m kernelcheck verify \
     --model "$MODEL" --mode train --cache-dir "$WORK/baked-gate" --json
   live "$OUT/gate-baked.json"
+  proofs gate-baked
+  run gate-baked-plain 200 "$(baked_env "$WORK/baked-gate")" python3 -m kernelcheck verify \
+    --model "$MODEL" --mode train --json
+  proofs gate-baked-plain
+  run gate-baked-doctor 200 "$(baked_env "$WORK/baked-gate")" python3 -m kernelcheck doctor \
+    --model "$MODEL" --mode train --jit-probe --json
+  BAKED_PROOFS="$WORK/baked-gate/kernelcheck" proofs gate-baked-doctor
+  for k in cold warm; do proofs "gate-$k"; done
   ratios gate
+  python3 - "$OUT/times.tsv" <<'PY' | tee -a "$OUT/summary.txt"
+import sys
+rows = {l.split("\t")[0]: float(l.split("\t")[1]) for l in open(sys.argv[1]) if l.strip()}
+plain, cold = rows.get("gate-baked-plain"), rows.get("gate-cold")
+if plain and cold:
+    print(f"gate (no --cache-dir): baked {plain} s <= 30 s: {'PASS' if plain <= 30 else 'FAIL'}; "
+          f"cold/baked {cold / plain:.1f}x >= 5: {'PASS' if cold / plain >= 5 else 'FAIL'}")
+PY
   homes
 }
 

@@ -5,12 +5,12 @@
 # hold no compute process of theirs. No wheels needed (the step runs on torch alone when no kernel package is
 # installed: the fast and reference paths are then the same, which is all this check needs).
 #
-#   run(command="bash benchmarks/gpu_pid_kill.sh")        # about 1-3 min; no carry
+#   run(command="bash benchmarks/gpu/gpu_pid_kill.sh")        # about 1-3 min; no carry
 #
 # Expect in $OUT/pid_kill.txt: "workers: PID PID" then "left after 15 s: none" and "nvidia-smi compute apps of
 # the workers: none"; exit 0. Exit 1 (and the pids) when a worker outlived the kill.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT"
 LOG="$OUT/pid_kill.txt"

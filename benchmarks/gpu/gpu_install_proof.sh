@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The #11 proof on the H200 stock image (torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0, Python 3.12,
+# The install proof on the H200 stock image (torch 2.11.0+cu130, triton 3.6.0, transformers 5.17.0, Python 3.12,
 # no network): one `kernelcheck install --model qwen3.8-27b --wheelhouse WH --offline` (train mode: fla-core,
 # einops, the tilelang fix for fla#640 with its dependency window resolved by pip from WH, and the
 # unlabelled causal-conv1d wheel built there by `pip wheel`, accepted by its sm_90 SASS + a trial import),
 # into a --target folder so the image's packages are not changed; then doctor --mode train (expect exit 0)
 # and verify --shape full --benchmark --tokens 8192 --mode train (expect exit 0 and the fwd+bwd ratio).
 #
-# Prepare here (CPU machine):  bash benchmarks/prepare_gpu_wheelhouse.sh   -> .carry/wh/part1..3 (~120 MiB)
+# Prepare here (CPU machine):  bash benchmarks/gpu/prepare_gpu_wheelhouse.sh   -> .carry/wh/part1..3 (~120 MiB)
 # The carry limit is 64 MiB a call, so copy the parts across in three calls that each leave them on the
 # warm machine (ignored paths already there are kept), e.g.
 #   run(carry=[".carry/wh/part1"], command="mkdir -p /tmp/kcwh && cp .carry/wh/part1/* /tmp/kcwh/ && ls /tmp/kcwh")
 #   run(carry=[".carry/wh/part2"], command="cp .carry/wh/part2/* /tmp/kcwh/ && ls /tmp/kcwh")
-#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && WH=/tmp/kcwh bash benchmarks/gpu_install_proof.sh")
+#   run(carry=[".carry/wh/part3"], command="cp .carry/wh/part3/* /tmp/kcwh/ && WH=/tmp/kcwh bash benchmarks/gpu/gpu_install_proof.sh")
 # Output under $OUT (default out/gpu-install-proof). Budget: install < 1 min, doctor ~20 s, verify a few minutes
 # (cold Triton/TileLang compile); run with timeout_s=600.
 set -uo pipefail

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Fill DEST/part4 (default .carry/wh/part4, git-ignored) with what benchmarks/gpu_differential.sh needs beyond
+# Fill DEST/part4 (default .carry/wh/part4, git-ignored) with what benchmarks/gpu/gpu_differential.sh needs beyond
 # prepare_gpu_wheelhouse.sh's parts 1-3, every wheel as PyPI publishes it for cp312 manylinux x86_64 (the H200
 # image, Python 3.12, no network):
 #   the 5.25 stack: transformers 5.25.0, kernels 0.19.1 (transformers 5.25 requires >=0.19.1,<0.20) and what the
 #     image lacks of their requirements: huggingface_hub 2.x (>=2.4,<3), tomlkit, hf-xet, httpx2 / httpcore2 and
 #     theirs, click >= 8.4.2 (the image's tokenizers, safetensors, regex serve with --no-deps);
 #   the perturbations, in part4/pert: apache-tvm-ffi 0.1.13 (outside tilelang 0.1.15's <0.1.13) and fla-core 0.5.2.
-# Usage (repo root, CPU machine):  bash benchmarks/prepare_differential.sh [DEST]
+# Usage (repo root, CPU machine):  bash benchmarks/gpu/prepare_differential.sh [DEST]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DEST=${1:-.carry/wh}/part4
 PY=${PYTHON:-python3}
 mkdir -p "$DEST/pert"

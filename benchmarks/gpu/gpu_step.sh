@@ -12,11 +12,11 @@
 #   trace_fast.txt / trace_reference.txt   `kernelcheck trace` on them; *.annotated.json.gz for Perfetto
 #   versions.txt, cost.txt       versions; wall time of each part (cold = first run with an empty Triton cache)
 #
-#   bash benchmarks/gpu_step.sh            # step, then step8 (two commands of < 10 min each if run separately:)
-#   bash benchmarks/gpu_step.sh step       # cold: empties $TRITON_CACHE_DIR first
-#   bash benchmarks/gpu_step.sh step8      # warm
+#   bash benchmarks/gpu/gpu_step.sh            # step, then step8 (two commands of < 10 min each if run separately:)
+#   bash benchmarks/gpu/gpu_step.sh step       # cold: empties $TRITON_CACHE_DIR first
+#   bash benchmarks/gpu/gpu_step.sh step8      # warm
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kc-out}
 mkdir -p "$OUT/traces"
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"

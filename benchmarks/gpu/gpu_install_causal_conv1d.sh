@@ -7,7 +7,7 @@
 #   .carry/causal_conv1d-1.7.0.tar.gz          pip download --no-deps --no-binary :all: --no-build-isolation causal-conv1d==1.7.0 -d .carry
 #   .carry/fla_core-0.6.0-py3-none-any.whl     pip download --no-deps fla-core==0.6.0 -d .carry
 #   .carry/einops-*.whl (optional: the image has einops)
-# Run from the repo root:   bash benchmarks/gpu_install_causal_conv1d.sh
+# Run from the repo root:   bash benchmarks/gpu/gpu_install_causal_conv1d.sh
 # Writes logs and JSON to $OUT (default out/gpu-install). Budget: ~8 min, most of it the sm_90 compile
 # (426 s on 16 cores: measurement record 2026-12-02-h200-install-causal-conv1d-7772336); run it with timeout_s=600.
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #23 items 3, 4 and 10 on the H200 (torch 2.11.0+cu130 image, kernelcheck installed from this checkout).
+# A user's first hour (progress on long steps, usage errors, the install's report) on the H200 (torch 2.11.0+cu130 image, kernelcheck installed from this checkout).
 # Evidence written to ${OUT:-/tmp/first_hour}:
 #  - report_issue.md: `doctor --report-issue`: cuDNN "9.x.y (9xxxx)", NCCL "2.x.y", GPUs "NVIDIA H200 (sm_90)", the driver.
 #  - plan_here.json vs plan_cpu_target.json: the real dry-run plan here and the plan a CPU box makes with
