@@ -11,6 +11,7 @@
 #   run(command="bash benchmarks/gpu/gpu_controls.sh trace")     # same warm machine: each part its own 10 minutes
 #   run(command="bash benchmarks/gpu/gpu_controls.sh step")
 #   run(command="bash benchmarks/gpu/gpu_controls.sh compile")
+#   run(command="bash benchmarks/gpu/gpu_controls.sh ratios")
 # (skip the copies when /tmp/site already imports fla, causal_conv1d and tilelang on a warm machine.)
 #
 # Parts and what each row must show (the exit code first; every packing row prints its JSON's `controls`):
@@ -34,12 +35,21 @@
 #            launch-bound, at this tiny step).
 #   step     verify --model qwen3.8-27b --step --shape tiny --tokens 256 twice: `same` without fla/causal-conv1d (both paths the
 #            torch code): step.same_path true, no speedup, projections with the same-path error, triton_cache
-#            state none; `fla` with them: a speedup and projections as before.
+#            state none; `fla` with them: a speedup and projections as before. Both print step.controls: the
+#            injected 50 % slowdown detected, and `decided` true only for `fla` (else step-control-cannot-decide).
+#   ratios   the speedup's controls on the GPU: verify --shape full --benchmark --tokens 8192 --mode train (with
+#            fla): each pass's controls detected (aa_ratio near 1, measured_slowdown near expected_slowdown) and
+#            `decided` true with the speedup (about 6x forward, 11-15x forward+backward); then --step --shape tiny
+#            with KERNELCHECK_CONTROL_SLOWDOWN=1: the 1 % delay missed, step-control-cannot-decide (fallback),
+#            exit 3, no speedup.
 #   compile  doctor --model qwen3.8-27b --mode train (with fla): compile-graph-breaks-static, its reference (how
 #            fla 0.6.0 wraps chunk_gated_delta_rule: its own @torch.compiler.disable and the dispatch) and fix;
 #            then verify --model qwen3.8-27b --compile --shape full (COMPILE_SHAPE=tiny for a quick one, inductor)
 #            on the same machine: its graph breaks per pass and reasons, and the implementations bound (so a
-#            0-break run can be told from one where fla did not run). Both are printed side by side in compile_vs_static.txt.
+#            0-break run can be told from one where fla did not run). Both are printed side by side in compile_vs_static.txt,
+#            with each pass's fused_ops (the positive control): chunk_gated_delta_rule's fast implementation
+#            reached (traced/runs above 0, compiler_disabled true) and, with 0 breaks, compile-static-contradicted;
+#            compile-op-not-exercised would say the compiled run never reached fla.
 # Writes under $OUT (at most 8 files per part): versions.txt, exits.txt, <part>.txt (every row's output), and a
 # few JSON files.
 set -uo pipefail
@@ -64,7 +74,7 @@ fi
 } > "$OUT/versions.txt" 2>&1
 cat "$OUT/versions.txt"
 : >> "$OUT/exits.txt"
-PARTS=${*:-packing trace step compile}
+PARTS=${*:-packing trace step compile ratios}
 B=$(mktemp -d)
 
 row() {  # row NAME PYTHONPATH OUTFILE CMD...: run one case in its own process, record its exit code
@@ -166,12 +176,31 @@ s = d['step']
 print('same_path', s.get('same_path'), 'speedup', s.get('speedup'), 'projected', s['projection'].get('projected_speedup'))
 print('fast', s['projection']['fast'].get('error') or s['projection']['fast'].get('projected_step_ms'))
 print('triton_cache', s['cost']['triton_cache']['state'])
+print('controls', json.dumps(s.get('controls')))
+print('control findings', [(f['id'], f['severity']) for f in d['findings'] if 'control' in f['id']])
 print('\n'.join(d['live']['lines']))
 " "$B/step_$c.json" 2>&1 || tail -5 "$B/step_$c.json.err"
     } >> "$OUT/step.txt"
   done
   cp "$B/step_same.json" "$OUT/" 2>/dev/null
   cat "$OUT/step.txt" ;;
+esac
+
+case " $PARTS " in *" ratios "*)
+  : > "$OUT/ratios.txt"
+  CASE_TIMEOUT=300 row "ratios:benchmark" "$WITH" "$B/bench.json" $py -m kernelcheck verify --model qwen3.8-27b --shape full --benchmark --tokens 8192 --mode train --json
+  KERNELCHECK_CONTROL_SLOWDOWN=1 CASE_TIMEOUT=280 row "ratios:step_slowdown_1pct" "$WITH" "$B/step_1pct.json" $py -m kernelcheck verify --model qwen3.8-27b --step --shape tiny --tokens 256 --json
+  $py -c "
+import json, sys
+b = json.load(open(sys.argv[1]))['live'].get('benchmark') or {}
+for n, p in (b.get('passes') or {}).items():
+    print('benchmark', n, 'speedup', p.get('speedup'), 'controls', json.dumps(p.get('controls')))
+s = json.load(open(sys.argv[2]))
+print('step 1% slowdown: speedup', s['step'].get('speedup'), 'controls', json.dumps(s['step'].get('controls')))
+print('step findings', [(f['id'], f['severity']) for f in s['findings'] if 'control' in f['id']])
+" "$B/bench.json" "$B/step_1pct.json" >> "$OUT/ratios.txt" 2>&1
+  cp "$B/bench.json" "$OUT/" 2>/dev/null
+  cat "$OUT/ratios.txt" ;;
 esac
 
 case " $PARTS " in *" compile "*)
@@ -191,6 +220,11 @@ for p in sec.get('passes', []):
     print(' ', p['pass'], 'graphs', p.get('graphs'), 'breaks', p.get('graph_breaks'),
           [(b['count'], b['reason'][:80], b['where']) for b in p.get('breaks', [])])
     print('   parts', [(r['part'], r['calls'], r['eager_calls']) for r in p.get('parts', [])])
+    print('   fused_ops (the positive control)', [(o['function'], o['fast'], o['compiler_disabled'], o['calls'],
+          o['traced'], o['runs'], o['exercised']) for o in p.get('fused_ops', [])])
+for f in v['findings']:
+    if f['id'] in ('compile-op-not-exercised', 'compile-static-contradicted'):
+        print(' ', f['severity'], f['id'], '|', f['message'])
 print('verify findings:', [f['id'] for f in v['findings']])
 print('bound:', [(f['name'], f.get('provider'), f.get('status')) for f in v.get('functions', [])])
 " "$B/doctor.json" "$B/compile.json" > "$OUT/compile_vs_static.txt" 2>&1

@@ -130,6 +130,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-hub-not-applied", (I_,), "verify", "the job loads Hub builds for some functions; verify's layers "
           "(built from the config) load none"),
     Entry("compile-ok", (I_,), "verify --compile", "the pass compiles with no graph break"),
+    Entry("compile-op-not-exercised", (F,), "verify --compile", "a fused function the pass calls whose fast "
+          "implementation the compiled run never reached: its graph breaks, 0 or not, decide nothing about it"),
+    Entry("compile-static-contradicted", (I_,), "verify --compile", "the compiled run reached a fused op that "
+          "doctor's static reading says breaks the graph at every call, with 0 graph breaks: both are shown"),
     Entry("hub-fla-backend-fails", (B,), _D, "the Hub fla build that replaces pip's fla fails on the backend its own "
           "dispatch picks here (TileLang's JIT without nvcc: fla#949; the fla#640 guard)"),
     Entry("hub-fla-layout-assumed", (W,), _D, "the Hub fla build is not on disk: its dispatch is judged from the "
@@ -217,6 +221,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("verify-step-same-path", (I_,), _V, "both step paths ran the same implementations on the GPU: measured, no "
           "speedup or projection"),
     Entry("verify-step-reference-failed", (W,), _V, "the torch-reference step failed: no speedup to report"),
+    Entry("step-control-cannot-decide", (F, I_), _V, "the step's speedup is not claimed: fallback where a known "
+          "injected slowdown (the positive control) is not detected, info where the ratio lies inside the noise band "
+          "of the bound path timed twice (the negative control)"),
+    Entry("benchmark-control-cannot-decide", (F, I_), _V, "a benchmark pass's speedup is not claimed: fallback "
+          "where a known injected slowdown is not detected, info where the ratio lies inside the A/A noise band"),
     Entry("step-{signature}", (F,), _V, "the bound path's step still shows a torch-reference signature",
           source="signatures"),
     Entry("step-launch-bound", (F,), _V, "the bound path's step is launch-bound"),

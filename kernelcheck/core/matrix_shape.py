@@ -42,8 +42,10 @@ SHAPES: dict[str, Shape] = {
         "full": {},
         "tokens": _POSITIVE,
         "tolerance": {"bfloat16": "num", "float16": "num", "float32": "num", "*": "num"},
-        "benchmark": {"warmup": "int", "min_iters": "int", "max_iters": "int", "min_seconds": "num"},
-        "step": {"warmup": "int", "timed": "int", "profiled": "int", "timeout_s": "num", "tokens": _POSITIVE},
+        "benchmark": {"warmup": "int", "min_iters": "int", "max_iters": "int", "min_seconds": "num",
+                      "control_repeats": "int", "control_slowdown": "num"},
+        "step": {"warmup": "int", "timed": "int", "profiled": "int", "timeout_s": "num", "tokens": _POSITIVE,
+                 "control_repeats": "int", "control_slowdown": "num"},
     },
     "verified.toml": {"verified?": ("list", {}), "measured?": ("list", _MEASURED)},
     "packing.toml": {

@@ -24,6 +24,7 @@ of them (or not a number in range, for the numeric ones).
 | HF_HUB_CACHE | the Hugging Face cache kernels and models are read from |
 | KERNELCHECK_VERBOSE | 1: log what was skipped, keep third-party output of live runs visible (--verbose) |
 | KERNELCHECK_STEP_PROFILED | verify --step: how many steps are profiled |
+| KERNELCHECK_CONTROL_SLOWDOWN | verify --step/--benchmark: the positive control's injected slowdown, percent |
 | KERNELCHECK_MEASUREMENTS | JSON lines of measured steps (verify --step --record): GPU-hours of a fallback |
 | KERNELCHECK_FLEET_ID | --all-ranks outside torchrun/Slurm: the fleet's run id |
 | KERNELCHECK_GATE_MODEL | kernelcheck.ray.gate (a Ray worker_process_setup_hook): the model each worker checks |
@@ -72,7 +73,8 @@ BOOLEANS = ("KERNELCHECK_OFFLINE", "KERNELCHECK_DEBUG", "KERNELCHECK_VERBOSE", "
 SECONDS = {"KERNELCHECK_NETWORK_TIMEOUT": (MIN_NETWORK_TIMEOUT, 86400.0, DEFAULT_NETWORK_TIMEOUT),
            "KERNELCHECK_IMPORT_TIMEOUT": (1.0, 86400.0, 300.0),
            "KERNELCHECK_PROGRESS_EVERY": (0.1, 86400.0, 30.0)}  # (least, most, default); a day at most
-COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20)}  # verify --step: each profiled step is one more traced step
+# verify --step: each profiled step is one more traced step; the controls' injected slowdown, in percent
+COUNTS = {"KERNELCHECK_STEP_PROFILED": (1, 20), "KERNELCHECK_CONTROL_SLOWDOWN": (1, 400)}
 FOLDERS = ("KERNELCHECK_PROOF_DIR",)  # an absolute path (a job's current folder is not the build's)
 
 

@@ -61,6 +61,34 @@ class PartRun:
 
 
 @dataclass(frozen=True)
+class OpCalls:
+    """verify --compile's positive control for one fused function (verify/compiled_calls.py): its fast
+    implementation (None: transformers bound the torch reference), whether that carries torch.compiler.disable, the
+    function's calls per eager step, and in the compiled run the fast implementation's trace-time visits and Python
+    runs."""
+
+    function: str
+    fast: str | None
+    compiler_disabled: bool
+    calls: int
+    traced: int
+    runs: int
+
+    @property
+    def exercised(self) -> bool:
+        """The compiled run reached the fast implementation (traced into a frame, or ran)."""
+        return self.traced + self.runs > 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "fast": self.fast, "compiler_disabled": self.compiler_disabled,
+                "calls": self.calls, "traced": self.traced, "runs": self.runs, "exercised": self.exercised}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> OpCalls:
+        return cls(d["function"], d["fast"], d["compiler_disabled"], d["calls"], d["traced"], d["runs"])
+
+
+@dataclass(frozen=True)
 class CompiledPass:
     """One pass (infer: a forward without grad; train: forward + backward) compiled and eager."""
 
@@ -72,6 +100,7 @@ class CompiledPass:
     compiled_ms: float | None
     compile_s: float | None
     error: str | None = None  # torch.compile raised: what
+    ops: list[OpCalls] = field(default_factory=list)  # the fused functions reached (or not) by the compiled run
 
     @property
     def break_count(self) -> int:
@@ -81,13 +110,13 @@ class CompiledPass:
         return {"pass": self.name, "graphs": self.graphs, "graph_breaks": self.break_count,
                 "breaks": [b.to_json() for b in self.breaks], "parts": [p.to_json() for p in self.parts],
                 "eager_ms": self.eager_ms, "compiled_ms": self.compiled_ms, "compile_s": self.compile_s,
-                "error": self.error}
+                "error": self.error, "fused_ops": [o.to_json() for o in self.ops]}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CompiledPass:
         return cls(d["pass"], d["graphs"], [GraphBreak.from_json(b) for b in d["breaks"]],
                    [PartRun.from_json(p) for p in d["parts"]], d["eager_ms"], d["compiled_ms"], d["compile_s"],
-                   d["error"])
+                   d["error"], [OpCalls.from_json(o) for o in d.get("fused_ops", [])])
 
 
 @dataclass(frozen=True)
@@ -125,6 +154,15 @@ class CompiledSection:
                 state = ("compiled" if part.compiled else
                          f"ran eagerly ({part.eager_calls} of {part.calls} calls)" if part.calls else "not called")
                 out.append(f"  {part.part} ({part.cls}): {state}")
+            for o in p.ops:
+                if not o.calls:
+                    continue
+                out.append(f"  {o.function} ({o.calls} call(s) per step): " + (
+                    f"fast implementation reached {o.traced}x while tracing, ran {o.runs}x"
+                    + (" (torch.compiler.disable: run eagerly)" if o.compiler_disabled else "")
+                    if o.exercised else "NOT exercised by the compiled run ("
+                    + ("its fast implementation was never reached)" if o.fast else
+                       "no fast implementation bound: the torch reference ran)")))
             for b in p.breaks:
                 out.append(f"  break x{b.count}: {b.reason} at {b.where}"
                            + (f" (from {b.model_frame})" if b.model_frame and b.model_frame != b.where else ""))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from kernelcheck.report.hub import PrintedLine
 from kernelcheck.report.live_details import BenchmarkPass, Timing
+from kernelcheck.report.ratio_controls import TimingControls
 from kernelcheck.report.step import PathMeasured, Projected, StepCost, StepPath
 
 
@@ -178,6 +179,16 @@ class SamePathLine:
 
 
 @dataclass(frozen=True)
+class ControlsLine:
+    """A timed ratio's controls (A/A and an injected slowdown), the ratio measured (None: not both paths timed) and
+    whether it is claimed."""
+
+    controls: TimingControls
+    ratio: float | None
+    decided: bool
+
+
+@dataclass(frozen=True)
 class CheckCostLine:
     """What the check cost, and whether its Triton cache was cold."""
 
@@ -187,4 +198,4 @@ class CheckCostLine:
 LiveLine = (NotRunLine | BuiltLine | LaunchLine | TritonCacheLine | ComparisonSkippedLine | ComparisonFailedLine
             | ComparisonLine | BenchmarkSkippedLine | BenchmarkPassLines | BenchmarkOnCpuLine | TimingLine
             | CapturedLine | WholeStepLine | StepPathLine | SpeedupLine | ProjectionLine | ProjectedSpeedupLine
-            | ProjectionMethodLine | CheckCostLine | SamePathLine | PrintedLine)
+            | ProjectionMethodLine | CheckCostLine | SamePathLine | ControlsLine | PrintedLine)

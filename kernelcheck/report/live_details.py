@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from kernelcheck.core.codec import Fields
+from kernelcheck.report.ratio_controls import TimingControls
 from kernelcheck.report.trace import StepRow
 
 
@@ -217,18 +218,25 @@ class BenchmarkPass:
     kernel_ratio: float | None = None
     cpu_op_ratio: float | None = None
     note: str | None = None
+    controls: TimingControls | None = None  # the ratio's controls on the bound path (None: not both timed)
+    ratio: float | None = None  # the measured ratio, claimed (`speedup`) or not
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fast": self.fast.to_json(), "reference": self.reference.to_json()}
         for k in ("speedup", "kernel_ratio", "cpu_op_ratio", "note"):
             if (v := getattr(self, k)) is not None:
                 out[k] = v
+        if self.controls is not None:
+            out["controls"] = {**self.controls.to_json(), "ratio": self.ratio, "decided": self.speedup is not None}
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BenchmarkPass:
+        c = data.get("controls")
         return cls(bench_path(data["fast"]), bench_path(data["reference"]), data.get("speedup"),
-                   data.get("kernel_ratio"), data.get("cpu_op_ratio"), data.get("note"))
+                   data.get("kernel_ratio"), data.get("cpu_op_ratio"), data.get("note"),
+                   TimingControls.from_json({k: v for k, v in c.items() if k not in ("ratio", "decided")})
+                   if c else None, (c or {}).get("ratio"))
 
 
 @dataclass(frozen=True)

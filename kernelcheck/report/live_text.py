@@ -17,6 +17,7 @@ from kernelcheck.report.live import (
     ComparisonFailedLine,
     ComparisonLine,
     ComparisonSkippedLine,
+    ControlsLine,
     LaunchLine,
     LiveLine,
     NotRunLine,
@@ -81,12 +82,26 @@ def _faster(speedup: float, kernel_ratio: float | None) -> str:
     return f"  -> bound path {speedup}x faster{kr}"
 
 
+def _controls(c: ControlsLine) -> list[str]:
+    k = c.controls
+    out = [f"  controls: same path timed twice {k.aa_ratio}x (noise +/-{k.noise_band:.2f}); "
+           f"{k.expected_slowdown:+.0%} injected, seen {k.measured_slowdown:+.0%}: "
+           + ("detected" if k.detected else "missed")]
+    if not k.detected:
+        out.append("  -> this measurement cannot decide here: no speedup is claimed")
+    elif c.ratio is not None and not c.decided:
+        out.append(f"  -> the ratio {c.ratio}x is within the noise band: no speedup is claimed")
+    return out
+
+
 def _benchmark_pass(b: BenchmarkPassLines) -> list[str]:
     p = b.result
     f, r = p.fast, p.reference
     out = [f"benchmark {b.layer} {b.name} on {b.tokens} tokens: bound path {_timed(f)}; torch reference {_timed(r)}"]
     if p.speedup is not None:
         out.append(_faster(p.speedup, p.kernel_ratio))
+    if p.controls is not None:
+        out.extend(_controls(ControlsLine(p.controls, p.ratio, p.speedup is not None)))
     if (isinstance(f, PathTimed) and isinstance(r, PathTimed) and f.gpu_busy_fraction is not None
             and r.gpu_busy_fraction is not None):
         out.append(f"  GPU busy {f.gpu_busy_fraction:.0%} on the bound path, {r.gpu_busy_fraction:.0%} on the torch "
@@ -183,6 +198,7 @@ _RENDER: dict[type[Any], Callable[[Any], list[str]]] = {
     ProjectedSpeedupLine: lambda i: [f"  -> projected speedup {i.speedup}x"],
     ProjectionMethodLine: lambda _i: [_METHOD],
     CheckCostLine: _check_cost,
+    ControlsLine: _controls,
     SamePathLine: lambda i: [f"  both paths ran the same code ({'; '.join(i.implementations[:2])}"
                              f"{', ...' if len(i.implementations) > 2 else ''}): the numbers above are what this "
                              "machine measured; no speedup, no projection"],

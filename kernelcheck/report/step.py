@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from kernelcheck.core.codec import Fields
+from kernelcheck.report.ratio_controls import TimingControls
 from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 
 
@@ -225,6 +226,8 @@ class StepSection:
     speedup: float | None = None
     kernel_ratio: float | None = None
     same_path: bool = False  # both paths ran the same implementations: no speedup, projection or cache state
+    controls: TimingControls | None = None  # the ratio's controls, run on the bound path (None: it did not run)
+    ratio: float | None = None  # the reference's step time over the bound path's, claimed or not
 
     @property
     def paths(self) -> dict[str, StepPath]:
@@ -246,6 +249,9 @@ class StepSection:
                     "captured_output": dict(self.captured_output)})
         if self.same_path:
             out["same_path"] = True
+        if self.controls is not None:
+            out["controls"] = {**self.controls.to_json(), "ratio": self.ratio,
+                               "decided": self.speedup is not None}
         return out
 
     @classmethod
@@ -254,4 +260,12 @@ class StepSection:
         return cls(data["shape"], data["tokens"], data["checkpointing"], _path(paths["fast"]),
                    _path(paths["reference"]), Projection.from_json(data["projection"]),
                    StepCost.from_json(data["cost"]), dict(data["captured_output"]), data.get("speedup"),
-                   data.get("kernel_ratio"), data.get("same_path", False))
+                   data.get("kernel_ratio"), data.get("same_path", False), _controls(data.get("controls")),
+                   (data.get("controls") or {}).get("ratio"))
+
+
+def _controls(data: Mapping[str, Any] | None) -> TimingControls | None:
+    """The controls from their JSON (without the section's `ratio` and `decided`), or None."""
+    if not data:
+        return None
+    return TimingControls.from_json({k: v for k, v in data.items() if k not in ("ratio", "decided")})

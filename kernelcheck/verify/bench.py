@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelcheck.core import matrix
-from kernelcheck.core.status import Mode
+from kernelcheck.core.status import Finding, Mode, Severity
 from kernelcheck.report.live_details import (
     Benchmark,
     BenchmarkPass,
@@ -18,7 +18,7 @@ from kernelcheck.report.live_details import (
     PathFailed,
     PathTimed,
 )
-from kernelcheck.verify import layers
+from kernelcheck.verify import layers, timing_controls
 from kernelcheck.verify.instrument import Instrument
 from kernelcheck.verify.steps import (
     Steps,
@@ -79,7 +79,17 @@ def run_benchmark(steps: Steps, inst: Instrument, layer_class: str, mode: str, d
             ref = _time_path(steps, inst, once, everything, data, device, f"bench-{pname}-reference", m=m)
             note = ("the bound path keeps " + ", ".join(sorted(fast_forced)) + " on the torch reference: it failed "
                     "in this environment") if fast_forced else None
-            done[pname] = BenchmarkPass(fast, ref, *_ratios(fast, ref), note=note)
+            speedup, kernels, ops = _ratios(fast, ref)
+            controls = None
+            if speedup is not None and isinstance(fast, PathTimed):  # the ratio's controls, on the bound path
+                inst.forced = set(fast_forced)
+                controls = timing_controls.measure(once, steps.sync, layer, fast.ms,
+                                                   timing_controls.fraction(float(data["control_slowdown"])),
+                                                   int(data["control_repeats"]))
+                inst.reset()
+            claimed = speedup if controls is None or controls.decides(speedup) else None
+            done[pname] = BenchmarkPass(fast, ref, claimed, kernels if claimed is not None else None, ops,
+                                        note=note, controls=controls, ratio=speedup)
     finally:
         inst.forced = saved
     return BenchmarkRan(type(layer).__name__, int(steps.ids.shape[1]), done,
@@ -151,3 +161,25 @@ def _time(steps: Steps, once: Callable[[], None], data: dict[str, Any], device: 
     bf = tr.stats.busy_fraction
     return PathTimed(round(times[len(times) // 2] * 1000, 3), len(times), tr.kernels, tr.cpu_ops,
                      None if bf is None else round(bf, 3), tr.launch_bound, forced)
+
+
+def control_findings(bm: Benchmark | None) -> list[Finding]:
+    """`benchmark-control-cannot-decide` per pass whose ratio is not claimed: fallback where the positive control
+    (a known injected slowdown) was not detected, info where the ratio lies inside the A/A noise band."""
+    if not isinstance(bm, BenchmarkRan):
+        return []
+    out: list[Finding] = []
+    for pname, p in bm.passes.items():
+        c = p.controls
+        if c is None or p.speedup is not None:
+            continue
+        why = timing_controls.why_undecided(c, p.ratio)
+        if not c.detected:
+            out.append(Finding("benchmark-control-cannot-decide", Severity.FALLBACK,
+                               f"{bm.layer} {pname}: this measurement cannot decide here: {why}; no speedup is "
+                               "claimed.", "rerun --benchmark on an idle machine, with more --tokens or on the GPU"))
+        else:
+            out.append(Finding("benchmark-control-cannot-decide", Severity.INFO,
+                               f"{bm.layer} {pname}: the bound path is not measurably faster: {why}; no speedup "
+                               "is claimed."))
+    return out

@@ -26,6 +26,7 @@ from typing import Any
 from kernelcheck.core.status import Finding, Severity
 from kernelcheck.integrations import fla_dispatch
 from kernelcheck.report.compiled import CompiledPass, CompiledSection, GraphBreak, PartRun
+from kernelcheck.verify.compiled_calls import FusedCalls
 
 TOKENS = {"tiny": 64, "full": 2048}
 STEPS = 2  # timed steps per path, after one warm-up
@@ -132,8 +133,9 @@ def _step(fn: Callable[[], Any], train: bool, sync: Callable[[], None]) -> float
 
 
 def run_pass(lm: Any, ids: Any, name: str, backend: str, gdn_class: str | None,
-             wrap: fla_dispatch.CompileWrap | None) -> CompiledPass:
-    """One pass: explain (breaks), eager steps, compiled steps with the parts counted."""
+             wrap: fla_dispatch.CompileWrap | None, fused: FusedCalls | None = None) -> CompiledPass:
+    """One pass: explain (breaks), eager steps, compiled steps with the parts counted, and with `fused` the fused
+    functions' calls (the positive control: verify/compiled_calls.py)."""
     import torch
 
     train = name == "train"
@@ -148,11 +150,12 @@ def run_pass(lm: Any, ids: Any, name: str, backend: str, gdn_class: str | None,
             ex = torch._dynamo.explain(lm)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - Dynamo's error is the answer
             return CompiledPass(name, 0, [], [], None, None, None, f"{type(exc).__name__}: {str(exc)[:400]}")
-        with counting(parts) as eager_counts:
+        fused = fused or FusedCalls(None, {}, ())
+        with counting(parts) as eager_counts, fused.counting(compiled=False) as eager_ops:
             eager = [_step(lambda: lm(**kwargs), train, sync) for _ in range(STEPS + 1)][1:]
         calls = {p: c[0] // (STEPS + 1) for p, c in eager_counts.items()}
         torch._dynamo.reset()
-        with counting(parts) as counts:
+        with counting(parts) as counts, fused.counting(compiled=True) as compiled_ops:
             compiled = torch.compile(lm, backend=backend)
             try:
                 t0 = time.perf_counter()
@@ -168,12 +171,12 @@ def run_pass(lm: Any, ids: Any, name: str, backend: str, gdn_class: str | None,
         torch._dynamo.reset()
     runs = [PartRun(p, cls.__name__, calls.get(p, 0), counts[p][0] // STEPS) for p, cls in parts]
     return CompiledPass(name, ex.graph_count, breaks_of(ex, wrap), runs, round(min(eager), 2), round(min(timed), 2),
-                        compile_s)
+                        compile_s, ops=FusedCalls.report(eager_ops, compiled_ops, STEPS + 1))
 
 
 def run(built: Any, gdn_class: str | None, functions: tuple[str, ...], modes: tuple[str, ...] = ("infer", "train"),
-        tokens: int | None = None) -> CompiledSection:
-    """verify --compile on a model verify built (verify/layers.BuiltModel)."""
+        tokens: int | None = None, fused: FusedCalls | None = None) -> CompiledSection:
+    """verify --compile on a model verify built (verify/layers.BuiltModel); `fused`: the bound functions to count."""
     import torch
 
     lm = built.model
@@ -184,14 +187,16 @@ def run(built: Any, gdn_class: str | None, functions: tuple[str, ...], modes: tu
     vocab = int(getattr(lm.config, "vocab_size", 128))
     ids = torch.randint(0, vocab, (1, n), device=device)
     wrap = fla_dispatch.compile_wrap(functions)
-    passes = [run_pass(lm, ids, m if m == "train" else "infer", backend, gdn_class, wrap) for m in modes]
+    passes = [run_pass(lm, ids, m if m == "train" else "infer", backend, gdn_class, wrap, fused) for m in modes]
     return CompiledSection(backend, built.shape, device, str(built.dtype), n, passes)
 
 
-def findings(section: CompiledSection, query: str) -> list[Finding]:
-    """What the compiled run means for a job that compiles the model."""
+def findings(section: CompiledSection, query: str, static: Finding | None = None) -> list[Finding]:
+    """What the compiled run means for a job that compiles the model; `static`: doctor's
+    compile-graph-breaks-static finding in the same report, set against what the compiled run measured."""
     out: list[Finding] = []
     for p in section.passes:
+        out.extend(_control(p, static))
         if p.error:
             out.append(Finding("compile-failed", Severity.BROKEN,
                                f"torch.compile ({section.backend}) of the {p.name} pass raised: {p.error}",
@@ -216,4 +221,37 @@ def findings(section: CompiledSection, query: str) -> list[Finding]:
             out.append(Finding("compile-ok", Severity.INFO,
                                f"under torch.compile the {p.name} pass runs as {p.graphs} graph(s) with no graph break "
                                f"({section.shape} shape, backend {section.backend})."))
+    return out
+
+
+def _control(p: CompiledPass, static: Finding | None) -> list[Finding]:
+    """The positive control of one pass: a fused function the pass calls whose fast implementation the compiled run
+    never reached (`compile-op-not-exercised`: its graph breaks decide nothing about it), and one it reached with no
+    graph break where doctor's static reading says every call breaks (`compile-static-contradicted`: both shown)."""
+    out: list[Finding] = []
+    if p.error:
+        return out
+    for o in p.ops:
+        if not o.calls:
+            continue
+        said = (f"doctor's static reading says every call of {o.function} breaks the graph" if static is not None
+                and o.function in static.functions else None)
+        if not o.exercised:
+            why = ("its fast implementation " + str(o.fast) + " was never reached" if o.fast else
+                   "no fast implementation is bound here, so transformers ran its torch reference")
+            out.append(Finding(
+                "compile-op-not-exercised", Severity.FALLBACK,
+                f"the compiled {p.name} pass did not exercise {o.function} ({o.calls} call(s) per step; {why}): its "
+                f"{p.break_count} graph break(s) say nothing about how torch.compile treats {o.function}"
+                + (f", and {said}: neither confirmed nor contradicted here" if said else "") + ".",
+                "rerun verify --compile where the package is installed and bound (kernelcheck install --model M)",
+                None, (o.function,)))
+        elif said and p.break_count == 0:
+            how = (f"ran {o.runs} time(s) as an opaque call (torch.compiler.disable: eager inside the graph)"
+                   if o.compiler_disabled and o.runs else f"was traced into the graph {o.traced} time(s)")
+            out.append(Finding(
+                "compile-static-contradicted", Severity.INFO,
+                f"{said}; the compiled {p.name} pass reached {o.fast} and {how}, with 0 graph breaks: "
+                "the measurement here, not the static reading, is what this torch does.",
+                None, "measured: verify --compile (fused-op counts and torch._dynamo.explain)", (o.function,)))
     return out

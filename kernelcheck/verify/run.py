@@ -291,7 +291,10 @@ def verify(query: str, mode: str = Mode.TRAIN, shape: str = "tiny", benchmark: b
 
 def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -> None:
     """verify --compile: the same model under torch.compile, both passes (verify/compiled.py)."""
+    import importlib
+
     from kernelcheck.verify import compiled
+    from kernelcheck.verify.compiled_calls import FusedCalls
 
     model = transformers_models.resolve(query, m=m)
     result = transformers.bind(model.spec.module, model.spec.functions, exact=True, m=m)
@@ -302,8 +305,10 @@ def _add_compiled(report: Report, query: str, shape: str, *, m: matrix.Matrix) -
     with working(f"kernelcheck verify --compile: the {shape} model under torch.compile (infer and train)"):
         built = layers.build(model, shape, device, dtype, attn_impl(model, needs), m=m)
         fns = tuple(f.name for f in report.functions if f.used)
-        report.compiled = compiled.run(built, model.spec.layer or None, fns)
-    report.findings.extend(compiled.findings(report.compiled, query))
+        fused = FusedCalls(importlib.import_module(result.module), result.bindings, fns)
+        report.compiled = compiled.run(built, model.spec.layer or None, fns, fused=fused)
+    static = next((f for f in report.findings if f.id == "compile-graph-breaks-static"), None)
+    report.findings.extend(compiled.findings(report.compiled, query, static))
 
 
 def _add_live(report: Report, query: str, mode: str, shape: str, benchmark: bool, tokens: int | None,

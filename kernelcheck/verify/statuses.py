@@ -31,7 +31,7 @@ from kernelcheck.report.live_details import (
     comparison,
 )
 from kernelcheck.report.model import Report
-from kernelcheck.verify import evidence
+from kernelcheck.verify import bench, evidence
 from kernelcheck.verify.live_evidence import LiveEvidence, RunError
 from kernelcheck.verify.steps import (
     LiveRun,
@@ -177,6 +177,7 @@ def model_findings(run: LiveRun, report: Report) -> list[Finding]:
                                f"in torch code, before any fast kernel ran, so nothing was verified: {run.step_error}",
                                "adjust this family's entry in matrix/verify.toml [tiny] (shape relations), or use "
                                "--shape full on a GPU"))
+    out.extend(bench.control_findings(run.benchmark))
     mc = run.model_compare
     if mc.get("ok") is False:
         bad = [f"{s} {k} rel_err {v[k]['rel_err']}" for s, v in mc.items() if isinstance(v, dict)

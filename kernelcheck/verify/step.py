@@ -30,6 +30,7 @@ from kernelcheck.report.budget import BudgetSection
 from kernelcheck.report.live import (
     CapturedLine,
     CheckCostLine,
+    ControlsLine,
     LiveLine,
     ProjectedSpeedupLine,
     ProjectionLine,
@@ -52,7 +53,7 @@ from kernelcheck.report.step import (
 )
 from kernelcheck.report.trace import FallbackSignature, LaunchDelay
 from kernelcheck.verify import layers as layers_mod
-from kernelcheck.verify import noise, projection, steps
+from kernelcheck.verify import noise, projection, steps, timing_controls
 
 PATHS = ("fast", "reference")
 
@@ -199,6 +200,9 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                         # the overlap (module docstring): fast times its steps after doctor; reference starts
                         # its steps after fast has finished
                         ("timed_gate" if path == "fast" else "start_gate"): str(gates[path])}
+                if path == "fast":  # the speedup's controls run on the bound path, the shorter timing
+                    args["controls"] = {"repeats": int(data["control_repeats"]),
+                                        "fraction": timing_controls.fraction(float(data["control_slowdown"]))}
                 workers[path] = _Worker(args, tmp)
             say(f"fast path: building the {shape} step model and running {data['warmup'] + data['timed'] + 1} "
                  f"steps + {data['profiled']} profiled on {ntok} tokens (own process; the reference path imports "
@@ -226,6 +230,7 @@ def verify_step(query: str, mode: str = Mode.TRAIN, shape: str | None = None, to
                     _cache_state(cache, cache_before, cache_after, fast),
                     {p: noise.summary(t) for p, t in logs.items()})
     report.findings.extend(_findings(fast, ref, step.tokens, step.fast))
+    report.findings.extend(control_findings(step))
     report.findings.extend(noise.advice_findings("\n".join(logs.values()), m))
     report.step = step
     report.budget = _with_projection(budgets, step)
@@ -320,6 +325,7 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
     pf, pr = _measured(fast), _measured(ref)
     speedup = kernel_ratio = None
     same = same_path(pf, pr)
+    controls = timing_controls.TimingControls.from_json(fast["controls"]) if "controls" in fast else None
     if same:  # both paths ran the same code: their ratio, a projection of it, a cache state would all be noise
         why = Failed(SAME_PATH)
         fc = fast.get("cost", {})
@@ -328,16 +334,53 @@ def _summary(fast: dict[str, Any], ref: dict[str, Any], shape: str, tokens: int,
                         TritonCache(cache.dir, cache.entries_before, cache.entries_added, "none", cache.first_step_s,
                                     "both paths ran the same code: no fast path whose Triton kernels to count"))
         return StepSection(shape, tokens, ckpt, pf, pr, Projection(why, why, projection.compare(fast, ref)["method"]),
-                           cost, captured, None, None, same_path=True)
-    if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.step_ms > 0:
-        speedup = round(pr.step_ms / pf.step_ms, 2)
-        if pf.kernels_per_step:
-            kernel_ratio = round(pr.kernels_per_step / pf.kernels_per_step, 1)
+                           cost, captured, None, None, same_path=True, controls=controls, ratio=_ratio(pf, pr))
+    speedup = _ratio(pf, pr)
+    if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and speedup is not None and pf.kernels_per_step:
+        kernel_ratio = round(pr.kernels_per_step / pf.kernels_per_step, 1)
     fc = fast.get("cost", {})
     cost = StepCost(round(total_s, 3), fc.get("first_step_s"), fc.get("process_s"),
                     ref.get("cost", {}).get("process_s"), cache)
-    return StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)), cost,
-                       captured, speedup, kernel_ratio)
+    return with_controls(StepSection(shape, tokens, ckpt, pf, pr, Projection.from_json(projection.compare(fast, ref)),
+                                     cost, captured, speedup, kernel_ratio), controls)
+
+
+def with_controls(step: StepSection, controls: timing_controls.TimingControls | None) -> StepSection:
+    """The section with its ratio's controls: the measured ratio kept as `ratio`; the speedup, kernel ratio and
+    projected speedup only where the controls decide it (no controls ran: the section as it was)."""
+    if controls is None:
+        return step
+    ratio = step.speedup
+    if ratio is None or controls.decides(ratio):
+        return dataclasses.replace(step, controls=controls, ratio=ratio)
+    return dataclasses.replace(step, controls=controls, ratio=ratio, speedup=None, kernel_ratio=None,
+                               projection=dataclasses.replace(step.projection, projected_speedup=None))
+
+
+def _ratio(pf: StepPath, pr: StepPath) -> float | None:
+    """The reference's step time over the bound path's, both measured (None otherwise)."""
+    if isinstance(pf, PathMeasured) and isinstance(pr, PathMeasured) and pf.step_ms > 0:
+        return round(pr.step_ms / pf.step_ms, 2)
+    return None
+
+
+def control_findings(step: StepSection) -> list[Finding]:
+    """`step-control-cannot-decide`: fallback where the positive control (a known injected slowdown) was not
+    detected (this measurement cannot tell a slower path here); info where the ratio lies inside the A/A noise
+    band (no speedup is claimed). Nothing where no controls ran (the bound path failed)."""
+    c = step.controls
+    if c is None:
+        return []
+    if not c.detected:
+        return [Finding("step-control-cannot-decide", Severity.FALLBACK,
+                        "this measurement cannot decide here: " + timing_controls.why_undecided(c, step.ratio)
+                        + "; no speedup or projected speedup is claimed.",
+                        "rerun --step on an idle machine, with more --tokens (a longer step) or on the GPU")]
+    if step.ratio is not None and not step.same_path and not c.decides(step.ratio):
+        return [Finding("step-control-cannot-decide", Severity.INFO,
+                        "the bound path is not measurably faster: " + timing_controls.why_undecided(c, step.ratio)
+                        + "; no speedup or projected speedup is claimed.")]
+    return []
 
 
 SAME_PATH = "both paths ran the same implementations: nothing to project"
@@ -410,12 +453,17 @@ def live_items(step: StepSection, verbose: bool) -> list[LiveLine]:
                            StepPathLine("fast", step.fast), StepPathLine("reference", step.reference)]
     if step.same_path:
         m = step.measured()
-        out += [SamePathLine(tuple(m.implementations) if m is not None else ()), CheckCostLine(step.cost)]
+        out.append(SamePathLine(tuple(m.implementations) if m is not None else ()))
+        if step.controls is not None:
+            out.append(ControlsLine(step.controls, step.ratio, False))
+        out.append(CheckCostLine(step.cost))
         if not verbose:
             out.append(CapturedLine(tuple(step.captured_output.items())))
         return out
     if step.speedup is not None:
         out.append(SpeedupLine(step.speedup, step.kernel_ratio))
+    if step.controls is not None:
+        out.append(ControlsLine(step.controls, step.ratio, step.speedup is not None))
     pj = step.projection
     out += [ProjectionLine("fast", pj.fast), ProjectionLine("reference", pj.reference)]
     if pj.projected_speedup is not None:

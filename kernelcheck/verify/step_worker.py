@@ -126,6 +126,13 @@ def run(args: dict[str, Any]) -> dict[str, Any]:
             trainer.step()
             _sync(device)
             times.append(time.perf_counter() - t)
+        ctl = args.get("controls")
+        if ctl:  # the ratio's controls, on this path's own timing (verify/timing_controls.py)
+            from kernelcheck.verify import timing_controls
+
+            out["controls"] = timing_controls.measure(
+                trainer.step, lambda: _sync(device), lm, sorted(times)[len(times) // 2] * 1000,
+                float(ctl["fraction"]), int(ctl["repeats"])).to_json()
         inst.reset()
         trace_path = Path(args["trace"])
         _profiled(trainer, device, int(args["profiled"]), trace_path)

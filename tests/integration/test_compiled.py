@@ -36,6 +36,17 @@ def test_verify_compile_reports_the_breaks_where_and_why_what_ran_compiled_and_t
         assert p["eager_ms"] > 0 and p["compiled_ms"] > 0 and p["compile_s"] > 0
     ids = {f["id"] for f in data["findings"]}
     assert ids & {"compile-runs-eager", "compile-graph-breaks"}
+    # the positive control: the compiled run reached the bound (disabled) conv stand-in and ran it; fla is absent,
+    # so chunk_gated_delta_rule ran its torch reference and the compiled run says it did not exercise it
+    for p in passes.values():
+        ops = {o["function"]: o for o in p["fused_ops"]}
+        conv, gdn = ops["causal_conv1d_fn"], ops["chunk_gated_delta_rule"]
+        assert conv["fast"] == "causal_conv1d.causal_conv1d_fn" and conv["compiler_disabled"] is True
+        assert conv["calls"] >= 1 and conv["exercised"] is True and conv["runs"] >= conv["calls"], conv
+        assert gdn["fast"] is None and gdn["calls"] >= 1 and gdn["exercised"] is False
+    not_run = [f for f in data["findings"] if f["id"] == "compile-op-not-exercised"]
+    assert {tuple(f["functions"]) for f in not_run} == {("chunk_gated_delta_rule",)} and len(not_run) == 2
+    assert all(f["severity"] == "fallback" for f in not_run) and code == 3
 
 
 def test_doctor_says_fla_dispatch_breaks_the_graph_and_names_pip_fla_as_what_runs() -> None:

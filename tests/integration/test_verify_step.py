@@ -151,6 +151,45 @@ def test_no_projection_where_both_paths_ran_the_same_code(step_run):
         assert proj[name] == {"error": "both paths ran the same implementations: nothing to project"}
 
 
+CONTROL_KEYS = ["repeats", "baseline_ms", "repeat_ms", "aa_ratio", "noise_band", "injected_fraction", "injected_ms",
+                "slowed_ms", "measured_slowdown", "detected", "expected_slowdown", "ratio", "decided"]
+
+
+def test_the_step_ratio_carries_its_controls_run_on_the_bound_path(step_run):
+    """The bound path timed again (A/A: the noise band) and with a synchronous delay of half its step time added
+    by a forward hook (the positive control), in its own process on its own weights; the ratio is claimed only
+    when the delay is seen and the ratio lies outside the band (never here: both paths are the torch code)."""
+    _, rep, _ = step_run
+    step = rep["step"]
+    c = step["controls"]
+    assert list(c) == CONTROL_KEYS
+    assert c["repeats"] == 3 and c["injected_fraction"] == 0.5
+    assert c["baseline_ms"] == step["paths"]["fast"]["step_ms"]  # the bound path's own timing
+    assert c["injected_ms"] == pytest.approx(c["baseline_ms"] / 2, rel=1e-3)
+    assert c["slowed_ms"] > c["repeat_ms"] and c["measured_slowdown"] > 0  # the delay was really in the step
+    assert c["noise_band"] >= 0.02 and c["aa_ratio"] > 0
+    assert c["ratio"] == pytest.approx(step["paths"]["reference"]["step_ms"] / c["baseline_ms"], abs=0.01)
+    assert c["decided"] is False and "speedup" not in step  # the same code twice: nothing claimed
+    ids = {(f["id"], f["severity"]) for f in rep["findings"]}
+    # a positive control this loaded machine did not see is said, never a silent pass
+    assert (("step-control-cannot-decide", "fallback") in ids) is (not c["detected"])
+
+
+def test_a_slowdown_too_small_to_see_makes_the_step_say_it_cannot_decide(tmp_path):
+    """KERNELCHECK_CONTROL_SLOWDOWN=1: a 1 % delay sits inside the 2 % noise floor, so the positive control is
+    missed: `step-control-cannot-decide` (fallback), no speedup or projected speedup."""
+    proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
+                           "--tokens", "16", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "KERNELCHECK_CONTROL_SLOWDOWN": "1"})
+    rep = json.loads(proc.stdout)
+    assert proc.returncode == rep["exit_code"] == 3, proc.stderr
+    c = rep["step"]["controls"]
+    assert c["injected_fraction"] == 0.01 and c["detected"] is False and c["decided"] is False
+    found = [f for f in rep["findings"] if f["id"] == "step-control-cannot-decide"]
+    assert [f["severity"] for f in found] == ["fallback"]
+    assert "speedup" not in rep["step"] and "projected_speedup" not in rep["step"]["projection"]
+
+
 def test_step_text_shows_numbers_and_keeps_profiler_noise_out_of_stderr(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kernelcheck", "verify", "--model", "qwen3.8-27b", "--step",
                            "--tokens", "16", "-o", str(tmp_path / "r.json")], capture_output=True, text=True, cwd=ROOT,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,117 @@ def test_the_section_reads_back_and_writes_its_lines() -> None:
         "    why: why",
         "    fix: fix it",
     ]
+
+
+# -- the positive control: did the compiled run reach the fused op at all (verify/compiled_calls.py) ---------------
+def _hub_wrapper(impl: Any, ref: Any) -> Any:
+    """The shape of transformers' hub-kernel wrapper: closure cells `implementation` and `torch_function`."""
+    implementation, torch_function = impl, ref
+
+    def wrapper(*a, **k):  # type: ignore[no-untyped-def]
+        return (implementation or torch_function)(*a, **k)
+
+    return wrapper
+
+
+def _reference(x: Any) -> Any:
+    return x * 2
+
+
+def _count(fast: Any) -> tuple[Any, int]:
+    """Eager steps then a compiled run (aot_eager, 3 calls) of a real module calling the op through the wrapper."""
+    import types
+
+    import torch
+
+    from kernelcheck.verify.compiled_calls import FusedCalls
+
+    mod = types.SimpleNamespace(op=_hub_wrapper(fast, _reference))
+    lin = torch.nn.Linear(4, 4)
+
+    def forward(x: Any) -> Any:
+        return torch.sin(mod.op(lin(x)) + 1)
+
+    fused = FusedCalls(mod, {"op": types.SimpleNamespace(extra={"attribute": "op"})}, ("op",))
+    x = torch.ones(2, 4)
+    with fused.counting(compiled=False) as eager:
+        for _ in range(3):
+            forward(x)
+    torch._dynamo.reset()
+    breaks = torch._dynamo.explain(forward)(x).graph_break_count
+    torch._dynamo.reset()
+    with fused.counting(compiled=True) as comp:
+        f = torch.compile(forward, backend="aot_eager")
+        for _ in range(3):
+            f(x)
+    torch._dynamo.reset()
+    assert mod.op.__closure__[0].cell_contents in (fast, _reference)  # the cells are put back
+    return FusedCalls.report(eager, comp, 3)[0], breaks
+
+
+def test_a_compiler_disabled_fast_op_breaks_the_graph_and_is_counted_as_reached_and_run() -> None:
+    import torch
+
+    calls = [0]
+
+    @torch.compiler.disable
+    def fast(x):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return x * 2
+
+    op, breaks = _count(fast)
+    assert (op.function, op.calls, op.compiler_disabled) == ("op", 1, True)
+    assert op.fast is not None and op.fast.endswith("fast")
+    assert op.exercised and op.traced >= 1 and op.runs == 3  # each compiled call ran the op, as Python
+    assert breaks >= 1  # the disabled op breaks the graph, and the compiled run still reached and ran it
+
+
+def test_a_fast_op_that_breaks_the_graph_is_counted_with_its_break() -> None:
+    import torch
+
+    def fast(x):  # type: ignore[no-untyped-def]
+        torch._dynamo.graph_break()
+        return x * 2
+
+    op, breaks = _count(fast)
+    assert breaks >= 1 and op.exercised and op.calls == 1
+
+
+def test_an_op_bound_to_its_torch_reference_is_not_exercised_by_the_compiled_run() -> None:
+    op, _ = _count(None)  # the package is absent: transformers runs the reference
+    assert op.fast is None and op.calls == 1 and not op.exercised and op.traced == op.runs == 0
+
+
+def test_the_control_says_not_exercised_or_contradicted_and_never_reads_0_breaks_as_agreement() -> None:
+    from kernelcheck.core.status import Finding
+    from kernelcheck.report.compiled import OpCalls
+
+    static = Finding("compile-graph-breaks-static", Severity.INFO, "x", None, None, ("chunk_gated_delta_rule",))
+    reached = OpCalls("chunk_gated_delta_rule", "fla.ops.gated_delta_rule.chunk.chunk_gated_delta_rule", True, 3,
+                      2, 9)
+    absent = OpCalls("chunk_gated_delta_rule", None, False, 3, 0, 0)
+    unused = OpCalls("causal_conv1d_update", None, False, 0, 0, 0)
+
+    def ids(op: OpCalls, breaks: int = 0) -> list[tuple[str, Severity, tuple[str, ...]]]:
+        b = [GraphBreak("Skip calling", "why", "a.py:1 in f", None, breaks)] if breaks else []
+        sec = CompiledSection("inductor", "full", "cuda:0", "bfloat16", 2048,
+                              [CompiledPass("train", 1 + breaks, b, [], 10.0, 5.0, 3.2, None, [op, unused])])
+        return [(f.id, Severity(f.severity), f.functions) for f in compiled.findings(sec, "q", static)
+                if f.id.startswith("compile-op") or f.id.startswith("compile-static")]
+
+    fn = ("chunk_gated_delta_rule",)
+    assert ids(reached) == [("compile-static-contradicted", Severity.INFO, fn)]
+    assert ids(reached, breaks=3) == []  # reached, and it breaks: the static reading agrees
+    assert ids(absent) == [("compile-op-not-exercised", Severity.FALLBACK, fn)]
+    assert ids(absent, breaks=3) == [("compile-op-not-exercised", Severity.FALLBACK, fn)]
+    sec = CompiledSection("inductor", "full", "cuda:0", "bfloat16", 2048,
+                          [CompiledPass("train", 1, [], [], 10.0, 5.0, 3.2, None, [reached, absent, unused])])
+    assert CompiledSection.from_json(sec.to_json()) == sec
+    assert sec.to_json()["passes"][0]["fused_ops"][1] == {
+        "function": "chunk_gated_delta_rule", "fast": None, "compiler_disabled": False, "calls": 3, "traced": 0,
+        "runs": 0, "exercised": False}
+    assert sec.lines[2:] == [
+        "  chunk_gated_delta_rule (3 call(s) per step): fast implementation reached 2x while tracing, ran 9x "
+        "(torch.compiler.disable: run eagerly)",
+        "  chunk_gated_delta_rule (3 call(s) per step): NOT exercised by the compiled run (no fast implementation "
+        "bound: the torch reference ran)"]

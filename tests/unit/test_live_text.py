@@ -21,6 +21,7 @@ from kernelcheck.report.live import (
     ComparisonFailedLine,
     ComparisonLine,
     ComparisonSkippedLine,
+    ControlsLine,
     LaunchLine,
     LiveLine,
     NotRunLine,
@@ -45,6 +46,7 @@ from kernelcheck.report.step import (
     StepSection,
     TritonCache,
 )
+from kernelcheck.verify.timing_controls import decide
 
 STEP = StepSection.from_json(json.loads((Path(__file__).resolve().parents[1] / "data" / "reports"
                                          / "verify_step.json").read_text())["step"])
@@ -91,6 +93,12 @@ CASES: list[tuple[LiveLine, list[str]]] = [
     (StepPathLine("reference", Failed("the reference path ran past 900 s")),
      ["torch reference: failed: the reference path ran past 900 s"]),
     (SpeedupLine(1.31), ["  -> bound path 1.31x faster"]),
+    (ControlsLine(decide(10.0, [10.0] * 3, [15.0] * 3, 0.5, 5.0), 1.01, False),
+     ["  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +50%: detected",
+      "  -> the ratio 1.01x is within the noise band: no speedup is claimed"]),
+    (ControlsLine(decide(10.0, [10.0] * 3, [10.0] * 3, 0.5, 5.0), 6.4, False),
+     ["  controls: same path timed twice 1.0x (noise +/-0.02); +50% injected, seen +0%: missed",
+      "  -> this measurement cannot decide here: no speedup is claimed"]),
     (SamePathLine(("chunk_gated_delta_rule: a.torch_chunk_gated_delta_rule", "causal_conv1d_fn: a.torch_conv",
                    "x: y")),
      ["  both paths ran the same code (chunk_gated_delta_rule: a.torch_chunk_gated_delta_rule; causal_conv1d_fn: "

@@ -48,6 +48,6 @@ def test_an_undecided_match_is_a_fallback_finding_and_never_a_mismatch():
     assert undecided.to_json()["controls"] == {"negative_rel_err": 0.0, "positive_rel_err": 0.07,
                                                "perturbed": "g dropped", "decided": False}
     run = SimpleNamespace(direct={"chunk_gated_delta_rule": undecided}, step_error=None, model_compare={},
-                          failures={}, isolated={})
+                          failures={}, isolated={}, benchmark=None)
     found = [f for f in model_findings(run, None) if f.id == "verify-control-cannot-decide"]  # type: ignore[arg-type]
     assert [(f.severity, f.functions) for f in found] == [(Severity.FALLBACK, ("chunk_gated_delta_rule",))]
