@@ -34,18 +34,9 @@
 # Writes under $OUT: versions.txt, <case>.json/.txt/.err, exit codes in exits.txt, payoff*.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/kc-out}
-mkdir -p "$OUT"
-WH=${WH:-/tmp/kcwh}
-SITE=${SITE:-/tmp/site}
-py=${PYTHON:-python3}
-export PYTHONPATH="$SITE:$PWD" HF_HUB_OFFLINE=1 KERNELCHECK_OFFLINE=1 TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/kc-triton}
-if ! $py -c "import fla, causal_conv1d, tilelang" 2>/dev/null; then
-  mkdir -p "$SITE"
-  $py -m pip install -q --no-index --no-deps --no-compile --target "$SITE" $WH/fla_core-0.6.0-*.whl \
-    $WH/einops-*.whl $WH/causal_conv1d-1.7.0-*.whl $WH/tilelang-0.1.15-*.whl $WH/apache_tvm_ffi-0.1.12-*.whl \
-    $WH/torch_c_dlpack_ext-*.whl $WH/z3_solver-*.whl > "$OUT/site.log" 2>&1 || tail -3 "$OUT/site.log"
-fi
+. benchmarks/gpu/site.sh
+export PYTHONPATH="$SITE:$PWD"
+kc_site
 { nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
   $py -c "import torch, triton, transformers, fla, causal_conv1d, tilelang; print(torch.__version__, triton.__version__, transformers.__version__, 'fla', fla.__version__, 'causal_conv1d', causal_conv1d.__version__, 'tilelang', tilelang.__version__)"
 } > "$OUT/versions.txt" 2>&1
