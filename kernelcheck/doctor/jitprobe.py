@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelcheck.core import decide, settings
 from kernelcheck.core.status import Finding, Severity
+from kernelcheck.doctor import proofdirs
 from kernelcheck.report.model import Report
 
 if TYPE_CHECKING:
@@ -211,13 +212,12 @@ SUBFOLDER = "jit-proofs"
 
 
 def folder() -> Path:
-    return settings.current().home / SUBFOLDER
+    return proofdirs.home(SUBFOLDER)
 
 
 def baked_folder() -> Path | None:
     """KERNELCHECK_PROOF_DIR/jit-proofs: passes made when the image was built (read only), or None."""
-    base = settings.current().proof_dir
-    return None if base is None else base / SUBFOLDER
+    return proofdirs.baked(SUBFOLDER)
 
 
 def _read(path: Path, key: str) -> dict[str, Any] | None:
@@ -230,12 +230,7 @@ def _read(path: Path, key: str) -> dict[str, Any] | None:
 
 def _cached(key: str) -> dict[str, Any] | None:
     """A pass stored for `key`: KERNELCHECK_HOME's, else one baked into KERNELCHECK_PROOF_DIR (`baked` True)."""
-    hit = _read(folder() / f"{key}.json", key)
-    if hit is None and (baked := baked_folder()) is not None:
-        hit = _read(baked / f"{key}.json", key)
-        if hit is not None:
-            hit["baked"] = True
-    return hit
+    return proofdirs.lookup(SUBFOLDER, key, _read)
 
 
 def _store(key: str, result: dict[str, Any]) -> None:

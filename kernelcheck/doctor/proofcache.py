@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelcheck.core import matrix, settings
+from kernelcheck.doctor import proofdirs
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +96,12 @@ SUBFOLDER = "import-proofs"
 
 
 def folder() -> Path:
-    return settings.current().home / SUBFOLDER
+    return proofdirs.home(SUBFOLDER)
 
 
 def baked_folder() -> Path | None:
     """KERNELCHECK_PROOF_DIR/import-proofs: proofs made when the image was built (read only), or None."""
-    base = settings.current().proof_dir
-    return None if base is None else base / SUBFOLDER
+    return proofdirs.baked(SUBFOLDER)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -347,12 +347,7 @@ def key_of(fp: dict[str, Any]) -> str:
 def load(key: str) -> dict[str, Any] | None:
     """The stored proof for `key`, or None (absent, unreadable, corrupt, another format): KERNELCHECK_HOME's, else
     the one baked into KERNELCHECK_PROOF_DIR (`baked` True)."""
-    got = _load(folder() / f"{key}.json", key)
-    if got is None and (baked := baked_folder()) is not None:
-        got = _load(baked / f"{key}.json", key)
-        if got is not None:
-            got["baked"] = True
-    return got
+    return proofdirs.lookup(SUBFOLDER, key, _load)
 
 
 def _load(path: Path, key: str) -> dict[str, Any] | None:
