@@ -68,7 +68,7 @@ def phrases(rec: dict[str, dict[str, object]]) -> dict[str, list[tuple[re.Patter
                      f"`python scripts/suite_figures.py --measure`, {fast['date']})")
     minutes = round(float(str(full["seconds"])) / 60)
     full_sentence = (f"The first full run takes about {minutes} minutes on {cores} cores (`bash .ci/run`: "
-                     f"{_n(full['seconds'])} s in\n{full['source']}) and fills that folder with about "
+                     f"{_n(full['seconds'])} s in\n{full['source']})\nand fills that folder with about "
                      f"{full['cache_gb']} GB")
     return {
         "README.md": [
