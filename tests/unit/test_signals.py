@@ -19,6 +19,15 @@ from tests.envs import REPO
 from tests.integration.test_install_signals import MARK, _alive_with  # the /proc scan for what is left of a run
 
 
+@pytest.fixture(autouse=True)
+def _sigint_as_a_terminal_gives_it():
+    """SIGINT as Python sets it in a foreground process: a shell starts a background job with SIGINT ignored, and
+    held() rightly keeps an ignored signal ignored (what these tests hold is the signal a user sends)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_in_a_held_block_is_raised_when_it_ends(sig):
     with pytest.raises(Interrupted) as got, signals.held():
