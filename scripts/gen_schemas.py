@@ -87,7 +87,20 @@ COMPILED = obj({"backend": STR, "shape": STR, "device": STR, "dtype": STR, "toke
                 "passes": arr(obj({"pass": STR, "graphs": {"type": "integer"}, "graph_breaks": {"type": "integer"},
                                    "breaks": arr(OBJ), "parts": arr(OBJ), "eager_ms": opt({"type": "number"}),
                                    "compiled_ms": opt({"type": "number"}), "compile_s": opt({"type": "number"}),
-                                   "error": opt(STR)}))})
+                                   "error": opt(STR)},
+                                  {"fused_ops": arr(obj({"function": STR, "fast": opt(STR), "compiler_disabled": BOOL,
+                                                         "calls": INT, "traced": INT, "runs": INT,
+                                                         "exercised": BOOL}))}))})
+# a timed ratio's controls (verify/timing_controls.py), a $def of verify's schema
+TIMING_CONTROLS: S = {"type": "object",
+                      "description": "a timed ratio's controls (kernelcheck/verify/timing_controls.py): "
+                                     "the bound path timed again (A/A) and with a known injected slowdown",
+                      **{k: v for k, v in obj({"repeats": INT, "baseline_ms": NUM, "repeat_ms": NUM, "aa_ratio": NUM,
+                                               "noise_band": NUM, "injected_fraction": NUM, "injected_ms": NUM,
+                                               "slowed_ms": NUM, "measured_slowdown": NUM, "detected": BOOL,
+                                               "expected_slowdown": NUM, "ratio": opt(NUM),
+                                               "decided": BOOL}).items() if k != "type"}}
+CONTROLS_REF = {"$ref": "#/$defs/timing_controls"}
 HUB = obj({"lines": arr(STR), "used": BOOL, "why": opt(STR), "device": STR, "mode": STR, "offline": BOOL,
            "transformers": OBJ, "mapping": arr(OBJ), "names": arr(OBJ), "repos": arr(OBJ)})
 # Why a step is there and why a candidate was rejected (kernelcheck/core/plan_step.py); an install step has both,
@@ -97,12 +110,18 @@ REJECT_KIND = {"enum": [k.value for k in RejectKind if k != RejectKind.HUB_VARIA
 PLAN_STEP = obj({"package": STR, "action": STR, "source": STR, "spec": opt(STR), "reason": STR},
                 {"command": opt(STR), "rejected": arr(obj({"candidate": STR, "reason": STR}, {"kind": REJECT_KIND})),
                  "kind": STEP_KIND, "rules": arr(STR)})
-IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]}, "cache": {"enum": ["off", "hit", "stored", "not stored"]},
+IMPORT_PROOF = obj({"source": {"enum": ["proven", "cache"]},
+                    "cache": {"enum": ["off", "hit", "baked", "stored", "not stored"]},
                     "file": opt(STR), "proven_at": opt(STR)}, closed=True)
 PACKING = obj({"declared": opt(STR), "guard_in_source": opt(BOOL), "functions": OBJ,
                "modes": arr(obj({"mode": STR, "outcome": {"enum": ["correct", "raises", "mixed"]}, "reason": STR,
                                  "fix": opt(STR)})), "reference": STR})
 LIVE = obj({"ran": BOOL, "lines": arr(STR)})
+VERIFY_LIVE = obj({"ran": BOOL, "lines": arr(STR)},
+                  {"benchmark": opt({"type": "object", "properties": {  # null: no --benchmark
+                      "controls": CONTROLS_REF,
+                      "passes": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+                          "controls": CONTROLS_REF}}}}})})
 # verify --packing --batch / --benchmark (kernelcheck/report/packing_batch.py); the mode run has none of these
 PACKING_KEYS = ("cu_seqlens", "cu_seq_lens_q", "cu_seq_lens_k", "seq_idx")
 PAYOFF = obj({"shape": {"enum": ["tiny", "full"]}, "device": STR, "lengths": INT, "real_tokens": INT,
@@ -132,13 +151,13 @@ DEVICE = obj({"type": STR, "origin": {"enum": list(DEVICE_ORIGINS)}, "visible": 
 COUNTS = obj({"cpu_ops": INT, "kernels": INT, "memcpy": INT, "memset": INT, "gpu_busy_us": NUM, "cpu_span_us": NUM})
 
 
-def report(kind: str, required: dict[str, S], optional: dict[str, S], title: str) -> S:
-    """A Report (report/model.py): the common head and the kind's sections."""
+def report(kind: str, required: dict[str, S], optional: dict[str, S], title: str, defs: S | None = None) -> S:
+    """A Report (report/model.py): the common head and the kind's sections (and the kind's own `defs`)."""
     head = {"schema": {"const": f"kernelcheck.{kind}/1"}, "command": {"const": kind}, "verdict": VERDICT,
             "exit_code": {"enum": [0, 3, 4]}, "environment": OBJ if kind == "trace" else REF["environment"],
             "model": REF["model"], "mode": opt(STR), "functions": arr(REF["function"]),
             "findings": arr(REF["finding"])}
-    return {**obj({**head, **required}, optional), "title": title, "$defs": DEFS}
+    return {**obj({**head, **required}, optional), "title": title, "$defs": {**DEFS, **(defs or {})}}
 
 
 def kinds() -> dict[str, S]:
@@ -149,9 +168,10 @@ def kinds() -> dict[str, S]:
                                         "packing": PACKING, "import_proof": IMPORT_PROOF, "step": OBJ,
                                         "device": DEVICE},
                          "kernelcheck doctor --json"),
-        "verify": report("verify", {}, {"live": LIVE, "step": OBJ, "hub": HUB, "packing": PACKING, "device": DEVICE,
-                                        "compiled": COMPILED},
-                         "kernelcheck verify --json"),
+        "verify": report("verify", {}, {"live": VERIFY_LIVE, "step": {"type": "object", "properties": {
+                                            "controls": CONTROLS_REF}},
+                                        "hub": HUB, "packing": PACKING, "device": DEVICE, "compiled": COMPILED},
+                         "kernelcheck verify --json", {"timing_controls": TIMING_CONTROLS}),
         "install": report("install", {"before": obj({"verdict": VERDICT, "functions": OBJ}),
                                       "plan": arr(PLAN_STEP)},
                           {"predicted": VERDICT, "executed": BOOL, "lock": opt(STR), "installed": arr(OBJ),
