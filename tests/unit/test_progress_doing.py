@@ -44,3 +44,16 @@ def test_unset_the_step_keeps_its_interval_and_a_bad_value_is_bad_input(monkeypa
     monkeypatch.setenv("KERNELCHECK_PROGRESS_EVERY", "0")
     with pytest.raises(BadInput, match="KERNELCHECK_PROGRESS_EVERY"):
         progress.Ticker("x")
+
+
+def test_with_the_setting_an_announced_step_says_its_first_line_after_that_interval(monkeypatch: pytest.MonkeyPatch):
+    """A step that announces itself waits `delay` (2 s) for its first line; lines asked for every 0.1 s come sooner,
+    so a short first phase (a mode of verify --packing that runs 1 s) is still said."""
+    monkeypatch.setenv("KERNELCHECK_PROGRESS_EVERY", "0.1")
+    log = io.StringIO()
+    with progress.working("kernelcheck verify --packing", stream=log, delay=5, announce=True):
+        progress.doing("mode 1 of 3 (position_ids), 60+70 tokens")
+        time.sleep(0.5)
+    lines = log.getvalue().splitlines()
+    assert lines and lines[0] == "kernelcheck verify --packing ...", lines
+    assert any(ln.endswith("; mode 1 of 3 (position_ids), 60+70 tokens)") for ln in lines[1:]), lines
