@@ -21,6 +21,7 @@ Cost: 2 x `repeats` more calls of the bound path (the shorter timing), plus the 
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,23 +41,17 @@ def fraction(default: float) -> float:
     return default if pct is None else pct / 100.0
 
 
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
 def decide(baseline_ms: float, plain_ms: list[float], slowed_ms: list[float], injected_fraction: float,
            injected_ms: float) -> TimingControls:
     """The controls from the timings: the rounds' plain and slowed calls (ms, pairwise) against the baseline."""
-    repeat = _median(plain_ms)
+    repeat = statistics.median(plain_ms)
     aa = repeat / baseline_ms if baseline_ms > 0 else float("inf")
     band = max(2.0 * abs(aa - 1.0), FLOOR)
-    slowdown = _median([s / p for s, p in zip(slowed_ms, plain_ms, strict=True) if p > 0] or [1.0]) - 1.0
+    slowdown = statistics.median([s / p for s, p in zip(slowed_ms, plain_ms, strict=True) if p > 0] or [1.0]) - 1.0
     expected = injected_ms / repeat if repeat > 0 else 0.0  # the delay against the path's time in these rounds
     detected = slowdown > band and expected / ABOUT <= slowdown <= expected * ABOUT
     return TimingControls(len(plain_ms), round(baseline_ms, 3), round(repeat, 3), round(aa, 3), round(band, 3),
-                          round(injected_fraction, 3), round(injected_ms, 3), round(_median(slowed_ms), 3),
+                          round(injected_fraction, 3), round(injected_ms, 3), round(statistics.median(slowed_ms), 3),
                           round(slowdown, 3), detected, round(expected, 3))
 
 
