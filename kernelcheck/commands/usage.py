@@ -45,11 +45,10 @@ def writable_folder(path: str, flag: str, what: str) -> None:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise BadInput(f"{flag} {path} is a file; give a folder (it is created if missing). Nothing was run.")
-    probe = target / ".kernelcheck-probe"
+    from kernelcheck.core import paths
+
     try:
-        target.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        paths.write_probe(target)
     except OSError as exc:
         raise BadInput(f"cannot write {what} to {str(target)!r}: {exc.strerror or exc}. Pass {flag} a folder you can "
                        "write (it is created if missing); nothing was run.") from None

@@ -68,6 +68,15 @@ _WHY = {errno.ENAMETOOLONG: "a part of the path is longer than the file system a
         errno.EEXIST: "a part of the path is a file, not a folder", errno.ELOOP: "too many symbolic links"}
 
 
+def write_probe(folder: Path) -> None:
+    """Create `folder` (and its parents) and write and remove a file there, for real: OSError where a run could not
+    write into it (a read-only mount, a file in the way, no permission)."""
+    probe = folder / f".kernelcheck-probe-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    probe.write_bytes(b"")
+    probe.unlink()
+
+
 def os_error(path: str | os.PathLike[str], what: str, exc: OSError, hint: str = "") -> BadInput:
     """BadInput for an OSError on a path the user named: `what` names the argument ("--junit"), `hint` what to
     give instead."""

@@ -5,7 +5,6 @@ in pip."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from kernelcheck.core import paths
@@ -13,11 +12,8 @@ from kernelcheck.core import paths
 
 def folder(path: Path, what: str, hint: str) -> Path:
     """`path`, created if missing, when kernelcheck can write there; BadInput naming `what` and `hint` if not."""
-    probe = path / f".kernelcheck-probe-{os.getpid()}"
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
+        paths.write_probe(path)
     except OSError as exc:
         raise paths.os_error(path, f"{what}: cannot write", exc, hint) from None
     return path
