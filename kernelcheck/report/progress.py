@@ -57,11 +57,10 @@ class Ticker:
 
     def __init__(self, label: str, *, stream: TextIO | None = None, delay: float = 2.0, every: float | None = None,
                  tick: float = 0.5, detail: Callable[[], str] | None = None, announce: bool = False) -> None:
-        self.label, self.out, self.delay, self.every, self.tick, self.detail = \
-            label, stream or sys.stderr, delay, line_interval(PLAIN_EVERY_S if every is None else every), tick, detail
+        self.every = line_interval(PLAIN_EVERY_S if every is None else every)
+        self.delay = min(delay, self.every)  # the first line never later than the interval between lines
+        self.label, self.out, self.tick, self.detail = label, stream or sys.stderr, tick, detail
         self.announce = announce  # a log gets a line when the step starts to take time, not only every 30 s
-        if settings.variable("KERNELCHECK_PROGRESS_EVERY"):  # lines asked for every N s: the first after N s at most
-            self.delay = min(self.delay, self.every)
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self._stop = threading.Event()
         self._shown = False
